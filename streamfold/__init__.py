@@ -1,0 +1,78 @@
+"""streamfold: write a batch SQL query once; get an exact, continuously maintained answer on Spark.
+
+Without Spark::
+
+    import streamfold
+    print(streamfold.explain("SELECT x, avg(y) FROM S GROUP BY x", {"S": "x INT, y INT"}))
+
+On Spark (pyspark is imported only here)::
+
+    q = streamfold.start("SELECT x, avg(y) FROM S GROUP BY x", sources={"S": "data/S"}, output="out")
+    q.wait_for_batch(0)
+    q.snapshot_pandas()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    BadInputError, BatchError, BindError, CheckpointError, ParseError, SourceError, SqlError, StreamfoldError,
+    UnsupportedError, UsageError,
+)
+from .ir.types import DataType
+
+if TYPE_CHECKING:
+    from .plan.model import IncrementalPlan
+    from .runtime.query import Query
+    from .sql.catalog import SourceSchema
+
+__version__ = "0.1.0"
+
+Schemas = Mapping[str, "str | Iterable[tuple[str, DataType | str]] | SourceSchema"]
+
+__all__ = [
+    "BadInputError", "BatchError", "BindError", "CheckpointError", "ParseError", "SourceError", "SqlError",
+    "StreamfoldError", "UnsupportedError", "UsageError", "compile", "explain", "start",
+]
+
+
+def compile(sql: str, schemas: Schemas, tables: Iterable[str] = ()) -> IncrementalPlan:  # noqa: A001
+    """Compile ``sql`` to its incremental plan. ``schemas`` maps each input to ``"col TYPE, …"``
+    (a ``_weight`` column marks a source that may delete rows); ``tables`` names the static ones."""
+    from .plan import incrementalize
+    from .sql import Catalog, bind
+
+    return incrementalize(bind(sql, Catalog.from_mapping(schemas, static=tables)))
+
+
+def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str = "text") -> str:  # noqa: A002
+    """The incremental plan of ``sql`` as readable text (``format="text"``) or JSON."""
+    from .plan import explain_json, explain_text
+
+    plan = compile(sql, schemas, tables)
+    if format == "json":
+        return explain_json(plan)
+    if format != "text":
+        raise UsageError(f"unknown explain format {format!r}", code="BAD_FORMAT", params={"format": format},
+                         hint="use text or json")
+    return explain_text(plan)
+
+
+def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str] | None = None,
+          formats: Mapping[str, str] | None = None, schemas: Mapping[str, str] | None = None,
+          checkpoint: str | None = None, trigger: float = 1.0, spark: Any = None, master: str | None = None,
+          background: bool = True, **options: Any) -> Query:
+    """Start maintaining ``sql`` over directory ``sources`` (and static ``tables``), writing to ``output``.
+
+    ``formats`` gives a format per input (parquet, csv, json); ``schemas`` gives "col TYPE, …" per
+    input instead of inferring it. With ``background=False`` nothing runs until you call
+    :meth:`Query.process_available`. Other options are those of ``streamfold run``
+    (``until_idle``, ``partitions``, ``on_bad_file``, ``compact_every``, ``keep_snapshots``).
+    """
+    from .runtime.query import start as _start
+
+    return _start(sql, sources, output, tables=tables or {}, formats=formats or {}, schemas=schemas or {},
+                  checkpoint=checkpoint, trigger=trigger, spark=spark, master=master, background=background,
+                  **options)

@@ -1,0 +1,232 @@
+"""``streamfold`` command line: a thin layer over the library.
+
+Exit codes: 0 success, 1 a batch failed while running, 2 a mistake in the query, the options
+or the inputs (shown with its code and a hint), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+from .errors import StreamfoldError, UsageError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _query_text(arg: str) -> str:
+    """QUERY is a path to a .sql file or the SQL text itself."""
+    if os.path.isfile(arg):
+        with open(arg, encoding="utf-8") as fh:
+            return fh.read()
+    if arg.strip().lower().endswith(".sql") and " " not in arg.strip():
+        raise UsageError(f"query file {arg} does not exist", code="QUERY_NOT_FOUND", params={"path": arg})
+    return arg
+
+
+def _parse_inputs(values: list[str] | None, static: bool) -> tuple[dict[str, str], dict[str, str]]:
+    from .runtime.sources import InputSpec
+
+    paths: dict[str, str] = {}
+    formats: dict[str, str] = {}
+    for text in values or []:
+        spec = InputSpec.parse(text, static)
+        if spec.name in paths:
+            raise UsageError(f"input {spec.name} is given twice", code="DUPLICATE_SOURCE", params={"source": spec.name})
+        paths[spec.name] = spec.path
+        formats[spec.name] = spec.format
+    return paths, formats
+
+
+def _parse_schemas(values: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for text in values or []:
+        if "=" not in text:
+            raise UsageError(f"cannot read --schema {text!r}", code="BAD_SCHEMA", params={"definition": text},
+                             hint='write it as NAME="col TYPE, col TYPE"')
+        name, cols = text.split("=", 1)
+        out[name.strip()] = cols.strip().strip('"')
+    return out
+
+
+def _add_inputs(p: argparse.ArgumentParser, tables: bool = True) -> None:
+    p.add_argument("query", metavar="QUERY", help="path to a .sql file, or the SQL text")
+    p.add_argument("--source", action="append", metavar="NAME=PATH[:FORMAT]",
+                   help="a stream source: a directory new files arrive in (format parquet, csv or json)")
+    if tables:
+        p.add_argument("--table", action="append", metavar="NAME=PATH[:FORMAT]",
+                       help="a static input (a file or directory) that never changes")
+    p.add_argument("--schema", action="append", metavar='NAME="col TYPE, ..."',
+                   help="the columns of an input, instead of inferring them from its first file")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamfold",
+        description="Write a batch SQL query once; get an exact, continuously maintained answer on Spark.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="maintain a query's answer as new files arrive",
+                         description="Maintain QUERY's answer over its sources; see README for the output layout.")
+    _add_inputs(run)
+    run.add_argument("--output", required=True, metavar="DIR", help="where snapshots/, changes/, commits/ go")
+    run.add_argument("--checkpoint", metavar="DIR", help="state and progress (default DIR/_checkpoint)")
+    run.add_argument("--trigger", type=float, default=1.0, metavar="SECONDS", help="poll interval (default 1)")
+    run.add_argument("--until-idle", type=float, metavar="SECONDS",
+                     help="exit 0 once no new file has appeared for this long and all is committed")
+    run.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    run.add_argument("--partitions", type=int, metavar="N", help="state partitions (default 2 × cores)")
+    run.add_argument("--on-bad-file", choices=("stop", "quarantine"), default="stop",
+                     help="a file that does not parse: stop the run (default), or move it to DIR/quarantine/ and go on")
+    run.add_argument("--keep-snapshots", type=int, metavar="N", help="keep only the last N snapshots")
+    run.add_argument("--compact-every", type=int, default=20, metavar="N",
+                     help="write a full copy of the state every N batches (default 20)")
+    run.add_argument("--quiet", action="store_true", help="no per-batch lines")
+
+    ex = sub.add_parser("explain", help="show the incremental plan (states, h, ⊗, a)",
+                        description="Compile QUERY and print its incremental plan. Needs no Spark for Parquet "
+                                    "sources or when --schema gives the columns.")
+    _add_inputs(ex)
+    ex.add_argument("--format", choices=("text", "json"), default="text")
+
+    demo = sub.add_parser("demo", help="the seed's groupBy and join-groupBy, incremental vs recompute")
+    demo.add_argument("--dir", default="demo-out", help="working directory (default demo-out)")
+    demo.add_argument("--batches", type=int, default=10, help="batches per query, history included (default 10)")
+    demo.add_argument("--scale", type=float, default=1.0,
+                      help="data size relative to the seed's (1M-row groupBy history, 40K increments)")
+    demo.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        if args.command == "explain":
+            return _explain(args)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "demo":
+            from .demo import run_demo
+
+            return run_demo(args.dir, batches=args.batches, scale=args.scale, master=args.master)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except StreamfoldError as e:
+        print(f"error: {e}", file=sys.stderr)
+        from .errors import BatchError
+
+        return EXIT_FAILED if isinstance(e, BatchError) else EXIT_USAGE
+    return EXIT_USAGE
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from .plan import explain_json, explain_text, incrementalize
+    from .runtime.sources import InputSpec, infer_schema
+    from .sql import Catalog, bind
+
+    sql = _query_text(args.query)
+    sources, formats = _parse_inputs(args.source, False)
+    tables, table_formats = _parse_inputs(args.table, True)
+    schemas = _parse_schemas(args.schema)
+    specs = [InputSpec(n, p, formats[n], False, schemas.get(n)) for n, p in sources.items()]
+    specs += [InputSpec(n, p, table_formats[n], True, schemas.get(n)) for n, p in tables.items()]
+    for name in schemas:
+        if name not in sources and name not in tables:
+            specs.append(InputSpec(name, "", "parquet", False, schemas[name]))
+    spark = None
+    if any(s.format != "parquet" and not s.schema for s in specs):
+        from .runtime.session import get_spark
+
+        spark = get_spark()
+    catalog = Catalog([infer_schema(s, spark) for s in specs])
+    plan = incrementalize(bind(sql, catalog))
+    sys.stdout.write(explain_json(plan) if args.format == "json" else explain_text(plan))
+    return EXIT_OK
+
+
+class _Status:
+    """A status line on stderr while a batch runs longer than a moment (e.g. batch 0's history)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.message = ""
+        self.started = time.monotonic()
+        self.shown = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._thread.start()
+
+    def __call__(self, message: str) -> None:
+        if not message.startswith(self.message.split(":")[0]) or not self.message:
+            self.started = time.monotonic()
+        self.message = message
+        if not self.tty and time.monotonic() - self.started > 2:
+            print(f"… {message}", file=sys.stderr, flush=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            if self.tty and self.message and time.monotonic() - self.started > 1:
+                elapsed = time.monotonic() - self.started
+                sys.stderr.write(f"\r\033[K… {self.message} ({elapsed:.0f} s)")
+                sys.stderr.flush()
+                self.shown = True
+
+    def clear(self) -> None:
+        if self.tty and self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+            self.shown = False
+        self.message = ""
+
+    def close(self) -> None:
+        self._stop.set()
+        self.clear()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .runtime.query import start
+
+    sql = _query_text(args.query)
+    sources, formats = _parse_inputs(args.source, False)
+    tables, table_formats = _parse_inputs(args.table, True)
+    if not sources:
+        raise UsageError("give at least one --source", code="NO_SOURCE", hint="--source NAME=DIR")
+    status = _Status()
+    from .runtime.session import get_spark
+
+    spark = get_spark(args.master, progress=sys.stderr.isatty())
+    query = start(
+        sql, sources, args.output, tables=tables, formats={**formats, **table_formats},
+        schemas=_parse_schemas(args.schema), checkpoint=args.checkpoint, trigger=args.trigger, spark=spark,
+        master=args.master, background=False, progress=status, partitions=args.partitions,
+        on_bad_file=args.on_bad_file, keep_snapshots=args.keep_snapshots, compact_every=args.compact_every,
+    )
+
+    def report(result: object) -> None:
+        status.clear()
+        if not args.quiet:
+            print(result.line(), flush=True)  # type: ignore[attr-defined]
+
+    query.on_batch = report
+    if query.last_batch >= 0:
+        print(f"resuming after batch {query.last_batch:06d}", file=sys.stderr)
+    try:
+        query.run(args.trigger, args.until_idle)
+    finally:
+        status.close()
+        query.stop()
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Scalar expressions: immutable, typed, compared by value.
+
+A column is referenced by the unique name of a field of the input relation (``x.A`` for column
+``A`` of the table aliased ``x``). Operators and functions are one node, :class:`Call`, whose
+``op`` is an operator (``+``, ``=``, ``AND``, ``IS NULL`` …) or a function's Spark SQL name;
+functions carry a ``template`` (``"substring({0}, {1}, {2})"``) so odd SQL syntax survives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .types import BOOLEAN, DataType
+
+
+class Expr:
+    """Base of scalar expressions."""
+
+    __slots__ = ()
+    type: DataType
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        assert not children
+        return self
+
+    def walk(self) -> Iterator[Expr]:
+        """This node and all nodes below it, parents first."""
+        yield self
+        for child in self.children():
+            yield from child.walk()
+
+    def columns(self) -> frozenset[str]:
+        """Names of the input columns this expression reads."""
+        return frozenset(e.name for e in self.walk() if isinstance(e, Column))
+
+    def transform(self, fn: Callable[[Expr], Expr | None]) -> Expr:
+        """Rewrite bottom-up: ``fn`` returns a replacement for a node, or None to keep it."""
+        kids = self.children()
+        node = self
+        if kids:
+            new_kids = tuple(k.transform(fn) for k in kids)
+            if new_kids != kids:
+                node = self.with_children(new_kids)
+        replaced = fn(node)
+        return node if replaced is None else replaced
+
+    def rename(self, mapping: Mapping[str, str]) -> Expr:
+        """Rename column references by ``mapping`` (names absent from it stay)."""
+        return self.transform(
+            lambda e: Column(mapping[e.name], e.type) if isinstance(e, Column) and e.name in mapping else None
+        )
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        """Replace column references by expressions (used to fuse projections)."""
+        return self.transform(lambda e: mapping.get(e.name) if isinstance(e, Column) else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Column(Expr):
+    name: str
+    type: DataType
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Expr):
+    value: Any
+    type: DataType
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    """An operator or function applied to arguments."""
+
+    op: str
+    args: tuple[Expr, ...]
+    type: DataType
+    template: str | None = None  # for functions: Spark SQL with {0}, {1}… for the arguments
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return Call(self.op, children, self.type, self.template)
+
+
+@dataclass(frozen=True, slots=True)
+class Case(Expr):
+    """``CASE WHEN c1 THEN v1 … ELSE d END``; ``default`` None means ELSE NULL."""
+
+    whens: tuple[tuple[Expr, Expr], ...]
+    default: Expr | None
+    type: DataType
+
+    def children(self) -> tuple[Expr, ...]:
+        flat = tuple(e for pair in self.whens for e in pair)
+        return flat + ((self.default,) if self.default is not None else ())
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        n = len(self.whens)
+        whens = tuple((children[2 * i], children[2 * i + 1]) for i in range(n))
+        default = children[2 * n] if self.default is not None else None
+        return Case(whens, default, self.type)
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    expr: Expr
+    type: DataType
+    safe: bool = False  # TRY_CAST: NULL instead of an error
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.expr,)
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return Cast(children[0], self.type, self.safe)
+
+
+AGGREGATES = frozenset({
+    "count", "sum", "avg", "min", "max",
+    "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Agg(Expr):
+    """An aggregate call; only found in :class:`~streamfold.ir.rel.Aggregate` nodes.
+
+    ``count(*)`` is ``Agg("count", (), False, BIGINT)``.
+    """
+
+    fn: str
+    args: tuple[Expr, ...]
+    distinct: bool
+    type: DataType
+
+    def __post_init__(self) -> None:
+        if self.fn not in AGGREGATES:
+            raise ValueError(f"unknown aggregate {self.fn}")
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return Agg(self.fn, children, self.distinct, self.type)
+
+
+# -- small constructors used by passes -------------------------------------------------------
+TRUE = Literal(True, BOOLEAN)
+
+
+def conjuncts(e: Expr | None) -> tuple[Expr, ...]:
+    """Split a predicate on AND."""
+    if e is None:
+        return ()
+    if isinstance(e, Call) and e.op == "AND":
+        return conjuncts(e.args[0]) + conjuncts(e.args[1])
+    return (e,)
+
+
+def and_all(preds: tuple[Expr, ...] | list[Expr]) -> Expr | None:
+    """Join predicates with AND; None for none."""
+    result: Expr | None = None
+    for p in preds:
+        result = p if result is None else Call("AND", (result, p), BOOLEAN)
+    return result
+
+
+def call(op: str, *args: Expr, type: DataType) -> Call:
+    return Call(op, tuple(args), type)
+
+
+def contains_agg(e: Expr) -> bool:
+    return any(isinstance(n, Agg) for n in e.walk())

@@ -1,0 +1,106 @@
+"""Scalar functions streamfold accepts: their result types and whether they are deterministic.
+
+The list is the string, date, math and conditional functions that Spark SQL and DuckDB share,
+so every one of them is covered by the DuckDB oracle. A function outside it is refused with
+``UNSUPPORTED_FUNCTION`` at compile time; a non-deterministic one (``rand``, ``now`` …) with
+``NONDETERMINISTIC_FUNCTION``, since a continuous query must give the batch query's answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .types import (
+    BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, common_type, decimal,
+)
+
+TypeRule = Callable[[Sequence[DataType]], DataType]
+
+
+def _fixed(t: DataType) -> TypeRule:
+    return lambda args: t
+
+
+def _first(args: Sequence[DataType]) -> DataType:
+    return args[0]
+
+
+def _common(args: Sequence[DataType]) -> DataType:
+    result = args[0]
+    for a in args[1:]:
+        c = common_type(result, a)
+        if c is None:
+            raise TypeError(f"arguments of types {result} and {a} have no common type")
+        result = c
+    return result
+
+
+def _if(args: Sequence[DataType]) -> DataType:
+    return _common(args[1:])
+
+
+def _round(args: Sequence[DataType]) -> DataType:
+    t = args[0]
+    if t.is_decimal:
+        assert t.precision is not None and t.scale is not None
+        return decimal(t.precision, t.scale)  # Spark keeps the shape up to the requested scale
+    return t
+
+
+def _floor_ceil(args: Sequence[DataType]) -> DataType:
+    t = args[0]
+    if t.is_decimal:
+        assert t.precision is not None and t.scale is not None
+        return decimal(t.precision - t.scale + 1, 0)
+    return BIGINT
+
+
+_STRING_FUNCS = (
+    "upper", "lower", "ucase", "lcase", "substring", "substr", "concat", "concat_ws", "trim", "ltrim",
+    "rtrim", "btrim", "replace", "lpad", "rpad", "left", "right", "repeat", "initcap",
+    "split_part", "regexp_replace", "translate", "date_format",
+)
+_INT_FUNCS = (
+    "length", "char_length", "character_length", "instr", "locate", "position", "ascii",
+    "year", "month", "day", "dayofmonth", "quarter", "dayofweek", "dayofyear", "weekofyear",
+    "hour", "minute", "datediff",
+)
+_DOUBLE_FUNCS = (
+    "sqrt", "exp", "ln", "log10", "log2", "log", "power", "pow", "sin", "cos", "tan", "asin",
+    "acos", "atan", "atan2", "degrees", "radians", "cbrt", "sign", "signum",
+)
+_BOOL_FUNCS = ("startswith", "endswith", "contains", "starts_with", "ends_with")
+
+FUNCTIONS: dict[str, TypeRule] = {}
+FUNCTIONS.update({f: _fixed(STRING) for f in _STRING_FUNCS})
+FUNCTIONS.update({f: _fixed(INT) for f in _INT_FUNCS})
+FUNCTIONS.update({f: _fixed(DOUBLE) for f in _DOUBLE_FUNCS})
+FUNCTIONS.update({f: _fixed(BOOLEAN) for f in _BOOL_FUNCS})
+FUNCTIONS.update({
+    "abs": _first, "negative": _first, "positive": _first,
+    "round": _round, "bround": _round, "floor": _floor_ceil, "ceil": _floor_ceil, "ceiling": _floor_ceil,
+    "mod": _common, "pmod": _common, "greatest": _common, "least": _common,
+    "coalesce": _common, "nvl": _common, "ifnull": _common, "nullif": _first, "if": _if,
+    "nvl2": lambda a: _common(a[1:]),
+    "reverse": _first,
+    "date_add": _fixed(DATE), "date_sub": _fixed(DATE), "add_months": _fixed(DATE),
+    "last_day": _fixed(DATE), "to_date": _fixed(DATE), "make_date": _fixed(DATE), "trunc": _fixed(DATE),
+    "date_trunc": _fixed(TIMESTAMP), "to_timestamp": _fixed(TIMESTAMP),
+    "extract": _fixed(INT), "date_part": _fixed(INT), "second": _fixed(INT),
+    "hash": _fixed(INT),
+})
+
+NONDETERMINISTIC = frozenset({
+    "rand", "random", "randn", "uuid", "shuffle", "current_date", "current_timestamp", "now",
+    "localtimestamp", "current_timezone", "monotonically_increasing_id", "spark_partition_id",
+    "input_file_name", "curdate", "unix_timestamp", "current_time", "uniform", "randstr",
+})
+
+
+def result_type(name: str, args: Sequence[DataType]) -> DataType:
+    """The type ``name(args)`` returns; raises KeyError for an unknown function, TypeError on bad args."""
+    return FUNCTIONS[name](args)
+
+
+def is_known(name: str) -> bool:
+    return name in FUNCTIONS

@@ -1,0 +1,355 @@
+"""Relational nodes: the logical plan of a query, and the programs of an incremental plan.
+
+Every node derives its output schema once, in ``__post_init__``, and checks its invariants
+there: field names are unique within a relation and expressions only read columns their input
+has. A relation's fields are named so that names never clash across a join: a table's columns
+are ``alias.column``; computed columns get the name the query gives them.
+
+Leaves: :class:`Scan` (a source or static table, as the batch query sees it), :class:`DeltaScan`
+(the rows a batch adds to a source, with their ``_weight``) and :class:`StateScan` (a state of
+an incremental plan, before or after this batch's merge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from .expr import Agg, Column, Expr
+from .types import BIGINT, BOOLEAN, DataType
+
+WEIGHT = "_weight"  # multiplicity of a row in a delta: +n inserts n copies, -n deletes n
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    name: str
+    type: DataType
+    nullable: bool = True
+
+    def ref(self) -> Column:
+        return Column(self.name, self.type)
+
+
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
+
+
+class Rel:
+    """Base of relational nodes."""
+
+    __slots__ = ()
+
+    @property
+    def schema(self) -> tuple[Field, ...]:
+        return self._schema  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.schema)
+
+    def field(self, name: str) -> Field:
+        for f in self.schema:
+            if f.name == name:
+                return f
+        raise KeyError(f"{type(self).__name__} has no field {name!r}; it has {list(self.names)}")
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return ()
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        assert not inputs
+        return self
+
+    def walk(self) -> Iterator[Rel]:
+        yield self
+        for child in self.inputs():
+            yield from child.walk()
+
+    def transform(self, fn: Callable[[Rel], Rel | None]) -> Rel:
+        """Rewrite bottom-up: ``fn`` returns a replacement node or None to keep it."""
+        kids = self.inputs()
+        node = self
+        if kids:
+            new = tuple(k.transform(fn) for k in kids)
+            if new != kids:
+                node = self.with_inputs(new)
+        out = fn(node)
+        return node if out is None else out
+
+    def _set_schema(self, fields: tuple[Field, ...]) -> None:
+        seen: set[str] = set()
+        for f in fields:
+            if f.name in seen:
+                raise ValueError(f"{type(self).__name__}: duplicate field {f.name!r}")
+            seen.add(f.name)
+        object.__setattr__(self, "_schema", fields)
+
+
+def _check_reads(node: Rel, exprs: tuple[Expr, ...], available: tuple[str, ...]) -> None:
+    names = set(available)
+    for e in exprs:
+        missing = e.columns() - names
+        if missing:
+            raise ValueError(
+                f"{type(node).__name__} reads {sorted(missing)} which its input lacks ({sorted(names)})"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Scan(Rel):
+    """All rows of a source or static table. ``columns[i]`` is the source column behind ``fields[i]``."""
+
+    table: str
+    alias: str
+    fields: tuple[Field, ...]
+    columns: tuple[str, ...]
+    static: bool = False
+    weighted: bool = False  # the source has a _weight column (it may delete rows)
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.fields) != len(self.columns):
+            raise ValueError("Scan: fields and columns differ in length")
+        self._set_schema(self.fields)
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaScan(Rel):
+    """The rows one batch adds to a stream source, each with its ``_weight`` (BIGINT)."""
+
+    table: str
+    alias: str
+    fields: tuple[Field, ...]
+    columns: tuple[str, ...]
+    weighted: bool = False
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._set_schema(self.fields + (Field(WEIGHT, BIGINT, False),))
+
+
+@dataclass(frozen=True, slots=True)
+class StateScan(Rel):
+    """A state of the incremental plan: ``old`` before this batch's merge, ``new`` after it,
+    ``delta`` the change this batch merges into it."""
+
+    state: str
+    version: str
+    fields: tuple[Field, ...]
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.version not in ("old", "new", "delta"):
+            raise ValueError(f"StateScan version must be old, new or delta, not {self.version!r}")
+        self._set_schema(self.fields)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter(Rel):
+    input: Rel
+    condition: Expr
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.condition.type not in (BOOLEAN,) and not self.condition.type.is_null:
+            raise ValueError(f"Filter condition has type {self.condition.type}, not BOOLEAN")
+        _check_reads(self, (self.condition,), self.input.names)
+        self._set_schema(self.input.schema)
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Filter(inputs[0], self.condition)
+
+
+@dataclass(frozen=True, slots=True)
+class Project(Rel):
+    input: Rel
+    exprs: tuple[tuple[str, Expr], ...]
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_reads(self, tuple(e for _, e in self.exprs), self.input.names)
+        nullable = {f.name: f.nullable for f in self.input.schema}
+        fields = []
+        for name, e in self.exprs:
+            if isinstance(e, Agg):
+                raise ValueError("Project cannot hold an aggregate")
+            fields.append(Field(name, e.type, nullable.get(e.name, True) if isinstance(e, Column) else True))
+        self._set_schema(tuple(fields))
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Project(inputs[0], self.exprs)
+
+
+@dataclass(frozen=True, slots=True)
+class Join(Rel):
+    """A join; ``condition`` None means a cross product. Semi/anti joins output the left side only."""
+
+    left: Rel
+    right: Rel
+    kind: str
+    condition: Expr | None
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in JOIN_KINDS:
+            raise ValueError(f"unknown join kind {self.kind!r}")
+        if self.condition is not None:
+            _check_reads(self, (self.condition,), self.left.names + self.right.names)
+        left = self.left.schema
+        right = self.right.schema
+        if self.kind in ("semi", "anti"):
+            self._set_schema(left)
+            return
+        if self.kind in ("right", "full"):
+            left = tuple(Field(f.name, f.type, True) for f in left)
+        if self.kind in ("left", "full"):
+            right = tuple(Field(f.name, f.type, True) for f in right)
+        self._set_schema(left + right)
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Join(inputs[0], inputs[1], self.kind, self.condition)
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate(Rel):
+    """GROUP BY ``keys`` computing ``aggs``; output is the keys, then the aggregates.
+
+    With no keys it is a global aggregate: exactly one output row, even over no input.
+    """
+
+    input: Rel
+    keys: tuple[tuple[str, Expr], ...]
+    aggs: tuple[tuple[str, Agg], ...]
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        exprs = tuple(e for _, e in self.keys) + tuple(a for _, a in self.aggs)
+        _check_reads(self, exprs, self.input.names)
+        for name, a in self.aggs:
+            if not isinstance(a, Agg):
+                raise ValueError(f"Aggregate output {name} is not an aggregate call")
+        fields = [Field(n, e.type) for n, e in self.keys]
+        fields += [Field(n, a.type, not (a.fn == "count")) for n, a in self.aggs]
+        self._set_schema(tuple(fields))
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Aggregate(inputs[0], self.keys, self.aggs)
+
+
+@dataclass(frozen=True, slots=True)
+class SortKey:
+    expr: Expr
+    descending: bool = False
+    nulls_first: bool | None = None  # None: Spark's default (first when ascending)
+
+    @property
+    def effective_nulls_first(self) -> bool:
+        return (not self.descending) if self.nulls_first is None else self.nulls_first
+
+
+@dataclass(frozen=True, slots=True)
+class Sort(Rel):
+    input: Rel
+    keys: tuple[SortKey, ...]
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_reads(self, tuple(k.expr for k in self.keys), self.input.names)
+        self._set_schema(self.input.schema)
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Sort(inputs[0], self.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class Limit(Rel):
+    input: Rel
+    limit: int | None
+    offset: int = 0
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 0 or self.offset < 0:
+            raise ValueError("LIMIT and OFFSET must not be negative")
+        self._set_schema(self.input.schema)
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Limit(inputs[0], self.limit, self.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Distinct(Rel):
+    input: Rel
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._set_schema(self.input.schema)
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Distinct(inputs[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Union(Rel):
+    """Bag union (UNION ALL) of inputs with the same column types; the first input names the columns."""
+
+    items: tuple[Rel, ...]
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.items) < 2:
+            raise ValueError("Union needs at least two inputs")
+        width = len(self.items[0].schema)
+        for item in self.items[1:]:
+            if len(item.schema) != width:
+                raise ValueError("Union inputs differ in width")
+        nullable = [any(item.schema[i].nullable for item in self.items) for i in range(width)]
+        first = self.items[0].schema
+        self._set_schema(tuple(Field(f.name, f.type, n) for f, n in zip(first, nullable)))
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return self.items
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Union(inputs)
+
+
+@dataclass(frozen=True, slots=True)
+class Expand(Rel):
+    """Each input row repeated ``weight`` times, without the weight column: a bag from its counts."""
+
+    input: Rel
+    weight: str
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.input.field(self.weight).type.is_integral:
+            raise ValueError("Expand weight must be an integer column")
+        self._set_schema(tuple(f for f in self.input.schema if f.name != self.weight))
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Expand(inputs[0], self.weight)

@@ -1,0 +1,28 @@
+"""Normalization (seed 000 §6): rewrite the bound query into the shape incrementalization expects.
+
+Each pass is a pure function ``Rel -> Rel`` in a module of its own, applied in the order of
+``PIPELINE``. The result is the seed's normal form: a tree of joins and group-bys connected by
+projections, with every filter as close to the sources as it can go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..ir.rel import Rel
+from . import fuse_projections, push_filters
+
+Pass = Callable[[Rel], Rel]
+
+PIPELINE: tuple[tuple[str, Pass], ...] = (
+    ("fuse_projections", fuse_projections.run),
+    ("push_filters", push_filters.run),
+    ("fuse_projections", fuse_projections.run),
+)
+
+
+def normalize(rel: Rel) -> Rel:
+    """Apply every pass of ``PIPELINE`` in order."""
+    for _, run in PIPELINE:
+        rel = run(rel)
+    return rel

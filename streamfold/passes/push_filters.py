@@ -1,0 +1,122 @@
+"""Push filters towards the sources, and turn cross products with an equality into joins.
+
+Before::
+
+    Filter[x.B = y.C AND x.A > 5](Join cross (Scan S1 x, Scan S2 y))
+
+After::
+
+    Join inner ON x.B = y.C (Filter[x.A > 5](Scan S1 x), Scan S2 y)
+
+A conjunct that reads one side of an inner join moves into that side; one that reads both
+becomes part of the join condition. For outer joins only conjuncts on the preserved side move
+below a filter, and only ON-conjuncts on the other side move into it, which keeps NULL-padding
+exactly as the batch query has it.
+"""
+
+from __future__ import annotations
+
+from ..ir.expr import Expr, and_all, conjuncts
+from ..ir.rel import Distinct, Filter, Join, Project, Rel, Union
+
+
+def run(rel: Rel) -> Rel:
+    return rel.transform(_rewrite)
+
+
+def _rewrite(node: Rel) -> Rel | None:
+    if isinstance(node, Filter):
+        return _push(node.input, list(conjuncts(node.condition)))
+    if isinstance(node, Join) and node.kind in ("inner", "left", "right", "semi", "anti") and node.condition is not None:
+        return _push_join_condition(node)
+    return None
+
+
+def _wrap(rel: Rel, preds: list[Expr]) -> Rel:
+    cond = and_all(preds)
+    if cond is None:
+        return rel
+    pushed = _push(rel, preds)
+    return pushed if pushed is not None else Filter(rel, cond)
+
+
+def _push(rel: Rel, preds: list[Expr]) -> Rel | None:
+    """``Filter(rel, AND preds)`` with the predicates pushed as far down as they may go."""
+    if not preds:
+        return rel
+    if isinstance(rel, Filter):
+        return _push(rel.input, list(conjuncts(rel.condition)) + preds)
+    if isinstance(rel, Project):
+        mapping = dict(rel.exprs)
+        inner = [p.substitute(mapping) for p in preds]
+        return Project(_wrap(rel.input, inner), rel.exprs)
+    if isinstance(rel, Distinct):
+        return Distinct(_wrap(rel.input, preds))
+    if isinstance(rel, Union):
+        items = []
+        for item in rel.items:
+            mapping = {f.name: g.ref() for f, g in zip(rel.schema, item.schema)}
+            items.append(_wrap(item, [p.rename({k: v.name for k, v in mapping.items()}) for p in preds]))
+        return Union(tuple(items))
+    if isinstance(rel, Join):
+        return _push_into_join(rel, preds)
+    cond = and_all(preds)
+    assert cond is not None
+    return Filter(rel, cond)
+
+
+def _sides(rel: Join, p: Expr) -> tuple[bool, bool]:
+    cols = p.columns()
+    return bool(cols & set(rel.left.names)), bool(cols & set(rel.right.names))
+
+
+def _push_into_join(rel: Join, preds: list[Expr]) -> Rel:
+    left, right, stay, into_condition = [], [], [], []
+    for p in preds:
+        on_left, on_right = _sides(rel, p)
+        if rel.kind in ("inner", "cross"):
+            if on_left and not on_right:
+                left.append(p)
+            elif on_right and not on_left:
+                right.append(p)
+            elif on_left and on_right:
+                into_condition.append(p)
+            else:
+                stay.append(p)
+        elif rel.kind in ("left", "semi", "anti") and not on_right:
+            left.append(p)
+        elif rel.kind == "right" and not on_left:
+            right.append(p)
+        else:
+            stay.append(p)
+    kind = rel.kind
+    condition = rel.condition
+    if into_condition:
+        condition = and_all(list(conjuncts(condition)) + into_condition)
+        if kind == "cross":
+            kind = "inner"
+    joined: Rel = Join(_wrap(rel.left, left), _wrap(rel.right, right), kind, condition)
+    if kind == "inner" and condition is not None:
+        joined = _push_join_condition(joined) or joined  # type: ignore[arg-type]
+    cond = and_all(stay)
+    return Filter(joined, cond) if cond is not None else joined
+
+
+def _push_join_condition(rel: Join) -> Rel | None:
+    """Move ON-conjuncts that read one input only into that input (where the join kind allows)."""
+    left, right, keep = [], [], []
+    for p in conjuncts(rel.condition):
+        on_left, on_right = _sides(rel, p)
+        if on_left and not on_right and rel.kind in ("inner", "right"):
+            left.append(p)
+        elif on_right and not on_left and rel.kind in ("inner", "left", "semi", "anti"):
+            right.append(p)
+        else:
+            keep.append(p)
+    if not left and not right:
+        return None
+    condition = and_all(keep)
+    kind = rel.kind
+    if condition is None and kind == "inner":
+        kind = "cross"
+    return Join(_wrap(rel.left, left), _wrap(rel.right, right), kind, condition)

@@ -1,0 +1,198 @@
+"""Split each aggregate into monoid partials kept in state (h) and a final expression (a).
+
+Seed 000 §2: ``avg(x)`` is not a homomorphism, but ``(sum(x), count(x))`` is, and the division
+moves to the answer function. The same holds for every aggregate here:
+
+==========================  ==============================================  ====================
+aggregate                   partials in state (monoid)                      final, in a
+==========================  ==============================================  ====================
+count(*)                    the row count ``_w`` (+)                        ``_w``
+count(x)                    count(x) = Σ w·[x not null] (+)                 count(x)
+sum(x)                      count(x), sum(x) = Σ w·x (+)                    NULL if count is 0
+avg(x)                      count(x), sum(x) (+)                            sum / count
+stddev, variance            count(x), sum(x), sumsq(x) = Σ w·x² (+)         the moment formula
+min(x), max(x), no deletes  min(x) / max(x) (min / max)                     itself
+min/max under deletions,    a multiset state of the values, keyed by        min/max/count/sum/avg
+count/sum/avg(DISTINCT x)   (group, x) with its count (+)                   over the values present
+==========================  ==============================================  ====================
+
+``w`` is a row's weight: +1 for an insert, −1 for a delete. Beyond the seed, which has no
+deletions: min and max cannot be un-merged, so under deletions they keep the multiset of values
+(seed 003 §11 requires deletions only of what was inserted; the multiset makes that enough).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal
+from ..ir.printer import sql
+from ..ir.types import (
+    BIGINT, BOOLEAN, DOUBLE, DataType, avg_type, decimal, partial_sum_type, sum_type,
+)
+from .model import Monoid
+
+ZERO = Literal(0, BIGINT)
+
+
+@dataclass(frozen=True, slots=True)
+class Partial:
+    """One state column holding a partial aggregate of ``arg`` over the rows of a key."""
+
+    kind: str  # count | sum | sumsq | min | max
+    arg: Expr
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}({sql(self.arg)})"
+
+    @property
+    def monoid(self) -> Monoid:
+        return {"min": Monoid.MIN, "max": Monoid.MAX}.get(self.kind, Monoid.SUM)
+
+    @property
+    def type(self) -> DataType:
+        t = self.arg.type
+        if self.kind == "count":
+            return BIGINT
+        if self.kind == "sum":
+            return partial_sum_type(t)
+        if self.kind == "sumsq":
+            if t.is_integral:
+                return decimal(38, 0)
+            if t.is_decimal:
+                assert t.scale is not None
+                return decimal(38, min(2 * t.scale, 38))
+            return DOUBLE
+        return t
+
+    @property
+    def meaning(self) -> str:
+        return {
+            "count": f"number of rows where {sql(self.arg)} is not NULL",
+            "sum": f"sum of {sql(self.arg)}",
+            "sumsq": f"sum of squares of {sql(self.arg)}",
+            "min": f"least {sql(self.arg)}",
+            "max": f"greatest {sql(self.arg)}",
+        }[self.kind]
+
+    def contribution(self, weight: Expr) -> Expr:
+        """The value one row of weight ``weight`` adds (before summing with the monoid)."""
+        a = self.arg
+        if self.kind == "count":
+            return Case(((Call("IS NULL", (a,), BOOLEAN), ZERO),), weight, BIGINT)
+        if self.kind == "sum":
+            return scale(cast(a, self.type), weight, self.type)
+        if self.kind == "sumsq":
+            t = self.type
+            if a.type.is_integral:
+                base: Expr = Cast(a, decimal(20, 0))
+            elif a.type.is_decimal:
+                base = a
+            else:
+                base = cast(a, DOUBLE)
+            return scale(cast(Call("*", (base, base), t), t), weight, t)
+        return a  # min / max: weights are positive when these are used
+
+
+def cast(e: Expr, t: DataType) -> Expr:
+    """``CAST(e AS t)`` unless ``e`` has that type already."""
+    return e if e.type == t else Cast(e, t)
+
+
+def scale(value: Expr, weight: Expr, t: DataType) -> Expr:
+    """``value × weight`` kept in type ``t`` (decimals multiplied without losing their scale)."""
+    if isinstance(weight, Literal) and weight.value == 1:
+        return value
+    if t.is_decimal:
+        w: Expr = Cast(weight, decimal(18, 0))
+        return Cast(Call("*", (value, w), t), t)
+    return Call("*", (value, weight), t)
+
+
+@dataclass(frozen=True, slots=True)
+class AggSpec:
+    """How one aggregate call is kept: partials in the group's state, or a multiset of values."""
+
+    agg: Agg
+    partials: tuple[Partial, ...]
+    multiset: Expr | None  # the value whose multiset is kept, for DISTINCT / deletable min, max
+
+    def final(self, weight: Expr) -> Expr:
+        """The aggregate's value from partial columns (``Column(p.name)``) and the row count."""
+        a = self.agg
+        col = {p.kind: Column(p.name, p.type) for p in self.partials}
+        if a.fn == "count" and not a.args:
+            return Call("coalesce", (weight, ZERO), BIGINT, "coalesce({0}, {1})")
+        if a.fn == "count":
+            return Call("coalesce", (col["count"], ZERO), BIGINT, "coalesce({0}, {1})")
+        if a.fn in ("min", "max"):
+            return col[a.fn]
+        count = col["count"]
+        empty = Call("=", (Call("coalesce", (count, ZERO), BIGINT, "coalesce({0}, {1})"), ZERO), BOOLEAN)
+        arg_t = a.args[0].type
+        if a.fn == "sum":
+            return Case(((empty, Literal(None, a.type)),), cast(col["sum"], sum_type(arg_t)), a.type)
+        if a.fn == "avg":
+            if arg_t.is_decimal:
+                # exactly Spark's Average: sum as decimal(p+10, s) / count as decimal(20, 0)
+                s = Cast(col["sum"], sum_type(arg_t))
+                n = Cast(count, decimal(20, 0))
+                div: Expr = Cast(Call("/", (s, n), avg_type(arg_t)), avg_type(arg_t))
+            else:
+                div = Call("/", (cast(col["sum"], DOUBLE), cast(count, DOUBLE)), DOUBLE)
+            return Case(((empty, Literal(None, a.type)),), div, a.type)
+        return _moment(a.fn, count, col["sum"], col["sumsq"], arg_t)
+
+
+def _moment(fn: str, n: Expr, s: Expr, q: Expr, arg_t: DataType) -> Expr:
+    """Variance and standard deviation from count, sum and sum of squares.
+
+    For integer and decimal input the numerator n·Σx² − (Σx)² is computed exactly in DECIMAL
+    and only then turned into a DOUBLE, so no cancellation creeps in.
+    """
+    exact = arg_t.is_integral or arg_t.is_decimal
+    if exact:
+        wide = decimal(38, q.type.scale or 0)
+        nq = Call("*", (Cast(n, decimal(20, 0)), Cast(q, wide)), wide)
+        ss = Call("*", (Cast(s, decimal(38, (q.type.scale or 0) // 2)), Cast(s, decimal(38, (q.type.scale or 0) // 2))), wide)
+        num: Expr = Cast(Call("-", (nq, ss), wide), DOUBLE)
+    else:
+        nd = Cast(n, DOUBLE)
+        num = Call("-", (Call("*", (nd, q), DOUBLE), Call("*", (s, s), DOUBLE)), DOUBLE)
+    num = Call("greatest", (num, Literal(0.0, DOUBLE)), DOUBLE, "greatest({0}, {1})")
+    nd = Cast(n, DOUBLE)
+    population = fn in ("var_pop", "stddev_pop")
+    denominator = Call("*", (nd, nd), DOUBLE) if population else \
+        Call("*", (nd, Call("-", (nd, Literal(1.0, DOUBLE)), DOUBLE)), DOUBLE)
+    value: Expr = Call("/", (num, denominator), DOUBLE)
+    if fn.startswith("stddev"):
+        value = Call("sqrt", (value,), DOUBLE, "sqrt({0})")
+    too_few = Call("<=", (Call("coalesce", (n, ZERO), BIGINT, "coalesce({0}, {1})"),
+                          Literal(0 if population else 1, BIGINT)), BOOLEAN)
+    return Case(((too_few, Literal(None, DOUBLE)),), value, DOUBLE)
+
+
+def decompose(agg: Agg, deletions: bool) -> AggSpec:
+    """Choose the partials (or multiset) for ``agg``; ``deletions`` if its input may lose rows."""
+    fn = agg.fn
+    if not agg.args:
+        return AggSpec(agg, (), None)
+    arg = agg.args[0]
+    if agg.distinct and fn not in ("min", "max"):
+        return AggSpec(agg, (), arg)
+    if fn in ("min", "max"):
+        return AggSpec(agg, (), arg) if deletions else AggSpec(agg, (Partial(fn, arg),), None)
+    if fn == "count":
+        return AggSpec(agg, (Partial("count", arg),), None)
+    if fn in ("sum", "avg"):
+        return AggSpec(agg, (Partial("count", arg), Partial("sum", arg)), None)
+    return AggSpec(agg, (Partial("count", arg), Partial("sum", arg), Partial("sumsq", arg)), None)
+
+
+def multiset_final(agg: Agg, value: Column) -> Agg:
+    """The aggregate that a over a multiset state computes: the same function over distinct values."""
+    fn = agg.fn
+    if fn in ("stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop") and not agg.distinct:
+        raise ValueError("moments are never kept as multisets")
+    return Agg(fn, (value,), False, agg.type)

@@ -1,0 +1,151 @@
+"""``explain``: the incremental plan as text a database engineer can follow, or as JSON.
+
+The text has five parts: the sources, the states (each with its lineage key and, per column,
+the monoid that merges it), h (the per-batch program, one SQL statement per state delta),
+⊗ (the merge of each state with its delta) and a (the answer over the merged states).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..ir.printer import display_name, rel_sql, sql
+from ..ir.rel import SortKey
+from .model import WEIGHT_COLUMN, IncrementalPlan, State
+
+
+def explain_text(plan: IncrementalPlan) -> str:
+    out: list[str] = []
+    out.append("Query")
+    out += _indent(plan.sql.strip())
+    out.append("")
+    out.append("Sources")
+    width = max(len(s.name) for s in plan.sources)
+    for s in plan.sources:
+        kind = "static table" if s.static else ("stream with deletions (_weight)" if s.weighted else "stream, insert-only")
+        cols = ", ".join(f"{c} {t.sql()}" for c, t in s.columns)
+        out.append(f"  {s.name:<{width}}  {kind}: {cols}")
+    out.append("")
+    out.append("States (lineage key → columns, each merged by its monoid)")
+    for st in plan.states:
+        out += _state_text(st)
+    out.append("")
+    if plan.init:
+        out.append("init — computed once from the static tables")
+        for step in plan.init:
+            out.append(f"  {step.state} =")
+            out += _indent(rel_sql(step.program), 4)
+        out.append("")
+    out.append("h — per batch, over the new rows ΔS of each stream (with their _weight: +1 insert, −1 delete)")
+    for step in plan.delta:
+        label = f"Δ{step.state}"
+        out.append(f"  {label} =" + ("   (intermediate, computed once per batch)" if step.temp else ""))
+        out += _indent(rel_sql(step.program), 4)
+    out.append("")
+    out.append("⊗ — merge: state ← state ⊗ Δstate, a full outer join on the key combining columns by monoid")
+    for st in plan.states:
+        if st.static:
+            continue
+        out.append(f"  {st.name}: " + "; ".join(_merge_column(st, c.name, c.monoid.value) for c in st.columns)
+                   + ("" if st.keep_empty else f"; a key leaves when {WEIGHT_COLUMN} = 0"))
+    out.append("")
+    a = plan.answer
+    out.append("a — the answer, over the states after the merge (X' is state X after this batch)")
+    out += _indent(rel_sql(a.rows), 2)
+    if a.order:
+        out.append("  ORDER BY " + ", ".join(_sort(k) for k in a.order))
+    if a.limit is not None or a.offset:
+        out.append("  " + (f"LIMIT {a.limit}" if a.limit is not None else "") + (f" OFFSET {a.offset}" if a.offset else ""))
+    columns = ", ".join(f"{display_name(i)} AS {display_name(o)}" if i != o else display_name(o)
+                        for i, o in zip(a.output, a.output_names))
+    out.append(f"  output columns: {columns}")
+    out.append("  changes: " + _changes_text(plan))
+    if plan.notes:
+        out.append("")
+        out.append("Notes")
+        out += [f"  - {n}" for n in plan.notes]
+    return "\n".join(out) + "\n"
+
+
+def explain_json(plan: IncrementalPlan) -> str:
+    return json.dumps(explain_dict(plan), indent=2) + "\n"
+
+
+def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
+    a = plan.answer
+    return {
+        "query": plan.sql.strip(),
+        "sources": [
+            {"name": s.name, "kind": "table" if s.static else "stream", "deletions": s.weighted,
+             "columns": [{"name": c, "type": t.sql()} for c, t in s.columns]}
+            for s in plan.sources
+        ],
+        "states": [
+            {"name": st.name, "role": st.role, "note": st.note,
+             "key": [{"name": f.name, "type": f.type.sql()} for f in st.key],
+             "columns": [{"name": c.name, "type": c.type.sql(), "monoid": c.monoid.value, "meaning": c.meaning}
+                         for c in st.columns],
+             "static": st.static}
+            for st in plan.states
+        ],
+        "init": [{"state": s.state, "sql": rel_sql(s.program)} for s in plan.init],
+        "delta": [{"state": s.state, "temp": s.temp, "sql": rel_sql(s.program)} for s in plan.delta],
+        "merge": [
+            {"state": st.name, "key": list(st.key_names),
+             "columns": [{"name": c.name, "monoid": c.monoid.value, "sql": _merge_column(st, c.name, c.monoid.value)}
+                         for c in st.columns],
+             "drop_when": None if st.keep_empty else f"{WEIGHT_COLUMN} = 0"}
+            for st in plan.states if not st.static
+        ],
+        "answer": {
+            "sql": rel_sql(a.rows),
+            "order": [_sort(k) for k in a.order],
+            "limit": a.limit, "offset": a.offset,
+            "output": [{"column": i, "name": o} for i, o in zip(a.output, a.output_names)],
+            "changes": a.changes, "change_states": list(a.change_states), "touched_key": list(a.touched_key),
+        },
+        "notes": list(plan.notes),
+        "logical": rel_sql(plan.logical),
+    }
+
+
+def _state_text(st: State) -> list[str]:
+    key = ", ".join(display_name(f.name) for f in st.key)
+    lines = [f"  {st.name}  [{st.role}]  key ({key})"]
+    width = max(len(f"{display_name(c.name)} {c.type.sql()} ({c.monoid.value})") for c in st.columns)
+    for c in st.columns:
+        text = f"{display_name(c.name)} {c.type.sql()} ({c.monoid.value})"
+        lines.append(f"      {text:<{width}}  {c.meaning}".rstrip())
+    if st.note:
+        lines.append(f"      — {st.note}")
+    return lines
+
+
+def _merge_column(st: State, name: str, monoid: str) -> str:
+    n = display_name(name)
+    if monoid == "+":
+        return f"{n} = {n} + Δ.{n}"
+    return f"{n} = {'least' if monoid == 'min' else 'greatest'}({n}, Δ.{n})"
+
+
+def _sort(k: SortKey) -> str:
+    text = sql(k.expr) + (" DESC" if k.descending else "")
+    if k.nulls_first is not None and k.nulls_first != (not k.descending):
+        text += " NULLS FIRST" if k.nulls_first else " NULLS LAST"
+    return text
+
+
+def _changes_text(plan: IncrementalPlan) -> str:
+    a = plan.answer
+    if a.changes == "delta":
+        return f"the delta of state {a.change_states[0]} itself (rows whose multiplicity changed)"
+    if a.changes == "keyed":
+        key = ", ".join(display_name(k) for k in a.touched_key)
+        return (f"a over the keys ({key}) this batch touched, after the merge minus before it; "
+                f"touched keys come from Δ{', Δ'.join(a.change_states)}")
+    return "the whole answer after the batch minus the answer before it (it is small: one row or LIMIT rows)"
+
+
+def _indent(text: str, n: int = 2) -> list[str]:
+    return [(" " * n + line).rstrip() for line in text.splitlines()]

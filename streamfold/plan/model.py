@@ -1,0 +1,165 @@
+"""The incremental plan: states, the per-batch program h, the merge ⊗, and the answer a.
+
+Seed 000 splits a query q into a homomorphism h and an answer function a, keeps
+``state ← state ⊗ h(ΔS)`` and answers ``a(state)``. Here that is:
+
+* ``states`` — each a bag keyed by its lineage ``key``; every value column names the monoid
+  that merges it (``+``, ``min``, ``max``). ``_w`` counts the rows behind a key; a key whose
+  ``_w`` reaches zero leaves the state.
+* ``delta`` — h, as ordered steps. Step k computes Δstate_k from the batch (``DeltaScan``) and
+  from states: the old version of any state, and the delta and new version of any state
+  stepped before it. The runtime merges Δstate_k into state_k (⊗) before the next step.
+* ``answer`` — a, a program over the new states giving the snapshot rows, and how to derive the
+  batch's changes.
+
+``init`` steps fill states that come from static tables once, before batch 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ..ir.rel import Field, Rel, SortKey
+from ..ir.types import DataType
+from ..sql.catalog import SourceSchema
+
+WEIGHT_COLUMN = "_w"
+
+
+class Monoid(str, Enum):
+    """How two partial values of a state column combine (⊗ per column)."""
+
+    SUM = "+"
+    MIN = "min"
+    MAX = "max"
+
+    @property
+    def merge_sql(self) -> str:
+        return {"+": "sum", "min": "min", "max": "max"}[self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class StateColumn:
+    name: str
+    type: DataType
+    monoid: Monoid
+    meaning: str = ""  # e.g. "sum of y.D over the rows of the key"
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """A keyed bag the plan keeps from batch to batch.
+
+    ``role`` is one of ``join input`` (a join side pre-aggregated on its lineage),
+    ``aggregate`` (a GROUP BY's partial aggregates), ``multiset`` (the values behind a DISTINCT
+    or a min/max that must survive deletions), ``output`` (the answer's rows with their
+    multiplicity) and ``static`` (a static table's side of a join, computed once).
+    """
+
+    name: str
+    role: str
+    key: tuple[Field, ...]
+    columns: tuple[StateColumn, ...]
+    note: str = ""
+    keep_empty: bool = False  # a global aggregate keeps its one row even at _w = 0
+    static: bool = False
+    # Key columns the state is hash-partitioned on (default: the whole key). A join input is
+    # partitioned on its join key, so a delta joins it, and merges into it, without moving it.
+    partition: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ("join input", "aggregate", "multiset", "output", "static"):
+            raise ValueError(f"unknown state role {self.role!r}")
+        names = [f.name for f in self.key] + [c.name for c in self.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"state {self.name} has duplicate column names: {names}")
+        if WEIGHT_COLUMN not in names:
+            raise ValueError(f"state {self.name} lacks its {WEIGHT_COLUMN} column")
+        if self.partition is not None and not set(self.partition) <= set(self.key_names):
+            raise ValueError(f"state {self.name} is partitioned on {self.partition}, not part of its key")
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return self.key + tuple(Field(c.name, c.type) for c in self.columns)
+
+    @property
+    def key_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.key)
+
+    @property
+    def partition_names(self) -> tuple[str, ...]:
+        return self.key_names if self.partition is None else self.partition
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """``Δstate = program`` (or, in ``init``, the static state's whole contents).
+
+    A ``temp`` step names an intermediate result several later steps read (as
+    ``StateScan(name, "delta")``); it is computed once per batch and never merged.
+    """
+
+    state: str
+    program: Rel
+    temp: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """a: how to read the answer out of the states.
+
+    ``rows`` gives the answer's rows (a bag) from ``StateScan(…, "new")`` leaves; the snapshot is
+    ``rows`` sorted by ``order``, cut by ``offset``/``limit``, keeping the columns ``output``.
+
+    ``changes`` says how a batch's changes are found:
+
+    * ``delta`` — they are the delta of state ``change_states[0]`` itself (``_w`` ≠ 0);
+    * ``keyed`` — ``rows`` depends on each key of ``touched_key`` separately, so the changes are
+      ``rows`` over the touched keys after the merge minus the same before it; the touched keys
+      are the keys of the deltas of ``change_states``;
+    * ``global`` — the whole answer before and after are compared (small answers: LIMIT, or a
+      global aggregate's single row).
+    """
+
+    rows: Rel
+    output: tuple[str, ...]
+    output_names: tuple[str, ...]
+    order: tuple[SortKey, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+    changes: str = "keyed"
+    change_states: tuple[str, ...] = ()
+    touched_key: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.changes not in ("delta", "keyed", "global"):
+            raise ValueError(f"unknown change mode {self.changes!r}")
+        if len(self.output) != len(self.output_names):
+            raise ValueError("answer output and output names differ in length")
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalPlan:
+    sql: str
+    sources: tuple[SourceSchema, ...]
+    logical: Rel  # the normalized batch query
+    states: tuple[State, ...]
+    init: tuple[Step, ...]
+    delta: tuple[Step, ...]
+    answer: Answer
+    notes: tuple[str, ...] = ()
+
+    def state(self, name: str) -> State:
+        for s in self.states:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    @property
+    def streams(self) -> tuple[SourceSchema, ...]:
+        return tuple(s for s in self.sources if not s.static)
+
+    @property
+    def tables(self) -> tuple[SourceSchema, ...]:
+        return tuple(s for s in self.sources if s.static)

@@ -1,0 +1,194 @@
+"""The handle of a running query, for notebooks and programs (the CLI is a thin layer on it)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StreamfoldError, UsageError
+from .checkpoint import batch_name
+from .engine import BatchResult, Engine, QueryConfig
+from .session import get_spark
+from .sources import FORMATS, InputSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class Query:
+    """A continuous query: its engine, optionally a background thread polling for new files."""
+
+    def __init__(self, engine: Engine, spark: SparkSession) -> None:
+        self.engine = engine
+        self.spark = spark
+        self._lock = threading.Lock()
+        self._committed = threading.Condition(self._lock)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self.results: list[BatchResult] = []
+        self.on_batch: Callable[[BatchResult], None] | None = None
+
+    # -- running ---------------------------------------------------------------------------------
+    @property
+    def last_batch(self) -> int:
+        """The last committed batch, or -1 before the first."""
+        return self.engine.next_batch - 1
+
+    def process_available(self) -> BatchResult | None:
+        """Run one batch over the files that appeared since the last one (None if there are none)."""
+        with self._lock:
+            inputs = self.engine.poll()
+            if inputs is None:
+                return None
+            result = self.engine.run_batch(inputs)
+            if result is not None:
+                self.results.append(result)
+                if self.on_batch:
+                    self.on_batch(result)
+            self._committed.notify_all()
+            return result
+
+    def run(self, trigger: float = 1.0, until_idle: float | None = None) -> None:
+        """Poll every ``trigger`` seconds in this thread; return after ``until_idle`` quiet seconds."""
+        idle_since = time.monotonic()
+        while not self._stop.is_set():
+            result = self.process_available()
+            if result is not None or self.engine.recovery.pending:
+                idle_since = time.monotonic()
+                continue
+            if until_idle is not None and time.monotonic() - idle_since >= until_idle:
+                return
+            self._stop.wait(trigger)
+
+    def start_background(self, trigger: float, until_idle: float | None = None) -> None:
+        def loop() -> None:
+            try:
+                self.run(trigger, until_idle)
+            except BaseException as e:  # noqa: BLE001 - surfaced by wait_for_batch / stop
+                with self._lock:
+                    self._error = e
+                    self._committed.notify_all()
+
+        self._thread = threading.Thread(target=loop, name="streamfold-query", daemon=True)
+        self._thread.start()
+
+    def wait_for_batch(self, batch: int | None = None, timeout: float | None = None) -> int:
+        """Block until ``batch`` (default: the next one) is committed; returns the last batch."""
+        target = self.last_batch + 1 if batch is None else batch
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self.engine.next_batch - 1 < target:
+                if self._error is not None:
+                    raise self._error
+                if self._thread is None:
+                    raise UsageError("the query is not running in the background", code="NOT_RUNNING",
+                                     hint="call process_available(), or start(..., background=True)")
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"batch {target} was not committed within {timeout} s")
+                self._committed.wait(timeout=0.2 if remaining is None else min(0.2, remaining))
+            return self.engine.next_batch - 1
+
+    def stop(self) -> None:
+        """Stop polling (a batch in progress finishes first) and release the query's state."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.engine.close()
+        if self._error is not None and not isinstance(self._error, KeyboardInterrupt):
+            raise self._error
+
+    def __enter__(self) -> Query:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- reading the answer ----------------------------------------------------------------------
+    def _batch(self, batch: int | None) -> int:
+        b = self.last_batch if batch is None else batch
+        if b < 0:
+            raise UsageError("no batch has been committed yet", code="NO_BATCH",
+                             hint="wait_for_batch() first, or add files to the sources")
+        return b
+
+    def snapshot(self, batch: int | None = None) -> DataFrame:
+        """The answer after ``batch`` (default: the last committed one), as a Spark DataFrame."""
+        return self.spark.read.parquet(self.engine.output.snapshot_path(self._batch(batch)))
+
+    def changes(self, batch: int | None = None) -> DataFrame:
+        """The rows whose multiplicity changed in ``batch``, with ``_weight``, as a Spark DataFrame."""
+        return self.spark.read.parquet(self.engine.output.changes_path(self._batch(batch)))
+
+    def snapshot_pandas(self, batch: int | None = None) -> pd.DataFrame:
+        """The answer after ``batch`` as pandas, read straight from Parquet (in ORDER BY order)."""
+        return _read_pandas(self.engine.output.snapshot_path(self._batch(batch)))
+
+    def changes_pandas(self, batch: int | None = None) -> pd.DataFrame:
+        return _read_pandas(self.engine.output.changes_path(self._batch(batch)))
+
+    def commit(self, batch: int | None = None) -> dict[str, Any]:
+        """The commit record of ``batch``: its inputs, timing and row counts."""
+        return self.engine.output.read_commit(self._batch(batch))
+
+    def explain(self, format: str = "text") -> str:  # noqa: A002
+        from ..plan import explain_json, explain_text
+
+        return explain_json(self.engine.plan) if format == "json" else explain_text(self.engine.plan)
+
+
+def _read_pandas(path: str) -> pd.DataFrame:
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    parts = sorted(n for n in os.listdir(path) if n.endswith(".parquet") and not n.startswith((".", "_")))
+    tables = [pq.read_table(os.path.join(path, n)) for n in parts]
+    if not tables:
+        return pd.DataFrame()
+    import pyarrow as pa
+
+    return pa.concat_tables(tables).to_pandas()
+
+
+def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mapping[str, str],
+                formats: Mapping[str, str], schemas: Mapping[str, str], **options: Any) -> QueryConfig:
+    def spec(name: str, path: str, static: bool) -> InputSpec:
+        fmt = formats.get(name, "parquet").lower()
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r} for {name}", code="BAD_FORMAT", params={"format": fmt},
+                             hint=f"use one of {', '.join(FORMATS)}")
+        return InputSpec(name, path, fmt, static, schemas.get(name))
+
+    specs = [spec(n, p, False) for n, p in sources.items()]
+    table_specs = [spec(n, p, True) for n, p in tables.items()]
+    unknown = set(schemas) - set(sources) - set(tables)
+    if unknown:
+        raise UsageError(f"--schema given for unknown input {sorted(unknown)[0]}", code="UNKNOWN_INPUT",
+                         params={"input": sorted(unknown)[0]})
+    return QueryConfig(sql=sql, sources=specs, output=output, tables=table_specs, **options)
+
+
+def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],
+          formats: Mapping[str, str], schemas: Mapping[str, str], checkpoint: str | None, trigger: float,
+          spark: SparkSession | None, master: str | None, background: bool,
+          progress: Callable[[str], None] | None = None, **options: Any) -> Query:
+    until_idle = options.pop("until_idle", None)
+    config = make_config(sql, sources, output, tables, formats, schemas, checkpoint=checkpoint, trigger=trigger,
+                         until_idle=until_idle, **options)
+    session = spark if spark is not None else get_spark(master)
+    try:
+        engine = Engine(session, config, progress=progress)
+    except StreamfoldError:
+        raise
+    query = Query(engine, session)
+    if background:
+        query.start_background(trigger, until_idle)
+    return query
+
+
+__all__ = ["Query", "batch_name", "start"]

@@ -1,0 +1,61 @@
+"""The Spark session streamfold runs on, and the settings its state handling relies on."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+
+def get_spark(master: str | None = None, app_name: str = "streamfold", progress: bool = False) -> SparkSession:
+    """The active Spark session, or a new one on ``master`` (``local[*]`` by default)."""
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    builder = (
+        SparkSession.builder.master(master or DEFAULT_MASTER)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "true" if progress else "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", os.environ.get("STREAMFOLD_DRIVER_MEMORY", "2g"))
+        .config("spark.sql.shuffle.partitions", "4")
+        # Replaced states are released explicitly; let the cleaner also drop what Python frees.
+        .config("spark.cleaner.periodicGC.interval", "1min")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR"))
+    return spark
+
+
+def engine_session(spark: SparkSession, partitions: int) -> SparkSession:
+    """A session of its own for one running query: its settings and temp views stay its own.
+
+    Adaptive execution is off: with it, Spark hides a materialized state's hash partitioning
+    and every merge would shuffle the whole state instead of only the batch's delta.
+    """
+    session = spark.newSession()
+    session.conf.set("spark.sql.adaptive.enabled", "false")
+    session.conf.set("spark.sql.shuffle.partitions", str(partitions))
+    session.conf.set("spark.sql.session.timeZone", spark.conf.get("spark.sql.session.timeZone") or "UTC")
+    # Joins of a delta with a state are hinted; keep broadcasting small static tables.
+    session.conf.set("spark.sql.autoBroadcastJoinThreshold", str(10 * 1024 * 1024))
+    return session
+
+
+def default_partitions(spark: SparkSession) -> int:
+    """State partitions: twice the cores Spark has, at least 2."""
+    return max(2, 2 * spark.sparkContext.defaultParallelism)
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

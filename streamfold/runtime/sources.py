@@ -1,0 +1,317 @@
+"""Directory sources and static tables: listing new files, checking them, reading a batch.
+
+A source is a directory. Each poll takes the files (or directories, as Spark writes Parquet)
+that appeared since the last batch, in name order; names starting with ``.`` or ``_`` are
+ignored so a writer can write a hidden file and rename it. A file's rows are inserts unless it
+has an integer ``_weight`` column (+n inserts n copies, −n deletes n).
+
+A file that does not parse, or whose columns do not match the source's schema, is refused as a
+whole with :class:`~streamfold.errors.BadInputError` naming it; nothing of it is applied.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import BadInputError, SourceError, UsageError
+from ..ir.printer import quote
+from ..ir.rel import WEIGHT
+from ..ir.types import DataType, parse_type
+from ..sql.catalog import SourceSchema, parse_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+FORMATS = ("parquet", "csv", "json")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """``NAME=PATH[:FORMAT]`` from the command line (or the API)."""
+
+    name: str
+    path: str
+    format: str = "parquet"
+    static: bool = False
+    schema: str | None = None  # "col TYPE, ..." overriding inference
+
+    @classmethod
+    def parse(cls, text: str, static: bool = False) -> InputSpec:
+        if "=" not in text:
+            raise UsageError(f"cannot read input {text!r}", code="BAD_INPUT_SPEC", params={"spec": text},
+                             hint="write it as NAME=PATH or NAME=PATH:FORMAT (parquet, csv, json)")
+        name, rest = text.split("=", 1)
+        fmt = "parquet"
+        head, sep, tail = rest.rpartition(":")
+        if sep and tail.lower() in FORMATS:
+            rest, fmt = head, tail.lower()
+        if not name.strip() or not rest:
+            raise UsageError(f"cannot read input {text!r}", code="BAD_INPUT_SPEC", params={"spec": text},
+                             hint="write it as NAME=PATH or NAME=PATH:FORMAT")
+        return cls(name.strip(), rest, fmt, static)
+
+
+def list_inputs(path: str) -> list[str]:
+    """Visible entries of a source directory, in name order."""
+    try:
+        names = os.listdir(path)
+    except FileNotFoundError:
+        raise SourceError(f"source directory {path} does not exist", code="SOURCE_NOT_FOUND",
+                          params={"path": path}, hint="create it, or check the --source path") from None
+    except NotADirectoryError:
+        raise SourceError(f"source path {path} is a file, not a directory", code="SOURCE_NOT_A_DIRECTORY",
+                          params={"path": path}, hint="point --source at the directory new files arrive in") from None
+    return sorted(n for n in names if not n.startswith((".", "_")))
+
+
+def table_paths(path: str) -> list[str]:
+    """The files of a static table: the path itself if it is a file, else its visible entries."""
+    if os.path.isfile(path):
+        return [path]
+    return [os.path.join(path, n) for n in list_inputs(path)]
+
+
+# -- schemas -------------------------------------------------------------------------------------
+def spark_type(dt: object) -> DataType:
+    """Our type for a pyspark DataType."""
+    text = dt.simpleString()  # type: ignore[attr-defined]
+    try:
+        return parse_type(text)
+    except ValueError:
+        raise SourceError(f"column type {text} is not supported yet", code="UNSUPPORTED_COLUMN_TYPE",
+                          params={"type": text}, hint="nested columns (struct, map) are not supported yet") from None
+
+
+def arrow_type(t: object) -> DataType:
+    """Our type for a pyarrow DataType (used to infer Parquet schemas without Spark)."""
+    import pyarrow as pa
+
+    assert isinstance(t, pa.DataType)
+    table = [
+        (pa.types.is_int8, "TINYINT"), (pa.types.is_int16, "SMALLINT"), (pa.types.is_int32, "INT"),
+        (pa.types.is_int64, "BIGINT"), (pa.types.is_float32, "FLOAT"), (pa.types.is_float64, "DOUBLE"),
+        (pa.types.is_boolean, "BOOLEAN"), (pa.types.is_date32, "DATE"),
+        (lambda x: pa.types.is_string(x) or pa.types.is_large_string(x), "STRING"),
+        (lambda x: pa.types.is_binary(x) or pa.types.is_large_binary(x), "BINARY"),
+    ]
+    for test, name in table:
+        if test(t):
+            return DataType(name)
+    if pa.types.is_decimal(t):
+        return DataType("DECIMAL", t.precision, t.scale)  # type: ignore[attr-defined]
+    if pa.types.is_timestamp(t):
+        return DataType("TIMESTAMP" if t.tz else "TIMESTAMP_NTZ")  # type: ignore[attr-defined]
+    if pa.types.is_integer(t):  # unsigned
+        return DataType("BIGINT")
+    raise SourceError(f"column type {t} is not supported yet", code="UNSUPPORTED_COLUMN_TYPE",
+                      params={"type": str(t)})
+
+
+def _parquet_file(path: str) -> str:
+    """A Parquet input may be a directory of part files (as Spark writes it): its first part."""
+    if os.path.isdir(path):
+        parts = [n for n in sorted(os.listdir(path)) if not n.startswith((".", "_"))]
+        if not parts:
+            raise BadInputError(f"{path} is an empty directory", code="EMPTY_INPUT", params={"file": path})
+        return os.path.join(path, parts[0])
+    return path
+
+
+def parquet_columns(path: str) -> list[tuple[str, DataType]]:
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(_parquet_file(path))
+    except BadInputError:
+        raise
+    except Exception as e:  # pyarrow raises several kinds for a damaged file
+        raise BadInputError(f"{path} is not a readable Parquet file: {e}", code="UNREADABLE_FILE",
+                            params={"file": path, "format": "parquet"}) from None
+    return [(f.name, arrow_type(f.type)) for f in schema]
+
+
+def csv_header(path: str) -> list[str]:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            row = next(csv.reader(fh), None)
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInputError(f"{path} cannot be read as CSV: {e}", code="UNREADABLE_FILE",
+                            params={"file": path, "format": "csv"}) from None
+    if not row:
+        raise BadInputError(f"{path} has no header line", code="MISSING_HEADER", params={"file": path},
+                            hint="CSV sources need a header naming the columns")
+    return [c.strip() for c in row]
+
+
+def infer_schema(spec: InputSpec, spark: SparkSession | None = None) -> SourceSchema:
+    """The schema of a source: given, or read from its first file (Spark infers CSV/JSON types)."""
+    if spec.schema:
+        return SourceSchema.of(spec.name, parse_schema(spec.schema), static=spec.static)
+    files = table_paths(spec.path) if spec.static else [os.path.join(spec.path, n) for n in list_inputs(spec.path)]
+    if not files:
+        raise SourceError(
+            f"{'table' if spec.static else 'source'} {spec.name} has no files yet, so its schema is unknown",
+            code="SCHEMA_UNKNOWN", params={"source": spec.name, "path": spec.path},
+            hint=f'give it with --schema {spec.name}="col TYPE, ..." or add a first file',
+        )
+    first = files[0]
+    if spec.format == "parquet":
+        return SourceSchema.of(spec.name, parquet_columns(first), static=spec.static)
+    if spark is None:
+        raise SourceError(f"inferring the types of {spec.format.upper()} source {spec.name} needs Spark",
+                          code="SCHEMA_NEEDS_SPARK", params={"source": spec.name},
+                          hint=f'give --schema {spec.name}="col TYPE, ..."')
+    reader = spark.read.option("inferSchema", "true")
+    if spec.format == "csv":
+        df = reader.option("header", "true").csv(first)
+    else:
+        df = reader.json(first)
+    if not df.schema.fields:
+        raise SourceError(f"cannot infer the schema of {first}", code="SCHEMA_UNKNOWN",
+                          params={"source": spec.name, "path": first})
+    return SourceSchema.of(spec.name, [(f.name, spark_type(f.dataType)) for f in df.schema.fields],
+                           static=spec.static)
+
+
+# -- reading -------------------------------------------------------------------------------------
+_WIDENS = {
+    "TINYINT": {"SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"},
+    "SMALLINT": {"INT", "BIGINT", "FLOAT", "DOUBLE", "DECIMAL"},
+    "INT": {"BIGINT", "DOUBLE", "DECIMAL"},
+    "BIGINT": {"DECIMAL"},
+    "FLOAT": {"DOUBLE"},
+    "DATE": {"TIMESTAMP", "TIMESTAMP_NTZ"},
+    "TIMESTAMP_NTZ": {"TIMESTAMP"},
+}
+
+
+def readable_as(have: DataType, want: DataType) -> bool:
+    """Whether a column of type ``have`` converts to ``want`` without loss."""
+    if have == want:
+        return True
+    if want.name == "DECIMAL" and have.name == "DECIMAL":
+        assert have.precision is not None and have.scale is not None
+        assert want.precision is not None and want.scale is not None
+        return want.scale >= have.scale and want.precision - want.scale >= have.precision - have.scale
+    if want.name == "DECIMAL" and have.is_integral:
+        digits = {"TINYINT": 3, "SMALLINT": 5, "INT": 10, "BIGINT": 19}[have.name]
+        assert want.precision is not None and want.scale is not None
+        return want.precision - want.scale >= digits
+    return want.name in _WIDENS.get(have.name, set())
+
+
+def check_columns(path: str, found: Sequence[tuple[str, DataType | None]], schema: SourceSchema) -> dict[str, str]:
+    """Match a file's columns to the schema; returns schema column -> file column.
+
+    ``found`` types are None when the format has no types (CSV headers).
+    """
+    by_lower = {n.lower(): (n, t) for n, t in found}
+    mapping: dict[str, str] = {}
+    for name, want in schema.columns:
+        hit = by_lower.get(name.lower())
+        if hit is None:
+            raise BadInputError(
+                f"{path} lacks column `{name}` of source {schema.name}", code="MISSING_COLUMN",
+                params={"file": path, "column": name, "source": schema.name},
+                hint=f"the source's columns are {', '.join(c for c, _ in schema.columns)}",
+            )
+        have = hit[1]
+        if have is not None and not readable_as(have, want):
+            raise BadInputError(
+                f"{path}: column `{name}` is {have.sql()}, but source {schema.name} has it as {want.sql()}",
+                code="COLUMN_TYPE_MISMATCH",
+                params={"file": path, "column": name, "found": have.sql(), "expected": want.sql()},
+                hint="write the file with the source's types, or give --schema",
+            )
+        mapping[name] = hit[0]
+    weight = by_lower.get(WEIGHT)
+    if weight is not None:
+        if not schema.weighted:
+            raise BadInputError(
+                f"{path} has a _weight column, but source {schema.name} was started insert-only",
+                code="UNEXPECTED_WEIGHT", params={"file": path, "source": schema.name},
+                hint="a source may delete rows only if its schema has _weight from the start "
+                     "(first file, or --schema with `_weight BIGINT`); use a new checkpoint",
+            )
+        if weight[1] is not None and not weight[1].is_integral:
+            raise BadInputError(f"{path}: _weight is {weight[1].sql()}, not an integer", code="BAD_WEIGHT_TYPE",
+                                params={"file": path, "type": weight[1].sql()})
+        mapping[WEIGHT] = weight[0]
+    return mapping
+
+
+def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: Sequence[str]) -> DataFrame:
+    """Read ``paths`` (already checked) as the schema's columns plus ``_weight`` and ``__bad``.
+
+    ``__bad`` counts values in the row that did not parse (CSV); a batch with any is refused.
+    """
+    from functools import reduce
+
+    groups: dict[tuple, list[str]] = {}
+    mappings: dict[tuple, dict[str, str]] = {}
+    for p in paths:
+        if spec.format == "parquet":
+            cols = parquet_columns(p)
+            mapping = check_columns(p, cols, schema)
+            sig = tuple(cols)
+        elif spec.format == "csv":
+            header = csv_header(p)
+            mapping = check_columns(p, [(h, None) for h in header], schema)
+            sig = tuple(header)
+        else:
+            mapping = {c: c for c, _ in schema.columns}
+            if schema.weighted:
+                mapping[WEIGHT] = WEIGHT
+            sig = ("json",)
+        groups.setdefault(sig, []).append(p)
+        mappings[sig] = mapping
+    frames = []
+    for sig, group in groups.items():
+        mapping = mappings[sig]
+        frames.append(_read_group(spark, spec, schema, group, mapping))
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _read_group(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: list[str],
+                mapping: dict[str, str]) -> DataFrame:
+    from pyspark.sql import functions as Fn
+    from pyspark.sql.types import StructField, StructType
+
+    bad = Fn.lit(0)
+    if spec.format == "parquet":
+        df = spark.read.parquet(*paths)
+        cols = [Fn.col(quote(mapping[c])).cast(t.sql()).alias(c) for c, t in schema.columns]
+    elif spec.format == "csv":
+        df = spark.read.option("header", "true").option("mode", "FAILFAST").option("inferSchema", "false").csv(paths)
+        cols = []
+        for c, t in schema.columns:
+            raw = Fn.col(quote(mapping[c]))
+            parsed = Fn.expr(f"try_cast({quote(mapping[c])} AS {t.sql()})")
+            cols.append(parsed.alias(c))
+            bad = bad + Fn.when(raw.isNotNull() & (Fn.trim(raw) != "") & parsed.isNull(), 1).otherwise(0)
+        if WEIGHT in mapping:
+            raw_w = Fn.col(quote(mapping[WEIGHT]))
+            bad = bad + Fn.when(raw_w.isNotNull() & Fn.expr(f"try_cast({quote(mapping[WEIGHT])} AS BIGINT)").isNull(),
+                                1).otherwise(0)
+    else:
+        struct = StructType([StructField(c, _spark_type(t)) for c, t in schema.columns]
+                            + ([StructField(WEIGHT, _spark_type(parse_type("BIGINT")))] if schema.weighted else []))
+        df = spark.read.schema(struct).option("mode", "FAILFAST").json(paths)
+        cols = [Fn.col(quote(c)).alias(c) for c, _ in schema.columns]
+    if WEIGHT in mapping:
+        expr = f"try_cast({quote(mapping[WEIGHT])} AS BIGINT)" if spec.format == "csv" else \
+            f"CAST({quote(mapping[WEIGHT])} AS BIGINT)"
+        weight = Fn.coalesce(Fn.expr(expr), Fn.lit(1).cast("bigint"))
+    else:
+        weight = Fn.lit(1).cast("bigint")
+    return df.select(*cols, weight.alias(WEIGHT), bad.cast("int").alias("__bad"))
+
+
+def _spark_type(t: DataType) -> object:
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(t.sql().lower())

@@ -1,0 +1,554 @@
+"""Bind a parsed query to the logical IR.
+
+The shape produced for one SELECT block is the textbook one::
+
+    Limit? ← Sort? ← Project(select list [+ hidden sort columns]) ← Filter(HAVING)?
+        ← Aggregate(GROUP BY keys, aggregate calls)?  ← Filter(WHERE)? ← joins of Scans
+
+Output names follow Spark's rules closely enough for ``explain``; the runtime takes the exact
+names and types from Spark's own analysis of the query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
+from ..ir.expr import Agg, Call, Cast, Column, Expr, and_all
+from ..ir.rel import Aggregate, Distinct, Field, Filter, Join, Limit, Project, Rel, Scan, Sort, SortKey, Union
+from ..ir.types import BOOLEAN, common_type
+from .bind_expr import ExprBinder
+from .catalog import Catalog
+from .parse import parse, span_of, widen_to_call
+from .scope import Scope, ScopeEntry
+
+
+@dataclass(frozen=True)
+class BoundQuery:
+    """A bound query: its logical plan, the output column names, and what it was bound against."""
+
+    rel: Rel
+    output_names: tuple[str, ...]
+    sql: str
+    catalog: Catalog
+
+
+def bind(sql: str, catalog: Catalog) -> BoundQuery:
+    """Parse and bind ``sql`` against ``catalog``; raises a coded :class:`SqlError` on a mistake."""
+    tree = parse(sql)
+    try:
+        rel, names = _QueryBinder(sql, catalog).query(tree, {})
+    except SqlError as e:
+        raise e.with_sql(sql) from None
+    lowered = [n.lower() for n in names]
+    for n in names:
+        if lowered.count(n.lower()) > 1:
+            raise BindError(
+                f"the query outputs two columns named `{n}`", code="DUPLICATE_OUTPUT_COLUMN", sql=sql,
+                params={"column": n}, hint="give them distinct names with AS; outputs are written as Parquet",
+            )
+    return BoundQuery(rel, tuple(names), sql, catalog)
+
+
+@dataclass
+class _Cte:
+    node: exp.Expression
+    ctes: dict[str, _Cte]
+
+
+class _QueryBinder:
+    def __init__(self, sql: str, catalog: Catalog) -> None:
+        self.sql = sql
+        self.catalog = catalog
+        self._auto_alias = 0
+
+    def err(self, cls: type[SqlError], code: str, message: str, node: exp.Expression | None,
+            hint: str | None = None, **params: object) -> SqlError:
+        return cls(message, code=code, sql=self.sql, span=widen_to_call(self.sql, span_of(node)),
+                   hint=hint, params=params)
+
+    # -- queries ---------------------------------------------------------------------------------
+    def query(self, node: exp.Expression, ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+        ctes = self._with(node, ctes)
+        if isinstance(node, exp.Subquery):
+            rel, names = self.query(node.this, ctes)
+            return self._order_limit(node, rel, names, ctes)
+        if isinstance(node, exp.Select):
+            return self.select(node, ctes)
+        if isinstance(node, exp.Union):
+            return self.union(node, ctes)
+        if isinstance(node, (exp.Intersect, exp.Except)):
+            raise self.err(UnsupportedError, "UNSUPPORTED_SET_OPERATION",
+                           f"{node.key.upper()} is not supported yet", node,
+                           "UNION ALL and UNION are supported", construct=node.key.upper())
+        raise self.err(UnsupportedError, "UNSUPPORTED_QUERY", f"{node.key.upper()} is not supported", node,
+                       construct=node.key)
+
+    def _with(self, node: exp.Expression, ctes: dict[str, _Cte]) -> dict[str, _Cte]:
+        with_ = node.args.get("with_") or node.args.get("with")
+        if not with_:
+            return ctes
+        if with_.args.get("recursive"):
+            raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE", "WITH RECURSIVE is not supported yet",
+                           with_, construct="WITH RECURSIVE")
+        out = dict(ctes)
+        for cte in with_.expressions:
+            out[cte.alias.lower()] = _Cte(cte.this, dict(out))
+        return out
+
+    def union(self, node: exp.Union, ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+        left, names = self.query(node.left, ctes)
+        right, _ = self.query(node.right, ctes)
+        if len(left.schema) != len(right.schema):
+            raise self.err(BindError, "SET_OPERATION_WIDTH",
+                           f"UNION sides have {len(left.schema)} and {len(right.schema)} columns", node,
+                           "select the same number of columns on both sides",
+                           left=len(left.schema), right=len(right.schema))
+        types = []
+        for lf, rf in zip(left.schema, right.schema):
+            t = common_type(lf.type, rf.type)
+            if t is None:
+                raise self.err(BindError, "TYPE_MISMATCH",
+                               f"UNION column `{lf.name}` is {lf.type} on one side and {rf.type} on the other",
+                               node, "CAST one side", left=lf.type.sql(), right=rf.type.sql())
+            types.append(t)
+        sides = [self._conform(left, names, types), self._conform(right, names, types)]
+        rel: Rel = Union(tuple(sides))
+        if node.args.get("distinct"):
+            rel = Distinct(rel)
+        return self._order_limit(node, rel, names, ctes)
+
+    def _conform(self, rel: Rel, names: list[str], types: list) -> Rel:
+        exprs = []
+        for name, f, t in zip(names, rel.schema, types):
+            ref: Expr = f.ref()
+            exprs.append((name, ref if f.type == t else Cast(ref, t)))
+        return Project(rel, tuple(exprs))
+
+    def _order_limit(self, node: exp.Expression, rel: Rel, names: list[str], ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+        """ORDER BY / LIMIT attached to a set operation or a parenthesised query: output columns only."""
+        order = node.args.get("order")
+        if order:
+            scope = Scope([ScopeEntry.of("", [(n, f) for n, f in zip(names, rel.schema)])], self.sql)
+            keys = []
+            for o in order.expressions:
+                e = self._ordinal(o.this, [f.ref() for f in rel.schema]) or ExprBinder(scope, "ORDER BY").bind(o.this)
+                keys.append(_sort_key(o, e))
+            rel = Sort(rel, tuple(keys))
+        return self._limit(node, rel), names
+
+    # -- SELECT ----------------------------------------------------------------------------------
+    def select(self, node: exp.Select, ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+        for unsupported in ("laterals", "windows", "qualify", "pivots", "connect", "sample"):
+            if node.args.get(unsupported):
+                raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
+                               node.args[unsupported] if not isinstance(node.args[unsupported], list)
+                               else node.args[unsupported][0], construct=unsupported)
+        if node.args.get("distinct") and node.args["distinct"].args.get("on"):
+            raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "DISTINCT ON is not supported",
+                           node.args["distinct"], construct="DISTINCT ON")
+        rel, scope = self.from_clause(node, ctes)
+        where = node.args.get("where")
+        if where is not None:
+            rel = Filter(rel, ExprBinder(scope, "WHERE").boolean(where.this))
+        items = self._select_items(node, scope)
+        group = node.args.get("group")
+        if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
+            raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, CUBE and ROLLUP are not supported",
+                           group, construct="grouping sets")
+        having = node.args.get("having")
+        if group is not None or having is not None or self._has_agg(items, node):
+            return self._aggregate_select(node, rel, scope, items, ctes)
+        return self._plain_select(node, rel, scope, items)
+
+    def _select_items(self, node: exp.Select, scope: Scope) -> list[tuple[str, exp.Expression, Column | None]]:
+        """(output name, node, pre-resolved column for * expansion) per select item."""
+        out: list[tuple[str, exp.Expression, Column | None]] = []
+        for item in node.expressions:
+            if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+                table = item.table if isinstance(item, exp.Column) and item.table else None
+                for name, ref in scope.star(table, span_of(item)):
+                    out.append((name, item, ref))
+                continue
+            out.append((self._output_name(item, scope), item, None))
+        return out
+
+    def _output_name(self, item: exp.Expression, scope: Scope) -> str:
+        if isinstance(item, exp.Alias):
+            return item.alias
+        if isinstance(item, exp.Column):
+            parts = [p.name for p in item.parts]
+            entry = scope.entry(parts[0]) if len(parts) == 2 else None
+            if entry is not None and parts[-1].lower() in entry.names:
+                return entry.names[parts[-1].lower()]
+            for e in scope.entries:
+                if parts[-1].lower() in e.names:
+                    return e.names[parts[-1].lower()]
+            return parts[-1]
+        return _pretty(item)
+
+    def _has_agg(self, items: list[tuple[str, exp.Expression, Column | None]], node: exp.Select) -> bool:
+        agg_types = tuple(_AGG_NODE_TYPES)
+        nodes = [it for _, it, ref in items if ref is None]
+        order = node.args.get("order")
+        if order:
+            nodes += order.expressions
+        for n in nodes:
+            for sub in n.walk():
+                if isinstance(sub, agg_types) and not _inside_subquery(sub, n):
+                    return True
+                if isinstance(sub, exp.Anonymous) and sub.name.lower() in _ANON_AGG_NAMES:
+                    return True
+        return False
+
+    def _plain_select(self, node: exp.Select, rel: Rel, scope: Scope,
+                      items: list[tuple[str, exp.Expression, Column | None]]) -> tuple[Rel, list[str]]:
+        binder = ExprBinder(scope, "SELECT")
+        exprs: list[tuple[str, Expr]] = []
+        for i, (name, item, ref) in enumerate(items):
+            e = ref if ref is not None else binder.bind(_unalias(item))
+            exprs.append((_internal_name(name, i, exprs), e))
+        names = [n for n, _, _ in items]
+        distinct = node.args.get("distinct") is not None
+        return self._finish(node, rel, scope, exprs, names, distinct, lambda n: ExprBinder(scope, "ORDER BY").bind(n))
+
+    def _aggregate_select(self, node: exp.Select, rel: Rel, scope: Scope,
+                          items: list[tuple[str, exp.Expression, Column | None]],
+                          ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+        aggs: dict[Agg, str] = {}
+
+        def on_agg(agg: Agg, agg_node: exp.Expression) -> Expr:
+            if agg not in aggs:
+                aggs[agg] = f"_agg{len(aggs)}"
+            return Column(aggs[agg], agg.type)
+
+        # GROUP BY keys: expressions, select positions, or select aliases
+        keys: list[tuple[str, Expr]] = []
+        key_binder = ExprBinder(scope, "GROUP BY")
+        group = node.args.get("group")
+        for g in (group.expressions if group is not None else []):
+            target = self._group_target(g, items, scope)
+            e = key_binder.bind(target)
+            if any(isinstance(k, Column) and k.name.startswith("_agg") for k in e.walk()):
+                raise self.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
+            if all(e != k for _, k in keys):
+                name = e.name if isinstance(e, Column) else f"_key{len(keys)}"
+                keys.append((name, e))
+
+        lift = _Lifter(keys, self, scope)
+        select_binder = ExprBinder(scope, "SELECT", on_agg)
+        exprs: list[tuple[str, Expr]] = []
+        for i, (name, item, ref) in enumerate(items):
+            bound = ref if ref is not None else select_binder.bind(_unalias(item))
+            exprs.append((_internal_name(name, i, exprs), lift(bound, item)))
+        having_node = node.args.get("having")
+        having = None
+        if having_node is not None:
+            having = lift(ExprBinder(scope, "HAVING", on_agg).boolean(having_node.this), having_node.this)
+
+        def order_bind(n: exp.Expression) -> Expr:
+            return lift(ExprBinder(scope, "ORDER BY", on_agg).bind(n), n)
+
+        # ORDER BY may add aggregates, so bind it before building the Aggregate node.
+        order_exprs = self._bind_order(node, exprs, [n for n, _, _ in items], order_bind)
+        agg_rel: Rel = Aggregate(rel, tuple(keys), tuple((n, a) for a, n in aggs.items()))
+        if having is not None:
+            agg_rel = Filter(agg_rel, having)
+        names = [n for n, _, _ in items]
+        distinct = node.args.get("distinct") is not None
+        return self._finish(node, agg_rel, scope, exprs, names, distinct, None, order_exprs)
+
+    def _group_target(self, g: exp.Expression, items: list[tuple[str, exp.Expression, Column | None]],
+                      scope: Scope) -> exp.Expression:
+        if isinstance(g, exp.Literal) and not g.is_string:
+            pos = int(g.this)
+            if not 1 <= pos <= len(items):
+                raise self.err(BindError, "INVALID_ORDINAL", f"GROUP BY position {pos} is not in the select list",
+                               g, f"the select list has {len(items)} items", position=pos)
+            return _unalias(items[pos - 1][1])
+        if isinstance(g, exp.Column) and not g.table:
+            name = g.name.lower()
+            visible = any(name in e.columns for e in scope.entries) or name in scope.merged
+            if not visible:
+                for out_name, item, _ in items:
+                    if out_name.lower() == name and isinstance(item, exp.Alias):
+                        return item.this
+        return g
+
+    def _bind_order(self, node: exp.Select, exprs: list[tuple[str, Expr]], names: list[str],
+                    bind_fn: Callable[[exp.Expression], Expr]) -> list[tuple[SortKey, str | None]]:
+        """Bind ORDER BY items: (key over the select output or the input, output column it names)."""
+        order = node.args.get("order")
+        out: list[tuple[SortKey, str | None]] = []
+        for o in (order.expressions if order else []):
+            target = o.this
+            if isinstance(target, exp.Literal) and not target.is_string:
+                pos = int(target.this)
+                if not 1 <= pos <= len(exprs):
+                    raise self.err(BindError, "INVALID_ORDINAL", f"ORDER BY position {pos} is not in the select list",
+                                   target, f"the select list has {len(exprs)} items", position=pos)
+                out.append((_sort_key(o, Column(exprs[pos - 1][0], exprs[pos - 1][1].type)), exprs[pos - 1][0]))
+                continue
+            if isinstance(target, exp.Column) and not target.table:
+                match = [i for i, n in enumerate(names) if n.lower() == target.name.lower()]
+                if len(match) == 1:
+                    i = match[0]
+                    out.append((_sort_key(o, Column(exprs[i][0], exprs[i][1].type)), exprs[i][0]))
+                    continue
+            e = bind_fn(target)
+            same = [n for n, x in exprs if x == e]
+            if same:
+                out.append((_sort_key(o, Column(same[0], e.type)), same[0]))
+            else:
+                out.append((_sort_key(o, e), None))
+        return out
+
+    def _finish(self, node: exp.Select, rel: Rel, scope: Scope, exprs: list[tuple[str, Expr]], names: list[str],
+                distinct: bool, order_bind: Callable[[exp.Expression], Expr] | None,
+                order: list[tuple[SortKey, str | None]] | None = None) -> tuple[Rel, list[str]]:
+        if order is None:
+            assert order_bind is not None
+            order = self._bind_order(node, exprs, names, order_bind)
+        hidden: list[tuple[str, Expr]] = []
+        keys: list[SortKey] = []
+        for key, out_name in order:
+            if out_name is not None:
+                keys.append(key)
+                continue
+            if distinct:
+                raise self.err(BindError, "ORDER_BY_NOT_SELECTED",
+                               "with SELECT DISTINCT, ORDER BY may only use selected columns",
+                               node.args["order"], "add the expression to the select list")
+            hidden_name = f"_sort{len(hidden)}"
+            hidden.append((hidden_name, key.expr))
+            keys.append(SortKey(Column(hidden_name, key.expr.type), key.descending, key.nulls_first))
+        out: Rel = Project(rel, tuple(exprs) + tuple(hidden))
+        if distinct:
+            out = Distinct(out)
+        if keys:
+            out = Sort(out, tuple(keys))
+        out = self._limit(node, out)
+        if hidden:
+            out = Project(out, tuple((n, Column(n, e.type)) for n, e in exprs))
+        return out, names
+
+    def _limit(self, node: exp.Expression, rel: Rel) -> Rel:
+        limit_node = node.args.get("limit")
+        offset_node = node.args.get("offset")
+        if limit_node is None and offset_node is None:
+            return rel
+        limit = self._count(limit_node.expression, "LIMIT") if limit_node is not None else None
+        offset = self._count(offset_node.expression, "OFFSET") if offset_node is not None else 0
+        return Limit(rel, limit, offset)
+
+    def _count(self, node: exp.Expression, clause: str) -> int:
+        if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+            return int(node.this)
+        raise self.err(BindError, "INVALID_LIMIT", f"{clause} must be a non-negative whole number", node, clause=clause)
+
+    def _ordinal(self, node: exp.Expression, refs: list[Column]) -> Expr | None:
+        if isinstance(node, exp.Literal) and not node.is_string:
+            pos = int(node.this)
+            if not 1 <= pos <= len(refs):
+                raise self.err(BindError, "INVALID_ORDINAL", f"ORDER BY position {pos} is out of range", node,
+                               position=pos)
+            return refs[pos - 1]
+        return None
+
+    # -- FROM ------------------------------------------------------------------------------------
+    def from_clause(self, node: exp.Select, ctes: dict[str, _Cte]) -> tuple[Rel, Scope]:
+        from_ = node.args.get("from_") or node.args.get("from")
+        if from_ is None:
+            raise self.err(UnsupportedError, "NO_FROM", "a continuous query must read at least one source", node,
+                           "add FROM <source>")
+        scope = Scope([], self.sql)
+        rel = self.table_ref(from_.this, ctes, scope)
+        for join in node.args.get("joins") or []:
+            right = self.table_ref(join.this, ctes, scope)
+            rel = self.join(join, rel, right, scope)
+        return rel, scope
+
+    def table_ref(self, node: exp.Expression, ctes: dict[str, _Cte], scope: Scope) -> Rel:
+        if isinstance(node, exp.Table):
+            if node.args.get("db") or node.args.get("catalog"):
+                raise self.err(UnsupportedError, "UNSUPPORTED_TABLE_NAME",
+                               f"qualified table name `{node.sql()}` is not supported", node,
+                               "name sources with --source NAME=PATH and use NAME", construct="qualified table")
+            name = node.name
+            alias = node.alias or name
+            self._check_alias(alias, node, scope)
+            cte = ctes.get(name.lower())
+            if cte is not None:
+                inner, names = self.query(cte.node, cte.ctes)
+                return self._derived(inner, names, alias, scope)
+            if name.lower() not in {n.lower() for n in self.catalog}:
+                raise self.err(BindError, "UNKNOWN_TABLE", f"unknown table `{name}`", node,
+                               did_you_mean(name, list(self.catalog) + [c for c in ctes])
+                               or f"known sources: {', '.join(self.catalog) or 'none'} (add --source {name}=PATH)",
+                               table=name)
+            source = self.catalog[name]
+            fields = tuple(Field(f"{alias}.{c}", t) for c, t in source.columns)
+            scan = Scan(source.name, alias, fields, tuple(c for c, _ in source.columns),
+                        static=source.static, weighted=source.weighted)
+            scope.entries.append(ScopeEntry.of(alias, [(c, f) for (c, _), f in zip(source.columns, fields)]))
+            return scan
+        if isinstance(node, exp.Subquery):
+            inner, names = self.query(node.this, ctes)
+            alias = node.alias
+            if not alias:
+                self._auto_alias += 1
+                alias = f"_sub{self._auto_alias}"
+            self._check_alias(alias, node, scope)
+            return self._derived(inner, names, alias, scope)
+        raise self.err(UnsupportedError, "UNSUPPORTED_FROM", f"`{node.sql(dialect='spark')}` in FROM is not supported",
+                       node, construct=node.key)
+
+    def _derived(self, inner: Rel, names: list[str], alias: str, scope: Scope) -> Rel:
+        exprs = tuple((f"{alias}.{n}", f.ref()) for n, f in zip(names, inner.schema))
+        rel = Project(inner, exprs)
+        scope.entries.append(ScopeEntry.of(alias, [(n, f) for n, f in zip(names, rel.schema)]))
+        return rel
+
+    def _check_alias(self, alias: str, node: exp.Expression, scope: Scope) -> None:
+        if scope.entry(alias) is not None:
+            raise self.err(BindError, "DUPLICATE_ALIAS", f"`{alias}` names two tables in FROM", node,
+                           "give each occurrence its own alias, e.g. `S a JOIN S b`", alias=alias)
+
+    def join(self, join: exp.Join, left: Rel, right: Rel, scope: Scope) -> Rel:
+        side = (join.side or "").lower()
+        kind = (join.kind or "").lower()
+        if join.args.get("method"):
+            raise self.err(UnsupportedError, "UNSUPPORTED_JOIN", f"{join.args['method']} JOIN is not supported", join,
+                           construct="natural join")
+        if kind in ("semi", "anti"):
+            jkind = kind
+        elif side in ("left", "right", "full"):
+            jkind = side
+        elif kind == "cross":
+            jkind = "cross"
+        else:
+            jkind = "inner"
+        on = join.args.get("on")
+        using = join.args.get("using")
+        condition: Expr | None = None
+        if using:
+            right_entry = scope.entries[-1]
+            preds = []
+            for ident in using:
+                col = ident.name.lower()
+                left_hits = [e for e in scope.entries[:-1] if col in e.columns]
+                if len(left_hits) != 1 or col not in right_entry.columns:
+                    raise self.err(BindError, "UNKNOWN_COLUMN", f"USING column `{ident.name}` must be on both sides",
+                                   ident, column=ident.name)
+                lf, rf = left_hits[0].columns[col], right_entry.columns[col]
+                preds.append(Call("=", (lf.ref(), rf.ref()), BOOLEAN))
+                if jkind in ("inner", "left", "semi", "anti"):
+                    scope.merged[col] = lf
+                elif jkind == "right":
+                    scope.merged[col] = rf
+                else:
+                    raise self.err(UnsupportedError, "UNSUPPORTED_JOIN", "FULL JOIN … USING is not supported", join,
+                                   "write the condition with ON", construct="full join using")
+            condition = and_all(preds)
+        elif on is not None:
+            condition = ExprBinder(scope, "ON").boolean(on)
+        elif jkind not in ("cross", "inner"):
+            raise self.err(BindError, "MISSING_JOIN_CONDITION", f"{jkind.upper()} JOIN needs an ON condition", join)
+        if condition is None and jkind == "inner":
+            jkind = "cross"
+        if jkind in ("semi", "anti"):
+            scope.entries.pop()  # the right side of a semi/anti join is not visible after it
+        return Join(left, right, jkind, condition)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+_AGG_NODE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevSamp, exp.StddevPop,
+                   exp.Variance, exp.VariancePop, exp.AggFunc)
+_ANON_AGG_NAMES = {"var_samp", "var_pop", "stddev_samp", "stddev_pop", "std", "mean"}
+
+
+def _inside_subquery(sub: exp.Expression, root: exp.Expression) -> bool:
+    if sub is root:
+        return False
+    p = sub.parent
+    while p is not None and p is not root:
+        if isinstance(p, (exp.Subquery, exp.Select)):
+            return True
+        p = p.parent
+    return False
+
+
+def _unalias(node: exp.Expression) -> exp.Expression:
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+def _internal_name(name: str, index: int, taken: list[tuple[str, Expr]]) -> str:
+    used = {n for n, _ in taken}
+    return name if name not in used and not name.startswith("_sort") else f"_col{index}"
+
+
+def _sort_key(o: exp.Ordered, e: Expr) -> SortKey:
+    desc = bool(o.args.get("desc"))
+    nulls_first = o.args.get("nulls_first")
+    explicit = _explicit_nulls(o)
+    return SortKey(e, desc, nulls_first if explicit else None)
+
+
+def _explicit_nulls(o: exp.Ordered) -> bool:
+    text = o.sql(dialect="spark").upper()
+    return "NULLS FIRST" in text or "NULLS LAST" in text
+
+
+def _pretty(item: exp.Expression) -> str:
+    """An approximation of the name Spark gives an unaliased select expression."""
+    clone = item.copy()
+    for col in clone.find_all(exp.Column):
+        col.set("table", None)
+    text = clone.sql(dialect="spark")
+    if isinstance(item, exp.Func) and "(" in text:
+        head, rest = text.split("(", 1)
+        text = head.lower() + "(" + rest
+    if text.lower().startswith("count(*)"):
+        text = "count(1)" + text[8:]
+    return text
+
+
+class _Lifter:
+    """Rewrites a bound select/HAVING/ORDER BY expression over the Aggregate's output.
+
+    Group-key expressions become references to the key column (matched whole, top-down), so
+    ``x.A + 1`` in SELECT matches ``GROUP BY x.A + 1``. A column left over that is neither a key
+    nor inside an aggregate is the classic mistake, reported as ``NOT_AGGREGATED``.
+    """
+
+    def __init__(self, keys: list[tuple[str, Expr]], binder: _QueryBinder, scope: Scope) -> None:
+        self.keys = {e: Column(n, e.type) for n, e in keys}
+        self.binder = binder
+        self.scope = scope
+
+    def __call__(self, e: Expr, node: exp.Expression) -> Expr:
+        return self._lift(e, node)
+
+    def _lift(self, e: Expr, node: exp.Expression) -> Expr:
+        if e in self.keys:
+            return self.keys[e]
+        if isinstance(e, Column):
+            if e.name.startswith("_agg"):
+                return e
+            raise self._not_aggregated(e, node)
+        kids = e.children()
+        if not kids:
+            return e
+        return e.with_children(tuple(self._lift(k, node) for k in kids))
+
+    def _not_aggregated(self, col: Column, node: exp.Expression) -> SqlError:
+        short = col.name.split(".", 1)[-1]
+        spot = next((c for c in node.find_all(exp.Column) if c.name.lower() == short.lower()), node)
+        return self.binder.err(
+            BindError, "NOT_AGGREGATED",
+            f"column `{col.name}` is neither in GROUP BY nor inside an aggregate", spot,
+            f"add `{col.name}` to GROUP BY, or aggregate it (e.g. max({col.name}))", column=col.name,
+        )

@@ -1,0 +1,495 @@
+"""Bind scalar sqlglot expressions to typed IR expressions, checking types as Spark would."""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+
+from sqlglot import exp
+
+from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
+from ..ir import functions
+from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal
+from ..ir.types import (
+    BIGINT, BOOLEAN, DATE, DOUBLE, INT, NULL, STRING, TIMESTAMP, DataType, arithmetic_type, avg_type,
+    common_type, decimal, parse_type, sum_type,
+)
+from .parse import span_of, widen_to_call
+from .scope import Scope
+
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+_COMPARE = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=",
+            exp.NullSafeEQ: "<=>"}
+_AGGS: dict[type, str] = {
+    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+    exp.Stddev: "stddev", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+    exp.Variance: "variance", exp.VariancePop: "var_pop",
+}
+_ANON_AGGS = {"var_samp": "var_samp", "var_pop": "var_pop", "stddev_samp": "stddev_samp",
+              "stddev_pop": "stddev_pop", "std": "stddev", "mean": "avg"}
+_UNSUPPORTED_AGGS = {
+    exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "collect_list", exp.Quantile: "percentile",
+    exp.AnyValue: "any_value", exp.First: "first", exp.Last: "last", exp.CountIf: "count_if",
+    exp.GroupConcat: "string_agg",
+}
+_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+# Aggregates found while binding are handed to this callback, which returns their stand-in.
+AggHook = Callable[[Agg, exp.Expression], Expr]
+
+
+class ExprBinder:
+    """Binds expressions of one query block against a :class:`Scope`.
+
+    ``on_agg`` receives each aggregate call; without it aggregates are an error (as in WHERE).
+    ``clause`` names the clause for messages ("WHERE", "GROUP BY" …).
+    """
+
+    def __init__(self, scope: Scope, clause: str, on_agg: AggHook | None = None) -> None:
+        self.scope = scope
+        self.sql = scope.sql
+        self.clause = clause
+        self.on_agg = on_agg
+        self._in_agg = False
+
+    # -- errors ----------------------------------------------------------------------------------
+    def _err(self, cls: type[SqlError], code: str, message: str, node: exp.Expression | None,
+             hint: str | None = None, **params: object) -> SqlError:
+        return cls(message, code=code, sql=self.sql, span=widen_to_call(self.sql, span_of(node)),
+                   hint=hint, params=params)
+
+    def _mismatch(self, node: exp.Expression, what: str, hint: str | None = None, **params: object) -> SqlError:
+        return self._err(BindError, "TYPE_MISMATCH", what, node, hint, **params)
+
+    # -- entry -----------------------------------------------------------------------------------
+    def bind(self, node: exp.Expression) -> Expr:
+        method = getattr(self, "_bind_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)  # type: ignore[no-any-return]
+        for cls, op in _ARITH.items():
+            if isinstance(node, cls):
+                return self._arith(node, op)
+        for cls, op in _COMPARE.items():
+            if isinstance(node, cls):
+                return self._compare(node, op)
+        for cls, fn in _AGGS.items():
+            if type(node) is cls:
+                return self._agg(node, fn)
+        for cls, fn in _UNSUPPORTED_AGGS.items():
+            if isinstance(node, cls):
+                raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
+                                f"aggregate `{fn}` is not supported in a continuous query", node,
+                                "supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance",
+                                function=fn)
+        if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query")):
+            raise self._err(UnsupportedError, "UNSUPPORTED_SUBQUERY",
+                            "subqueries in expressions are not supported yet", node,
+                            "rewrite it as a join, or see docs/sql.md for what is supported", construct="subquery")
+        if isinstance(node, exp.Window):
+            raise self._err(UnsupportedError, "UNSUPPORTED_WINDOW",
+                            "window functions (OVER …) are not supported in a continuous query", node,
+                            "use GROUP BY, or a join with an aggregated subquery", construct="window")
+        if isinstance(node, exp.Func):
+            return self._function(node)
+        raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
+                        f"expression `{node.sql(dialect='spark')}` is not supported", node,
+                        construct=type(node).__name__)
+
+    def boolean(self, node: exp.Expression) -> Expr:
+        e = self.bind(node)
+        if e.type != BOOLEAN and not e.type.is_null:
+            raise self._mismatch(node, f"{self.clause} needs a boolean condition, but this is {e.type}",
+                                 "compare it, e.g. `x > 0`", expected="BOOLEAN", actual=e.type.sql())
+        return e
+
+    # -- leaves ----------------------------------------------------------------------------------
+    def _bind_Column(self, node: exp.Column) -> Expr:
+        if isinstance(node.this, exp.Star):
+            raise self._err(BindError, "MISPLACED_STAR", "`*` is only allowed in the SELECT list or count(*)", node)
+        parts = [p.name for p in node.parts]
+        if len(parts) > 2:
+            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
+                            f"`{node.sql()}`: names with more than two parts are not supported", node,
+                            construct="qualified name")
+        table = parts[0] if len(parts) == 2 else None
+        return self.scope.resolve(table, parts[-1], span_of(node))
+
+    def _bind_Paren(self, node: exp.Paren) -> Expr:
+        return self.bind(node.this)
+
+    def _bind_Literal(self, node: exp.Literal) -> Expr:
+        text = node.this
+        if node.is_string:
+            return Literal(text, STRING)
+        return number_literal(text)
+
+    def _bind_Boolean(self, node: exp.Boolean) -> Expr:
+        return Literal(bool(node.this), BOOLEAN)
+
+    def _bind_Null(self, node: exp.Null) -> Expr:
+        return Literal(None, NULL)
+
+    def _bind_Neg(self, node: exp.Neg) -> Expr:
+        inner = self.bind(node.this)
+        if isinstance(inner, Literal) and inner.value is not None and inner.type.is_numeric:
+            return Literal(-inner.value, inner.type)
+        if not (inner.type.is_numeric or inner.type.is_null):
+            raise self._mismatch(node, f"cannot negate a value of type {inner.type}", actual=inner.type.sql())
+        return Call("neg", (inner,), inner.type)
+
+    # -- operators -------------------------------------------------------------------------------
+    def _arith(self, node: exp.Binary, op: str) -> Expr:
+        left_node, right_node = node.this, node.expression
+        if isinstance(right_node, exp.Interval) or isinstance(left_node, exp.Interval):
+            return self._interval_arith(node, op)
+        left, right = self.bind(left_node), self.bind(right_node)
+        if op in "+-" and left.type.name == "DATE" and right.type.is_integral:
+            fn = "date_add" if op == "+" else "date_sub"
+            return Call(fn, (left, right), DATE, f"{fn}({{0}}, {{1}})")
+        if op == "-" and left.type.name == "DATE" and right.type.name == "DATE":
+            return Call("datediff", (left, right), INT, "datediff({0}, {1})")
+        t = arithmetic_type(op, left.type, right.type)
+        if t is None:
+            raise self._mismatch(
+                node, f"cannot apply `{op}` to {left.type} and {right.type}",
+                "arithmetic needs numbers; CAST a string column if it holds numbers",
+                operator=op, left=left.type.sql(), right=right.type.sql(),
+            )
+        return Call(op, (left, right), t)
+
+    def _interval_arith(self, node: exp.Binary, op: str) -> Expr:
+        if op not in "+-" or not isinstance(node.expression, exp.Interval):
+            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
+                            "only `date ± INTERVAL n unit` is supported", node, construct="interval")
+        base = self.bind(node.this)
+        interval = node.expression
+        amount_node = interval.this
+        unit = (interval.unit.name if interval.unit is not None else "DAY").upper().rstrip("S")
+        try:
+            amount = int(amount_node.name if isinstance(amount_node, exp.Literal) else str(amount_node))
+        except ValueError:
+            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
+                            "an INTERVAL must have a constant whole number", interval, construct="interval") from None
+        if op == "-":
+            amount = -amount
+        if base.type.name not in ("DATE", "TIMESTAMP"):
+            raise self._mismatch(node, f"cannot add an interval to {base.type}", actual=base.type.sql())
+        if unit not in ("DAY", "MONTH", "YEAR", "WEEK"):
+            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", f"INTERVAL unit {unit} is not supported",
+                            interval, "use DAY, WEEK, MONTH or YEAR", construct="interval")
+        if isinstance(base, Literal) and isinstance(base.value, dt.date) and base.type.name == "DATE":
+            return Literal(_shift_date(base.value, amount, unit), DATE)
+        if unit in ("DAY", "WEEK"):
+            days = amount * (7 if unit == "WEEK" else 1)
+            return Call("date_add", (base, Literal(days, INT)), DATE, "date_add({0}, {1})")
+        months = amount * (12 if unit == "YEAR" else 1)
+        return Call("add_months", (base, Literal(months, INT)), DATE, "add_months({0}, {1})")
+
+    def _compare(self, node: exp.Binary, op: str) -> Expr:
+        left, right = self.bind(node.this), self.bind(node.expression)
+        for side_node, side, other in ((node.this, left, right), (node.expression, right, left)):
+            if isinstance(side, Literal) and side.type.is_string and not _castable(side.value, other.type):
+                raise self._mismatch(
+                    side_node, f"cannot compare {other.type} with the string '{side.value}'",
+                    f"write the value as a {other.type.sql().lower()} literal", operator=op,
+                    left=left.type.sql(), right=right.type.sql(),
+                )
+        if common_type(left.type, right.type) is None:
+            raise self._mismatch(
+                node, f"cannot compare {left.type} with {right.type}",
+                "CAST one side so both have the same type", operator=op,
+                left=left.type.sql(), right=right.type.sql(),
+            )
+        return Call(op, (left, right), BOOLEAN)
+
+    def _logic(self, node: exp.Expression, op: str) -> Expr:
+        args = []
+        for side in (node.this, node.expression):
+            e = self.bind(side)
+            if e.type != BOOLEAN and not e.type.is_null:
+                raise self._mismatch(side, f"{op} needs boolean operands, but this is {e.type}",
+                                     operator=op, actual=e.type.sql())
+            args.append(e)
+        return Call(op, tuple(args), BOOLEAN)
+
+    def _bind_And(self, node: exp.And) -> Expr:
+        return self._logic(node, "AND")
+
+    def _bind_Or(self, node: exp.Or) -> Expr:
+        return self._logic(node, "OR")
+
+    def _bind_Not(self, node: exp.Not) -> Expr:
+        inner_node = node.this
+        if isinstance(inner_node, exp.Is):
+            e = self._bind_Is(inner_node)
+            assert isinstance(e, Call)
+            return Call("IS NOT NULL", e.args, BOOLEAN)
+        if isinstance(inner_node, exp.In):
+            e = self._bind_In(inner_node)
+            assert isinstance(e, Call)
+            return Call("NOT IN", e.args, BOOLEAN)
+        if isinstance(inner_node, exp.Like):
+            e = self._bind_Like(inner_node)
+            assert isinstance(e, Call)
+            return Call("NOT LIKE", e.args, BOOLEAN)
+        inner = self.bind(inner_node)
+        if inner.type != BOOLEAN and not inner.type.is_null:
+            raise self._mismatch(node, f"NOT needs a boolean operand, but this is {inner.type}",
+                                 operator="NOT", actual=inner.type.sql())
+        return Call("NOT", (inner,), BOOLEAN)
+
+    def _bind_Is(self, node: exp.Is) -> Expr:
+        if not isinstance(node.expression, exp.Null):
+            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "only IS [NOT] NULL is supported", node,
+                            construct="IS")
+        return Call("IS NULL", (self.bind(node.this),), BOOLEAN)
+
+    def _bind_In(self, node: exp.In) -> Expr:
+        if node.args.get("query") is not None:
+            return self.bind(node.args["query"])  # reports the unsupported subquery
+        value = self.bind(node.this)
+        items = [self.bind(i) for i in node.expressions]
+        for item_node, item in zip(node.expressions, items):
+            if common_type(value.type, item.type) is None:
+                raise self._mismatch(item_node, f"IN list item of type {item.type} cannot be compared with {value.type}",
+                                     left=value.type.sql(), right=item.type.sql())
+        return Call("IN", (value, *items), BOOLEAN)
+
+    def _bind_Between(self, node: exp.Between) -> Expr:
+        value = self.bind(node.this)
+        low, high = self.bind(node.args["low"]), self.bind(node.args["high"])
+        for side_node, side in ((node.args["low"], low), (node.args["high"], high)):
+            if common_type(value.type, side.type) is None:
+                raise self._mismatch(side_node, f"cannot compare {value.type} with {side.type}",
+                                     left=value.type.sql(), right=side.type.sql())
+        return Call("AND", (Call(">=", (value, low), BOOLEAN), Call("<=", (value, high), BOOLEAN)), BOOLEAN)
+
+    def _bind_Like(self, node: exp.Like) -> Expr:
+        value, pattern = self.bind(node.this), self.bind(node.expression)
+        for side_node, side in ((node.this, value), (node.expression, pattern)):
+            if not (side.type.is_string or side.type.is_null):
+                raise self._mismatch(side_node, f"LIKE needs strings, but this is {side.type}", actual=side.type.sql())
+        return Call("LIKE", (value, pattern), BOOLEAN)
+
+    def _bind_DPipe(self, node: exp.DPipe) -> Expr:
+        left, right = self.bind(node.this), self.bind(node.expression)
+        return Call("concat", (left, right), STRING, "concat({0}, {1})")
+
+    def _bind_IntDiv(self, node: exp.IntDiv) -> Expr:
+        left, right = self.bind(node.this), self.bind(node.expression)
+        if not (left.type.is_integral or left.type.is_decimal) or not (right.type.is_integral or right.type.is_decimal):
+            raise self._mismatch(node, f"DIV needs whole numbers, not {left.type} and {right.type}",
+                                 left=left.type.sql(), right=right.type.sql())
+        return Call("div", (left, right), BIGINT)
+
+    def _bind_Case(self, node: exp.Case) -> Expr:
+        subject = self.bind(node.this) if node.this is not None else None
+        whens: list[tuple[Expr, Expr]] = []
+        for if_node in node.args.get("ifs") or []:
+            cond_node = if_node.this
+            if subject is not None:
+                operand = self.bind(cond_node)
+                if common_type(subject.type, operand.type) is None:
+                    raise self._mismatch(cond_node, f"cannot compare {subject.type} with {operand.type}",
+                                         left=subject.type.sql(), right=operand.type.sql())
+                cond: Expr = Call("=", (subject, operand), BOOLEAN)
+            else:
+                cond = self.boolean(cond_node)
+            whens.append((cond, self.bind(if_node.args["true"])))
+        default = self.bind(node.args["default"]) if node.args.get("default") is not None else None
+        result = self._common([v for _, v in whens] + ([default] if default else []), node, "CASE branches")
+        return Case(tuple(whens), default, result)
+
+    def _bind_If(self, node: exp.If) -> Expr:
+        cond = self.boolean(node.this)
+        true = self.bind(node.args["true"])
+        false = self.bind(node.args["false"]) if node.args.get("false") is not None else None
+        result = self._common([true] + ([false] if false else []), node, "IF branches")
+        return Case(((cond, true),), false, result)
+
+    def _common(self, values: list[Expr], node: exp.Expression, what: str) -> DataType:
+        result = NULL
+        for v in values:
+            c = common_type(result, v.type)
+            if c is None:
+                raise self._mismatch(node, f"{what} have incompatible types {result} and {v.type}",
+                                     left=result.sql(), right=v.type.sql())
+            result = c
+        return result
+
+    def _bind_Cast(self, node: exp.Cast) -> Expr:
+        to = node.args["to"]
+        try:
+            target = parse_type(to.sql(dialect="spark"))
+        except ValueError as e:
+            raise self._err(UnsupportedError, "UNSUPPORTED_TYPE", str(e), to, construct="type") from None
+        inner_node = node.this
+        if isinstance(inner_node, exp.Literal) and inner_node.is_string and target.name in ("DATE", "TIMESTAMP"):
+            return self._typed_literal(inner_node, target)
+        inner = self.bind(inner_node)
+        return Cast(inner, target, safe=False)
+
+    _bind_TryCast = _bind_Cast
+
+    def _typed_literal(self, node: exp.Literal, target: DataType) -> Expr:
+        text = node.this.strip()
+        try:
+            if target.name == "DATE":
+                return Literal(dt.date.fromisoformat(text), DATE)
+            return Literal(dt.datetime.fromisoformat(text), TIMESTAMP)
+        except ValueError:
+            raise self._mismatch(node, f"`{text}` is not a valid {target.name.lower()}",
+                                 "write dates as 'YYYY-MM-DD'", expected=target.sql()) from None
+
+    # -- functions -------------------------------------------------------------------------------
+    def _function(self, node: exp.Func) -> Expr:
+        template, arg_nodes = _template(node)
+        m = _NAME.match(template)
+        name = m.group(1).lower() if m else type(node).__name__.lower()
+        if isinstance(node, exp.Anonymous) and name in _ANON_AGGS:
+            return self._agg(node, _ANON_AGGS[name])
+        if name in functions.NONDETERMINISTIC:
+            raise self._err(
+                UnsupportedError, "NONDETERMINISTIC_FUNCTION",
+                f"`{name}` gives a different value each time it runs, so a continuous query cannot keep the batch answer",
+                node, "compute the value once and pass it in as a literal or a static table", function=name,
+            )
+        if not functions.is_known(name):
+            known = sorted(functions.FUNCTIONS)
+            raise self._err(
+                UnsupportedError, "UNSUPPORTED_FUNCTION", f"function `{name}` is not supported", node,
+                did_you_mean(name, known) or "see docs/sql.md for the supported functions", function=name,
+            )
+        args = tuple(self.bind(a) for a in arg_nodes)
+        try:
+            result = functions.result_type(name, [a.type for a in args])
+        except (TypeError, IndexError) as e:
+            raise self._mismatch(node, f"bad arguments to `{name}`: {e}", function=name) from None
+        return Call(name, args, result, template)
+
+    # -- aggregates ------------------------------------------------------------------------------
+    def _agg(self, node: exp.Expression, fn: str) -> Expr:
+        if self.on_agg is None:
+            raise self._err(
+                BindError, "AGGREGATE_NOT_ALLOWED", f"aggregate `{fn}` is not allowed in {self.clause}", node,
+                "filter groups with HAVING instead of WHERE" if self.clause == "WHERE" else None,
+                function=fn, clause=self.clause,
+            )
+        if self._in_agg:
+            raise self._err(BindError, "NESTED_AGGREGATE", f"aggregate `{fn}` inside another aggregate", node,
+                            "compute the inner aggregate in a subquery", function=fn)
+        distinct = False
+        inner = node.this if not isinstance(node, exp.Anonymous) else (node.expressions[0] if node.expressions else None)
+        if isinstance(inner, exp.Distinct):
+            distinct = True
+            if len(inner.expressions) != 1:
+                raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
+                                f"{fn}(DISTINCT …) over several columns is not supported", node, function=fn)
+            inner = inner.expressions[0]
+        self._in_agg = True
+        try:
+            if inner is None or isinstance(inner, exp.Star):
+                if fn != "count":
+                    raise self._err(BindError, "WRONG_ARGUMENTS", f"`{fn}(*)` is not valid", node, function=fn)
+                args: tuple[Expr, ...] = ()
+            else:
+                args = (self.bind(inner),)
+        finally:
+            self._in_agg = False
+        if fn == "count" and args and isinstance(args[0], Literal) and args[0].value is not None and not distinct:
+            args = ()  # count(1) is count(*)
+        agg = Agg(fn, args, distinct, self._agg_type(node, fn, args))
+        return self.on_agg(agg, node)
+
+    def _agg_type(self, node: exp.Expression, fn: str, args: tuple[Expr, ...]) -> DataType:
+        if fn == "count":
+            return BIGINT
+        t = args[0].type
+        if fn in ("min", "max"):
+            if not t.is_orderable:
+                raise self._mismatch(node, f"{fn} cannot order values of type {t}", function=fn, actual=t.sql())
+            return t
+        if t.is_string:
+            raise self._mismatch(node, f"`{fn}` needs numbers, but its argument is {t}",
+                                 "CAST the argument to a number", function=fn, actual=t.sql())
+        if not (t.is_numeric or t.is_null):
+            raise self._mismatch(node, f"`{fn}` needs numbers, but its argument is {t}", function=fn, actual=t.sql())
+        if fn == "sum":
+            return sum_type(t)
+        if fn == "avg":
+            return avg_type(t)
+        return DOUBLE
+
+
+def number_literal(text: str) -> Literal:
+    """Type a numeric literal as Spark does: INT, then BIGINT, then DECIMAL; exponent means DOUBLE."""
+    lowered = text.lower()
+    if "e" in lowered:
+        return Literal(float(text), DOUBLE)
+    if "." not in text:
+        value = int(text)
+        if -(2**31) <= value < 2**31:
+            return Literal(value, INT)
+        if -(2**63) <= value < 2**63:
+            return Literal(value, BIGINT)
+        return Literal(Decimal(text), decimal(len(text.lstrip("-")), 0))
+    try:
+        d = Decimal(text)
+    except InvalidOperation:
+        return Literal(float(text), DOUBLE)
+    digits = text.lstrip("-").replace(".", "")
+    scale = len(text.split(".")[1])
+    precision = max(len(digits.lstrip("0")) if digits.strip("0") else 1, scale)
+    if precision > 38:
+        return Literal(float(text), DOUBLE)
+    return Literal(d, decimal(max(precision, 1), scale))
+
+
+def _castable(text: str, target: DataType) -> bool:
+    """Whether Spark can cast the string literal ``text`` to ``target`` (else it fails at run time)."""
+    value = text.strip()
+    try:
+        if target.is_integral:
+            int(value)
+        elif target.is_numeric:
+            float(value)
+        elif target.name == "DATE":
+            dt.date.fromisoformat(value[:10])
+        elif target.name in ("TIMESTAMP", "TIMESTAMP_NTZ"):
+            dt.datetime.fromisoformat(value)
+        elif target.name == "BOOLEAN":
+            return value.lower() in ("true", "false", "t", "f", "yes", "no", "y", "n", "1", "0")
+    except ValueError:
+        return False
+    return True
+
+
+def _shift_date(d: dt.date, amount: int, unit: str) -> dt.date:
+    if unit in ("DAY", "WEEK"):
+        return d + dt.timedelta(days=amount * (7 if unit == "WEEK" else 1))
+    months = amount * (12 if unit == "YEAR" else 1)
+    month_index = d.month - 1 + months
+    year, month = d.year + month_index // 12, month_index % 12 + 1
+    return dt.date(year, month, min(d.day, calendar.monthrange(year, month)[1]))
+
+
+def _template(node: exp.Func) -> tuple[str, list[exp.Expression]]:
+    """Spark SQL text for a function call with ``{i}`` where its i-th argument goes."""
+    args: list[exp.Expression] = []
+    clone = node.copy()
+
+    def placeholder(original: exp.Expression) -> exp.Expression:
+        args.append(original)
+        return exp.column(f"__sfarg{len(args) - 1}__")
+
+    for key, value in node.args.items():
+        if isinstance(value, exp.Expression) and not isinstance(value, (exp.Var, exp.DataType)):
+            clone.set(key, placeholder(value))
+        elif isinstance(value, list):
+            clone.set(key, [placeholder(v) if isinstance(v, exp.Expression) else v for v in value])
+    text = clone.sql(dialect="spark").replace("{", "{{").replace("}", "}}")
+    text = re.sub(r"__sfarg(\d+)__", lambda m: "{" + m.group(1) + "}", text)
+    return text, args

@@ -1,0 +1,97 @@
+"""Parsing with sqlglot (Spark dialect), and where a sqlglot node sits in the query text."""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError as SqlglotParseError
+from sqlglot.errors import TokenError
+
+from ..errors import ParseError, Span
+
+
+def parse(sql: str) -> exp.Expression:
+    """Parse exactly one query; a syntax error becomes a ``PARSE_ERROR`` with the spot marked."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
+    except SqlglotParseError as e:
+        first = e.errors[0] if e.errors else {}
+        span = _span_from_position(sql, first.get("line"), first.get("col"), first.get("highlight") or "")
+        description = re.sub(r"<class 'sqlglot\.[\w.]*\.(\w+)'>", r"\1", first.get("description") or str(e))
+        raise ParseError(
+            f"syntax error: {description}", code="PARSE_ERROR", sql=sql, span=span,
+            params={"description": description},
+            hint="streamfold reads Spark SQL; check the marked spot",
+        ) from None
+    except TokenError as e:
+        raise ParseError(f"cannot read the query: {e}", code="PARSE_ERROR", sql=sql,
+                         params={"description": str(e)}) from None
+    if not statements:
+        raise ParseError("the query is empty", code="EMPTY_QUERY", sql=sql)
+    if len(statements) > 1:
+        raise ParseError(
+            f"expected one query, found {len(statements)} statements", code="MULTIPLE_STATEMENTS",
+            sql=sql, params={"count": len(statements)}, hint="remove the extra statements",
+        )
+    stmt = statements[0]
+    if not isinstance(stmt, exp.Query):
+        raise ParseError(
+            f"expected a query (SELECT …), found {stmt.key.upper()}", code="NOT_A_QUERY",
+            sql=sql, span=span_of(stmt), params={"statement": stmt.key},
+            hint="streamfold maintains the answer of a SELECT query",
+        )
+    return stmt
+
+
+def _span_from_position(sql: str, line: int | None, col: int | None, token: str) -> Span | None:
+    if not line or not col:
+        return None
+    lines = sql.split("\n")
+    offset = sum(len(x) + 1 for x in lines[: line - 1])
+    end = offset + col - 1
+    start = max(offset, end - max(len(token), 1) + 1)
+    return (start, end)
+
+
+def span_of(node: exp.Expression | None) -> Span | None:
+    """The stretch of query text a node covers, from the positions sqlglot keeps on its tokens."""
+    if node is None:
+        return None
+    lo: int | None = None
+    hi: int | None = None
+    for n in node.walk():
+        meta = getattr(n, "_meta", None)
+        if not meta or "start" not in meta:
+            continue
+        s, e = meta["start"], meta["end"]
+        lo = s if lo is None else min(lo, s)
+        hi = e if hi is None else max(hi, e)
+    if lo is None or hi is None:
+        return None
+    return (lo, hi)
+
+
+def widen_to_call(sql: str, span: Span | None) -> Span | None:
+    """Extend a span that ends inside a call to cover the closing parenthesis."""
+    if span is None:
+        return None
+    lo, hi = span
+    depth = 0
+    i = lo
+    while i <= hi and i < len(sql):
+        if sql[i] == "(":
+            depth += 1
+        elif sql[i] == ")":
+            depth -= 1
+        i += 1
+    while depth > 0 and i < len(sql):
+        if sql[i] == "(":
+            depth += 1
+        elif sql[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return (lo, i)
+        i += 1
+    return span
