@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..ir.printer import display_name, rel_sql, sql
+from ..ir.printer import display_name, sql
+from ..ir.sqltext import rel_sql
 from ..ir.rel import SortKey
 from .model import WEIGHT_COLUMN, IncrementalPlan, State
 

@@ -189,7 +189,7 @@ class _Planner:
             self._state(State(
                 f"ms{k}", "multiset", key_fields + (v,),
                 (StateColumn(W, BIGINT, Monoid.SUM, "number of rows with this value"),),
-                note=f"values of {_show(m)} per group",
+                note=f"values of {_show(m)} per group", partition=tuple(n for n, _ in keys) or None,
             ), Aggregate(ms_source, group + (("v", Column(f"v{k}", m.type)),),
                          ((W, Agg("sum", (Column(W, BIGINT),), False, BIGINT)),)))
 
@@ -205,35 +205,50 @@ class _Planner:
     def _aggregate_answer(self, agg: Aggregate, above: list[Rel], keys: list[tuple[str, Expr]],
                           specs: list[tuple[str, AggSpec]], partials: list[Partial], multisets: list[Expr],
                           key_fields: tuple[Field, ...]) -> Rel:
+        """a over the group state and the multiset states.
+
+        All of them are partitioned on the group key, so a reads them as one union aggregated by
+        that key — no join, no shuffle — where each group's row takes the group state's partials
+        (one row per key: ``sum`` just picks it) and the aggregates of each multiset's values. A
+        global aggregate (no key) yields its one row even over empty states.
+        """
         state_fields = key_fields + (Field(W, BIGINT),) + tuple(Field(p.name, p.type) for p in partials)
-        main: Rel = StateScan("agg", "new", state_fields)
-        if not keys:
-            # A global aggregate has exactly one row, even before any input arrived.
-            merged = [(W, Agg("sum", (Column(W, BIGINT),), False, BIGINT))]
-            merged += [(p.name, Agg(p.monoid.merge_sql, (Column(p.name, p.type),), False, p.type)) for p in partials]
-            main = Aggregate(main, (), tuple(merged))
+        columns: list[Field] = [Field(W, BIGINT)] + [Field(p.name, p.type) for p in partials]
+        columns += [Field(f"v{k}", m.type) for k, m in enumerate(multisets)]
+        key_refs = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
+        # Each branch renames the key (to _g0, _g1, …): Spark 4.3 keeps a union's hash
+        # partitioning through projections that alias the key, but drops it when the key passes
+        # through beside computed columns, which would shuffle every state once per batch.
+        grouped_keys = [(f"_g{i}", Column(n, f.type)) for i, ((n, _), f) in enumerate(zip(keys, key_fields))]
+
+        def branch(state: Rel, present: dict[str, Expr]) -> Rel:
+            exprs = grouped_keys + [(c.name, present.get(c.name, Literal(None, c.type))) for c in columns]
+            return Project(state, tuple(exprs))
+
+        branches = [branch(StateScan("agg", "new", state_fields), {f.name: f.ref() for f in state_fields[len(keys):]})]
         for k, m in enumerate(multisets):
             ms_fields = key_fields + (Field("v", m.type), Field(W, BIGINT))
-            finals = tuple((f"_ms{k}_{i}", multiset_final(spec.agg, Column("v", m.type)))
-                           for i, (_, spec) in enumerate(specs) if spec.multiset == m)
-            ms_keys = tuple((f"{n}#{k}", Column(n, t.type)) for (n, _), t in zip(keys, key_fields))
-            ms_agg: Rel = Aggregate(StateScan(f"ms{k}", "new", ms_fields), ms_keys, finals)
-            cond = and_all([Call("<=>", (Column(n, f.type), Column(f"{n}#{k}", f.type)), BOOLEAN)
-                            for (n, _), f in zip(keys, key_fields)])
-            main = Join(main, ms_agg, "left" if keys else "cross", cond)
-        weight = Column(W, BIGINT)
-        exprs: list[tuple[str, Expr]] = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
-        for i, (name, spec) in enumerate(specs):
+            branches.append(branch(StateScan(f"ms{k}", "new", ms_fields), {f"v{k}": Column("v", m.type)}))
+        merged = [(W, Agg("sum", (Column(W, BIGINT),), False, BIGINT))]
+        merged += [(p.name, Agg(p.monoid.merge_sql, (Column(p.name, p.type),), False, p.type)) for p in partials]
+        for i, (_, spec) in enumerate(specs):
             if spec.multiset is not None:
                 k = multisets.index(spec.multiset)
-                ms_index = [j for j, (_, s) in enumerate(specs) if s.multiset == spec.multiset].index(i)
-                final: Expr = Column(f"_ms{k}_{ms_index}", spec.agg.type)
+                merged.append((f"_ms{i}", multiset_final(spec.agg, Column(f"v{k}", spec.multiset.type))))
+        source: Rel = branches[0] if len(branches) == 1 else Union(tuple(branches))
+        grouped = Aggregate(source, tuple((n, Column(g, e.type)) for (n, e), (g, _) in zip(key_refs, grouped_keys)),
+                            tuple(merged))
+        weight = Column(W, BIGINT)
+        exprs: list[tuple[str, Expr]] = list(key_refs)
+        for i, (name, spec) in enumerate(specs):
+            if spec.multiset is not None:
+                final: Expr = Column(f"_ms{i}", spec.agg.type)
                 if spec.agg.fn == "count":
                     final = Call("coalesce", (final, Literal(0, BIGINT)), BIGINT, "coalesce({0}, {1})")
             else:
                 final = spec.final(weight)
             exprs.append((name, final))
-        rows: Rel = Project(main, tuple(exprs))
+        rows: Rel = Project(grouped, tuple(exprs))
         for node in reversed(above):
             rows = node.with_inputs((rows,))
         return rows

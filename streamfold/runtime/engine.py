@@ -12,7 +12,8 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,13 @@ from ..plan import IncrementalPlan, incrementalize
 from ..plan.model import WEIGHT_COLUMN
 from ..sql import Catalog, SourceSchema, bind
 from . import files
+from ..ir.printer import quote
+from ..ir.rel import Limit, Sort
+from ..ir.sqltext import rel_sql
 from .checkpoint import Checkpoint, OutputDir, batch_name
-from .lower import col, lower, sort_column
+from .lower import Resolve, Views, leaf_hint, to_sql
 from .session import default_partitions, engine_session
-from .sources import InputSpec, infer_schema, list_inputs, read_files, table_paths
+from .sources import InputSpec, infer_schema, list_inputs, parquet_rows, read_files, table_paths
 from .state import StateStore, materialize, release
 
 if TYPE_CHECKING:
@@ -65,6 +69,7 @@ class BatchResult:
     snapshot_rows: int
     change_rows: int
     state_rows: dict[str, int]
+    timings: dict[str, float] = field(default_factory=dict)
 
     def line(self) -> str:
         ins = "  ".join(f"{n} +{r}" for n, r in self.rows.items())
@@ -91,18 +96,32 @@ class Engine:
         self.output = OutputDir(config.output)
         self.checkpoint = Checkpoint(config.checkpoint_dir)
         self.checkpoint.claim(self._identity())
-        self.store = StateStore(self.spark, self.plan.states, self.partitions)
+        self.store = StateStore(self.spark, self.plan.states)
         self._tables: dict[str, DataFrame] = {}
+        self._empty: dict[str, DataFrame] = {}
+        self._timings: dict[str, float] = {}
+        self._batch_frames: list[DataFrame] = []
         self._declare_states()
         self.recovery = self.checkpoint.recover(self.output, [s.name for s in self.plan.streams])
         self._restore_states()
         self.next_batch = self.recovery.last_committed + 1
         self.consumed = self.recovery.consumed
 
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        """Time a part of the batch (reported in BatchResult.timings and by ``bench``)."""
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            self._timings[name] = self._timings.get(name, 0.0) + time.monotonic() - t
+
     # -- set-up ----------------------------------------------------------------------------------
     def _check_inputs_exist(self) -> None:
         for s in self.plan.sources:
             spec = self.specs[s.name.lower()]
+            if not s.static:
+                list_inputs(spec.path)  # raises SOURCE_NOT_FOUND / SOURCE_NOT_A_DIRECTORY now, not at the first poll
             if s.static != spec.static:
                 kind = "--table" if s.static else "--source"
                 raise StreamfoldError(f"{s.name} must be given with {kind}", code="INPUT_KIND")
@@ -146,70 +165,75 @@ class Engine:
 
     def _declare_states(self) -> None:
         """Fix every state's schema by analysing its program over empty inputs; load static ones."""
-        for step in self.plan.init:
-            df = materialize(self.store._partitioned(step.state, lower(step.program, self._env({}, {}, {}))))
-            self.store.schemas[step.state] = df.schema
-            self.store.current[step.state] = df
-        deltas: dict[str, DataFrame] = {}
-        frames = {s.name: self._empty_frame(s) for s in self.plan.streams}
-        for step in self.plan.delta:
-            df = lower(step.program, self._env(frames, deltas, {}))
-            if step.temp:
-                deltas[step.state] = df
-            else:
-                self.store.declare(step.state, df.schema)
-                deltas[step.state] = self.store.empty(step.state)
+        views = Views(self.spark, "setup")
+        try:
+            frames = {s.name: self._empty_frame(s) for s in self.plan.streams}
+            for step in self.plan.init:
+                df = self.spark.sql(to_sql(step.program, self._resolver(frames, {}, {}), views))
+                self.store.set_static(step.state, materialize(df))
+            deltas: dict[str, DataFrame] = {}
+            for step in self.plan.delta:
+                df = self.spark.sql(to_sql(step.program, self._resolver(frames, deltas, {}), views))
+                if step.temp:
+                    deltas[step.state] = df
+                else:
+                    self.store.declare(step.state, df.schema)
+                    deltas[step.state] = self.store.empty(step.state)
+        finally:
+            views.drop()
 
     def _restore_states(self) -> None:
         rec = self.recovery
         if rec.last_committed < 0:
             return
         self.progress(f"resuming after batch {batch_name(rec.last_committed)}: loading state")
-        for st in self.plan.states:
-            if st.static:
-                continue
-            paths = []
-            if rec.base is not None:
-                paths.append(os.path.join(self.checkpoint.base_dir(rec.base), st.name))
-            paths += [os.path.join(self.checkpoint.delta_dir(b), st.name) for b in rec.deltas]
-            self.store.replace({st.name: self.store.load(st.name, paths)})
+        paths = [self.checkpoint.base_dir(rec.base)] if rec.base is not None else []
+        paths += [self.checkpoint.delta_dir(b) for b in rec.deltas]
+        views = Views(self.spark, "restore")
+        try:
+            self.store.restore(paths, views)
+        finally:
+            views.drop()
 
     # -- leaves ----------------------------------------------------------------------------------
     def _empty_frame(self, source: SourceSchema) -> DataFrame:
-        from pyspark.sql.types import LongType, StructField, StructType
+        """A source's rows when a batch has no file for it (made once, reused)."""
+        if source.name not in self._empty:
+            from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
-        from .sources import _spark_type
+            from .sources import _spark_type
 
-        fields = [StructField(c, _spark_type(t)) for c, t in source.columns]  # type: ignore[arg-type]
-        return self.spark.createDataFrame([], StructType(fields + [StructField(WEIGHT, LongType())]))
+            fields = [StructField(c, _spark_type(t)) for c, t in source.columns]  # type: ignore[arg-type]
+            fields += [StructField(WEIGHT, LongType()), StructField("__bad", IntegerType())]
+            self._empty[source.name] = self.spark.createDataFrame([], StructType(fields))
+        return self._empty[source.name]
 
     def _table(self, name: str) -> DataFrame:
         if name not in self._tables:
             schema = self.catalog[name]
             spec = self.specs[name.lower()]
-            df = read_files(self.spark, spec, schema, table_paths(spec.path)).drop("__bad")
-            self._tables[name] = df
+            self._tables[name] = read_files(self.spark, spec, schema, table_paths(spec.path))
         return self._tables[name]
 
-    def _env(self, frames: dict[str, DataFrame], deltas: dict[str, DataFrame], new: dict[str, DataFrame],
-             old: dict[str, DataFrame] | None = None) -> Callable[[Rel], DataFrame]:
+    def _resolver(self, frames: dict[str, DataFrame], deltas: dict[str, DataFrame], new: dict[str, DataFrame],
+                  old: dict[str, DataFrame] | None = None) -> Resolve:
+        """Where a program's leaves come from: this batch's rows, tables, and state versions."""
         current = self.store.current if old is None else old
 
-        def env(rel: Rel) -> DataFrame:
+        def resolve(rel: Rel) -> DataFrame:
             if isinstance(rel, DeltaScan):
-                base = frames[self.catalog[rel.table].name]
-                return base.select(*[col(c).alias(f.name) for c, f in zip(rel.columns, rel.fields)], col(WEIGHT))
+                return frames[self.catalog[rel.table].name]
             if isinstance(rel, Scan):
-                base = self._table(self.catalog[rel.table].name)
-                return base.select(*[col(c).alias(f.name) for c, f in zip(rel.columns, rel.fields)])
+                return self._table(self.catalog[rel.table].name)
             if isinstance(rel, StateScan):
-                pool = {"old": current, "new": new, "delta": deltas}[rel.version]
-                if rel.version == "new" and rel.state not in pool:
-                    pool = current  # a static state has one version
-                return pool[rel.state]
+                if rel.version == "delta":
+                    return deltas[rel.state]
+                if rel.version == "new" and rel.state in new:
+                    return new[rel.state]
+                return current[rel.state]  # old, or a static state (one version)
             raise TypeError(f"no input for {type(rel).__name__}")
 
-        return env
+        return resolve
 
     # -- polling ---------------------------------------------------------------------------------
     def poll(self) -> dict[str, list[str]] | None:
@@ -250,7 +274,11 @@ class Engine:
 
     def _run(self, batch: int, inputs: dict[str, list[str]]) -> BatchResult:
         start = time.monotonic()
-        frames, rows = self._read_batch(batch, inputs)
+        self._timings = {}
+        self._batch_frames: list[DataFrame] = []
+        views = Views(self.spark, f"b{batch}")
+        with self._phase("read"):
+            frames, rows, cached = self._read_batch(batch, inputs)
         deltas: dict[str, DataFrame] = {}
         new: dict[str, DataFrame] = {}
         try:
@@ -258,27 +286,31 @@ class Engine:
             for k, step in enumerate(steps, 1):
                 self.progress(f"batch {batch_name(batch)}: step {k}/{len(steps)} Δ{step.state}")
                 try:
-                    df = lower(step.program, self._env(frames, deltas, new))
-                    if step.temp:
-                        deltas[step.state] = materialize(df)
-                    else:
-                        d = self.store.materialize_delta(step.state, df)
-                        deltas[step.state] = d
-                        new[step.state] = self.store.merge(step.state, self.store.current[step.state], d)
+                    sql = to_sql(step.program, self._resolver(frames, deltas, new), views)
+                    with self._phase(f"Δ{step.state}"):
+                        if step.temp:
+                            deltas[step.state] = materialize(self.spark.sql(sql))
+                        else:
+                            deltas[step.state] = self.store.materialize_delta(step.state, sql)
+                    if not step.temp:
+                        with self._phase(f"⊗{step.state}"):
+                            new[step.state] = self.store.merge(step.state, self.store.current[step.state],
+                                                               deltas[step.state], views)
                 except StreamfoldError:
                     raise
                 except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
                     raise BatchError(f"batch {batch} failed computing Δ{step.state}: {_first_line(e)}",
                                      code="BATCH_FAILED", params={"batch": batch, "step": f"Δ{step.state}"}) from e
-            for name, df in self.store.current.items():
-                new.setdefault(name, df)
             self.progress(f"batch {batch_name(batch)}: answer")
             try:
-                snapshot = self._snapshot(new)
-                changes = self._changes(deltas, new)
-                self._write_state(batch, deltas)
-                snap_rows = self._write(snapshot, self.output.snapshot_path(batch))
-                change_rows = self._write(changes, self.output.changes_path(batch))
+                with self._phase("write state"):
+                    self._write_state(batch, deltas, views)
+                with self._phase("write snapshot"):
+                    snapshot = self.spark.sql(self._snapshot_sql(new, views))
+                    snap_rows = self._write(snapshot, self.output.snapshot_path(batch))
+                with self._phase("write changes"):
+                    changes = self.spark.sql(self._changes_sql(batch, deltas, new, views))
+                    change_rows = self._write(changes, self.output.changes_path(batch))
             except StreamfoldError:
                 raise
             except Exception as e:  # noqa: BLE001
@@ -296,46 +328,65 @@ class Engine:
                     release(df)
             raise
         finally:
-            for df in deltas.values():
+            views.drop()
+            for df in list(deltas.values()) + self._batch_frames:
                 release(df)
-            for df in frames.values():
+            for df in cached:
                 df.unpersist()
-        self.store.replace({k: v for k, v in new.items() if k in self.store.current})
-        self._after_commit(batch)
-        state_rows = self.store.row_counts()
-        return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, state_rows)
+        self.store.replace(new)
+        with self._phase("compact"):
+            self._after_commit(batch)
+        duration = time.monotonic() - start
+        state_rows = {n: r for n, r in self.store.rows.items() if r is not None and not self.store.defs[n].static}
+        return BatchResult(batch, inputs, rows, duration, snap_rows, change_rows, state_rows, dict(self._timings))
 
-    def _read_batch(self, batch: int, inputs: dict[str, list[str]]) -> tuple[dict[str, DataFrame], dict[str, int]]:
-        """Each stream's new rows (cached for the batch) and their counts; refuses bad files."""
+    def _read_batch(self, batch: int, inputs: dict[str, list[str]]
+                    ) -> tuple[dict[str, DataFrame], dict[str, int], list[DataFrame]]:
+        """Each stream's new rows, their counts, and what was cached; refuses bad files.
+
+        Parquet files are checked against the schema from their footers, which also give the
+        row counts, so they cost no Spark job here. CSV and JSON values are only known to parse
+        once read: those frames are cached and checked in one job for all of them.
+        """
         from functools import reduce
 
         from pyspark.sql import functions as F
 
         frames: dict[str, DataFrame] = {}
+        rows: dict[str, int] = {}
+        to_check: dict[str, DataFrame] = {}
         for s in self.plan.streams:
             names = inputs.get(s.name, [])
-            if names:
-                spec = self.specs[s.name.lower()]
-                paths = [os.path.join(spec.path, n) for n in names]
-                frames[s.name] = read_files(self.spark, spec, s, paths).cache()
+            if not names:
+                frames[s.name] = self._empty_frame(s)
+                rows[s.name] = 0
+                continue
+            spec = self.specs[s.name.lower()]
+            paths = [os.path.join(spec.path, n) for n in names]
+            df = read_files(self.spark, spec, s, paths)
+            if spec.format == "parquet":
+                frames[s.name] = df
+                rows[s.name] = sum(parquet_rows(p) for p in paths)
             else:
-                frames[s.name] = self._empty_frame(s).withColumn("__bad", F.lit(0)).cache()
+                frames[s.name] = to_check[s.name] = df.cache()
+        cached = list(to_check.values())
+        if not to_check:
+            return frames, rows, cached
         checks = [df.agg(F.lit(name).alias("source"), F.count(F.lit(1)).alias("rows"),
-                         F.coalesce(F.sum("__bad"), F.lit(0)).alias("bad"))
-                  for name, df in frames.items()]
+                         F.coalesce(F.sum("__bad"), F.lit(0)).alias("bad")) for name, df in to_check.items()]
         try:
             stats = reduce(lambda a, b: a.union(b), checks).collect()
         except Exception as e:  # noqa: BLE001 - a file that does not parse fails the read
-            for df in frames.values():
+            for df in cached:
                 df.unpersist()
-            raise self._find_bad_file(inputs, e) from e
+            raise self._find_bad_file({k: v for k, v in inputs.items() if k in to_check}, e) from e
         bad = [r["source"] for r in stats if r["bad"]]
         if bad:
-            for df in frames.values():
+            for df in cached:
                 df.unpersist()
             raise self._find_bad_file({k: v for k, v in inputs.items() if k in bad}, None)
-        rows = {r["source"]: int(r["rows"]) for r in stats}
-        return {n: df.drop("__bad") for n, df in frames.items()}, rows
+        rows.update({r["source"]: int(r["rows"]) for r in stats})
+        return frames, {s.name: rows[s.name] for s in self.plan.streams}, cached
 
     def _find_bad_file(self, inputs: dict[str, list[str]], cause: BaseException | None) -> BadInputError:
         """Check files one by one to name the one that fails (only on the error path)."""
@@ -380,63 +431,70 @@ class Engine:
         return {k: [n for n in v if not (k == source and n == name)] for k, v in inputs.items()}
 
     # -- answer ----------------------------------------------------------------------------------
-    def _finish(self, df: DataFrame, weight: bool = False) -> DataFrame:
-        """Select the output columns, with Spark's names and types (and ``_weight`` for changes)."""
+    def _final_sql(self, inner: str, weight: bool = False) -> str:
+        """The output columns with Spark's names and types (and ``_weight`` for changes)."""
         a = self.plan.answer
-        cols = [col(i).cast(f.dataType).alias(f.name) for i, f in zip(a.output, self.output_schema.fields)]
+        cols = [f"CAST({quote(i)} AS {f.dataType.simpleString()}) AS {quote(f.name)}"
+                for i, f in zip(a.output, self.output_schema.fields)]
         if weight:
-            cols.append(col(WEIGHT).cast("bigint").alias(WEIGHT))
-        return df.select(*cols)
+            cols.append(f"CAST({WEIGHT} AS BIGINT) AS {WEIGHT}")
+        return f"SELECT {', '.join(cols)}\nFROM (\n{_indent(inner)}\n) _answer"
 
-    def _ordered(self, rows: DataFrame) -> DataFrame:
+    def _ordered_rows(self) -> Rel:
         """The answer's rows in ORDER BY order, cut by OFFSET and LIMIT."""
         a = self.plan.answer
+        rel = a.rows
         if a.order:
-            rows = rows.orderBy(*[sort_column(k) for k in a.order])
-        if a.offset:
-            rows = rows.offset(a.offset)
-        if a.limit is not None:
-            rows = rows.limit(a.limit)
-        return rows
+            rel = Sort(rel, a.order)
+        if a.limit is not None or a.offset:
+            rel = Limit(rel, a.limit, a.offset)
+        return rel
 
-    def _snapshot(self, new: dict[str, DataFrame]) -> DataFrame:
-        rows = lower(self.plan.answer.rows, self._env({}, {}, new))
-        return self._finish(self._ordered(rows))
+    def _snapshot_sql(self, new: dict[str, DataFrame], views: Views) -> str:
+        return self._final_sql(to_sql(self._ordered_rows(), self._resolver({}, {}, new), views))
 
-    def _changes(self, deltas: dict[str, DataFrame], new: dict[str, DataFrame]) -> DataFrame:
-        from pyspark.sql import functions as F
-
+    def _changes_sql(self, batch: int, deltas: dict[str, DataFrame], new: dict[str, DataFrame],
+                     views: Views) -> str:
+        """Rows whose multiplicity changed. Before batch 0 there is no snapshot at all (not even a
+        global aggregate's empty row), so replaying changes from batch 0 rebuilds every snapshot."""
         a = self.plan.answer
         if a.changes == "delta":
-            d = deltas[a.change_states[0]].filter(col(WEIGHT_COLUMN) != 0)
-            return _consolidate(self._finish(d.withColumnRenamed(WEIGHT_COLUMN, WEIGHT), weight=True))
+            view = views.name(deltas[a.change_states[0]], f"delta_{a.change_states[0]}")
+            inner = f"SELECT *, {quote(WEIGHT_COLUMN)} AS {WEIGHT} FROM {view} WHERE {quote(WEIGHT_COLUMN)} <> 0"
+            return _consolidate(self._final_sql(inner, weight=True), self.output_schema)
         if a.changes == "global":
-            after = self._ordered(lower(a.rows, self._env({}, {}, new)))
-            before = self._ordered(lower(a.rows, self._env({}, {}, {})))
+            rows = self._ordered_rows()
+            after = to_sql(rows, self._resolver({}, {}, new), views)
+            before = to_sql(rows, self._resolver({}, {}, {}), views)
         else:
-            touched = self._touched(deltas)
-            restricted_new = {k: self._restrict(v, touched) for k, v in new.items() if k in a.change_states}
-            restricted_old = {k: self._restrict(self.store.current[k], touched) for k in a.change_states}
-            after = lower(a.rows, self._env({}, {}, {**new, **restricted_new}))
-            before = lower(a.rows, self._env({}, {}, {}, old={**self.store.current, **restricted_old}))
-        plus = self._finish(after.withColumn(WEIGHT, F.lit(1)), weight=True)
-        minus = self._finish(before.withColumn(WEIGHT, F.lit(-1)), weight=True)
-        return _consolidate(plus.unionByName(minus))
+            touched = self._touched(deltas, views)
+            after_states = {s: self._restrict(new[s], touched, views) for s in a.change_states}
+            before_states = {s: self._restrict(self.store.current[s], touched, views) for s in a.change_states}
+            after = to_sql(a.rows, self._resolver({}, {}, {**new, **after_states}), views)
+            before = to_sql(a.rows, self._resolver({}, {}, {}, old={**self.store.current, **before_states}), views)
+        signed = f"SELECT *, 1 AS {WEIGHT} FROM (\n{_indent(after)}\n) _after"
+        if batch > 0:
+            signed += f"\nUNION ALL\nSELECT *, -1 AS {WEIGHT} FROM (\n{_indent(before)}\n) _before"
+        return _consolidate(self._final_sql(signed, weight=True), self.output_schema)
 
-    def _touched(self, deltas: dict[str, DataFrame]) -> DataFrame:
-        from functools import reduce
-
+    def _touched(self, deltas: dict[str, DataFrame], views: Views) -> str:
+        """A view of the keys this batch touched (from the deltas of the answer's states)."""
         a = self.plan.answer
-        keys = [deltas[s].select(*[col(k).alias(f"__k{i}") for i, k in enumerate(a.touched_key)])
-                for s in a.change_states]
-        return materialize(reduce(lambda x, y: x.union(y), keys).distinct())
+        parts = []
+        for s in a.change_states:
+            cols = ", ".join(f"{quote(k)} AS __k{i}" for i, k in enumerate(a.touched_key))
+            parts.append(f"SELECT {cols} FROM {views.name(deltas[s], f'delta_{s}')}")
+        df = materialize(self.spark.sql("SELECT DISTINCT * FROM (" + " UNION ALL ".join(parts) + ") _t"))
+        self._batch_frames.append(df)
+        return views.name(df, "touched")
 
-    def _restrict(self, df: DataFrame, touched: DataFrame) -> DataFrame:
-        from functools import reduce
-
+    def _restrict(self, state: DataFrame, touched: str, views: Views) -> DataFrame:
+        """The rows of a state whose key this batch touched (NULL keys match NULL keys)."""
         keys = self.plan.answer.touched_key
-        cond = reduce(lambda x, y: x & y, [col(k).eqNullSafe(col(f"__k{i}")) for i, k in enumerate(keys)])
-        return df.join(touched, on=cond, how="left_semi")
+        cond = " AND ".join(f"_s.{quote(k)} <=> _k.__k{i}" for i, k in enumerate(keys))
+        # The touched keys are few: broadcast them, so the state is filtered where it lies.
+        return self.spark.sql(f"SELECT /*+ BROADCAST(_k) */ _s.* FROM {views.name(state, 'state')} _s "
+                              f"LEFT SEMI JOIN {touched} _k ON {cond}")
 
     # -- durable writes --------------------------------------------------------------------------
     def _write(self, df: DataFrame, final: str) -> int:
@@ -446,24 +504,25 @@ class Engine:
         files.publish_dir(tmp, final)
         return count
 
-    def _write_state(self, batch: int, deltas: dict[str, DataFrame]) -> None:
+    def _write_state(self, batch: int, deltas: dict[str, DataFrame], views: Views) -> None:
+        """This batch's delta of every state, in one Parquet directory (one Spark job)."""
+        if not self.store.durable():
+            return
         final = self.checkpoint.delta_dir(batch)
         tmp = files.temp_dir_for(final)
-        os.makedirs(tmp)
-        for st in self.plan.states:
-            if not st.static:
-                deltas[st.name].write.parquet(os.path.join(tmp, st.name))
+        self.spark.sql(self.store.pack_sql(deltas, views)).write.parquet(tmp)
         files.publish_dir(tmp, final)
 
     def _after_commit(self, batch: int) -> None:
         every = self.config.compact_every
-        if every and (batch + 1) % every == 0:
+        if every and (batch + 1) % every == 0 and self.store.durable():
             final = self.checkpoint.base_dir(batch)
             tmp = files.temp_dir_for(final)
-            os.makedirs(tmp)
-            for st in self.plan.states:
-                if not st.static:
-                    self.store.current[st.name].write.parquet(os.path.join(tmp, st.name))
+            views = Views(self.spark, "compact")
+            try:
+                self.spark.sql(self.store.pack_sql(self.store.current, views)).write.parquet(tmp)
+            finally:
+                views.drop()
             files.publish_dir(tmp, final)
             self.checkpoint.prune(batch)
         keep = self.config.keep_snapshots
@@ -474,15 +533,18 @@ class Engine:
     def close(self) -> None:
         self.store.close()
         self._tables.clear()
+        self._empty.clear()
 
 
-def _consolidate(df: DataFrame) -> DataFrame:
+def _consolidate(inner: str, schema: StructType) -> str:
     """Sum the weights of equal rows and drop the rows whose weight is zero."""
-    from pyspark.sql import functions as F
+    cols = ", ".join(quote(f.name) for f in schema.fields)
+    return (f"SELECT {cols}, CAST(sum({WEIGHT}) AS BIGINT) AS {WEIGHT}\nFROM (\n{_indent(inner)}\n) _c\n"
+            f"GROUP BY {cols}\nHAVING sum({WEIGHT}) <> 0")
 
-    cols = [c for c in df.columns if c != WEIGHT]
-    return (df.groupBy(*[col(c) for c in cols]).agg(F.sum(col(WEIGHT)).alias(WEIGHT))
-            .filter(col(WEIGHT) != 0).select(*[col(c) for c in df.columns]))
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.split("\n"))
 
 
 def _parquet_rows(directory: str) -> int:

@@ -1,117 +1,81 @@
-"""Lower IR programs to Spark DataFrame operators; expressions become Spark SQL expressions.
+"""Lower IR programs to Spark: each program becomes one Spark SQL statement over temp views.
 
-Leaves (scans of sources, batch rows and states) come from an ``env`` callback, so the same
-lowering runs h over a batch, a over the merged states, and a over the states restricted to the
-keys a batch touched. Nothing here runs per row in Python.
+A program's leaves (a batch's rows, a static table, a state's old/new/delta version) are
+DataFrames registered as temp views of the query's own Spark session; ``rel_sql`` prints the
+program over those view names and one ``spark.sql`` call builds the whole plan. That keeps the
+Python side to a handful of calls per batch, and the SQL Spark runs is the SQL ``explain`` shows.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..ir.expr import Expr
-from ..ir.printer import quote, sql
-from ..ir.rel import (
-    Aggregate, DeltaScan, Distinct, Expand, Filter, Join, Limit, Project, Rel, Scan, Sort, SortKey, StateScan,
-    Union,
-)
+from ..ir.rel import DeltaScan, Rel, Scan, StateScan
+from ..ir.sqltext import rel_sql
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column as SparkColumn
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-Env = Callable[[Rel], "DataFrame"]
-
-_HOW = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer",
-        "semi": "left_semi", "anti": "left_anti"}
+Resolve = Callable[[Rel], "DataFrame"]
 
 
-def col(name: str) -> SparkColumn:
-    from pyspark.sql import functions as F
+class Views:
+    """Temp views standing for the DataFrames a batch's programs read; dropped after the batch."""
 
-    return F.col(quote(name))
+    def __init__(self, spark: SparkSession, prefix: str = "sf") -> None:
+        self.spark = spark
+        self.prefix = prefix
+        self._by_id: dict[int, str] = {}
+        self._count = 0
 
+    def name(self, df: DataFrame, hint: str) -> str:
+        """The view name for ``df``, registering it on first use."""
+        key = id(df)
+        if key not in self._by_id:
+            self._count += 1
+            safe = re.sub(r"[^A-Za-z0-9_]", "_", hint)
+            name = f"__{self.prefix}_{safe}_{self._count}"
+            df.createOrReplaceTempView(name)
+            self._by_id[key] = name
+        return self._by_id[key]
 
-def expr(e: Expr) -> SparkColumn:
-    from pyspark.sql import functions as F
-
-    return F.expr(sql(e, spark=True))
-
-
-def lower(rel: Rel, env: Env) -> DataFrame:
-    """The DataFrame computing ``rel``; leaves are resolved by ``env``."""
-    return _Lowering(env).df(rel)
-
-
-def is_delta_side(rel: Rel) -> bool:
-    """Whether ``rel`` is computed from this batch's changes (so it is small next to a state)."""
-    return any(isinstance(n, DeltaScan) or (isinstance(n, StateScan) and n.version == "delta") for n in rel.walk())
-
-
-class _Lowering:
-    def __init__(self, env: Env) -> None:
-        self.env = env
-
-    def df(self, rel: Rel) -> DataFrame:  # noqa: C901 - one case per node kind
-        if isinstance(rel, (Scan, DeltaScan, StateScan)):
-            return self.env(rel)
-        if isinstance(rel, Filter):
-            return self.df(rel.input).filter(expr(rel.condition))
-        if isinstance(rel, Project):
-            return self.df(rel.input).select(*[expr(e).alias(n) for n, e in rel.exprs])
-        if isinstance(rel, Aggregate):
-            child = self.df(rel.input)
-            keys = [expr(e).alias(n) for n, e in rel.keys]
-            aggs = [expr(a).alias(n) for n, a in rel.aggs]
-            if not aggs:
-                return child.select(*keys).distinct()
-            return child.groupBy(*keys).agg(*aggs)
-        if isinstance(rel, Join):
-            return self._join(rel)
-        if isinstance(rel, Union):
-            dfs = [self.df(item) for item in rel.items]
-            names = list(rel.names)
-            out = dfs[0].toDF(*names)
-            for d in dfs[1:]:
-                out = out.union(d.toDF(*names))
-            return out
-        if isinstance(rel, Distinct):
-            return self.df(rel.input).distinct()
-        if isinstance(rel, Sort):
-            return self.df(rel.input).orderBy(*[sort_column(k) for k in rel.keys])
-        if isinstance(rel, Limit):
-            out = self.df(rel.input)
-            if rel.offset:
-                out = out.offset(rel.offset)
-            if rel.limit is not None:
-                out = out.limit(rel.limit)
-            return out
-        if isinstance(rel, Expand):
-            from pyspark.sql import functions as F
-
-            child = self.df(rel.input)
-            names = [f.name for f in rel.schema]
-            copies = F.explode(F.array_repeat(F.lit(0), col(rel.weight).cast("int")))
-            return child.select(*[col(n) for n in names], copies.alias("__copy")).select(*[col(n) for n in names])
-        raise TypeError(f"no Spark lowering for {type(rel).__name__}")
-
-    def _join(self, rel: Join) -> DataFrame:
-        left, right = self.df(rel.left), self.df(rel.right)
-        if rel.condition is None:
-            return left.crossJoin(right)
-        # A batch's delta joins a whole state: hash the (small) delta side, stream the state,
-        # which keeps its partitioning and is never sorted or shuffled.
-        if rel.kind == "inner" and is_delta_side(rel.left) and not is_delta_side(rel.right):
-            left = left.hint("shuffle_hash")
-        elif rel.kind in ("inner", "left", "semi", "anti") and is_delta_side(rel.right) and not is_delta_side(rel.left):
-            right = right.hint("shuffle_hash")
-        return left.join(right, on=expr(rel.condition), how=_HOW[rel.kind])
+    def drop(self) -> None:
+        for name in self._by_id.values():
+            self.spark.catalog.dropTempView(name)
+        self._by_id.clear()
 
 
-def sort_column(k: SortKey) -> SparkColumn:
-    c = expr(k.expr)
-    nulls_first = k.effective_nulls_first
-    if k.descending:
-        return c.desc_nulls_first() if nulls_first else c.desc_nulls_last()
-    return c.asc_nulls_first() if nulls_first else c.asc_nulls_last()
+def leaf_hint(rel: Rel) -> str:
+    if isinstance(rel, DeltaScan):
+        return f"delta_{rel.table}"
+    if isinstance(rel, Scan):
+        return f"table_{rel.table}"
+    assert isinstance(rel, StateScan)
+    return f"{rel.version}_{rel.state}"
+
+
+def run(spark: SparkSession, rel: Rel, resolve: Resolve, views: Views) -> DataFrame:
+    """The DataFrame computing ``rel``, its leaves resolved by ``resolve``."""
+    return spark.sql(to_sql(rel, resolve, views))
+
+
+def to_sql(rel: Rel, resolve: Resolve, views: Views) -> str:
+    return rel_sql(rel, leaf=lambda leaf: views.name(resolve(leaf), leaf_hint(leaf)))
+
+
+def output_rows(df: DataFrame) -> int | None:
+    """Rows an already executed DataFrame produced, read from its plan's metrics (no extra job)."""
+    try:
+        node = df._jdf.queryExecution().executedPlan()
+        while True:
+            metrics = node.metrics()
+            if metrics.contains("numOutputRows"):
+                return int(metrics.apply("numOutputRows").value())
+            kids = node.children()
+            if kids.size() == 0:
+                return None
+            node = kids.apply(0)
+    except Exception:  # noqa: BLE001 - counts are for the log line; missing is acceptable
+        return None

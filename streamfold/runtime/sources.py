@@ -244,8 +244,20 @@ def check_columns(path: str, found: Sequence[tuple[str, DataType | None]], schem
     return mapping
 
 
+def parquet_rows(path: str) -> int:
+    """Rows of a Parquet input (a file or a directory of parts), from the footers only."""
+    import pyarrow.parquet as pq
+
+    if os.path.isdir(path):
+        parts = [os.path.join(path, n) for n in os.listdir(path) if not n.startswith((".", "_"))]
+    else:
+        parts = [path]
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
+
+
 def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: Sequence[str]) -> DataFrame:
-    """Read ``paths`` (already checked) as the schema's columns plus ``_weight`` and ``__bad``.
+    """Read ``paths`` as the schema's columns plus ``_weight`` and ``__bad``, checking each file's
+    columns first (Parquet types and CSV headers; a mismatch raises :class:`BadInputError`).
 
     ``__bad`` counts values in the row that did not parse (CSV); a batch with any is refused.
     """
@@ -254,19 +266,13 @@ def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths
     groups: dict[tuple, list[str]] = {}
     mappings: dict[tuple, dict[str, str]] = {}
     for p in paths:
-        if spec.format == "parquet":
-            cols = parquet_columns(p)
-            mapping = check_columns(p, cols, schema)
-            sig = tuple(cols)
-        elif spec.format == "csv":
-            header = csv_header(p)
-            mapping = check_columns(p, [(h, None) for h in header], schema)
-            sig = tuple(header)
-        else:
-            mapping = {c: c for c, _ in schema.columns}
-            if schema.weighted:
-                mapping[WEIGHT] = WEIGHT
-            sig = ("json",)
+        try:
+            sig, mapping = _check_file(spec, schema, p)
+        except BadInputError as e:
+            e.params.setdefault("file", p)
+            e.params["source"] = schema.name
+            e.params["name"] = os.path.basename(p)
+            raise
         groups.setdefault(sig, []).append(p)
         mappings[sig] = mapping
     frames = []
@@ -274,6 +280,24 @@ def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths
         mapping = mappings[sig]
         frames.append(_read_group(spark, spec, schema, group, mapping))
     return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _check_file(spec: InputSpec, schema: SourceSchema, p: str) -> tuple[tuple, dict[str, str]]:
+    """A file's column signature (files sharing one are read together) and its column mapping."""
+    if spec.format == "parquet":
+        cols = parquet_columns(p)
+        mapping = check_columns(p, cols, schema)
+        sig = tuple(cols)
+    elif spec.format == "csv":
+        header = csv_header(p)
+        mapping = check_columns(p, [(h, None) for h in header], schema)
+        sig = tuple(header)
+    else:
+        mapping = {c: c for c, _ in schema.columns}
+        if schema.weighted:
+            mapping[WEIGHT] = WEIGHT
+        sig = ("json",)
+    return sig, mapping
 
 
 def _read_group(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: list[str],

@@ -4,7 +4,7 @@ A state is a DataFrame materialized with ``localCheckpoint`` (lineage cut, block
 the executors) and hash-partitioned on its partition key. With adaptive execution off, Spark
 keeps that partitioning in the checkpointed plan, so the merge
 
-    state ⊗ Δ  =  (state UNION ALL Δ) GROUP BY key, each column by its monoid, _w ≠ 0
+    SELECT key, sum(_w), …  FROM (state UNION ALL Δ)  GROUP BY key  HAVING sum(_w) <> 0
 
 and the joins of a delta with a state shuffle only the delta (seed 000 §2, "Merging States").
 A replaced state's blocks are released at once, so nothing accumulates from batch to batch.
@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from ..ir.printer import quote
 from ..plan.model import WEIGHT_COLUMN, Monoid, State
-from .lower import col
+from .lower import Views, output_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -54,65 +55,114 @@ def widen(schema: StructType) -> StructType:
 
 
 class StateStore:
-    """The states of one running query."""
+    """The states of one running query, and their row counts."""
 
-    def __init__(self, spark: SparkSession, states: tuple[State, ...], partitions: int) -> None:
+    def __init__(self, spark: SparkSession, states: tuple[State, ...]) -> None:
         self.spark = spark
         self.defs = {s.name: s for s in states}
-        self.partitions = partitions
         self.schemas: dict[str, StructType] = {}
         self.current: dict[str, DataFrame] = {}
+        self.rows: dict[str, int | None] = {}
 
     # -- shape -----------------------------------------------------------------------------------
     def declare(self, name: str, schema: StructType) -> None:
         """Fix a state's schema (from its delta program's analysed schema) and start it empty."""
         self.schemas[name] = widen(schema)
         self.current[name] = self.empty(name)
+        self.rows[name] = 0
+
+    def set_static(self, name: str, df: DataFrame) -> None:
+        self.schemas[name] = df.schema
+        self.current[name] = df
+        self.rows[name] = output_rows(df)
 
     def empty(self, name: str) -> DataFrame:
         return self.spark.createDataFrame([], self.schemas[name])
 
-    def conform(self, name: str, df: DataFrame) -> DataFrame:
-        """``df`` with exactly the state's columns, in order, in the state's types."""
-        schema = self.schemas[name]
-        return df.select(*[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
-
-    def _partitioned(self, name: str, df: DataFrame) -> DataFrame:
+    def conform_sql(self, name: str, inner: str) -> str:
+        """SQL giving ``inner``'s rows with exactly the state's columns and types, partitioned
+        like the state (DISTRIBUTE BY is a hash repartition into the session's partitions)."""
+        cols = ", ".join(f"CAST({quote(f.name)} AS {f.dataType.simpleString()}) AS {quote(f.name)}"
+                         for f in self.schemas[name].fields)
+        body = "\n".join("  " + line for line in inner.split("\n"))
+        sql = f"SELECT {cols}\nFROM (\n{body}\n) _delta"
         keys = self.defs[name].partition_names
-        if not keys:
-            return df.coalesce(1)
-        return df.repartition(self.partitions, *[col(k) for k in keys])
+        if keys:
+            sql += "\nDISTRIBUTE BY " + ", ".join(quote(k) for k in keys)
+        return sql
 
     # -- batch operations ------------------------------------------------------------------------
-    def materialize_delta(self, name: str, df: DataFrame) -> DataFrame:
+    def materialize_delta(self, name: str, program_sql: str) -> DataFrame:
         """A batch's Δstate, computed once, partitioned like the state it merges into."""
-        return materialize(self._partitioned(name, self.conform(name, df)))
+        df = self.spark.sql(self.conform_sql(name, program_sql))
+        if not self.defs[name].partition_names:
+            df = df.coalesce(1)
+        return materialize(df)
 
-    def merge(self, name: str, old: DataFrame, delta: DataFrame) -> DataFrame:
-        """``old ⊗ delta``: union, group by key, combine each column by its monoid."""
-        from pyspark.sql import functions as F
-
+    def merge_sql(self, name: str, old_view: str, delta_view: str) -> str:
         state = self.defs[name]
         schema = self.schemas[name]
-        keys = [col(k) for k in state.key_names]
         monoids = {c.name: c.monoid for c in state.columns}
-        aggs = []
+        items = []
         for f in schema.fields:
+            n = quote(f.name)
             if f.name in monoids:
-                fn = {Monoid.SUM: F.sum, Monoid.MIN: F.min, Monoid.MAX: F.max}[monoids[f.name]]
-                aggs.append(fn(col(f.name)).cast(f.dataType).alias(f.name))
-        merged = old.unionByName(delta).groupBy(*keys).agg(*aggs)
+                fn = {Monoid.SUM: "sum", Monoid.MIN: "min", Monoid.MAX: "max"}[monoids[f.name]]
+                items.append(f"CAST({fn}({n}) AS {f.dataType.simpleString()}) AS {n}")
+            else:
+                items.append(n)
+        sql = (f"SELECT {', '.join(items)}\nFROM (SELECT * FROM {old_view} UNION ALL SELECT * FROM {delta_view}) _u")
+        if state.key:
+            sql += "\nGROUP BY " + ", ".join(quote(k) for k in state.key_names)
         if not state.keep_empty:
-            merged = merged.filter(col(WEIGHT_COLUMN) != 0)
-        return materialize(merged.select(*[col(f.name) for f in schema.fields]))
+            sql += f"\nHAVING sum({quote(WEIGHT_COLUMN)}) <> 0"
+        return sql
 
-    def load(self, name: str, paths: list[str]) -> DataFrame:
-        """A state rebuilt from its durable files (a base and deltas) by merging them."""
+    def merge(self, name: str, old: DataFrame, delta: DataFrame, views: Views) -> DataFrame:
+        """``old ⊗ delta``: union, group by key, combine each column by its monoid."""
+        df = self.spark.sql(self.merge_sql(name, views.name(old, f"old_{name}"), views.name(delta, f"delta_{name}")))
+        if not self.defs[name].key:
+            df = df.coalesce(1)
+        out = materialize(df)
+        self.rows[name] = output_rows(df)
+        return out
+
+    # -- durable form ----------------------------------------------------------------------------
+    def durable(self) -> list[str]:
+        """The states written to the checkpoint (static ones are recomputed from their tables)."""
+        return [n for n, d in self.defs.items() if not d.static]
+
+    def pack_sql(self, frames: dict[str, DataFrame], views: Views) -> str:
+        """One relation holding several states' rows, so they are written in a single job.
+
+        Column ``__state`` names the state; state ``s``'s column ``c`` is ``s::c``, NULL in the
+        rows of other states.
+        """
+        names = self.durable()
+        parts = []
+        for name in names:
+            cols = [f"'{name}' AS __state"]
+            for other in names:
+                for f in self.schemas[other].fields:
+                    packed = quote(f"{other}::{f.name}")
+                    value = quote(f.name) if other == name else f"CAST(NULL AS {f.dataType.simpleString()})"
+                    cols.append(f"{value} AS {packed}")
+            parts.append(f"SELECT {', '.join(cols)} FROM {views.name(frames[name], 'pack_' + name)}")
+        return "\nUNION ALL\n".join(parts)
+
+    def restore(self, paths: list[str], views: Views) -> None:
+        """Rebuild every durable state from packed files (a base and later deltas) by merging them."""
         existing = [p for p in paths if os.path.isdir(p)]
         if not existing:
-            return self.current[name]
-        df = self.spark.read.schema(self.schemas[name]).parquet(*existing)
-        return self.merge(name, self.empty(name), self._partitioned(name, self.conform(name, df)))
+            return
+        files = views.name(self.spark.read.parquet(*existing), "restore")
+        for name in self.durable():
+            cols = ", ".join(f"{quote(name + '::' + f.name)} AS {quote(f.name)}" for f in self.schemas[name].fields)
+            rows = f"SELECT {cols} FROM {files} WHERE __state = '{name}'"
+            delta = materialize(self.spark.sql(self.conform_sql(name, rows)))
+            merged = self.merge(name, self.empty(name), delta, views)
+            release(delta)
+            self.replace({name: merged})
 
     def replace(self, new: dict[str, DataFrame]) -> None:
         """Make ``new`` the current states, releasing the ones they replace."""
@@ -121,9 +171,6 @@ class StateStore:
             self.current[name] = df
             if old is not None and old is not df:
                 release(old)
-
-    def row_counts(self) -> dict[str, int]:
-        return {name: df.count() for name, df in self.current.items()}
 
     def close(self) -> None:
         for df in self.current.values():

@@ -35,7 +35,7 @@ _UNSUPPORTED_AGGS = {
     exp.AnyValue: "any_value", exp.First: "first", exp.Last: "last", exp.CountIf: "count_if",
     exp.GroupConcat: "string_agg",
 }
-_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
 # Aggregates found while binding are handed to this callback, which returns their stand-in.
 AggHook = Callable[[Agg, exp.Expression], Expr]
@@ -194,7 +194,8 @@ class ExprBinder:
             if isinstance(side, Literal) and side.type.is_string and not _castable(side.value, other.type):
                 raise self._mismatch(
                     side_node, f"cannot compare {other.type} with the string '{side.value}'",
-                    f"write the value as a {other.type.sql().lower()} literal", operator=op,
+                    f"'{side.value}' cannot be read as {other.type}; compare with a value of that type",
+                    operator=op,
                     left=left.type.sql(), right=right.type.sql(),
                 )
         if common_type(left.type, right.type) is None:

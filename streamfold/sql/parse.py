@@ -19,7 +19,7 @@ def parse(sql: str) -> exp.Expression:
     except SqlglotParseError as e:
         first = e.errors[0] if e.errors else {}
         span = _span_from_position(sql, first.get("line"), first.get("col"), first.get("highlight") or "")
-        description = re.sub(r"<class 'sqlglot\.[\w.]*\.(\w+)'>", r"\1", first.get("description") or str(e))
+        description = _friendly(first.get("description") or str(e))
         raise ParseError(
             f"syntax error: {description}", code="PARSE_ERROR", sql=sql, span=span,
             params={"description": description},
@@ -43,6 +43,16 @@ def parse(sql: str) -> exp.Expression:
             hint="streamfold maintains the answer of a SELECT query",
         )
     return stmt
+
+
+def _friendly(description: str) -> str:
+    """sqlglot's parser messages in SQL words."""
+    description = re.sub(r"<class 'sqlglot\.[\w.]*\.(\w+)'>", r"\1", description)
+    m = re.match(r"Required keyword: '(\w+)' missing for (\w+)", description)
+    if m:
+        what = re.sub(r"(?<!^)(?=[A-Z])", " ", m.group(2)).upper()
+        return f"{what} is incomplete: something is missing after it"
+    return description
 
 
 def _span_from_position(sql: str, line: int | None, col: int | None, token: str) -> Span | None:

@@ -1,0 +1,216 @@
+"""Relational programs as one SQL statement: readable for ``explain``, exact for Spark.
+
+``rel_sql(rel)`` prints for people: ``SELECT x.A, sum(_weight) AS _w FROM ΔS1 x GROUP BY x.A``.
+``rel_sql(rel, leaf=…)`` prints what the runtime hands to ``spark.sql``: names quoted, every
+FROM item aliased, NULL ordering explicit, leaves replaced by the temp views ``leaf`` names, and
+a ``SHUFFLE_HASH`` hint on the side of a join computed from the batch's changes, so the small
+delta is hashed and the large state is streamed without being shuffled or sorted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from .expr import Column, Expr
+from .printer import _Printer, display_name, quote
+from .rel import (
+    Aggregate, DeltaScan, Distinct, Expand, Filter, Join, Limit, Project, Rel, Scan, Sort, SortKey, StateScan, Union,
+)
+
+Leaf = Callable[[Rel], str]
+
+_JOIN = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL JOIN",
+         "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN", "cross": "CROSS JOIN"}
+
+
+def rel_sql(rel: Rel, leaf: Leaf | None = None) -> str:
+    """One SELECT statement computing ``rel``; with ``leaf`` it is exact Spark SQL."""
+    return _Writer(leaf).block(rel).text()
+
+
+def is_delta_side(rel: Rel) -> bool:
+    """Whether ``rel`` is computed from this batch's changes (small next to a state)."""
+    return any(isinstance(n, DeltaScan) or (isinstance(n, StateScan) and n.version == "delta") for n in rel.walk())
+
+
+@dataclass
+class _Block:
+    """One SELECT being assembled."""
+
+    source: str
+    select: list[str] | None = None  # None: SELECT *
+    where: list[str] = field(default_factory=list)
+    group: list[str] | None = None
+    order: list[str] = field(default_factory=list)
+    limit: str | None = None
+    distinct: bool = False
+    union: bool = False
+    join: bool = False  # the source is a join expression, not a single relation
+    hints: list[str] = field(default_factory=list)
+
+    @property
+    def closed(self) -> bool:
+        return self.limit is not None or self.union
+
+    @property
+    def bare(self) -> bool:
+        """A plain source: nothing selected, filtered, grouped or cut."""
+        return (self.select is None and not self.where and self.group is None and not self.order
+                and not self.closed and not self.distinct)
+
+    def text(self) -> str:
+        if self.union:
+            return self.source
+        hint = f"/*+ {', '.join(self.hints)} */ " if self.hints else ""
+        head = "SELECT " + hint + ("DISTINCT " if self.distinct else "")
+        lines = [head + (", ".join(self.select) if self.select else "*"), "FROM " + self.source]
+        if self.where:
+            lines.append("WHERE " + " AND ".join(self.where))
+        if self.group:
+            lines.append("GROUP BY " + ", ".join(self.group))
+        if self.order:
+            lines.append("ORDER BY " + ", ".join(self.order))
+        if self.limit is not None:
+            lines.append(self.limit)
+        return "\n".join(lines)
+
+
+class _Writer:
+    def __init__(self, leaf: Leaf | None) -> None:
+        self.leaf = leaf
+        self.spark = leaf is not None
+        self.p = _Printer(spark=self.spark)
+        self._aliases = 0
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def e(self, e: Expr) -> str:
+        return self.p.expr(e, top=True)
+
+    def name(self, n: str) -> str:
+        return quote(n) if self.spark else display_name(n)
+
+    def alias(self) -> str:
+        self._aliases += 1
+        return f"_t{self._aliases}"
+
+    def item(self, name: str, e: Expr) -> str:
+        text = self.e(e)
+        if isinstance(e, Column) and e.name == name:
+            return text
+        return f"{text} AS {self.name(name)}"
+
+    def sort(self, k: SortKey) -> str:
+        text = self.e(k.expr) + (" DESC" if k.descending else "")
+        if self.spark:
+            return text + (" NULLS FIRST" if k.effective_nulls_first else " NULLS LAST")
+        if k.nulls_first is not None and k.nulls_first != (not k.descending):
+            text += " NULLS FIRST" if k.nulls_first else " NULLS LAST"
+        return text
+
+    def from_item(self, rel: Rel) -> tuple[str, str]:
+        """``rel`` as a FROM item, and the alias it goes by (Spark mode aliases everything)."""
+        inner = self.block(rel)
+        if inner.bare and not (self.spark and (inner.join or inner.hints)):
+            if self.spark:
+                a = self.alias()
+                return f"{inner.source} {a}", a
+            return inner.source, ""
+        body = "\n".join("  " + line for line in inner.text().split("\n"))
+        if self.spark:
+            a = self.alias()
+            return f"(\n{body}\n) {a}", a
+        return f"(\n{body}\n)", ""
+
+    # -- nodes -----------------------------------------------------------------------------------
+    def block(self, rel: Rel) -> _Block:  # noqa: C901 - one case per node kind
+        if isinstance(rel, (Scan, DeltaScan, StateScan)):
+            return self.leaf_block(rel)
+        if isinstance(rel, Filter):
+            b = self.block(rel.input)
+            cond = self.e(rel.condition)
+            if b.closed or b.distinct or b.group is not None or b.select is not None or b.order:
+                return _Block(self.from_item(rel.input)[0], where=[cond])
+            b.where.append(cond)
+            return b
+        if isinstance(rel, Project):
+            b = self.block(rel.input)
+            items = [self.item(n, e) for n, e in rel.exprs]
+            if b.select is not None or b.closed or b.distinct or b.order or b.group is not None:
+                return _Block(self.from_item(rel.input)[0], select=items)
+            b.select = items
+            return b
+        if isinstance(rel, Aggregate):
+            b = self.block(rel.input)
+            if b.select is not None or b.closed or b.group is not None or b.distinct or b.order:
+                b = _Block(self.from_item(rel.input)[0])
+            b.group = [self.e(e) for _, e in rel.keys]
+            b.select = [self.item(n, e) for n, e in rel.keys] + [self.item(n, a) for n, a in rel.aggs]
+            if not b.select:
+                b.select = ["1 AS _one"]
+            return b
+        if isinstance(rel, Join):
+            left, left_alias = self.from_item(rel.left)
+            right, right_alias = self.from_item(rel.right)
+            on = f" ON {self.e(rel.condition)}" if rel.condition is not None else ""
+            b = _Block(f"{left}\n{_JOIN[rel.kind]} {right}{on}", join=True)
+            if self.spark and rel.condition is not None:
+                if rel.kind == "inner" and is_delta_side(rel.left) and not is_delta_side(rel.right):
+                    b.hints.append(f"SHUFFLE_HASH({left_alias})")
+                elif rel.kind in ("inner", "left", "semi", "anti") and is_delta_side(rel.right) \
+                        and not is_delta_side(rel.left):
+                    b.hints.append(f"SHUFFLE_HASH({right_alias})")
+            return b
+        if isinstance(rel, Sort):
+            b = self.block(rel.input)
+            if b.closed or b.order:
+                b = _Block(self.from_item(rel.input)[0])
+            b.order = [self.sort(k) for k in rel.keys]
+            return b
+        if isinstance(rel, Limit):
+            b = self.block(rel.input)
+            if b.closed:
+                b = _Block(self.from_item(rel.input)[0])
+            parts = []
+            if rel.limit is not None:
+                parts.append(f"LIMIT {rel.limit}")
+            if rel.offset:
+                parts.append(f"OFFSET {rel.offset}")
+            b.limit = " ".join(parts)
+            return b
+        if isinstance(rel, Distinct):
+            b = self.block(rel.input)
+            if b.closed or b.distinct or b.order:
+                b = _Block(self.from_item(rel.input)[0])
+            return replace(b, distinct=True)
+        if isinstance(rel, Union):
+            parts = []
+            for item in rel.items:
+                ib = self.block(item)
+                parts.append(ib.text() if not ib.closed or ib.union else f"SELECT * FROM {self.from_item(item)[0]}")
+            return _Block("\nUNION ALL\n".join(parts), union=True)
+        if isinstance(rel, Expand):
+            src, _ = self.from_item(rel.input)
+            copies = self.alias() if self.spark else "copies"
+            w = self.name(rel.weight)
+            cols = [self.name(f.name) for f in rel.schema]
+            return _Block(f"{src}\nLATERAL VIEW explode(array_repeat(0, CAST({w} AS INT))) {copies} AS _copy",
+                          select=cols or ["1 AS _one"])
+        raise TypeError(f"cannot print {type(rel).__name__}")
+
+    def leaf_block(self, rel: Rel) -> _Block:
+        if not self.spark:
+            if isinstance(rel, Scan):
+                return _Block(rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}")
+            if isinstance(rel, DeltaScan):
+                return _Block(f"Δ{rel.table} {rel.alias}")
+            assert isinstance(rel, StateScan)
+            return _Block({"old": rel.state, "new": rel.state + "'", "delta": "Δ" + rel.state}[rel.version])
+        assert self.leaf is not None
+        view = self.leaf(rel)
+        if isinstance(rel, (Scan, DeltaScan)):
+            items = [f"{quote(c)} AS {quote(f.name)}" for c, f in zip(rel.columns, rel.fields)]
+            if isinstance(rel, DeltaScan):
+                items.append(quote("_weight"))
+            return _Block(view, select=items)
+        return _Block(view)

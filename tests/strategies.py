@@ -1,0 +1,59 @@
+"""Hypothesis strategies: rows with NULLs from small domains (so groups and joins collide),
+split into batches, and deletions of rows that are there (seed 003 §11: ΔS' ⊆ S)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+
+from hypothesis import strategies as st
+
+from .streams import Source
+
+# Dyadic doubles: their sums are exact in binary, so answers do not depend on summation order.
+VALUES = {
+    "INT": st.one_of(st.none(), st.integers(0, 4)),
+    "BIGINT": st.one_of(st.none(), st.integers(-3, 3)),
+    "DOUBLE": st.one_of(st.none(), st.sampled_from([0.5, 1.25, -2.0, 3.0, 0.0, 10.75])),
+    "STRING": st.one_of(st.none(), st.sampled_from(["a", "b", "c", "ab", ""])),
+    "DATE": st.one_of(st.none(), st.sampled_from([dt.date(2020, 1, 1), dt.date(2020, 2, 29), dt.date(2021, 12, 31)])),
+    "BOOLEAN": st.one_of(st.none(), st.booleans()),
+}
+
+
+def rows(source: Source, max_size: int = 8) -> st.SearchStrategy[list[tuple]]:
+    return st.lists(st.tuples(*[VALUES[t] for _, t in source.columns]), max_size=max_size)
+
+
+@st.composite
+def stream(draw: st.DrawFn, sources: list[Source], max_batches: int = 3, max_rows: int = 8) -> list[dict[str, list[tuple]]]:
+    """Batches of rows per stream source; weighted sources also delete rows inserted before."""
+    n = draw(st.integers(1, max_batches))
+    present: dict[str, Counter] = {s.name: Counter() for s in sources}
+    batches = []
+    for i in range(n):
+        batch: dict[str, list[tuple]] = {}
+        for s in sources:
+            if s.static:
+                continue
+            inserted = draw(rows(s, max_size=max_rows if i == 0 else max_rows // 2 + 1))
+            if not s.weighted:
+                batch[s.name] = inserted
+                continue
+            out = []
+            for r in inserted:
+                w = draw(st.sampled_from([1, 1, 1, 2]))
+                out.append(r + (w,))
+            live = sorted((r for r, c in present[s.name].items() if c > 0), key=repr)
+            if live:
+                doomed = draw(st.lists(st.sampled_from(live), unique=True, max_size=max(1, len(live) // 2)))
+                out.extend(r + (-1,) for r in doomed)
+            for r in out:
+                present[s.name][r[:-1]] += r[-1]
+            batch[s.name] = out
+        batches.append(batch)
+    return batches
+
+
+def table_rows(source: Source) -> st.SearchStrategy[list[tuple]]:
+    return rows(source, max_size=6)

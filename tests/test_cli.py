@@ -1,0 +1,72 @@
+"""The command line: explain without Spark, exit codes, errors without tracebacks, a real run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from streamfold.cli import main
+
+SEED = "SELECT x.A, avg(y.D) FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A"
+
+
+def test_explain_text_and_json(capsys, tmp_path):
+    query = tmp_path / "q.sql"
+    query.write_text(SEED)
+    assert main(["explain", str(query), "--schema", "S1=A INT, B INT", "--schema", "S2=C INT, D INT"]) == 0
+    text = capsys.readouterr().out
+    assert "in_x  [join input]  key (x.B, x.A)" in text
+    assert main(["explain", SEED, "--schema", "S1=A INT, B INT", "--schema", "S2=C INT, D INT",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {"states", "delta", "merge", "answer"} <= set(doc)
+
+
+def test_explain_reads_parquet_schemas_without_spark(capsys, tmp_path):
+    src = tmp_path / "S"
+    src.mkdir()
+    pq.write_table(pa.table({"x": pa.array([1], pa.int32()), "y": pa.array([2], pa.int64())}), src / "0.parquet")
+    assert main(["explain", "SELECT x, sum(y) FROM S GROUP BY x", "--source", f"S={src}"]) == 0
+    assert "S  stream, insert-only: x INT, y BIGINT" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["explain", "SELECT amout FROM S", "--schema", "S=amount INT"], "UNKNOWN_COLUMN"),
+    (["explain", "SELECT a FROM S WHERE", "--schema", "S=a INT"], "PARSE_ERROR"),
+    (["explain", "SELECT a FROM S", "--schema", "S=a NOTATYPE"], "BAD_SCHEMA"),
+    (["explain", "missing.sql", "--schema", "S=a INT"], "QUERY_NOT_FOUND"),
+    (["explain", "SELECT a FROM S", "--source", "S"], "BAD_INPUT_SPEC"),
+])
+def test_user_mistakes_exit_2_with_a_code_and_no_traceback(capsys, argv, code):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"[{code}]" in err and "Traceback" not in err
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    assert "run" in capsys.readouterr().out
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_run_until_idle_end_to_end(tmp_path):
+    src, out = tmp_path / "S", tmp_path / "out"
+    src.mkdir()
+    pq.write_table(pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [1.0, 2.0, 5.0]}), src / "0.parquet")
+    proc = subprocess.run(
+        [sys.executable, "-m", "streamfold", "run", "SELECT k, avg(v) AS m FROM S GROUP BY k ORDER BY k",
+         "--source", f"S={src}", "--output", str(out), "--until-idle", "1", "--trigger", "0.2"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "batch 000000" in proc.stdout
+    rows = pq.read_table(out / "snapshots" / "000000").to_pylist()
+    assert rows == [{"k": 1, "m": 1.5}, {"k": 2, "m": 5.0}]
+    assert os.path.exists(out / "commits" / "000000.json")

@@ -1,0 +1,293 @@
+"""The runtime's public contract: output layout, formats, bad input, checkpoints, resuming."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import streamfold
+from streamfold.errors import BadInputError, CheckpointError, SourceError
+
+from .oracle import bag_diff, duckdb_answer
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64())])
+
+
+def put(directory: str, name: str, rows: list[tuple], schema: pa.Schema = SCHEMA) -> None:
+    os.makedirs(directory, exist_ok=True)
+    names = schema.names
+    table = pa.Table.from_pylist([dict(zip(names, r)) for r in rows], schema=schema)
+    pq.write_table(table, os.path.join(directory, name))
+
+
+def rows_of(query, batch=None) -> list[tuple]:
+    return [tuple(r) for r in query.snapshot_pandas(batch).itertuples(index=False, name=None)]
+
+
+def start(spark, tmp, sql, **kw):
+    kw.setdefault("partitions", 2)
+    kw.setdefault("background", False)
+    sources = kw.pop("sources", {"S": os.path.join(tmp, "S")})
+    return streamfold.start(sql, sources, os.path.join(tmp, "out"), spark=spark, **kw)
+
+
+def test_output_layout_commits_and_hidden_files(spark, tmp_path):
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "b.parquet", [(1, 10), (2, 20)])
+    put(src, "a.parquet", [(1, 5)])
+    put(src, ".writing.parquet", [(9, 9)])
+    put(src, "_ignored.parquet", [(9, 9)])
+    q = start(spark, tmp, "SELECT k, sum(v) AS total FROM S GROUP BY k")
+    try:
+        first = q.process_available()
+        assert first is not None and first.batch == 0
+        assert q.process_available() is None  # nothing new: no batch
+        put(src, "c.parquet", [(2, 1), (3, 3)])
+        assert q.process_available().batch == 1
+        out = os.path.join(tmp, "out")
+        assert sorted(os.listdir(os.path.join(out, "commits"))) == ["000000.json", "000001.json"]
+        commit0 = json.load(open(os.path.join(out, "commits", "000000.json")))
+        assert commit0["batch"] == 0
+        assert commit0["inputs"] == {"S": ["a.parquet", "b.parquet"]}  # name order, hidden files skipped
+        assert commit0["duration_s"] > 0
+        assert sorted(rows_of(q, 0)) == [(1, 15), (2, 20)]
+        assert sorted(rows_of(q, 1)) == [(1, 15), (2, 21), (3, 3)]
+        changes = sorted(tuple(r) for r in q.changes_pandas(1).itertuples(index=False, name=None))
+        assert changes == [(2, 20, -1), (2, 21, 1), (3, 3, 1)]
+        assert list(q.changes_pandas(1).columns) == ["k", "total", "_weight"]
+        assert q.commit(1)["inputs"] == {"S": ["c.parquet"]}
+    finally:
+        q.stop()
+
+
+def test_output_names_and_types_are_sparks(spark, tmp_path):
+    tmp = str(tmp_path)
+    put(os.path.join(tmp, "S"), "a.parquet", [(1, 10), (1, 11)])
+    q = start(spark, tmp, "SELECT k, avg(v), count(*), sum(v) FROM S GROUP BY k")
+    try:
+        q.process_available()
+        df = q.snapshot()
+        assert df.columns == ["k", "avg(v)", "count(1)", "sum(v)"]
+        assert [f.dataType.simpleString() for f in df.schema.fields] == ["int", "double", "bigint", "bigint"]
+    finally:
+        q.stop()
+
+
+def test_order_by_is_the_order_of_the_snapshot_file(spark, tmp_path):
+    tmp = str(tmp_path)
+    put(os.path.join(tmp, "S"), "a.parquet", [(i % 7, i) for i in range(50)])
+    q = start(spark, tmp, "SELECT k, sum(v) AS t FROM S GROUP BY k ORDER BY t DESC")
+    try:
+        q.process_available()
+        snap = os.path.join(tmp, "out", "snapshots", "000000")
+        parts = sorted(n for n in os.listdir(snap) if n.endswith(".parquet"))
+        totals = [t for p in parts for t in pq.read_table(os.path.join(snap, p)).column("t").to_pylist()]
+        assert totals == sorted(totals, reverse=True) and len(totals) == 7
+    finally:
+        q.stop()
+
+
+def test_csv_and_json_sources_with_inferred_schemas(spark, tmp_path):
+    tmp = str(tmp_path)
+    csv_dir, json_dir = os.path.join(tmp, "C"), os.path.join(tmp, "J")
+    os.makedirs(csv_dir)
+    os.makedirs(json_dir)
+    with open(os.path.join(csv_dir, "0.csv"), "w") as fh:
+        fh.write("k,name\n1,one\n2,two\n")
+    with open(os.path.join(json_dir, "0.json"), "w") as fh:
+        fh.write('{"k": 1, "v": 2.5}\n{"k": 2, "v": 1.0}\n{"k": 1, "v": 0.5}\n')
+    q = streamfold.start("SELECT C.name, sum(J.v) FROM J JOIN C ON J.k = C.k GROUP BY C.name",
+                         {"C": csv_dir, "J": json_dir}, os.path.join(tmp, "out"), formats={"C": "csv", "J": "json"},
+                         spark=spark, background=False, partitions=2)
+    try:
+        q.process_available()
+        assert sorted(rows_of(q)) == [("one", 3.0), ("two", 1.0)]
+        with open(os.path.join(json_dir, "1.json"), "w") as fh:
+            fh.write('{"k": 2, "v": 4.0}\n')
+        q.process_available()
+        assert sorted(rows_of(q)) == [("one", 3.0), ("two", 5.0)]
+    finally:
+        q.stop()
+
+
+def test_a_bad_file_stops_the_run_and_nothing_is_committed(spark, tmp_path):
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "C")
+    os.makedirs(src)
+    with open(os.path.join(src, "0.csv"), "w") as fh:
+        fh.write("k,v\n1,10\n")
+    q = streamfold.start("SELECT k, sum(v) FROM C GROUP BY k", {"C": src}, os.path.join(tmp, "out"),
+                         formats={"C": "csv"}, schemas={"C": "k INT, v BIGINT"}, spark=spark, background=False,
+                         partitions=2)
+    try:
+        q.process_available()
+        with open(os.path.join(src, "1.csv"), "w") as fh:
+            fh.write("k,v\n2,20\n")
+        with open(os.path.join(src, "2.csv"), "w") as fh:
+            fh.write("k,v\n3,oops\n")
+        with pytest.raises(BadInputError) as info:
+            q.process_available()
+        assert info.value.code == "UNPARSEABLE_VALUES"
+        assert info.value.params["name"] == "2.csv"
+        assert q.last_batch == 0
+        assert not os.path.exists(os.path.join(tmp, "out", "commits", "000001.json"))
+    finally:
+        q.stop()
+
+
+def test_quarantine_sets_the_bad_file_aside_and_goes_on(spark, tmp_path):
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "0.parquet", [(1, 1)])
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", on_bad_file="quarantine")
+    try:
+        q.process_available()
+        put(src, "1.parquet", [(1, 1)])
+        bad_schema = pa.schema([pa.field("k", pa.int32()), pa.field("other", pa.string())])
+        put(src, "2.parquet", [(5, "x")], schema=bad_schema)
+        result = q.process_available()
+        assert result is not None and result.inputs == {"S": ["1.parquet"]}
+        assert sorted(rows_of(q)) == [(1, 2)]
+        quarantined = os.path.join(tmp, "out", "quarantine", "S")
+        assert sorted(os.listdir(quarantined)) == ["2.parquet", "2.parquet.error.txt"]
+        assert "MISSING_COLUMN" in open(os.path.join(quarantined, "2.parquet.error.txt")).read()
+        assert not os.path.exists(os.path.join(src, "2.parquet"))
+    finally:
+        q.stop()
+
+
+def test_file_schema_problems_are_named(spark, tmp_path):
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "0.parquet", [(1, 1)])
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k")
+    try:
+        q.process_available()
+        put(src, "1.parquet", [(1, "x")], schema=pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.string())]))
+        with pytest.raises(BadInputError) as info:
+            q.process_available()
+        assert info.value.code == "COLUMN_TYPE_MISMATCH" and info.value.params["column"] == "v"
+        os.remove(os.path.join(src, "1.parquet"))
+        weighted = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
+        put(src, "2.parquet", [(1, 1, -1)], schema=weighted)
+        with pytest.raises(BadInputError) as info:
+            q.process_available()
+        assert info.value.code == "UNEXPECTED_WEIGHT"
+    finally:
+        q.stop()
+
+
+def test_a_checkpoint_of_another_query_is_refused(spark, tmp_path):
+    tmp = str(tmp_path)
+    put(os.path.join(tmp, "S"), "0.parquet", [(1, 1)])
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k")
+    q.process_available()
+    q.stop()
+    with pytest.raises(CheckpointError) as info:
+        start(spark, tmp, "SELECT k, max(v) FROM S GROUP BY k")
+    assert info.value.code == "CHECKPOINT_MISMATCH"
+
+
+def test_resume_after_stop_with_compaction(spark, tmp_path):
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    sql = "SELECT k, count(DISTINCT v) AS d, sum(v) AS t FROM S GROUP BY k"
+    seen: list[pa.Table] = []
+    os.makedirs(src)
+    q = start(spark, tmp, sql, compact_every=2, schemas={"S": "k INT, v BIGINT"})
+    for i in range(3):
+        rows = [(i % 2, i), (2, i * 10)]
+        put(src, f"{i}.parquet", rows)
+        seen.append(pa.Table.from_pylist([dict(zip(["k", "v"], r)) for r in rows], schema=SCHEMA))
+        q.process_available()
+    q.stop()
+    state_dir = os.path.join(tmp, "out", "_checkpoint", "state")
+    assert sorted(os.listdir(state_dir)) == ["000002", "base-000001"]  # base after batch 1, delta of 2
+    q = start(spark, tmp, sql, compact_every=2, schemas={"S": "k INT, v BIGINT"})
+    try:
+        assert q.last_batch == 2
+        put(src, "3.parquet", [(1, 7)])
+        seen.append(pa.Table.from_pylist([{"k": 1, "v": 7}], schema=SCHEMA))
+        assert q.process_available().batch == 3
+        assert bag_diff(rows_of(q), duckdb_answer(sql, {"S": seen})) is None
+    finally:
+        q.stop()
+
+
+def test_keep_snapshots_prunes_old_ones(spark, tmp_path):
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    os.makedirs(src)
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", keep_snapshots=2, schemas={"S": "k INT, v BIGINT"})
+    try:
+        for i in range(4):
+            put(src, f"{i}.parquet", [(i, i)])
+            q.process_available()
+        assert sorted(os.listdir(os.path.join(tmp, "out", "snapshots"))) == ["000002", "000003"]
+        assert len(os.listdir(os.path.join(tmp, "out", "changes"))) == 4
+    finally:
+        q.stop()
+
+
+def test_static_table_join_is_not_listed_in_inputs(spark, tmp_path):
+    tmp = str(tmp_path)
+    put(os.path.join(tmp, "S"), "0.parquet", [(1, 10), (2, 20), (1, 1)])
+    table = os.path.join(tmp, "T.parquet")
+    pq.write_table(pa.table({"k": pa.array([1, 2], pa.int32()), "name": ["one", "two"]}), table)
+    q = start(spark, tmp, "SELECT T.name, sum(S.v) FROM S JOIN T ON S.k = T.k GROUP BY T.name", tables={"T": table})
+    try:
+        q.process_available()
+        assert sorted(rows_of(q)) == [("one", 11), ("two", 20)]
+        assert q.commit()["inputs"] == {"S": ["0.parquet"]}
+    finally:
+        q.stop()
+
+
+def test_background_api_waits_for_batches(spark, tmp_path):
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "0.parquet", [(1, 1)])
+    q = start(spark, tmp, "SELECT k, sum(v) AS s FROM S GROUP BY k", background=True, trigger=0.2)
+    try:
+        assert q.wait_for_batch(0, timeout=120) >= 0
+        put(src, "1.parquet", [(1, 2)])
+        q.wait_for_batch(1, timeout=120)
+        assert q.snapshot().collect()[0]["s"] == 3
+        assert q.changes(1).count() == 2
+    finally:
+        q.stop()
+
+
+def test_missing_source_directory_is_a_clear_error(spark, tmp_path):
+    with pytest.raises(SourceError) as info:
+        start(spark, str(tmp_path), "SELECT k FROM S")
+    assert info.value.code in ("SOURCE_NOT_FOUND", "SCHEMA_UNKNOWN")
+
+
+def test_nothing_cached_accumulates(spark, tmp_path):
+    """States and deltas of past batches are released: cached blocks stay bounded."""
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "0.parquet", [(1, 1)])
+    q = start(spark, tmp, "SELECT k, count(DISTINCT v), sum(v) FROM S GROUP BY k")
+
+    def cached() -> int:
+        return len(spark.sparkContext._jsc.sc().getRDDStorageInfo())
+
+    try:
+        q.process_available()
+        after_first = cached()
+        for i in range(1, 6):
+            put(src, f"{i}.parquet", [(i % 3, i)])
+            q.process_available()
+        assert cached() <= after_first
+    finally:
+        q.stop()
+    assert cached() == 0
