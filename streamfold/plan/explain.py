@@ -53,7 +53,7 @@ def explain_text(plan: IncrementalPlan) -> str:
     out.append("")
     a = plan.answer
     out.append("a — the answer, over the states after the merge (X' is state X after this batch)")
-    out += _indent(rel_sql(a.rows), 2)
+    out += _indent(rel_sql(a.per_key if a.per_key is not None else a.rows), 2)
     if a.order:
         out.append("  ORDER BY " + ", ".join(_sort(k) for k in a.order))
     if a.limit is not None or a.offset:
@@ -100,7 +100,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             for st in plan.states if not st.static
         ],
         "answer": {
-            "sql": rel_sql(a.rows),
+            "sql": rel_sql(a.per_key if a.per_key is not None else a.rows),
             "order": [_sort(k) for k in a.order],
             "limit": a.limit, "offset": a.offset,
             "output": [{"column": i, "name": o} for i, o in zip(a.output, a.output_names)],
@@ -141,6 +141,9 @@ def _changes_text(plan: IncrementalPlan) -> str:
     a = plan.answer
     if a.changes == "delta":
         return f"the delta of state {a.change_states[0]} itself (rows whose multiplicity changed)"
+    if a.changes == "keyed" and a.per_key is not None:
+        return (f"per key the batch touched, a over its new row against a over its old row "
+                f"(one row per key of {a.change_states[0]}, so no join or shuffle is needed)")
     if a.changes == "keyed":
         key = ", ".join(display_name(k) for k in a.touched_key)
         return (f"a over the keys ({key}) this batch touched, after the merge minus before it; "

@@ -195,12 +195,27 @@ class _Planner:
 
         rows = self._aggregate_answer(agg, above, keys, specs, partials, multisets, key_fields)
         global_answer = not keys or top.limit is not None or top.offset > 0
+        per_key = None
+        if keys and not multisets:
+            per_key = self._per_key(above, keys, specs, partials, key_fields)
         return Answer(
             rows=rows, output=top.output, output_names=self.bound.output_names, order=top.order,
             limit=top.limit, offset=top.offset, changes="global" if global_answer else "keyed",
             change_states=("agg",) + tuple(f"ms{k}" for k in range(len(multisets))),
-            touched_key=tuple(n for n, _ in keys),
+            touched_key=tuple(n for n, _ in keys), per_key=per_key,
         )
+
+    def _per_key(self, above: list[Rel], keys: list[tuple[str, Expr]], specs: list[tuple[str, AggSpec]],
+                 partials: list[Partial], key_fields: tuple[Field, ...]) -> Rel:
+        """a over the group state alone, row by row (one state row per group)."""
+        state_fields = key_fields + (Field(W, BIGINT),) + tuple(Field(p.name, p.type) for p in partials)
+        weight = Column(W, BIGINT)
+        exprs: list[tuple[str, Expr]] = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
+        exprs += [(name, spec.final(weight)) for name, spec in specs]
+        rows: Rel = Project(StateScan("agg", "new", state_fields), tuple(exprs))
+        for node in reversed(above):
+            rows = node.with_inputs((rows,))
+        return rows
 
     def _aggregate_answer(self, agg: Aggregate, above: list[Rel], keys: list[tuple[str, Expr]],
                           specs: list[tuple[str, AggSpec]], partials: list[Partial], multisets: list[Expr],
@@ -272,7 +287,7 @@ class _Planner:
         return Answer(
             rows=result, output=top.output, output_names=self.bound.output_names, order=top.order,
             limit=top.limit, offset=top.offset, changes="global" if global_answer else "keyed",
-            change_states=("out",), touched_key=tuple(names),
+            change_states=("out",), touched_key=tuple(names), per_key=result,
         )
 
     def _output_state(self, rel: Rel) -> tuple[tuple[Field, ...], list[str]]:

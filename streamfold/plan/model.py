@@ -131,6 +131,10 @@ class Answer:
     changes: str = "keyed"
     change_states: tuple[str, ...] = ()
     touched_key: tuple[str, ...] = ()
+    # ``rows`` as projections and filters over one state row each, when a is row-wise (every
+    # key gives at most one answer row from its own state row): the changes of a batch then
+    # compare a over a touched key's new and old rows, with no join and no shuffle.
+    per_key: Rel | None = None
 
     def __post_init__(self) -> None:
         if self.changes not in ("delta", "keyed", "global"):

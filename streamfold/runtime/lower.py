@@ -9,6 +9,7 @@ Python side to a handful of calls per batch, and the SQL Spark runs is the SQL `
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,8 @@ from ..ir.sqltext import rel_sql
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-Resolve = Callable[[Rel], "DataFrame"]
+# A leaf is a DataFrame (registered as a temp view) or SQL text of a relation over views.
+Resolve = Callable[[Rel], "DataFrame | str"]
 
 
 class Views:
@@ -27,24 +29,33 @@ class Views:
     def __init__(self, spark: SparkSession, prefix: str = "sf") -> None:
         self.spark = spark
         self.prefix = prefix
-        self._by_id: dict[int, str] = {}
+        self._by_id: dict[int, tuple[str, DataFrame]] = {}
         self._count = 0
+        self._lock = threading.Lock()  # steps of a batch register views from several threads
 
     def name(self, df: DataFrame, hint: str) -> str:
         """The view name for ``df``, registering it on first use."""
-        key = id(df)
-        if key not in self._by_id:
-            self._count += 1
-            safe = re.sub(r"[^A-Za-z0-9_]", "_", hint)
-            name = f"__{self.prefix}_{safe}_{self._count}"
-            df.createOrReplaceTempView(name)
-            self._by_id[key] = name
-        return self._by_id[key]
+        with self._lock:
+            key = id(df)
+            if key not in self._by_id:
+                self._count += 1
+                safe = re.sub(r"[^A-Za-z0-9_]", "_", hint)
+                name = f"__{self.prefix}_{safe}_{self._count}"
+                df.createOrReplaceTempView(name)
+                self._by_id[key] = (name, df)  # holding df keeps id(df) from being reused
+            return self._by_id[key][0]
+
+    def relation(self, value: DataFrame | str, hint: str) -> str:
+        """A FROM item for ``value``: a view name, or a parenthesised SQL fragment."""
+        if isinstance(value, str):
+            return f"(\n{value}\n)"
+        return self.name(value, hint)
 
     def drop(self) -> None:
-        for name in self._by_id.values():
-            self.spark.catalog.dropTempView(name)
-        self._by_id.clear()
+        with self._lock:
+            for name, _ in self._by_id.values():
+                self.spark.catalog.dropTempView(name)
+            self._by_id.clear()
 
 
 def leaf_hint(rel: Rel) -> str:
@@ -62,7 +73,29 @@ def run(spark: SparkSession, rel: Rel, resolve: Resolve, views: Views) -> DataFr
 
 
 def to_sql(rel: Rel, resolve: Resolve, views: Views) -> str:
-    return rel_sql(rel, leaf=lambda leaf: views.name(resolve(leaf), leaf_hint(leaf)))
+    return rel_sql(rel, leaf=lambda leaf: views.relation(resolve(leaf), leaf_hint(leaf)))
+
+
+def union_input_rows(df: DataFrame, branch: int) -> int | None:
+    """Rows the ``branch``-th input of the first UNION in an executed plan produced (no extra job)."""
+    try:
+        stack = [df._jdf.queryExecution().executedPlan()]
+        while stack:
+            node = stack.pop()
+            if node.getClass().getSimpleName() == "UnionExec":
+                child = node.children().apply(branch)
+                while True:
+                    metrics = child.metrics()
+                    if metrics.contains("numOutputRows"):
+                        return int(metrics.apply("numOutputRows").value())
+                    if child.children().size() == 0:
+                        return None
+                    child = child.children().apply(0)
+            kids = node.children()
+            stack.extend(kids.apply(i) for i in range(kids.size()))
+    except Exception:  # noqa: BLE001 - a size estimate only
+        return None
+    return None
 
 
 def output_rows(df: DataFrame) -> int | None:

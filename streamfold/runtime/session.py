@@ -19,8 +19,11 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
+    log_config = os.path.join(os.path.dirname(__file__), "log4j2.properties")
+    java_options = f"-Dlog4j2.configurationFile=file:{log_config}"
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
+        .config("spark.driver.extraJavaOptions", java_options)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "true" if progress else "false")

@@ -307,7 +307,8 @@ def _read_group(spark: SparkSession, spec: InputSpec, schema: SourceSchema, path
 
     bad = Fn.lit(0)
     if spec.format == "parquet":
-        df = spark.read.parquet(*paths)
+        # the files' own schema (checked already): Spark need not infer it again
+        df = spark.read.schema(spark_struct(parquet_columns(paths[0]))).parquet(*paths)
         cols = [Fn.col(quote(mapping[c])).cast(t.sql()).alias(c) for c, t in schema.columns]
     elif spec.format == "csv":
         df = spark.read.option("header", "true").option("mode", "FAILFAST").option("inferSchema", "false").csv(paths)
@@ -333,6 +334,13 @@ def _read_group(spark: SparkSession, spec: InputSpec, schema: SourceSchema, path
     else:
         weight = Fn.lit(1).cast("bigint")
     return df.select(*cols, weight.alias(WEIGHT), bad.cast("int").alias("__bad"))
+
+
+def spark_struct(columns: Sequence[tuple[str, DataType | str]]) -> object:
+    """A pyspark StructType for (name, type) pairs."""
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(n, _spark_type(parse_type(t) if isinstance(t, str) else t)) for n, t in columns])
 
 
 def _spark_type(t: DataType) -> object:

@@ -1,27 +1,40 @@
 """States on Spark: materialized, hash-partitioned on their key, merged by their monoids.
 
-A state is a DataFrame materialized with ``localCheckpoint`` (lineage cut, blocks cached on
-the executors) and hash-partitioned on its partition key. With adaptive execution off, Spark
-keeps that partitioning in the checkpointed plan, so the merge
+One Spark job per state per batch does the merge ⊗ and keeps what the rest of the batch needs.
+It computes, for every key of ``state UNION ALL Δ``, the merged columns (each by its monoid),
+the old columns, and whether the batch touched the key::
 
-    SELECT key, sum(_w), …  FROM (state UNION ALL Δ)  GROUP BY key  HAVING sum(_w) <> 0
+    SELECT key, sum(_w) AS _w, …,                       -- the new state (⊗)
+           max(CASE WHEN __src = 0 THEN _w END) AS `__old::_w`, …   -- the old row
+           max(__src) AS __touched
+    FROM (state UNION ALL Δ) GROUP BY key
 
-and the joins of a delta with a state shuffle only the delta (seed 000 §2, "Merging States").
-A replaced state's blocks are released at once, so nothing accumulates from batch to batch.
+and materializes it with ``localCheckpoint`` (lineage cut, blocks on the executors). Everything
+else is a view of that result: the new state (keys whose ``_w`` is not 0), the delta a later
+join step needs (new − old), the touched keys' new and old rows that give the answer's changes,
+and the state's changelog for the checkpoint. With adaptive execution off, Spark keeps the
+result hash-partitioned on the state's key, so the next batch's merge — and the joins of a
+delta with the state — shuffle only the batch's rows (seed 000 §2, "Merging States").
+
+The changelog of a batch holds the new row of every key it touched; a row whose ``_w`` is 0
+marks a key that left. Replaying logs keeps each key's latest row, which works for every monoid.
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from ..ir.printer import quote
 from ..plan.model import WEIGHT_COLUMN, Monoid, State
-from .lower import Views, output_rows
+from .lower import Views, output_rows, union_input_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructField, StructType
+
+OLD = "__old::"
+TOUCHED = "__touched"
+W = quote(WEIGHT_COLUMN)
 
 
 def materialize(df: DataFrame) -> DataFrame:
@@ -54,15 +67,21 @@ def widen(schema: StructType) -> StructType:
     return StructType(fields)
 
 
+def _type(f: StructField) -> str:
+    return f.dataType.simpleString()
+
+
 class StateStore:
-    """The states of one running query, and their row counts."""
+    """The states of one running query: current versions, schemas, row counts."""
 
     def __init__(self, spark: SparkSession, states: tuple[State, ...]) -> None:
         self.spark = spark
         self.defs = {s.name: s for s in states}
         self.schemas: dict[str, StructType] = {}
-        self.current: dict[str, DataFrame] = {}
+        self.current: dict[str, DataFrame] = {}  # the state as the next batch reads it
+        self._backing: dict[str, DataFrame] = {}  # the materialized DataFrame behind it
         self.rows: dict[str, int | None] = {}
+        self.touched: dict[str, int | None] = {}  # keys the last merge touched
 
     # -- shape -----------------------------------------------------------------------------------
     def declare(self, name: str, schema: StructType) -> None:
@@ -73,67 +92,131 @@ class StateStore:
 
     def set_static(self, name: str, df: DataFrame) -> None:
         self.schemas[name] = df.schema
-        self.current[name] = df
+        self.current[name] = self._backing[name] = df
         self.rows[name] = output_rows(df)
 
     def empty(self, name: str) -> DataFrame:
         return self.spark.createDataFrame([], self.schemas[name])
 
+    def durable(self) -> list[str]:
+        """The states kept in the checkpoint (static ones are recomputed from their tables)."""
+        return [n for n, d in self.defs.items() if not d.static]
+
+    def _keys(self, name: str) -> list[str]:
+        return list(self.defs[name].key_names)
+
+    def _values(self, name: str) -> list[StructField]:
+        keys = set(self._keys(name))
+        return [f for f in self.schemas[name].fields if f.name not in keys]
+
     def conform_sql(self, name: str, inner: str) -> str:
-        """SQL giving ``inner``'s rows with exactly the state's columns and types, partitioned
-        like the state (DISTRIBUTE BY is a hash repartition into the session's partitions)."""
-        cols = ", ".join(f"CAST({quote(f.name)} AS {f.dataType.simpleString()}) AS {quote(f.name)}"
-                         for f in self.schemas[name].fields)
-        body = "\n".join("  " + line for line in inner.split("\n"))
-        sql = f"SELECT {cols}\nFROM (\n{body}\n) _delta"
+        """``inner``'s rows with exactly the state's columns and types, distributed like the state
+        (DISTRIBUTE BY is a hash repartition into the session's partitions)."""
+        cols = ", ".join(f"CAST({quote(f.name)} AS {_type(f)}) AS {quote(f.name)}" for f in self.schemas[name].fields)
+        sql = f"SELECT {cols}\nFROM (\n{_indent(inner)}\n) _rows"
         keys = self.defs[name].partition_names
         if keys:
             sql += "\nDISTRIBUTE BY " + ", ".join(quote(k) for k in keys)
         return sql
 
-    # -- batch operations ------------------------------------------------------------------------
-    def materialize_delta(self, name: str, program_sql: str) -> DataFrame:
-        """A batch's Δstate, computed once, partitioned like the state it merges into."""
-        df = self.spark.sql(self.conform_sql(name, program_sql))
-        if not self.defs[name].partition_names:
-            df = df.coalesce(1)
-        return materialize(df)
+    # -- the merge -------------------------------------------------------------------------------
+    def merge_sql(self, name: str, old_view: str, delta_sql: str) -> str:
+        """The one statement of a state's merge: new and old columns per key, and ``__touched``.
 
-    def merge_sql(self, name: str, old_view: str, delta_view: str) -> str:
+        Both sides rename the key (``__g0`` …): Spark 4.3 keeps a union's hash partitioning
+        through projections that alias the key, not through ones that pass it beside other
+        computed columns, and the old state must not be shuffled.
+        """
         state = self.defs[name]
-        schema = self.schemas[name]
+        keys = self._keys(name)
+        values = self._values(name)
         monoids = {c.name: c.monoid for c in state.columns}
-        items = []
-        for f in schema.fields:
-            n = quote(f.name)
-            if f.name in monoids:
-                fn = {Monoid.SUM: "sum", Monoid.MIN: "min", Monoid.MAX: "max"}[monoids[f.name]]
-                items.append(f"CAST({fn}({n}) AS {f.dataType.simpleString()}) AS {n}")
-            else:
-                items.append(n)
-        sql = (f"SELECT {', '.join(items)}\nFROM (SELECT * FROM {old_view} UNION ALL SELECT * FROM {delta_view}) _u")
-        if state.key:
-            sql += "\nGROUP BY " + ", ".join(quote(k) for k in state.key_names)
-        if not state.keep_empty:
-            sql += f"\nHAVING sum({quote(WEIGHT_COLUMN)}) <> 0"
+
+        def branch(source: str, src: int) -> str:
+            cols = [f"{quote(k)} AS __g{i}" for i, k in enumerate(keys)] + [quote(v.name) for v in values]
+            return f"SELECT {', '.join(cols + [f'{src} AS __src'])} FROM {source}"
+
+        items = [f"__g{i} AS {quote(k)}" for i, k in enumerate(keys)]
+        for v in values:
+            fn = {Monoid.SUM: "sum", Monoid.MIN: "min", Monoid.MAX: "max"}[monoids[v.name]]
+            items.append(f"CAST({fn}({quote(v.name)}) AS {_type(v)}) AS {quote(v.name)}")
+        for v in values:
+            items.append(f"CAST(max(CASE WHEN __src = 0 THEN {quote(v.name)} END) AS {_type(v)}) "
+                         f"AS {quote(OLD + v.name)}")
+        items.append(f"max(__src) AS {TOUCHED}")
+        delta = f"(\n{_indent(self.conform_sql(name, delta_sql))}\n) _delta"
+        sql = (f"SELECT {', '.join(items)}\nFROM (\n  {branch(old_view, 0)}\n  UNION ALL\n  "
+               f"{_indent(branch(delta, 1)).strip()}\n) _merge")
+        if keys:
+            sql += "\nGROUP BY " + ", ".join(f"__g{i}" for i in range(len(keys)))
         return sql
 
-    def merge(self, name: str, old: DataFrame, delta: DataFrame, views: Views) -> DataFrame:
-        """``old ⊗ delta``: union, group by key, combine each column by its monoid."""
-        df = self.spark.sql(self.merge_sql(name, views.name(old, f"old_{name}"), views.name(delta, f"delta_{name}")))
+    def merge(self, name: str, delta_sql: str, views: Views) -> DataFrame:
+        """Run the merge of ``name`` with the delta ``delta_sql`` computes; returns its result."""
+        old = views.relation(self.current[name], f"old_{name}") + " _old"
+        df = self.spark.sql(self.merge_sql(name, old, delta_sql))
         if not self.defs[name].key:
             df = df.coalesce(1)
-        out = materialize(df)
+        merged = materialize(df)
         self.rows[name] = output_rows(df)
-        return out
+        self.touched[name] = union_input_rows(df, 1)  # the delta side: one row per touched key
+        return merged
+
+    # -- views of a merge's result (SQL text read by later statements of the batch) --------------
+    def _view(self, merged: DataFrame, views: Views, name: str, select: list[str], where: str | None) -> str:
+        sql = f"SELECT {', '.join(select)} FROM {views.name(merged, 'merged_' + name)}"
+        if where:
+            sql += f" WHERE {where}"
+        return sql
+
+    def as_frame(self, sql: str) -> DataFrame:
+        return self.spark.sql(sql)
+
+    def new_view(self, name: str, merged: DataFrame, views: Views) -> str:
+        """The state after the merge: every key whose row count is not zero."""
+        cols = [quote(f.name) for f in self.schemas[name].fields]
+        where = None if self.defs[name].keep_empty else f"{W} <> 0"
+        return self._view(merged, views, name, cols, where)
+
+    def delta_view(self, name: str, merged: DataFrame, views: Views) -> str:
+        """What the batch changed, per touched key: new − old for sums, the new value for min/max
+        (idempotent: merging it again changes nothing already merged)."""
+        monoids = {c.name: c.monoid for c in self.defs[name].columns}
+        cols = [quote(k) for k in self._keys(name)]
+        for v in self._values(name):
+            n = quote(v.name)
+            if monoids[v.name] == Monoid.SUM:
+                cols.append(f"CAST({n} - coalesce({quote(OLD + v.name)}, 0) AS {_type(v)}) AS {n}")
+            else:
+                cols.append(n)
+        return self._view(merged, views, name, cols, f"{TOUCHED} = 1")
+
+    def touched_new(self, name: str, merged: DataFrame, views: Views) -> str:
+        """The new rows of the keys the batch touched."""
+        cols = [quote(f.name) for f in self.schemas[name].fields]
+        where = f"{TOUCHED} = 1" + ("" if self.defs[name].keep_empty else f" AND {W} <> 0")
+        return self._view(merged, views, name, cols, where)
+
+    def touched_old(self, name: str, merged: DataFrame, views: Views) -> str:
+        """The old rows of the keys the batch touched (those that existed before it)."""
+        cols = [quote(k) for k in self._keys(name)]
+        cols += [f"{quote(OLD + v.name)} AS {quote(v.name)}" for v in self._values(name)]
+        return self._view(merged, views, name, cols, f"{TOUCHED} = 1 AND {quote(OLD + WEIGHT_COLUMN)} IS NOT NULL")
+
+    def change_view(self, name: str, merged: DataFrame, views: Views) -> str:
+        """Touched keys with their multiplicity change ``_weight`` = new ``_w`` − old ``_w``."""
+        cols = [quote(k) for k in self._keys(name)]
+        diff = f"{W} - coalesce({quote(OLD + WEIGHT_COLUMN)}, 0)"
+        return self._view(merged, views, name, cols + [f"{diff} AS _weight"], f"{TOUCHED} = 1 AND {diff} <> 0")
+
+    def log_view(self, name: str, merged: DataFrame, views: Views) -> str:
+        """The changelog rows of the batch: the touched keys' new rows (``_w`` 0: the key left)."""
+        cols = [quote(f.name) for f in self.schemas[name].fields]
+        return self._view(merged, views, name, cols, f"{TOUCHED} = 1")
 
     # -- durable form ----------------------------------------------------------------------------
-    def durable(self) -> list[str]:
-        """The states written to the checkpoint (static ones are recomputed from their tables)."""
-        return [n for n, d in self.defs.items() if not d.static]
-
-    def pack_sql(self, frames: dict[str, DataFrame], views: Views) -> str:
-        """One relation holding several states' rows, so they are written in a single job.
+    def pack_sql(self, frames: dict[str, DataFrame | str], views: Views) -> str:
+        """Several states' rows as one relation, so they are written in a single job.
 
         Column ``__state`` names the state; state ``s``'s column ``c`` is ``s::c``, NULL in the
         rows of other states.
@@ -144,35 +227,47 @@ class StateStore:
             cols = [f"'{name}' AS __state"]
             for other in names:
                 for f in self.schemas[other].fields:
-                    packed = quote(f"{other}::{f.name}")
-                    value = quote(f.name) if other == name else f"CAST(NULL AS {f.dataType.simpleString()})"
-                    cols.append(f"{value} AS {packed}")
-            parts.append(f"SELECT {', '.join(cols)} FROM {views.name(frames[name], 'pack_' + name)}")
+                    value = quote(f.name) if other == name else f"CAST(NULL AS {_type(f)})"
+                    cols.append(f"{value} AS {quote(other + '::' + f.name)}")
+            parts.append(f"SELECT {', '.join(cols)} FROM {views.relation(frames[name], 'pack_' + name)} _p")
         return "\nUNION ALL\n".join(parts)
 
-    def restore(self, paths: list[str], views: Views) -> None:
-        """Rebuild every durable state from packed files (a base and later deltas) by merging them."""
-        existing = [p for p in paths if os.path.isdir(p)]
-        if not existing:
+    def restore(self, logs: list[tuple[int, str]], views: Views) -> None:
+        """Rebuild every durable state from packed changelogs (batch, directory), oldest first:
+        each key's latest row wins, and a key whose latest row has ``_w`` 0 is gone."""
+        if not logs:
             return
-        files = views.name(self.spark.read.parquet(*existing), "restore")
+        parts = []
+        for batch, path in logs:
+            parts.append(f"SELECT *, {batch} AS __batch FROM parquet.`{path}`")
+        every = views.name(self.spark.sql("\nUNION ALL\n".join(parts)), "logs")
         for name in self.durable():
+            keys = [quote(name + "::" + k) for k in self._keys(name)]
             cols = ", ".join(f"{quote(name + '::' + f.name)} AS {quote(f.name)}" for f in self.schemas[name].fields)
-            rows = f"SELECT {cols} FROM {files} WHERE __state = '{name}'"
-            delta = materialize(self.spark.sql(self.conform_sql(name, rows)))
-            merged = self.merge(name, self.empty(name), delta, views)
-            release(delta)
-            self.replace({name: merged})
+            order = "PARTITION BY " + ", ".join(keys) + " " if keys else ""
+            latest = (f"SELECT {cols} FROM (SELECT *, row_number() OVER ({order}ORDER BY __batch DESC) AS __n "
+                      f"FROM {every} WHERE __state = '{name}') _l WHERE __n = 1")
+            if not self.defs[name].keep_empty:
+                latest += f" AND {quote(name + '::' + WEIGHT_COLUMN)} <> 0"
+            df = self.spark.sql(self.conform_sql(name, latest))
+            self.replace({name: (materialize(df), None)})
+            self.rows[name] = output_rows(df)
 
-    def replace(self, new: dict[str, DataFrame]) -> None:
-        """Make ``new`` the current states, releasing the ones they replace."""
-        for name, df in new.items():
-            old = self.current.get(name)
-            self.current[name] = df
-            if old is not None and old is not df:
+    def replace(self, new: dict[str, tuple[DataFrame, DataFrame | None]]) -> None:
+        """Make each ``(state, backing)`` current, releasing what the replaced ones held."""
+        for name, (state, backing) in new.items():
+            old = self._backing.get(name)
+            self.current[name] = state
+            self._backing[name] = backing if backing is not None else state
+            if old is not None and old is not self._backing[name]:
                 release(old)
 
     def close(self) -> None:
-        for df in self.current.values():
+        for df in self._backing.values():
             release(df)
         self.current.clear()
+        self._backing.clear()
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.split("\n"))

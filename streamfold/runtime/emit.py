@@ -1,0 +1,88 @@
+"""Write a batch's outputs: a Parquet directory, whole or not at all.
+
+A small result (the common case: an aggregate's answer, a batch's changes, a state's changelog)
+is collected as Arrow and written by pyarrow: one Spark job, no output committer. A large one
+is written by Spark from the executors. Either way it is written under a hidden name and
+renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from . import files
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+SMALL_ROWS = 1_000_000  # results up to this many rows are collected and written on the driver
+
+
+def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
+    """Write ``df`` to the directory ``final``; returns the number of rows written."""
+    tmp = files.temp_dir_for(final)
+    if small:
+        import pyarrow.parquet as pq
+
+        table = df.toArrow()
+        os.makedirs(tmp)
+        pq.write_table(table, os.path.join(tmp, "part-00000.parquet"))
+        rows = table.num_rows
+    else:
+        (df.coalesce(1) if ordered else df).write.parquet(tmp)
+        rows = parquet_dir_rows(tmp)
+    files.publish_dir(tmp, final)
+    return rows
+
+
+def emit_together(spark: object, parts: list[tuple[str, str]]) -> list[int]:
+    """Write several small results computed by one Spark job.
+
+    ``parts`` are (SQL, target directory). The results are stacked into one
+    relation — a tag column says which part a row belongs to, every part's columns are present
+    and NULL in the other parts' rows — collected once as Arrow, and split on the driver.
+    Row order within a part is kept (UNION ALL concatenates its inputs' partitions in order),
+    so an ordered snapshot stays ordered.
+    """
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from ..ir.printer import quote
+
+    names: list[list[str]] = []
+    types: dict[tuple[int, str], str] = {}
+    for k, (sql, _) in enumerate(parts):
+        fields = spark.sql(sql).schema.fields  # type: ignore[attr-defined]
+        names.append([f.name for f in fields])
+        types.update({(k, f.name): f.dataType.simpleString() for f in fields})
+    columns = [(k, c) for k, cols in enumerate(names) for c in cols]
+    selects = []
+    for k, (sql, _) in enumerate(parts):
+        items = [f"{k} AS __part"]
+        for j, c in columns:
+            name = quote(f"{j}::{c}")
+            items.append(f"{quote(c)} AS {name}" if j == k else f"CAST(NULL AS {types[(j, c)]}) AS {name}")
+        selects.append(f"SELECT {', '.join(items)} FROM (\n{sql}\n) _part{k}")
+    table = spark.sql("\nUNION ALL\n".join(selects)).toArrow()  # type: ignore[attr-defined]
+    written = []
+    for k, (_, final) in enumerate(parts):
+        cols = names[k]
+        part = table.filter(pc.equal(table.column("__part"), k)).select([f"{k}::{c}" for c in cols])
+        part = part.rename_columns(cols)
+        tmp = files.temp_dir_for(final)
+        os.makedirs(tmp)
+        pq.write_table(part, os.path.join(tmp, "part-00000.parquet"))
+        files.publish_dir(tmp, final)
+        written.append(part.num_rows)
+    return written
+
+
+def parquet_dir_rows(directory: str) -> int:
+    import pyarrow.parquet as pq
+
+    total = 0
+    for n in os.listdir(directory):
+        if n.endswith(".parquet") and not n.startswith((".", "_")):
+            total += pq.ParquetFile(os.path.join(directory, n)).metadata.num_rows
+    return total
