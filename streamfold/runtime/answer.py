@@ -39,6 +39,11 @@ class AnswerSql:
             cols.append(f"CAST({WEIGHT} AS BIGINT) AS {WEIGHT}")
         return f"SELECT {', '.join(cols)}\nFROM (\n{_indent(inner)}\n) _answer"
 
+    def columns(self, weight: bool = False) -> list[tuple[str, str]]:
+        """(name, Spark type) of the snapshot's columns (and ``_weight`` for changes)."""
+        cols = [(f.name, f.dataType.simpleString()) for f in self.output_schema.fields]
+        return cols + [(WEIGHT, "bigint")] if weight else cols
+
     def ordered_rows(self) -> Rel:
         """The answer's rows in ORDER BY order, cut by OFFSET and LIMIT."""
         a = self.answer

@@ -36,10 +36,10 @@ def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
     return rows
 
 
-def emit_together(spark: object, parts: list[tuple[str, str]]) -> list[int]:
+def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str]]]]) -> list[int]:
     """Write several small results computed by one Spark job.
 
-    ``parts`` are (SQL, target directory). The results are stacked into one
+    ``parts`` are (SQL, target directory, its (column, Spark type) pairs). The results are stacked into one
     relation — a tag column says which part a row belongs to, every part's columns are present
     and NULL in the other parts' rows — collected once as Arrow, and split on the driver.
     Row order within a part is kept (UNION ALL concatenates its inputs' partitions in order),
@@ -50,15 +50,11 @@ def emit_together(spark: object, parts: list[tuple[str, str]]) -> list[int]:
 
     from ..ir.printer import quote
 
-    names: list[list[str]] = []
-    types: dict[tuple[int, str], str] = {}
-    for k, (sql, _) in enumerate(parts):
-        fields = spark.sql(sql).schema.fields  # type: ignore[attr-defined]
-        names.append([f.name for f in fields])
-        types.update({(k, f.name): f.dataType.simpleString() for f in fields})
+    names = [[c for c, _ in cols] for _, _, cols in parts]
+    types = {(k, c): t for k, (_, _, cols) in enumerate(parts) for c, t in cols}
     columns = [(k, c) for k, cols in enumerate(names) for c in cols]
     selects = []
-    for k, (sql, _) in enumerate(parts):
+    for k, (sql, _, _) in enumerate(parts):
         items = [f"{k} AS __part"]
         for j, c in columns:
             name = quote(f"{j}::{c}")
@@ -66,7 +62,7 @@ def emit_together(spark: object, parts: list[tuple[str, str]]) -> list[int]:
         selects.append(f"SELECT {', '.join(items)} FROM (\n{sql}\n) _part{k}")
     table = spark.sql("\nUNION ALL\n".join(selects)).toArrow()  # type: ignore[attr-defined]
     written = []
-    for k, (_, final) in enumerate(parts):
+    for k, (_, final, _) in enumerate(parts):
         cols = names[k]
         part = table.filter(pc.equal(table.column("__part"), k)).select([f"{k}::{c}" for c in cols])
         part = part.rename_columns(cols)

@@ -263,10 +263,16 @@ class Engine:
         deltas: dict[str, DataFrame | str] = {}
         temps: list[DataFrame] = []
         committed = False
+        # A small batch over small states runs as one Spark job: merges are checkpointed lazily
+        # and computed by the job that writes the outputs. Otherwise (batch 0's history, large
+        # states) each merge is its own job and large outputs are written by Spark.
+        known = sum(r or 0 for r in self.store.rows.values()) + 4 * sum(rows.values())
+        eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         try:
             for level in self._levels:
                 with self._phase("h ⊗ " + " ".join(s.state for s in level)):
-                    done = _parallel([lambda s=s: self._step(batch, s, frames, deltas, new, views) for s in level])
+                    done = _parallel([lambda s=s: self._step(batch, s, frames, deltas, new, views, eager)
+                                      for s in level])
                 for step, df in zip(level, done):
                     if step.temp:
                         deltas[step.state] = df
@@ -277,7 +283,8 @@ class Engine:
                         deltas[step.state] = self.store.delta_view(step.state, df, views)
             self.progress(f"batch {batch_name(batch)}: answer")
             with self._phase("write"):
-                snap_rows, change_rows = self._write_outputs(batch, merged, new, views)
+                snap_rows, change_rows = self._write_outputs(batch, merged, new, views, eager)
+            self.store.count_rows()
             duration = time.monotonic() - start
             self.output.commit(batch, {
                 "batch": batch, "inputs": inputs, "duration_s": round(duration, 4), "rows": rows,
@@ -305,14 +312,14 @@ class Engine:
                            self._state_rows(), dict(self._timings))
 
     def _step(self, batch: int, step: Step, frames: dict[str, DataFrame], deltas: dict[str, DataFrame | str],
-              new: dict[str, DataFrame | str], views: Views) -> DataFrame:
+              new: dict[str, DataFrame | str], views: Views, eager: bool) -> DataFrame:
         """Run one step of h: a temp result, or a state's delta merged into it (⊗)."""
         self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
         try:
             sql = to_sql(step.program, self._resolver(frames, deltas, new), views)
             if step.temp:
-                return materialize(self.spark.sql(sql))
-            return self.store.merge(step.state, sql, views)
+                return materialize(self.spark.sql(sql), eager)
+            return self.store.merge(step.state, sql, views, eager)
         except StreamfoldError:
             raise
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
@@ -320,7 +327,7 @@ class Engine:
                              params={"batch": batch, "step": f"Δ{step.state}"}) from e
 
     def _write_outputs(self, batch: int, merged: dict[str, DataFrame], new: dict[str, DataFrame | str],
-                       views: Views) -> tuple[int, int]:
+                       views: Views, eager: bool) -> tuple[int, int]:
         """The changelog, snapshot and changes of the batch, written side by side."""
         states: dict[str, DataFrame | str] = {**self.store.current, **new}
         durable = self.store.durable()
@@ -332,21 +339,22 @@ class Engine:
             outputs = [(snapshot, self.output.snapshot_path(batch)), (changes, self.output.changes_path(batch))]
             if log is not None:
                 outputs.append((log, self.checkpoint.delta_dir(batch)))
-            # Sizes from the merges' plan metrics: the snapshot is at most the answer states' rows,
-            # the changes and changelog at most the touched keys (twice, for changes).
-            rows = {n: self.store.rows.get(n) for n in merged}
-            touched = {n: self.store.touched.get(n) for n in merged}
-            snapshot_rows = sum(rows[s] if rows.get(s) is not None else SMALL_ROWS + 1
-                                for s in self.plan.answer.change_states)
-            changed_rows = sum(t if t is not None else SMALL_ROWS + 1 for t in touched.values())
-            small = max(snapshot_rows, 2 * changed_rows) <= SMALL_ROWS
-            if small:
-                written = emit_together(self.spark, outputs)
+            # The merges' row counts bound every output: the snapshot by the answer's states, the
+            # changes and changelog by the keys touched. Small ones are collected and written here.
+            if eager:
+                self.store.count_rows()
+            bound = sum(r if r is not None else SMALL_ROWS + 1 for r in (self.store.rows.get(n) for n in merged))
+            if not eager or bound <= SMALL_ROWS:
+                schemas = [self.answer.columns(), self.answer.columns(weight=True)]
+                if log is not None:
+                    schemas.append(self.store.pack_columns())
+                written = emit_together(self.spark, [(sql, target, cols)
+                                                     for (sql, target), cols in zip(outputs, schemas)])
             else:
                 ordered = bool(self.plan.answer.order)
-                written = _parallel([lambda sql=sql, target=target, k=k: emit(
-                    self.spark.sql(sql), target, False, ordered=ordered and k == 0)
-                    for k, (sql, target) in enumerate(outputs)])
+                written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
+                written += _parallel([lambda sql=sql, target=target: emit(self.spark.sql(sql), target, False)
+                                      for sql, target in outputs[1:]])
         except Exception as e:  # noqa: BLE001
             raise BatchError(f"batch {batch} failed writing its answer: {first_line(e)}", code="BATCH_FAILED",
                              params={"batch": batch, "step": "write"}) from e

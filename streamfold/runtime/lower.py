@@ -76,28 +76,6 @@ def to_sql(rel: Rel, resolve: Resolve, views: Views) -> str:
     return rel_sql(rel, leaf=lambda leaf: views.relation(resolve(leaf), leaf_hint(leaf)))
 
 
-def union_input_rows(df: DataFrame, branch: int) -> int | None:
-    """Rows the ``branch``-th input of the first UNION in an executed plan produced (no extra job)."""
-    try:
-        stack = [df._jdf.queryExecution().executedPlan()]
-        while stack:
-            node = stack.pop()
-            if node.getClass().getSimpleName() == "UnionExec":
-                child = node.children().apply(branch)
-                while True:
-                    metrics = child.metrics()
-                    if metrics.contains("numOutputRows"):
-                        return int(metrics.apply("numOutputRows").value())
-                    if child.children().size() == 0:
-                        return None
-                    child = child.children().apply(0)
-            kids = node.children()
-            stack.extend(kids.apply(i) for i in range(kids.size()))
-    except Exception:  # noqa: BLE001 - a size estimate only
-        return None
-    return None
-
-
 def output_rows(df: DataFrame) -> int | None:
     """Rows an already executed DataFrame produced, read from its plan's metrics (no extra job)."""
     try:

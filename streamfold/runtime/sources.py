@@ -302,38 +302,36 @@ def _check_file(spec: InputSpec, schema: SourceSchema, p: str) -> tuple[tuple, d
 
 def _read_group(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: list[str],
                 mapping: dict[str, str]) -> DataFrame:
-    from pyspark.sql import functions as Fn
-    from pyspark.sql.types import StructField, StructType
+    """Files with the same columns, read as the schema's columns, ``_weight`` and ``__bad``.
 
-    bad = Fn.lit(0)
+    Built as SQL expressions (one call into Spark), not column by column.
+    """
+    bad: list[str] = []
     if spec.format == "parquet":
         # the files' own schema (checked already): Spark need not infer it again
         df = spark.read.schema(spark_struct(parquet_columns(paths[0]))).parquet(*paths)
-        cols = [Fn.col(quote(mapping[c])).cast(t.sql()).alias(c) for c, t in schema.columns]
+        cols = [f"CAST({quote(mapping[c])} AS {t.sql()}) AS {quote(c)}" for c, t in schema.columns]
     elif spec.format == "csv":
         df = spark.read.option("header", "true").option("mode", "FAILFAST").option("inferSchema", "false").csv(paths)
         cols = []
         for c, t in schema.columns:
-            raw = Fn.col(quote(mapping[c]))
-            parsed = Fn.expr(f"try_cast({quote(mapping[c])} AS {t.sql()})")
-            cols.append(parsed.alias(c))
-            bad = bad + Fn.when(raw.isNotNull() & (Fn.trim(raw) != "") & parsed.isNull(), 1).otherwise(0)
+            raw = quote(mapping[c])
+            cols.append(f"try_cast({raw} AS {t.sql()}) AS {quote(c)}")
+            bad.append(f"CASE WHEN {raw} IS NOT NULL AND trim({raw}) <> '' AND try_cast({raw} AS {t.sql()}) IS NULL "
+                       f"THEN 1 ELSE 0 END")
         if WEIGHT in mapping:
-            raw_w = Fn.col(quote(mapping[WEIGHT]))
-            bad = bad + Fn.when(raw_w.isNotNull() & Fn.expr(f"try_cast({quote(mapping[WEIGHT])} AS BIGINT)").isNull(),
-                                1).otherwise(0)
+            raw = quote(mapping[WEIGHT])
+            bad.append(f"CASE WHEN {raw} IS NOT NULL AND try_cast({raw} AS BIGINT) IS NULL THEN 1 ELSE 0 END")
     else:
-        struct = StructType([StructField(c, _spark_type(t)) for c, t in schema.columns]
-                            + ([StructField(WEIGHT, _spark_type(parse_type("BIGINT")))] if schema.weighted else []))
+        struct = spark_struct(list(schema.columns) + ([(WEIGHT, "BIGINT")] if schema.weighted else []))
         df = spark.read.schema(struct).option("mode", "FAILFAST").json(paths)
-        cols = [Fn.col(quote(c)).alias(c) for c, _ in schema.columns]
+        cols = [quote(c) for c, _ in schema.columns]
     if WEIGHT in mapping:
-        expr = f"try_cast({quote(mapping[WEIGHT])} AS BIGINT)" if spec.format == "csv" else \
-            f"CAST({quote(mapping[WEIGHT])} AS BIGINT)"
-        weight = Fn.coalesce(Fn.expr(expr), Fn.lit(1).cast("bigint"))
+        cast = "try_cast" if spec.format == "csv" else "CAST"
+        weight = f"coalesce({cast}({quote(mapping[WEIGHT])} AS BIGINT), 1L)"
     else:
-        weight = Fn.lit(1).cast("bigint")
-    return df.select(*cols, weight.alias(WEIGHT), bad.cast("int").alias("__bad"))
+        weight = "1L"
+    return df.selectExpr(*cols, f"{weight} AS {WEIGHT}", f"CAST({' + '.join(bad) or '0'} AS INT) AS __bad")
 
 
 def spark_struct(columns: Sequence[tuple[str, DataType | str]]) -> object:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.printer import quote
 from ..plan.model import WEIGHT_COLUMN, Monoid, State
-from .lower import Views, output_rows, union_input_rows
+from .lower import Views, output_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,9 +37,13 @@ TOUCHED = "__touched"
 W = quote(WEIGHT_COLUMN)
 
 
-def materialize(df: DataFrame) -> DataFrame:
-    """Compute ``df`` now, keep it on the executors, and cut its lineage."""
-    return df.localCheckpoint(eager=True)
+def materialize(df: DataFrame, eager: bool = True) -> DataFrame:
+    """Keep ``df`` on the executors once computed, and cut its lineage.
+
+    ``eager`` computes it now. Otherwise the first job that reads it computes it — so a batch's
+    merges and its outputs can be one Spark job — and later jobs read the stored blocks.
+    """
+    return df.localCheckpoint(eager=eager)
 
 
 def release(df: DataFrame | None) -> None:
@@ -81,7 +85,7 @@ class StateStore:
         self.current: dict[str, DataFrame] = {}  # the state as the next batch reads it
         self._backing: dict[str, DataFrame] = {}  # the materialized DataFrame behind it
         self.rows: dict[str, int | None] = {}
-        self.touched: dict[str, int | None] = {}  # keys the last merge touched
+        self._executed: dict[str, DataFrame] = {}  # merges whose row counts are read once they ran
 
     # -- shape -----------------------------------------------------------------------------------
     def declare(self, name: str, schema: StructType) -> None:
@@ -151,16 +155,22 @@ class StateStore:
             sql += "\nGROUP BY " + ", ".join(f"__g{i}" for i in range(len(keys)))
         return sql
 
-    def merge(self, name: str, delta_sql: str, views: Views) -> DataFrame:
-        """Run the merge of ``name`` with the delta ``delta_sql`` computes; returns its result."""
+    def merge(self, name: str, delta_sql: str, views: Views, eager: bool = True) -> DataFrame:
+        """The merge of ``name`` with the delta ``delta_sql`` computes (now, or by the first job
+        that reads it)."""
         old = views.relation(self.current[name], f"old_{name}") + " _old"
         df = self.spark.sql(self.merge_sql(name, old, delta_sql))
         if not self.defs[name].key:
             df = df.coalesce(1)
-        merged = materialize(df)
-        self.rows[name] = output_rows(df)
-        self.touched[name] = union_input_rows(df, 1)  # the delta side: one row per touched key
+        merged = materialize(df, eager)
+        self._executed[name] = df
         return merged
+
+    def count_rows(self) -> None:
+        """Read the row counts of the merges that ran, from their plans' metrics."""
+        for name, df in self._executed.items():
+            self.rows[name] = output_rows(df)
+        self._executed.clear()
 
     # -- views of a merge's result (SQL text read by later statements of the batch) --------------
     def _view(self, merged: DataFrame, views: Views, name: str, select: list[str], where: str | None) -> str:
@@ -231,6 +241,13 @@ class StateStore:
                     cols.append(f"{value} AS {quote(other + '::' + f.name)}")
             parts.append(f"SELECT {', '.join(cols)} FROM {views.relation(frames[name], 'pack_' + name)} _p")
         return "\nUNION ALL\n".join(parts)
+
+    def pack_columns(self) -> list[tuple[str, str]]:
+        """(name, Spark type) of the columns :meth:`pack_sql` gives."""
+        cols = [("__state", "string")]
+        for name in self.durable():
+            cols += [(f"{name}::{f.name}", _type(f)) for f in self.schemas[name].fields]
+        return cols
 
     def restore(self, logs: list[tuple[int, str]], views: Views) -> None:
         """Rebuild every durable state from packed changelogs (batch, directory), oldest first:
