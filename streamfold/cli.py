@@ -100,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--scale", type=float, default=1.0,
                       help="data size relative to the seed's (1M-row groupBy history, 40K increments)")
     demo.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+
+    from .bench.cli import add_parser as add_bench
+
+    add_bench(sub)
     return parser
 
 
@@ -118,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(args.dir, batches=args.batches, scale=args.scale, master=args.master)
+        if args.command == "bench":
+            from .bench.cli import main as bench
+
+            return bench(args, list(argv) if argv is not None else None)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -12,9 +12,10 @@ import os
 import shutil
 import statistics
 import sys
-import time
 from dataclasses import dataclass
 
+from .bench.data import write_pairs
+from .bench.systems.recompute import recompute_answer
 from .runtime.checkpoint import batch_name
 
 
@@ -34,28 +35,9 @@ WORKLOADS = (
 )
 
 
-def write_pairs(path: str, columns: tuple[str, str], rows: int, seed: int) -> None:
-    """``rows`` random integer pairs in [0, 10000] as one Parquet file (written hidden, then renamed)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rng = np.random.default_rng(seed)
-    table = pa.table({c: rng.integers(0, 10_001, rows, dtype=np.int32) for c in columns})
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, "." + name)
-    pq.write_table(table, tmp)
-    os.rename(tmp, path)
-
-
 def recompute(spark: object, workload: Workload, dirs: dict[str, str], target: str) -> float:
     """Seconds to compute the query from scratch over all files so far and write its answer."""
-    session = spark.newSession()  # type: ignore[attr-defined]
-    start = time.monotonic()
-    for name, d in dirs.items():
-        session.read.parquet(d).createOrReplaceTempView(name)
-    session.sql(workload.sql).write.mode("overwrite").parquet(target)
-    return time.monotonic() - start
+    return recompute_answer(spark, workload.sql, dirs, target)
 
 
 def _read(path: str) -> list[tuple]:

@@ -1,0 +1,132 @@
+"""``streamfold bench``: the options, and the glue from them to :func:`run_bench`.
+
+``streamfold/cli.py`` only adds the subparser (:func:`add_parser`) and calls :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from ..errors import UsageError
+from .systems import NAMES
+from .workloads import WORKLOADS, get_workload, quick
+
+MEMORY_INCREMENTS = 200  # the issue's memory target is judged between increment 20 and 200
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add ``bench`` to the ``streamfold`` subcommands."""
+    p = sub.add_parser(
+        "bench", help="run a workload through streamfold, recompute and Spark streaming; time and check them",
+        description="Run WORKLOAD through several systems on the same machine and data; per increment, time "
+                    "from the files appearing to the exact answer being committed. Writes results.json, "
+                    "results.md and plot.png under OUT/WORKLOAD/; every final answer is checked against DuckDB.")
+    p.add_argument("workload", metavar="WORKLOAD", help=f"{' | '.join(WORKLOADS)} | custom")
+    p.add_argument("--systems", default=None, metavar="LIST",
+                   help=f"comma-separated, from {','.join(NAMES)} (default: all; with --memory: streamfold)")
+    p.add_argument("--history", type=int, metavar="N", help="history rows per source")
+    p.add_argument("--increment", type=int, metavar="N", help="rows per source per increment")
+    p.add_argument("--increments", type=int, metavar="N",
+                   help=f"number of increments (default 9; with --memory {MEMORY_INCREMENTS})")
+    p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
+    p.add_argument("--out", default="bench-out", metavar="DIR", help="output directory (default bench-out)")
+    p.add_argument("--query", metavar="FILE", help="custom: the query (.sql file or the SQL text)")
+    p.add_argument("--source", action="append", metavar="NAME=DIR",
+                   help="custom: a source directory of Parquet files; the last --increments files are the increments")
+    p.add_argument("--memory", action="store_true",
+                   help="many increments; sample the RSS of the Python driver and of the JVM; report the growth "
+                        "of peak RSS from increment 20 to the end (output in OUT/WORKLOAD-memory/)")
+    p.add_argument("--streaming-mode", choices=("auto", "complete", "update", "append"), default="auto",
+                   help="spark-streaming's output mode (default auto: the first of complete, update, append "
+                        "that Spark accepts)")
+    p.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
+    p.add_argument("--max-load", type=float, default=1.5, metavar="L",
+                   help="wait while the 1-minute load average is above L before measuring (default 1.5)")
+    p.add_argument("--max-wait", type=float, default=900.0, metavar="SECONDS",
+                   help="wait at most this long for the load to drop, then measure anyway (default 900)")
+    return p
+
+
+def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
+    """The :class:`BenchOptions` the arguments ask for (usage mistakes raise UsageError)."""
+    from .runner import BenchOptions
+
+    if args.workload == "custom":
+        workload = _custom(args)
+    else:
+        if args.query or args.source:
+            raise UsageError("--query and --source are for the custom workload", code="BAD_OPTION",
+                             hint=f"streamfold bench custom --query FILE --source NAME=DIR (not {args.workload})")
+        workload = get_workload(args.workload)
+        if args.quick:
+            workload = quick(workload)
+    increments = args.increments
+    if increments is None and args.memory:
+        increments = 25 if args.quick else MEMORY_INCREMENTS
+    if args.workload != "custom":
+        workload = workload.sized(args.history, args.increment, increments)
+    if workload.increments < 1:
+        raise UsageError("--increments must be at least 1", code="BAD_SIZE", params={"value": workload.increments})
+    default = "streamfold" if args.memory else ",".join(NAMES)
+    systems = [s.strip() for s in (args.systems or default).split(",") if s.strip()]
+    unknown = [s for s in systems if s not in NAMES]
+    if unknown or not systems:
+        raise UsageError(f"unknown system {unknown[0]!r}" if unknown else "--systems is empty", code="UNKNOWN_SYSTEM",
+                         hint=f"a comma-separated list of {', '.join(NAMES)}")
+    command = ["streamfold", *(argv if argv is not None else sys.argv[1:])]
+    return BenchOptions(workload=workload, systems=systems, out=args.out, quick=args.quick, memory=args.memory,
+                        streaming_mode=args.streaming_mode, master=args.master, load_limit=args.max_load,
+                        max_wait_s=args.max_wait, command=command,
+                        label=f"{workload.name}-memory" if args.memory else None)
+
+
+def _custom(args: argparse.Namespace) -> Any:
+    from ..runtime.sources import InputSpec
+    from .custom import custom_workload
+
+    if not args.query or not args.source:
+        raise UsageError("custom needs --query FILE and at least one --source NAME=DIR", code="NO_QUERY",
+                         hint="streamfold bench custom --query q.sql --source S=data/S")
+    if args.history or args.increment:
+        raise UsageError("--history and --increment do not apply to custom: its files are the sizes",
+                         code="BAD_OPTION", hint="use --increments N: the last N files of each source are the increments")
+    sql = args.query
+    if os.path.isfile(sql):
+        with open(sql, encoding="utf-8") as fh:
+            sql = fh.read()
+    elif sql.strip().lower().endswith(".sql"):
+        raise UsageError(f"query file {sql} does not exist", code="QUERY_NOT_FOUND", params={"path": sql})
+    specs = [InputSpec.parse(s) for s in args.source]
+    return custom_workload(sql, specs, args.increments or 9)
+
+
+def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
+    """Run the bench; 0 when every system that ran gave DuckDB's answer, 1 otherwise."""
+    from .runner import run_bench
+
+    opts = options(args, argv)
+    results = run_bench(opts)
+    return summarize(results, opts.directory)
+
+
+def summarize(results: dict[str, Any], directory: str) -> int:
+    """Print the medians and checks on stdout; the exit code (1 if a system failed or was wrong)."""
+    ok = True
+    print(f"{results['workload']}: median latency per increment (1–{results['sizes']['increments']})")
+    for name, rec in results["systems"].items():
+        check = rec.get("check")
+        if rec["status"] == "ok" and check:
+            ok &= bool(check["matches_duckdb"])
+            print(f"  {name:<16} {rec['median_s']:.3f} s   history {rec['history_s']:.2f} s   "
+                  f"matches DuckDB: {'yes' if check['matches_duckdb'] else 'no'}")
+        else:
+            ok &= rec["status"] == "rejected"
+            print(f"  {name:<16} {rec['status']}: {rec.get('error') or next(iter(rec.get('rejections', {}).values()), '').splitlines()[0]}")
+    for t in results.get("targets", []):
+        print(f"  target: {t['target']}: {t['measured']} — "
+              f"{ {True: 'met', False: 'NOT met', None: 'not judged'}[t['met']]}")
+    print(f"wrote {os.path.join(directory, 'results.json')}, results.md, plot.png")
+    return 0 if ok else 1

@@ -1,0 +1,113 @@
+"""The workload's data: generated once, then made to appear in each system's source directories.
+
+Every system gets its own source directories (so each one's latency starts when *its* files
+appear, not when another system's run began) but the same bytes: the files are hard links to
+one generated copy. A file appears atomically: linked under a hidden name (``.``-prefixed names
+are ignored by streamfold and by Spark's file source), then renamed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from .workloads import Workload
+
+
+def write_pairs(path: str, columns: tuple[str, ...], rows: int, seed: int) -> None:
+    """``rows`` random integer rows in [0, 10000] as one Parquet file (written hidden, then renamed)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    table = pa.table({c: rng.integers(0, 10_001, rows, dtype=np.int32) for c in columns})
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, "." + name)
+    pq.write_table(table, tmp)
+    os.rename(tmp, path)
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """The files of each increment (0 = the history), per source, and the rows they hold."""
+
+    files: list[dict[str, list[str]]]  # [increment][source] -> paths
+    rows: list[dict[str, int]]  # [increment][source] -> rows
+
+    def upto(self, increment: int) -> dict[str, list[str]]:
+        """Every file per source of increments 0..``increment`` (what a system has seen by then)."""
+        out: dict[str, list[str]] = {}
+        for inc in self.files[: increment + 1]:
+            for source, paths in inc.items():
+                out.setdefault(source, []).extend(paths)
+        return out
+
+
+def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
+    """Write the workload's files under ``root`` (random pairs with a fixed seed, or the user's files)."""
+    if workload.generator == "files":
+        return _replay(workload)
+    import sys
+
+    files: list[dict[str, list[str]]] = []
+    rows: list[dict[str, int]] = []
+    for inc in range(workload.increments + 1):
+        per_file = _split(workload.history, workload.history_files) if inc == 0 else [workload.increment]
+        files.append({})
+        rows.append({})
+        for k, source in enumerate(workload.sources):
+            d = os.path.join(root, source.name)
+            os.makedirs(d, exist_ok=True)
+            paths = []
+            for j, n in enumerate(per_file):
+                p = os.path.join(d, f"{inc:06d}-{j:03d}.parquet")
+                write_pairs(p, source.columns, n, workload.seed + 100_003 * inc + 1_009 * k + j)
+                paths.append(p)
+            files[inc][source.name] = paths
+            rows[inc][source.name] = sum(per_file)
+        if progress and inc == 0 and workload.history >= 1_000_000:
+            print(f"[{workload.name}] generated the history ({workload.history:,} rows per source)",
+                  file=sys.stderr, flush=True)
+    return DataSet(files, rows)
+
+
+def _split(total: int, parts: int) -> list[int]:
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts) if base + (1 if i < extra else 0) > 0]
+
+
+def _replay(workload: Workload) -> DataSet:
+    from ..runtime.sources import parquet_rows
+
+    k = workload.increments
+    files: list[dict[str, list[str]]] = [{} for _ in range(k + 1)]
+    for source, paths in workload.files.items():
+        files[0][source] = paths[: len(paths) - k]
+        for i in range(1, k + 1):
+            files[i][source] = [paths[len(paths) - k + i - 1]]
+    rows = [{s: sum(parquet_rows(p) for p in ps) for s, ps in inc.items()} for inc in files]
+    return DataSet(files, rows)
+
+
+def appear(data: DataSet, increment: int, dirs: dict[str, str]) -> None:
+    """Make increment ``increment``'s files appear in ``dirs`` (source -> directory), each atomically."""
+    for source, paths in data.files[increment].items():
+        for j, path in enumerate(paths):
+            ext = ".parquet" if path.endswith(".parquet") or os.path.isdir(path) else os.path.splitext(path)[1]
+            name = f"{increment:06d}-{j:03d}{ext}"
+            hidden = os.path.join(dirs[source], "." + name)
+            _link(path, hidden)
+            os.rename(hidden, os.path.join(dirs[source], name))
+
+
+def _link(src: str, dst: str) -> None:
+    """A hard link (no copy, same bytes) where possible; a copy across file systems or for directories."""
+    if os.path.isdir(src):
+        shutil.copytree(src, dst)
+        return
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)

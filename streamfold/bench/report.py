@@ -1,0 +1,170 @@
+"""``results.json`` (everything measured), ``results.md`` (the tables) and the plots, per workload."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from typing import Any
+
+from .plot import plot_latency, plot_memory
+
+PHASE_ORDER = ("read", "write", "compact")
+
+
+def write_outputs(results: dict[str, Any], directory: str) -> None:
+    """Write the three outputs (and ``memory.png`` for a --memory run) into ``directory``."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "results.json"), "w", encoding="utf-8") as fh:
+        json.dump(results, fh, indent=1, ensure_ascii=False, default=str)
+        fh.write("\n")
+    with open(os.path.join(directory, "results.md"), "w", encoding="utf-8") as fh:
+        fh.write(markdown(results))
+    plot_latency(results, os.path.join(directory, "plot.png"))
+    if any(r.get("memory_summary") for r in results["systems"].values()):
+        plot_memory(results, os.path.join(directory, "memory.png"))
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+def _shown(n: int) -> list[int]:
+    """Which increments the Markdown table lists: all up to 25, else 0–10, every 10th and the last."""
+    if n <= 25:
+        return list(range(n + 1))
+    return sorted(set(range(11)) | set(range(20, n + 1, 10)) | {n})
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The report a person reads: sizes, machine, latency table, checks, rejections, phases, targets."""
+    sizes, m, systems = results["sizes"], results["machine"], results["systems"]
+    n = sizes["increments"]
+    names = list(systems)
+    lines = [f"# streamfold bench: {results['workload']}", "", f"`{results['sql']}`", ""]
+    if results.get("description"):
+        lines += [results["description"] + ".", ""]
+    rows = ", ".join(f"{s} {v[0]:,} rows then {len(v) - 1} × {v[1] if len(v) > 1 else 0:,}"
+                     for s, v in sizes["sources"].items())
+    lines += [f"* Data: {rows}{' (quick mode)' if sizes['quick'] else ''}.",
+              f"* Machine: {m['cores']} cores, {m['memory_gb']} GB, {m.get('cpu') or '?'}; Spark `{m['spark_master']}`, "
+              f"PySpark {m['pyspark']}, {m.get('java') or 'Java ?'}, DuckDB {m['duckdb']}, Python {m['python']}.",
+              f"* Code: {_code(m.get('streamfold_code'))}.",
+              f"* Load average before measuring: {_load(results['load_average'])}.",
+              f"* Latency: {results['latency_definition']}.",
+              "* streamfold is driven through its Python API with `background=False`: `process_available()` is called "
+              "right after the files appear, so there is no poll delay (a background poll would add up to its "
+              "trigger interval).", ""]
+    lines += ["## Latency per increment (seconds)", "",
+              "| increment | rows | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for inc in _shown(n):
+        cells = []
+        for name in names:
+            by = {r["increment"]: r["latency_s"] for r in systems[name]["increments"]}
+            cells.append(_fmt(by.get(inc)) if systems[name]["status"] != "rejected" else "rejected")
+        label = "0 (history)" if inc == 0 else str(inc)
+        total = " + ".join(f"{v[inc]:,}" for v in sizes["sources"].values())
+        lines.append(f"| {label} | {total} | " + " | ".join(cells) + " |")
+    lines.append(f"| **median 1–{n}** | | " + " | ".join(
+        f"**{_fmt(systems[s]['median_s'])}**" if systems[s]["median_s"] is not None else systems[s]["status"]
+        for s in names) + " |")
+    lines += ["", "## Answers checked against DuckDB", "",
+              f"DuckDB's answer over all the data ({results['duckdb']['rows']:,} rows), from "
+              f"`{results['duckdb']['sql']}`; compared as bags, floats to a relative 1e-9.", "",
+              "| system | how it ran | matches DuckDB | rows |", "|---|---|---|---|"]
+    for name, rec in systems.items():
+        check = rec.get("check")
+        verdict = ("yes" if check["matches_duckdb"] else f"no ({check['detail']})") if check else \
+            {"rejected": "no answer: Spark rejects the query", "failed": f"no answer: failed ({rec.get('error')})"}.get(
+                rec["status"], "—")
+        lines.append(f"| {name} | {_how(name, rec)} | {verdict} | {check['rows'] if check else '—'} |")
+    rejections = {(n_, mode): msg for n_, rec in systems.items()
+                  for mode, msg in ({**rec.get("describe", {}).get("rejected_modes", {}), **rec.get("rejections", {})}).items()}
+    if rejections:
+        lines += ["", "## Spark's rejections (exact messages)", ""]
+        for (name, mode), msg in rejections.items():
+            lines += [f"{name}, output mode `{mode}`:", "", "```", msg.rstrip(), "```", ""]
+    lines += _phases(results)
+    if results.get("targets"):
+        lines += ["", "## Targets", "", "| target | measured | met |", "|---|---|---|"]
+        for t in results["targets"]:
+            met = {True: "yes", False: "**no**", None: "not judged"}[t["met"]]
+            lines.append(f"| {t['target']} | {t['measured']} | {met}{' — ' + t['note'] if t['note'] else ''} |")
+    lines += _memory(results)
+    if results.get("command"):
+        lines += ["", "## Command", "", "```", " ".join(results["command"]), "```"]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _code(code: dict[str, Any] | None) -> str:
+    if not code:
+        return "not a git checkout"
+    text = f"streamfold at commit `{code['commit'][:10]}`"
+    if code["modified_files"]:
+        text += f" with uncommitted changes to {', '.join(code['modified_files'])}"
+    return text
+
+
+def _load(load: dict[str, Any]) -> str:
+    text = " ".join(f"{v:.2f}" for v in load.get("at_start") or [])
+    if load.get("waited_s", 0) >= 1:
+        text += f" (waited {load['waited_s']:.0f} s for it to drop below {load['limit']})"
+    if not load.get("quiet", True):
+        text += " — **the machine was busy: figures may be high**"
+    return text
+
+
+def _how(name: str, rec: dict[str, Any]) -> str:
+    d = rec.get("describe", {})
+    if name == "spark-streaming":
+        return f"output mode {d.get('output_mode') or '—'}, foreachBatch → Parquet"
+    if name == "streamfold":
+        return "Python API, process_available() after each increment"
+    return "Spark SQL batch job over all files, answer written as Parquet"
+
+
+def _phases(results: dict[str, Any]) -> list[str]:
+    """Median per phase over increments 1–N: where an increment's time goes."""
+    out: list[str] = []
+    for name, rec in results["systems"].items():
+        incs = [r for r in rec["increments"] if r["increment"] > 0 and r.get("timings")]
+        if not incs:
+            continue
+        keys: list[str] = []
+        for r in incs:
+            keys += [k for k in r["timings"] if k not in keys and isinstance(r["timings"][k], float)]
+        med = {k: statistics.median(r["timings"].get(k, 0.0) for r in incs) for k in keys}
+        lat = statistics.median(r["latency_s"] for r in incs)
+        title = "streamfold phases (BatchResult.timings)" if name == "streamfold" else \
+            f"{name} phases (Spark's durationMs per micro-batch)"
+        out += ["", f"## {title}, median over increments 1–{results['sizes']['increments']} (seconds)", "",
+                "| phase | median | of the median latency |", "|---|---|---|"]
+        for k in sorted(keys, key=lambda k: -med[k]):
+            out.append(f"| {k} | {med[k]:.3f} | {100 * med[k] / lat:.0f}% |" if lat else f"| {k} | {med[k]:.3f} | |")
+        if name == "streamfold":
+            engine = statistics.median(r.get("engine_s", 0.0) for r in incs)
+            out.append(f"| (the batch as the engine times it) | {engine:.3f} | {100 * engine / lat:.0f}% |")
+            out.append(f"| (latency) | {lat:.3f} | 100% |")
+    return out
+
+
+def _memory(results: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for name, rec in results["systems"].items():
+        s = rec.get("memory_summary")
+        if not s:
+            continue
+        out += ["", f"## Memory: {name} (peak RSS from /proc/<pid>/status VmHWM; JVM = Spark driver + executor)", "",
+                f"| process | peak RSS at increment {s['reference_increment']} | peak RSS at increment "
+                f"{s['last_increment']} | growth | RSS now at {s['reference_increment']} → {s['last_increment']} |",
+                "|---|---|---|---|---|"]
+        for who in ("python", "jvm"):
+            p = s[who]
+            out.append(f"| {who} | {p['peak_rss_at_reference_mb']} MB | {p['peak_rss_at_end_mb']} MB | "
+                       f"{p['growth_pct']:+.1f}% | {p['rss_at_reference_mb']} → {p['rss_at_end_mb']} MB |")
+        j = s["jvm"]
+        if j.get("heap_used_after_gc_at_reference_mb") is not None:
+            out.append(f"\nJVM heap in use after a full GC: {j['heap_used_after_gc_at_reference_mb']} MB at increment "
+                       f"{s['reference_increment']}, {j['heap_used_after_gc_at_end_mb']} MB at increment "
+                       f"{s['last_increment']}.")
+    return out

@@ -1,0 +1,196 @@
+"""Run one workload through the chosen systems, one system after the other, and report.
+
+Systems run one after the other (not interleaved), each with its own source directories into
+which the same files appear, so no system's background work (a streaming query's polling, a
+cached state) is running while another is timed. A tiny Spark job warms the JVM first, so the
+first system is not charged for JIT compilation of Spark's common paths.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from .check import compare, duckdb_answer
+from .data import DataSet, appear, generate
+from .machine import jvm_heap_mb, jvm_pid, load_average, machine_info, rss_mb, wait_for_quiet
+from .systems import Context, Rejected, System, system_class
+from .workloads import Workload
+
+LATENCY = ("per increment: from the moment its files appear in the system's source directory (linked under "
+           "a hidden name, then renamed) until the updated exact answer over all data so far is committed; "
+           "increment 0 is the history: from starting the system until its first answer is committed")
+MEMORY_REFERENCE = 20  # the issue's target: peak RSS growth under 10% between increment 20 and the end
+
+
+@dataclass
+class BenchOptions:
+    """What ``streamfold bench`` was asked to do."""
+
+    workload: Workload
+    systems: list[str]
+    out: str = "bench-out"
+    quick: bool = False
+    memory: bool = False
+    streaming_mode: str = "auto"
+    master: str | None = None
+    load_limit: float = 1.5
+    max_wait_s: float = 900.0
+    command: list[str] = field(default_factory=list)
+    label: str | None = None  # the output directory's name (default: the workload's)
+
+    @property
+    def directory(self) -> str:
+        return os.path.join(self.out, self.label or self.workload.name)
+
+
+def say(message: str) -> None:
+    """A progress line on stderr (stdout stays for the final summary)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
+    """Run the workload through every system, check the answers, write the three outputs; the results."""
+    from .report import write_outputs
+    from .targets import evaluate
+
+    classes = {name: system_class(name) for name in opts.systems}  # unknown names fail before any work
+    w = opts.workload
+    base = opts.directory
+    work = os.path.join(base, "work")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    load = wait_for_quiet(opts.load_limit, opts.max_wait_s, say)
+    if spark is None:
+        from ..runtime.session import get_spark
+
+        spark = get_spark(opts.master)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    say(f"[{w.name}] generating data: {w.history:,} history rows and {w.increments} × {w.increment:,} rows "
+        f"per source" if w.generator == "pairs" else f"[{w.name}] replaying the files of {', '.join(w.files)}")
+    data = generate(w, os.path.join(work, "data"))
+    schemas = {s: spark.read.parquet(paths[0]).schema for s, paths in data.files[0].items() if paths}
+    _warm_up(spark, os.path.join(work, "warmup"))
+    expected = duckdb_answer(w.sql, data.upto(w.increments))
+    pids = {"python": os.getpid(), "jvm": jvm_pid(spark)}
+    systems: dict[str, dict[str, Any]] = {}
+    for name, cls in classes.items():
+        ctx = Context(spark, w, {}, os.path.join(work, name), schemas, {"streaming_mode": opts.streaming_mode})
+        systems[name] = _run_system(cls, ctx, data, expected, opts, pids)
+        systems[name]["load_average_after"] = load_average()
+    results: dict[str, Any] = {
+        "workload": w.name, "description": w.description, "sql": w.sql,
+        "sizes": {"history_rows_per_source": w.history, "increment_rows_per_source": w.increment,
+                  "increments": w.increments, "history_files": w.history_files, "quick": opts.quick,
+                  "sources": {s: [r[s] for r in data.rows] for s in data.rows[0]}},
+        "machine": machine_info(spark), "load_average": load, "latency_definition": LATENCY,
+        "command": opts.command, "started_at": started,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "duckdb": {"rows": len(expected), "sql": _transpiled(w.sql)},
+        "systems": systems,
+    }
+    results["targets"] = evaluate(results, opts)
+    write_outputs(results, base)
+    return results
+
+
+def _run_system(cls: type[System], ctx: Context, data: DataSet, expected: list[tuple], opts: BenchOptions,
+                pids: dict[str, int | None]) -> dict[str, Any]:
+    """One system through the whole schedule; its latencies, details, check and memory samples."""
+    w = ctx.workload
+    ctx.dirs = {s: os.path.join(ctx.work, "in", s) for s in data.files[0]}
+    for d in ctx.dirs.values():
+        os.makedirs(d)
+    record: dict[str, Any] = {"status": "ok", "commit_means": cls.commit_means, "increments": [], "memory": []}
+    system = cls(ctx)
+    try:
+        appear(data, 0, ctx.dirs)
+        t0 = time.monotonic()
+        system.start()
+        record["setup_s"] = round(time.monotonic() - t0, 4)
+        detail = system.process(0)
+        _record(record, cls.name, 0, time.monotonic() - t0, detail, data, opts, ctx, pids)
+        for inc in range(1, w.increments + 1):
+            appear(data, inc, ctx.dirs)
+            t = time.monotonic()
+            detail = system.process(inc)
+            _record(record, cls.name, inc, time.monotonic() - t, detail, data, opts, ctx, pids)
+        check = compare(system.answer(), expected)
+        record["check"] = check.to_json()
+        say(f"[{w.name}] {cls.name}: matches DuckDB: {'yes' if check.matches else 'NO — ' + str(check.detail)}")
+    except Rejected as e:
+        record.update(status="rejected", rejections=e.messages)
+        say(f"[{w.name}] {cls.name}: Spark rejects the query: {e}")
+    except Exception as e:  # noqa: BLE001 - a system failing is a result to report, not the end of the run
+        record.update(status="failed", error=f"{type(e).__name__}: {e}".splitlines()[0])
+        say(f"[{w.name}] {cls.name} FAILED: {record['error']}")
+        traceback.print_exc(file=sys.stderr)
+    finally:
+        try:
+            record["describe"] = system.describe()
+        except Exception:  # noqa: BLE001 - a system that failed to start may not describe itself
+            record["describe"] = {}
+        system.close()
+    lat = [r["latency_s"] for r in record["increments"] if r["increment"] > 0]
+    record["median_s"] = round(statistics.median(lat), 4) if lat else None
+    record["history_s"] = record["increments"][0]["latency_s"] if record["increments"] else None
+    if opts.memory and record["memory"]:
+        record["memory_summary"] = _memory_summary(record["memory"], w.increments)
+    return record
+
+
+def _record(record: dict[str, Any], name: str, inc: int, latency: float, detail: dict[str, Any], data: DataSet,
+            opts: BenchOptions, ctx: Context, pids: dict[str, int | None]) -> None:
+    """Keep one increment's figures, sample memory (after the timing), print the progress line."""
+    entry = {"increment": inc, "latency_s": round(latency, 4), "rows": data.rows[inc], **detail}
+    record["increments"].append(entry)
+    sample: dict[str, Any] = {"increment": inc}
+    for who, pid in pids.items():
+        rss = rss_mb(pid)
+        sample[f"{who}_rss_mb"], sample[f"{who}_peak_rss_mb"] = rss["rss_mb"], rss["peak_rss_mb"]
+    if opts.memory and inc in (min(MEMORY_REFERENCE, ctx.workload.increments), ctx.workload.increments):
+        sample["jvm_heap_used_after_gc_mb"] = jvm_heap_mb(ctx.spark, collect=True)
+    record["memory"].append(sample)
+    rows = " ".join(f"+{n:,}" for n in data.rows[inc].values())
+    label = "history" if inc == 0 else f"{inc}/{ctx.workload.increments}"
+    phases = detail.get("timings") or {}
+    top = " · ".join(f"{k} {v:.2f}" for k, v in sorted(phases.items(), key=lambda kv: -kv[1])[:3]
+                     if isinstance(v, float))
+    mem = f"  rss py {sample['python_rss_mb']:.0f} MB jvm {sample['jvm_rss_mb']:.0f} MB" \
+        if opts.memory and sample.get("jvm_rss_mb") is not None else ""
+    say(f"[{ctx.workload.name}] {name:<15} {label:>9} {rows:>12}  {latency:7.3f} s"
+        f"{'  (' + top + ')' if top else ''}{mem}")
+
+
+def _memory_summary(samples: list[dict[str, Any]], increments: int) -> dict[str, Any]:
+    """Peak RSS at increment 20 (or the last, if fewer) and at the end, and the growth between."""
+    ref = min(MEMORY_REFERENCE, increments)
+    at = {s["increment"]: s for s in samples}
+    out: dict[str, Any] = {"reference_increment": ref, "last_increment": increments}
+    for who in ("python", "jvm"):
+        a, b = at[ref].get(f"{who}_peak_rss_mb"), at[increments].get(f"{who}_peak_rss_mb")
+        out[who] = {"peak_rss_at_reference_mb": a, "peak_rss_at_end_mb": b,
+                    "rss_at_reference_mb": at[ref].get(f"{who}_rss_mb"), "rss_at_end_mb": at[increments].get(f"{who}_rss_mb"),
+                    "growth_pct": round(100 * (b - a) / a, 2) if a and b else None}
+    out["jvm"]["heap_used_after_gc_at_reference_mb"] = at[ref].get("jvm_heap_used_after_gc_mb")
+    out["jvm"]["heap_used_after_gc_at_end_mb"] = at[increments].get("jvm_heap_used_after_gc_mb")
+    return out
+
+
+def _warm_up(spark: Any, path: str) -> None:
+    """One small job through the paths every system uses (Parquet write and read, a grouped aggregate)."""
+    df = spark.range(100_000).selectExpr("CAST(id % 100 AS INT) AS x", "CAST(id AS INT) AS y")
+    df.write.mode("overwrite").parquet(path)
+    spark.read.parquet(path).groupBy("x").avg("y").write.mode("overwrite").parquet(path + "-answer")
+
+
+def _transpiled(sql: str) -> str:
+    import sqlglot
+
+    return sqlglot.transpile(sql, read="spark", write="duckdb")[0]

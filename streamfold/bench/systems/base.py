@@ -1,0 +1,59 @@
+"""What every system is given and must do."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..workloads import Workload
+
+
+@dataclass
+class Context:
+    """A system's inputs: the Spark session, the workload, its own source directories and work dir."""
+
+    spark: Any
+    workload: Workload
+    dirs: dict[str, str]  # source name -> this system's source directory
+    work: str  # this system's own directory for outputs and checkpoints
+    schemas: dict[str, str]  # source name -> "col TYPE, ..." (Spark DDL), from the data's first file
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Rejected(Exception):
+    """Spark refused to run the query this way; ``messages`` are its exact errors, per attempt."""
+
+    def __init__(self, messages: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v.splitlines()[0]}" for k, v in messages.items()))
+        self.messages = messages
+
+
+class System(ABC):
+    """One way of keeping the query's answer up to date."""
+
+    name: ClassVar[str]
+    #: what "committed" means for this system (goes into the report)
+    commit_means: ClassVar[str]
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    @abstractmethod
+    def start(self) -> None:
+        """Get ready; the history's files are already in the source directories."""
+
+    @abstractmethod
+    def process(self, increment: int) -> dict[str, Any]:
+        """Return once the answer over all files so far is committed; details (phase timings, rows)."""
+
+    @abstractmethod
+    def answer(self) -> list[tuple]:
+        """The last committed answer, as rows."""
+
+    def describe(self) -> dict[str, Any]:
+        """How the system ran (mode, settings), for the report."""
+        return {}
+
+    def close(self) -> None:
+        """Release what the system holds (queries, cached state)."""

@@ -1,0 +1,78 @@
+"""``streamfold bench``: the quick groupby through all three systems, and the pieces without Spark."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from streamfold.bench.check import compare
+from streamfold.bench.cli import options
+from streamfold.bench.custom import answer_keys
+from streamfold.bench.runner import run_bench
+from streamfold.cli import build_parser
+from streamfold.errors import UsageError
+
+
+def _options(*argv: str):
+    args = build_parser().parse_args(["bench", *argv])
+    return options(args, list(argv))
+
+
+@pytest.mark.spark
+def test_quick_groupby_all_systems(spark, tmp_path):
+    opts = _options("groupby", "--quick", "--out", str(tmp_path), "--max-wait", "0")
+    assert opts.systems == ["streamfold", "recompute", "spark-streaming"]
+    run_bench(opts, spark=spark)
+    out = tmp_path / "groupby"
+    for name in ("results.json", "results.md", "plot.png"):
+        assert (out / name).stat().st_size > 0, name
+    doc = json.loads((out / "results.json").read_text())
+    assert {"workload", "sql", "sizes", "machine", "load_average", "latency_definition", "systems", "targets",
+            "duckdb", "command"} <= set(doc)
+    assert {"cores", "memory_gb", "pyspark", "java", "duckdb"} <= set(doc["machine"])
+    assert set(doc["systems"]) == {"streamfold", "recompute", "spark-streaming"}
+    n = doc["sizes"]["increments"]
+    for name, rec in doc["systems"].items():
+        assert rec["status"] == "ok", (name, rec.get("error"))
+        assert [r["increment"] for r in rec["increments"]] == list(range(n + 1))
+        assert rec["median_s"] > 0
+        assert rec["check"]["matches_duckdb"] is True, (name, rec["check"])
+    sf = doc["systems"]["streamfold"]["increments"][1]
+    assert {"read", "write"} <= set(sf["timings"])
+    assert doc["systems"]["spark-streaming"]["describe"]["output_mode"] == "complete"
+    md = (out / "results.md").read_text()
+    assert "| streamfold | Python API" in md and "| yes |" in md
+
+
+def test_compare_is_a_bag_comparison_with_float_tolerance():
+    assert compare([(1, 0.1 + 0.2), (2, None)], [(2, None), (1, 0.3)]).matches
+    assert not compare([(1, 1.0)], [(1, 1.0), (1, 1.0)]).matches
+    check = compare([(1, 1.0)], [(1, 1.0 + 1e-6)])
+    assert not check.matches and "DuckDB has" in (check.detail or "")
+
+
+def test_answer_keys_for_upserts():
+    assert answer_keys("SELECT x.A, avg(y.D) FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A") == ("A",)
+    assert answer_keys("SELECT k AS key, count(*) AS n FROM S GROUP BY k") == ("key",)
+    assert answer_keys("SELECT count(*) FROM S") == ()
+    assert answer_keys("SELECT a, b FROM S WHERE a > 1") is None
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["nope"], "UNKNOWN_WORKLOAD"),
+    (["groupby", "--systems", "streamfold,flink"], "UNKNOWN_SYSTEM"),
+    (["custom"], "NO_QUERY"),
+    (["groupby", "--query", "q.sql"], "BAD_OPTION"),
+    (["groupby", "--increment", "0"], "BAD_SIZE"),
+])
+def test_usage_mistakes_are_coded(argv, code):
+    with pytest.raises(UsageError) as e:
+        _options(*argv)
+    assert e.value.code == code and e.value.hint
+
+
+def test_memory_mode_defaults():
+    opts = _options("groupby", "--memory", "--increment", "10000")
+    assert opts.systems == ["streamfold"] and opts.workload.increments == 200
+    assert opts.directory.endswith("groupby-memory") and opts.workload.increment == 10_000
