@@ -52,6 +52,19 @@ QUERIES = [
     ("stream-static", "SELECT T.name, count(*), sum(R.b) FROM R JOIN T ON R.a = T.k GROUP BY T.name", "RT", False),
     ("stream-static-stream", "SELECT T.name, sum(S.v) FROM R JOIN T ON R.a = T.k JOIN S ON S.k = T.k GROUP BY T.name", "RST", False),
     ("cte-derived", "WITH t AS (SELECT a, b FROM R WHERE b > 0) SELECT a, sum(b) FROM (SELECT * FROM t) u GROUP BY a", "R", False),
+    # composition: blocks nested in blocks
+    ("aggregate-of-aggregate", "SELECT n, count(*) AS groups, sum(t) FROM (SELECT a, count(*) AS n, sum(b) AS t FROM R GROUP BY a) g GROUP BY n", "R", False),
+    ("aggregate-of-distinct-aggregate", "SELECT d, count(*) FROM (SELECT a, count(DISTINCT b) AS d FROM R GROUP BY a) g GROUP BY d", "R", False),
+    ("global-of-aggregate", "SELECT count(*), max(n), avg(n) FROM (SELECT s, count(*) AS n FROM R GROUP BY s) g", "R", False),
+    ("join-nested-aggregate", "SELECT R.a, R.b, t.total FROM R JOIN (SELECT k, sum(v) AS total FROM S GROUP BY k) t ON R.a = t.k", "RS", False),
+    ("cte-aggregate-join-groupby", "WITH t AS (SELECT k, max(w) AS m FROM S GROUP BY k) SELECT t.m, count(*) FROM R JOIN t ON R.a = t.k GROUP BY t.m", "RS", False),
+    ("join-nested-distinct", "SELECT R.s, count(*) FROM R JOIN (SELECT DISTINCT k FROM S WHERE v > 1) d ON R.a = d.k GROUP BY R.s", "RS", False),
+    ("having-nested", "SELECT a, n FROM (SELECT a, count(*) AS n FROM R GROUP BY a HAVING count(*) > 1) g WHERE n < 4", "R", False),
+    ("union-all", "SELECT a AS x, c AS y FROM R UNION ALL SELECT k, w FROM S", "RS", False),
+    ("union-all-static", "SELECT a AS x FROM R WHERE b > 0 UNION ALL SELECT k FROM T", "RT", False),
+    ("union-distinct", "SELECT a AS x FROM R UNION SELECT k FROM S", "RS", False),
+    ("aggregate-of-union", "SELECT x, count(*), sum(y) FROM (SELECT a AS x, b AS y FROM R UNION ALL SELECT k, v FROM S) u GROUP BY x", "RS", False),
+    ("distinct-of-join", "SELECT count(*) FROM (SELECT DISTINCT R.a, S.v FROM R JOIN S ON R.a = S.k) d", "RS", False),
 ]
 
 

@@ -131,7 +131,9 @@ class DeltaScan(Rel):
 @dataclass(frozen=True, slots=True)
 class StateScan(Rel):
     """A state of the incremental plan: ``old`` before this batch's merge, ``new`` after it,
-    ``delta`` the change this batch merges into it."""
+    ``delta`` the change this batch merges into it, and ``merged`` the merge itself: every key
+    with its new columns, its old ones (``__old::<column>``) and ``__touched`` (1 if the batch
+    had a delta row for it). ``fields`` are the state's columns (for ``merged``, all of those)."""
 
     state: str
     version: str
@@ -139,8 +141,8 @@ class StateScan(Rel):
     _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.version not in ("old", "new", "delta"):
-            raise ValueError(f"StateScan version must be old, new or delta, not {self.version!r}")
+        if self.version not in ("old", "new", "delta", "merged"):
+            raise ValueError(f"StateScan version must be old, new, delta or merged, not {self.version!r}")
         self._set_schema(self.fields)
 
 
@@ -353,3 +355,20 @@ class Expand(Rel):
 
     def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
         return Expand(inputs[0], self.weight)
+
+
+@dataclass(frozen=True, slots=True)
+class Once(Rel):
+    """A static relation as a delta: its rows (``_weight`` 1) in the first batch, none after."""
+
+    input: Rel
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._set_schema(self.input.schema + (Field(WEIGHT, BIGINT, False),))
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Once(inputs[0])

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from .expr import Column, Expr
 from .printer import _Printer, display_name, quote
 from .rel import (
-    Aggregate, DeltaScan, Distinct, Expand, Filter, Join, Limit, Project, Rel, Scan, Sort, SortKey, StateScan, Union,
+    Aggregate, DeltaScan, Distinct, Expand, Filter, Join, Limit, Once, Project, Rel, Scan, Sort, SortKey, StateScan,
+    Union,
 )
 
 Leaf = Callable[[Rel], str]
@@ -31,7 +32,8 @@ def rel_sql(rel: Rel, leaf: Leaf | None = None) -> str:
 
 def is_delta_side(rel: Rel) -> bool:
     """Whether ``rel`` is computed from this batch's changes (small next to a state)."""
-    return any(isinstance(n, DeltaScan) or (isinstance(n, StateScan) and n.version == "delta") for n in rel.walk())
+    return any(isinstance(n, (DeltaScan, Once)) or (isinstance(n, StateScan) and n.version == "delta")
+               for n in rel.walk())
 
 
 @dataclass
@@ -124,7 +126,7 @@ class _Writer:
 
     # -- nodes -----------------------------------------------------------------------------------
     def block(self, rel: Rel) -> _Block:  # noqa: C901 - one case per node kind
-        if isinstance(rel, (Scan, DeltaScan, StateScan)):
+        if isinstance(rel, (Scan, DeltaScan, StateScan, Once)):
             return self.leaf_block(rel)
         if isinstance(rel, Filter):
             b = self.block(rel.input)
@@ -157,8 +159,10 @@ class _Writer:
             if self.spark and rel.condition is not None:
                 if rel.kind == "inner" and is_delta_side(rel.left) and not is_delta_side(rel.right):
                     b.hints.append(f"SHUFFLE_HASH({left_alias})")
-                elif rel.kind in ("inner", "left", "semi", "anti") and is_delta_side(rel.right) \
-                        and not is_delta_side(rel.left):
+                elif rel.kind in ("semi", "anti") and is_delta_side(rel.right) and not is_delta_side(rel.left):
+                    # keys a batch touched: few, so broadcast them and filter the state in place
+                    b.hints.append(f"BROADCAST({right_alias})")
+                elif rel.kind in ("inner", "left") and is_delta_side(rel.right) and not is_delta_side(rel.left):
                     b.hints.append(f"SHUFFLE_HASH({right_alias})")
             return b
         if isinstance(rel, Sort):
@@ -204,10 +208,15 @@ class _Writer:
                 return _Block(rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}")
             if isinstance(rel, DeltaScan):
                 return _Block(f"Δ{rel.table} {rel.alias}")
+            if isinstance(rel, Once):
+                return _Block(f"ONCE (first batch only) {self.from_item(rel.input)[0]}")
             assert isinstance(rel, StateScan)
-            return _Block({"old": rel.state, "new": rel.state + "'", "delta": "Δ" + rel.state}[rel.version])
+            return _Block({"old": rel.state, "new": rel.state + "'", "delta": "Δ" + rel.state,
+                           "merged": f"{rel.state} ⊗ Δ{rel.state}"}[rel.version])
         assert self.leaf is not None
         view = self.leaf(rel)
+        if isinstance(rel, Once):
+            return _Block(view)
         if isinstance(rel, (Scan, DeltaScan)):
             items = [f"{quote(c)} AS {quote(f.name)}" for c, f in zip(rel.columns, rel.fields)]
             if isinstance(rel, DeltaScan):

@@ -1,34 +1,38 @@
 """The body of a query block seen as the seed's coGroup tree: inputs joined on equi-keys.
 
-``flatten`` turns a normalized tree of inner joins, filters and projections over scans into
-a :class:`Body`: the inputs (one per scan), the equality edges between them, the predicates
-that read one input (pushed into it), and the rest (residual predicates over joined rows).
-Expressions are rewritten over the scans' own columns, so later stages never see the
-projections the binder introduced for derived tables and CTEs.
+``flatten`` turns a normalized tree of inner joins, filters and projections into a :class:`Body`:
+the inputs, the equality edges between them, the predicates that read one input (pushed into
+it), and the rest (residual predicates over joined rows). Expressions are rewritten over the
+inputs' own columns, so later stages never see the projections the binder introduced for
+derived tables and CTEs.
+
+An input is a source (a scan) or any other relation — an aggregate, a DISTINCT, a union, an
+outer join — that the planner compiles separately: a stream input is given by the rows each
+batch adds to it (with their ``_weight``), a static one by all its rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import UnsupportedError
 from ..ir.expr import Call, Expr, conjuncts
-from ..ir.rel import Aggregate, Distinct, Filter, Join, Project, Rel, Scan, Union
+from ..ir.rel import Field, Filter, Join, Project, Rel, Scan
 
 
 @dataclass
 class Input:
     index: int
-    scan: Scan
+    alias: str  # unique in the query: names the input's state and weight column
+    fields: tuple[Field, ...]  # the columns the body reads from it
+    rows: Rel  # stream: the batch's rows of it with ``_weight``; static: all its rows
+    static: bool
+    weighted: bool  # its rows may have negative weights (deletions, or updates of a derived input)
+    label: str  # for people: "S1 x", "derived d1"
     filters: list[Expr] = field(default_factory=list)
 
-    @property
-    def alias(self) -> str:
-        return self.scan.alias
-
-    @property
-    def static(self) -> bool:
-        return self.scan.static
+    def field(self, name: str) -> Field:
+        return next(f for f in self.fields if f.name == name)
 
 
 @dataclass(frozen=True)
@@ -58,60 +62,48 @@ class Body:
 
     @property
     def deletions(self) -> bool:
-        return any(i.scan.weighted for i in self.inputs)
+        return any(i.weighted for i in self.inputs)
 
 
-def flatten(rel: Rel) -> tuple[Body, dict[str, Expr]]:
-    """The body under ``rel`` and, for each output column of ``rel``, its expression over scans."""
+# Makes the Input for a relation that is not part of the join tree (a scan or a sub-relation).
+InputMaker = Callable[[Rel, int], Input]
+
+
+def flatten(rel: Rel, make_input: InputMaker) -> tuple[Body, dict[str, Expr]]:
+    """The body under ``rel`` and, for each output column of ``rel``, its expression over inputs."""
     inputs: list[Input] = []
     preds: list[Expr] = []
-    mapping = _walk(rel, inputs, preds)
-    owner = {f.name: i.index for i in inputs for f in i.scan.schema}
+    mapping = _walk(rel, inputs, preds, make_input)
+    owner = {f.name: i.index for i in inputs for f in i.fields}
     body = Body(inputs, [], [], owner)
     for p in preds:
         _classify(body, p)
     return body, mapping
 
 
-def _walk(rel: Rel, inputs: list[Input], preds: list[Expr]) -> dict[str, Expr]:
-    if isinstance(rel, Scan):
-        inputs.append(Input(len(inputs), rel))
-        return {f.name: f.ref() for f in rel.schema}
+def _walk(rel: Rel, inputs: list[Input], preds: list[Expr], make_input: InputMaker) -> dict[str, Expr]:
     if isinstance(rel, Project):
-        inner = _walk(rel.input, inputs, preds)
+        inner = _walk(rel.input, inputs, preds, make_input)
         return {n: e.substitute(inner) for n, e in rel.exprs}
     if isinstance(rel, Filter):
-        inner = _walk(rel.input, inputs, preds)
+        inner = _walk(rel.input, inputs, preds, make_input)
         preds.extend(c.substitute(inner) for c in conjuncts(rel.condition))
         return inner
     if isinstance(rel, Join) and rel.kind in ("inner", "cross"):
-        left = _walk(rel.left, inputs, preds)
-        right = _walk(rel.right, inputs, preds)
+        left = _walk(rel.left, inputs, preds, make_input)
+        right = _walk(rel.right, inputs, preds, make_input)
         both = {**left, **right}
         if rel.condition is not None:
             preds.extend(c.substitute(both) for c in conjuncts(rel.condition))
         return both
-    raise _unsupported(rel)
+    inp = make_input(rel, len(inputs))
+    inputs.append(inp)
+    return {f.name: f.ref() for f in inp.fields}
 
 
-def _unsupported(rel: Rel) -> UnsupportedError:
-    if isinstance(rel, Join):
-        what = {"left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL JOIN",
-                "semi": "semi join (IN / EXISTS)", "anti": "anti join (NOT IN / NOT EXISTS)"}[rel.kind]
-        return UnsupportedError(f"{what} is not supported yet", code="UNSUPPORTED_JOIN",
-                                params={"construct": rel.kind},
-                                hint="inner joins are supported; see docs/sql.md")
-    if isinstance(rel, (Aggregate, Distinct)):
-        return UnsupportedError(
-            "an aggregate or DISTINCT inside a subquery, CTE or derived table is not supported yet",
-            code="UNSUPPORTED_NESTED_AGGREGATE", params={"construct": type(rel).__name__},
-            hint="aggregate in the outermost query; see docs/sql.md",
-        )
-    if isinstance(rel, Union):
-        return UnsupportedError("UNION inside a join or aggregate is not supported yet",
-                                code="UNSUPPORTED_SET_OPERATION", params={"construct": "UNION"})
-    return UnsupportedError(f"no incremental rule for {type(rel).__name__}", code="UNSUPPORTED",
-                            params={"construct": type(rel).__name__})
+def is_body(rel: Rel) -> bool:
+    """Whether ``rel`` is a tree of inner joins, filters and projections (a join body)."""
+    return isinstance(rel, (Project, Filter, Scan)) or (isinstance(rel, Join) and rel.kind in ("inner", "cross"))
 
 
 def _classify(body: Body, p: Expr) -> None:

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
-from ..ir.rel import DeltaScan, Rel, Scan, StateScan
+from ..ir.rel import WEIGHT, DeltaScan, Once, Rel, Scan, StateScan
 from ..plan import IncrementalPlan, incrementalize
 from ..plan.model import Step
 from ..sql import Catalog, bind
 from . import files
 from .answer import AnswerSql
+from ..ir.printer import quote
 from .checkpoint import Checkpoint, OutputDir, batch_name
 from .emit import SMALL_ROWS, emit, emit_together
 from .inputs import BatchReader, first_line
@@ -159,14 +160,17 @@ class Engine:
             for step in self.plan.init:
                 df = self.spark.sql(to_sql(step.program, self._resolver(frames, {}, {}), views))
                 self.store.set_static(step.state, materialize(df))
-            deltas: dict[str, DataFrame] = {}
+            deltas: dict[str, DataFrame | str] = {}
+            merged: dict[str, DataFrame] = {}
             for step in self.plan.delta:
-                df = self.spark.sql(to_sql(step.program, self._resolver(frames, deltas, {}), views))
+                resolve = self._resolver(frames, deltas, {}, merged, first=True, views=views)
+                df = self.spark.sql(to_sql(step.program, resolve, views))
                 if step.temp:
                     deltas[step.state] = df
                 else:
                     self.store.declare(step.state, df.schema)
                     deltas[step.state] = self.store.empty(step.state)
+                    merged[step.state] = self.store.merged_shape(step.state, views)
         finally:
             views.drop()
 
@@ -191,7 +195,8 @@ class Engine:
         return self._tables[name]
 
     def _resolver(self, frames: dict[str, DataFrame], deltas: dict[str, DataFrame | str],
-                  new: dict[str, DataFrame | str]) -> Resolve:
+                  new: dict[str, DataFrame | str], merged: dict[str, DataFrame] | None = None,
+                  first: bool = False, views: Views | None = None) -> Resolve:
         """Where a program's leaves come from: this batch's rows, tables, and state versions."""
         current = self.store.current
 
@@ -203,9 +208,18 @@ class Engine:
             if isinstance(rel, StateScan):
                 if rel.version == "delta":
                     return deltas[rel.state]
+                if rel.version == "merged":
+                    assert merged is not None
+                    return merged[rel.state]
                 if rel.version == "new" and rel.state in new:
                     return new[rel.state]
                 return current[rel.state]  # old, or a static state (one version)
+            if isinstance(rel, Once):
+                assert views is not None
+                inner = to_sql(rel.input, resolve, views)
+                cols = ", ".join(quote(f.name) for f in rel.input.schema)
+                keep = "" if first else " WHERE false"
+                return f"SELECT {cols}, 1L AS {WEIGHT} FROM (\n{inner}\n) _once{keep}"
             raise TypeError(f"no input for {type(rel).__name__}")
 
         return resolve
@@ -271,8 +285,8 @@ class Engine:
         try:
             for level in self._levels:
                 with self._phase("h ⊗ " + " ".join(s.state for s in level)):
-                    done = _parallel([lambda s=s: self._step(batch, s, frames, deltas, new, views, eager)
-                                      for s in level])
+                    resolve = self._resolver(frames, deltas, new, merged, first=batch == 0, views=views)
+                    done = _parallel([lambda s=s: self._step(batch, s, resolve, views, eager) for s in level])
                 for step, df in zip(level, done):
                     if step.temp:
                         deltas[step.state] = df
@@ -311,12 +325,11 @@ class Engine:
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings))
 
-    def _step(self, batch: int, step: Step, frames: dict[str, DataFrame], deltas: dict[str, DataFrame | str],
-              new: dict[str, DataFrame | str], views: Views, eager: bool) -> DataFrame:
+    def _step(self, batch: int, step: Step, resolve: Resolve, views: Views, eager: bool) -> DataFrame:
         """Run one step of h: a temp result, or a state's delta merged into it (⊗)."""
         self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
         try:
-            sql = to_sql(step.program, self._resolver(frames, deltas, new), views)
+            sql = to_sql(step.program, resolve, views)
             if step.temp:
                 return materialize(self.spark.sql(sql), eager)
             return self.store.merge(step.state, sql, views, eager)
@@ -391,7 +404,7 @@ def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:
     levels: list[list[Step]] = []
     for step in steps:
         needs = {n.state for n in step.program.walk()
-                 if isinstance(n, StateScan) and n.version in ("new", "delta") and n.state in level_of}
+                 if isinstance(n, StateScan) and n.version in ("new", "delta", "merged") and n.state in level_of}
         level = 1 + max((level_of[n] for n in needs), default=-1)
         level_of[step.state] = level
         while len(levels) <= level:

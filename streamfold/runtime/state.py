@@ -172,6 +172,11 @@ class StateStore:
             self.rows[name] = output_rows(df)
         self._executed.clear()
 
+    def merged_shape(self, name: str, views: Views) -> DataFrame:
+        """A merge's result over empty inputs: its columns, for analysing programs that read it."""
+        empty = views.name(self.empty(name), f"empty_{name}")
+        return self.spark.sql(self.merge_sql(name, empty, f"SELECT * FROM {empty}"))
+
     # -- views of a merge's result (SQL text read by later statements of the batch) --------------
     def _view(self, merged: DataFrame, views: Views, name: str, select: list[str], where: str | None) -> str:
         sql = f"SELECT {', '.join(select)} FROM {views.name(merged, 'merged_' + name)}"

@@ -64,6 +64,26 @@ class _QueryBinder:
         self.sql = sql
         self.catalog = catalog
         self._auto_alias = 0
+        # Internal names are unique across the whole query, so blocks can later be joined
+        # (a subquery may reuse an alias of the outer query, and every block has a _agg0).
+        self._names: dict[str, int] = {}
+        self._aliases: set[str] = set()
+
+    def fresh(self, prefix: str) -> str:
+        n = self._names.get(prefix, 0)
+        self._names[prefix] = n + 1
+        return f"{prefix}{n}"
+
+    def unique_alias(self, alias: str) -> str:
+        """The internal alias for a table alias: itself, or ``alias#2`` … if another scope has it."""
+        if alias.lower() not in self._aliases:
+            self._aliases.add(alias.lower())
+            return alias
+        k = 2
+        while f"{alias}#{k}".lower() in self._aliases:
+            k += 1
+        self._aliases.add(f"{alias}#{k}".lower())
+        return f"{alias}#{k}"
 
     def err(self, cls: type[SqlError], code: str, message: str, node: exp.Expression | None,
             hint: str | None = None, **params: object) -> SqlError:
@@ -222,7 +242,7 @@ class _QueryBinder:
 
         def on_agg(agg: Agg, agg_node: exp.Expression) -> Expr:
             if agg not in aggs:
-                aggs[agg] = f"_agg{len(aggs)}"
+                aggs[agg] = self.fresh("_agg")
             return Column(aggs[agg], agg.type)
 
         # GROUP BY keys: expressions, select positions, or select aliases
@@ -232,13 +252,13 @@ class _QueryBinder:
         for g in (group.expressions if group is not None else []):
             target = self._group_target(g, items, scope)
             e = key_binder.bind(target)
-            if any(isinstance(k, Column) and k.name.startswith("_agg") for k in e.walk()):
+            if any(isinstance(k, Column) and k.name in aggs.values() for k in e.walk()):
                 raise self.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
             if all(e != k for _, k in keys):
-                name = e.name if isinstance(e, Column) else f"_key{len(keys)}"
+                name = e.name if isinstance(e, Column) else self.fresh("_key")
                 keys.append((name, e))
 
-        lift = _Lifter(keys, self, scope)
+        lift = _Lifter(keys, self, scope, aggs)
         select_binder = ExprBinder(scope, "SELECT", on_agg)
         exprs: list[tuple[str, Expr]] = []
         for i, (name, item, ref) in enumerate(items):
@@ -322,7 +342,7 @@ class _QueryBinder:
                 raise self.err(BindError, "ORDER_BY_NOT_SELECTED",
                                "with SELECT DISTINCT, ORDER BY may only use selected columns",
                                node.args["order"], "add the expression to the select list")
-            hidden_name = f"_sort{len(hidden)}"
+            hidden_name = self.fresh("_sort")
             hidden.append((hidden_name, key.expr))
             keys.append(SortKey(Column(hidden_name, key.expr.type), key.descending, key.nulls_first))
         out: Rel = Project(rel, tuple(exprs) + tuple(hidden))
@@ -380,18 +400,19 @@ class _QueryBinder:
             name = node.name
             alias = node.alias or name
             self._check_alias(alias, node, scope)
+            internal = self.unique_alias(alias)
             cte = ctes.get(name.lower())
             if cte is not None:
                 inner, names = self.query(cte.node, cte.ctes)
-                return self._derived(inner, names, alias, scope)
+                return self._derived(inner, names, alias, internal, scope)
             if name.lower() not in {n.lower() for n in self.catalog}:
                 raise self.err(BindError, "UNKNOWN_TABLE", f"unknown table `{name}`", node,
                                did_you_mean(name, list(self.catalog) + [c for c in ctes])
                                or f"known sources: {', '.join(self.catalog) or 'none'} (add --source {name}=PATH)",
                                table=name)
             source = self.catalog[name]
-            fields = tuple(Field(f"{alias}.{c}", t) for c, t in source.columns)
-            scan = Scan(source.name, alias, fields, tuple(c for c, _ in source.columns),
+            fields = tuple(Field(f"{internal}.{c}", t) for c, t in source.columns)
+            scan = Scan(source.name, internal, fields, tuple(c for c, _ in source.columns),
                         static=source.static, weighted=source.weighted)
             scope.entries.append(ScopeEntry.of(alias, [(c, f) for (c, _), f in zip(source.columns, fields)]))
             return scan
@@ -402,12 +423,12 @@ class _QueryBinder:
                 self._auto_alias += 1
                 alias = f"_sub{self._auto_alias}"
             self._check_alias(alias, node, scope)
-            return self._derived(inner, names, alias, scope)
+            return self._derived(inner, names, alias, self.unique_alias(alias), scope)
         raise self.err(UnsupportedError, "UNSUPPORTED_FROM", f"`{node.sql(dialect='spark')}` in FROM is not supported",
                        node, construct=node.key)
 
-    def _derived(self, inner: Rel, names: list[str], alias: str, scope: Scope) -> Rel:
-        exprs = tuple((f"{alias}.{n}", f.ref()) for n, f in zip(names, inner.schema))
+    def _derived(self, inner: Rel, names: list[str], alias: str, internal: str, scope: Scope) -> Rel:
+        exprs = tuple((f"{internal}.{n}", f.ref()) for n, f in zip(names, inner.schema))
         rel = Project(inner, exprs)
         scope.entries.append(ScopeEntry.of(alias, [(n, f) for n, f in zip(names, rel.schema)]))
         return rel
@@ -487,7 +508,7 @@ def _unalias(node: exp.Expression) -> exp.Expression:
 
 def _internal_name(name: str, index: int, taken: list[tuple[str, Expr]]) -> str:
     used = {n for n, _ in taken}
-    return name if name not in used and not name.startswith("_sort") else f"_col{index}"
+    return name if name not in used and not name.startswith(("_sort", "_agg", "_key")) else f"_col{index}"
 
 
 def _sort_key(o: exp.Ordered, e: Expr) -> SortKey:
@@ -524,8 +545,10 @@ class _Lifter:
     nor inside an aggregate is the classic mistake, reported as ``NOT_AGGREGATED``.
     """
 
-    def __init__(self, keys: list[tuple[str, Expr]], binder: _QueryBinder, scope: Scope) -> None:
+    def __init__(self, keys: list[tuple[str, Expr]], binder: _QueryBinder, scope: Scope,
+                 aggs: dict[Agg, str]) -> None:
         self.keys = {e: Column(n, e.type) for n, e in keys}
+        self.aggs = aggs
         self.binder = binder
         self.scope = scope
 
@@ -536,7 +559,7 @@ class _Lifter:
         if e in self.keys:
             return self.keys[e]
         if isinstance(e, Column):
-            if e.name.startswith("_agg"):
+            if e.name in self.aggs.values():
                 return e
             raise self._not_aggregated(e, node)
         kids = e.children()

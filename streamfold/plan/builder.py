@@ -1,0 +1,55 @@
+"""The parts of an incremental plan as they are being built: states, steps, names, notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.rel import Field, Rel
+from .model import State, Step
+from .simplify import simplify
+
+
+@dataclass
+class PlanBuilder:
+    states: list[State] = field(default_factory=list)
+    init: list[Step] = field(default_factory=list)
+    delta: list[Step] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _names: set[str] = field(default_factory=set)
+
+    def name(self, base: str) -> str:
+        """``base``, or ``base2``, ``base3`` … if it is taken (states and temps share one space)."""
+        name, k = base, 2
+        while name in self._names:
+            name = f"{base}{k}"
+            k += 1
+        self._names.add(name)
+        return name
+
+    def add_state(self, state: State, program: Rel) -> None:
+        """A state with the program computing its delta each batch (a step of h)."""
+        self._names.add(state.name)
+        self.states.append(state)
+        self.delta.append(Step(state.name, simplify(program)))
+
+    def add_static(self, state: State, program: Rel) -> None:
+        """A state computed once, before batch 0, from static tables."""
+        self._names.add(state.name)
+        self.states.append(state)
+        self.init.append(Step(state.name, simplify(program)))
+
+    def add_temp(self, base: str, program: Rel) -> str:
+        """An intermediate result of a batch several later steps read; returns its name."""
+        name = self.name(base)
+        self.delta.append(Step(name, simplify(program), temp=True))
+        return name
+
+    def state(self, name: str) -> State:
+        return next(s for s in self.states if s.name == name)
+
+    def fields(self, name: str) -> tuple[Field, ...]:
+        return self.state(name).fields
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)

@@ -1,0 +1,129 @@
+"""The change a batch makes to a block's output, as a program: its rows with ``_weight``.
+
+A block nested in another (an aggregate in a subquery, a DISTINCT, …) hands its parent what the
+batch changed in its output, as a source hands over new rows. Three forms:
+
+* a per-key answer (one row per key of one state): from the merge of that state, per touched
+  key, the new row enters unless the old one is the same, the old one leaves unless the new one
+  is the same — map-only;
+* any other keyed answer: a over the touched keys after the merge (+1) and before it (−1);
+* a DISTINCT: rows whose count crossed zero, +1 when it became positive, −1 when it left.
+"""
+
+from __future__ import annotations
+
+from ..ir.expr import Call, Case, Column, Expr, Literal, and_all
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
+from ..ir.types import BIGINT, BOOLEAN, INT
+from .model import WEIGHT_COLUMN
+
+OLD = "__old::"
+TOUCHED = "__touched"
+ONE, MINUS_ONE = Literal(1, BIGINT), Literal(-1, BIGINT)
+
+
+def merged_fields(fields: tuple[Field, ...], keys: tuple[str, ...]) -> tuple[Field, ...]:
+    """The columns of a state's merge: the state's, the old values of its non-key columns, touched."""
+    old = tuple(Field(OLD + f.name, f.type) for f in fields if f.name not in keys)
+    return fields + old + (Field(TOUCHED, INT),)
+
+
+def flatten_per_key(rel: Rel) -> tuple[StateScan, list[Expr], list[tuple[str, Expr]]]:
+    """A row-wise answer as (its state, conditions, output expressions over the state's columns)."""
+    if isinstance(rel, StateScan):
+        return rel, [], [(f.name, f.ref()) for f in rel.schema]
+    if isinstance(rel, Project):
+        state, conds, outputs = flatten_per_key(rel.input)
+        mapping = dict(outputs)
+        return state, conds, [(n, e.substitute(mapping)) for n, e in rel.exprs]
+    if isinstance(rel, Filter):
+        state, conds, outputs = flatten_per_key(rel.input)
+        return state, conds + [rel.condition.substitute(dict(outputs))], outputs
+    raise TypeError(f"a per-key answer is projections and filters over one state, not {type(rel).__name__}")
+
+
+def per_key_delta(per_key: Rel, keys: tuple[str, ...], output: tuple[str, ...]) -> Rel:
+    """The change of a per-key answer, from its state's merge (no join, no shuffle)."""
+    scan, conds, outputs = flatten_per_key(per_key)
+    old = {f.name: OLD + f.name for f in scan.fields if f.name not in keys}
+    merged = StateScan(scan.state, "merged", merged_fields(scan.fields, keys))
+    shown = [(n, e) for n, e in outputs if n in output]
+
+    def present(over_old: bool) -> Expr:
+        exists: Expr = (Call("IS NOT NULL", (Column(OLD + WEIGHT_COLUMN, BIGINT),), BOOLEAN) if over_old else
+                        Call("<>", (Column(WEIGHT_COLUMN, BIGINT), Literal(0, BIGINT)), BOOLEAN))
+        parts = [exists] + [_true(c.rename(old) if over_old else c) for c in conds]
+        cond = and_all(parts)
+        assert cond is not None
+        return cond
+
+    same = and_all([Call("<=>", (e, e.rename(old)), BOOLEAN) for _, e in shown]) or Literal(True, BOOLEAN)
+    touched = Call("=", (Column(TOUCHED, INT), Literal(1, INT)), BOOLEAN)
+
+    def side(over_old: bool) -> Rel:
+        keep = and_all([touched, present(over_old),
+                        Call("NOT", (Call("AND", (present(not over_old), same), BOOLEAN),), BOOLEAN)])
+        assert keep is not None
+        exprs = [(n, e.rename(old) if over_old else e) for n, e in shown]
+        return Project(Filter(merged, keep), tuple(exprs) + ((WEIGHT, MINUS_ONE if over_old else ONE),))
+
+    return Union((side(False), side(True)))
+
+
+def keyed_delta(rows: Rel, main: str, keys: tuple[tuple[str, Field], ...]) -> Rel:
+    """The change of a keyed answer: a over the touched keys' states after (+1) minus before (−1).
+
+    ``keys`` are the group keys (name, field); the keys of ``main``'s delta are the touched ones.
+    """
+    main_fields = next(n.fields for n in rows.walk() if isinstance(n, StateScan) and n.state == main)
+    delta = StateScan(main, "delta", main_fields)
+    renamed = tuple((f"{n}#t", Column(n, f.type)) for n, f in keys)
+    touched = Aggregate(Project(delta, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
+    cond = and_all([Call("<=>", (Column(n, f.type), Column(f"{n}#t", f.type)), BOOLEAN) for n, f in keys])
+
+    def version(v: str) -> Rel:
+        def swap(node: Rel) -> Rel | None:
+            if isinstance(node, StateScan) and node.version == "new":
+                scan = StateScan(node.state, v, node.fields)
+                return Join(scan, touched, "semi", cond)
+            return None
+
+        return rows.transform(swap)
+
+    return _signed(version("new"), version("old"))
+
+
+def global_delta(rows: Rel) -> Rel:
+    """The change of a small answer computed whole: a after the merge (+1) minus before (−1)."""
+
+    def old(node: Rel) -> Rel | None:
+        if isinstance(node, StateScan) and node.version == "new":
+            return StateScan(node.state, "old", node.fields)
+        return None
+
+    return _signed(rows, rows.transform(old))
+
+
+def distinct_delta(state: str, fields: tuple[Field, ...]) -> Rel:
+    """Rows whose count crossed zero this batch: +1 into the answer, −1 out of it."""
+    names = tuple(f.name for f in fields if f.name != WEIGHT_COLUMN)
+    merged = StateScan(state, "merged", merged_fields(fields, names))
+    now = Call(">", (Column(WEIGHT_COLUMN, BIGINT), Literal(0, BIGINT)), BOOLEAN)
+    before = Call(">", (Call("coalesce", (Column(OLD + WEIGHT_COLUMN, BIGINT), Literal(0, BIGINT)), BIGINT,
+                             "coalesce({0}, {1})"), Literal(0, BIGINT)), BOOLEAN)
+    flipped = and_all([Call("=", (Column(TOUCHED, INT), Literal(1, INT)), BOOLEAN),
+                       Call("<>", (now, before), BOOLEAN)])
+    assert flipped is not None
+    sign = Case(((now, ONE),), MINUS_ONE, BIGINT)
+    cols = tuple((n, Column(n, f.type)) for n, f in ((f.name, f) for f in fields) if n != WEIGHT_COLUMN)
+    return Project(Filter(merged, flipped), cols + ((WEIGHT, sign),))
+
+
+def _signed(after: Rel, before: Rel) -> Rel:
+    cols = tuple((f.name, f.ref()) for f in after.schema)
+    return Union((Project(after, cols + ((WEIGHT, ONE),)), Project(before, cols + ((WEIGHT, MINUS_ONE),))))
+
+
+def _true(e: Expr) -> Expr:
+    """``e`` with NULL read as false (a filter's reading)."""
+    return Call("coalesce", (e, Literal(False, BOOLEAN)), BOOLEAN, "coalesce({0}, {1})")

@@ -1,0 +1,235 @@
+"""Lineage injection and the delta rule for joins (seed 000 §8, and beyond it).
+
+Each input of a join body is kept as a state keyed by its *lineage*: its join keys, plus what
+the consumer above the join reads of it (group keys, values, residual predicates). Rows with
+equal lineage merge, so a state is the input pre-aggregated on lineage — as the seed's h does
+for join-groupBy — and may carry partial aggregates of the columns only it has.
+
+A batch's change to the join is ``Σᵢ R₁'⋈…⋈Rᵢ₋₁'⋈ΔRᵢ⋈Rᵢ₊₁⋈…⋈Rₙ`` over the stream inputs
+(primes: after this batch's merge), which is exact for many-to-many joins; a static input has
+one version; a body with one stream needs no state for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
+from ..ir.types import BIGINT, BOOLEAN
+from .aggregates import Partial, scale
+from .body import Body, Input
+from .builder import PlanBuilder
+from .model import WEIGHT_COLUMN, Monoid, State, StateColumn
+
+W = WEIGHT_COLUMN
+
+
+@dataclass
+class Lineage:
+    """One input's lineage: named expressions over its columns, and the partials it pre-aggregates."""
+
+    exprs: list[tuple[str, Expr]] = field(default_factory=list)
+    partials: list[Partial] = field(default_factory=list)
+
+    def add(self, alias: str, e: Expr, taken: set[str]) -> None:
+        if any(x == e for _, x in self.exprs):
+            return
+        if isinstance(e, Column):
+            name = e.name
+        else:
+            k = 0
+            while f"{alias}._l{k}" in taken:
+                k += 1
+            name = f"{alias}._l{k}"
+        taken.add(name)
+        self.exprs.append((name, e))
+
+
+class JoinTerms:
+    """Builds the states of a body's inputs and the program of a batch's change to the join."""
+
+    def __init__(self, plan: PlanBuilder, body: Body) -> None:
+        self.plan = plan
+        self.body = body
+        self.lineage: dict[int, Lineage] = {}
+
+    # -- lineage ---------------------------------------------------------------------------------
+    def inject(self, consumer: list[Expr], partials: list[Partial]) -> None:
+        """Per input: the expressions to keep (join keys, what the consumer reads) and partials."""
+        body = self.body
+        self.lineage = {i.index: Lineage() for i in body.inputs}
+        taken = {f.name for i in body.inputs for f in i.fields}
+        for e in body.edges:
+            self.lineage[e.left].add(body.inputs[e.left].alias, e.left_expr, taken)
+            self.lineage[e.right].add(body.inputs[e.right].alias, e.right_expr, taken)
+        for r in body.residual:
+            self._add_columns(r, taken)
+        for c in consumer:
+            sides = body.inputs_of(c)
+            if len(sides) == 1:
+                i = next(iter(sides))
+                self.lineage[i].add(body.inputs[i].alias, c, taken)
+            else:
+                self._add_columns(c, taken)
+        for p in partials:
+            sides = body.inputs_of(p.arg)
+            if len(sides) == 1 and len(body.inputs) > 1:
+                self.lineage[next(iter(sides))].partials.append(p)
+            else:
+                self._add_columns(p.arg, taken)
+
+    def _add_columns(self, e: Expr, taken: set[str]) -> None:
+        for name in sorted(e.columns()):
+            i = self.body.owner[name]
+            inp = self.body.inputs[i]
+            self.lineage[i].add(inp.alias, inp.field(name).ref(), taken)
+
+    def over(self, e: Expr) -> Expr:
+        """``e`` rewritten over lineage columns (whole lineage expressions matched top-down)."""
+        table = {x: Column(n, x.type) for lin in self.lineage.values() for n, x in lin.exprs}
+
+        def go(x: Expr) -> Expr:
+            if x in table:
+                return table[x]
+            kids = x.children()
+            return x.with_children(tuple(go(k) for k in kids)) if kids else x
+
+        return go(e)
+
+    # -- inputs as join operands -------------------------------------------------------------
+    def operand(self, inp: Input, version: str) -> Rel:
+        """An input as a join operand: its lineage columns, its weight ``alias._w``, its partials.
+
+        ``version`` is ``delta``/``old``/``new`` of the input's state, or ``batch`` for the
+        batch's rows of the only stream (which then needs no state).
+        """
+        lin = self.lineage[inp.index]
+        weight_name = f"{inp.alias}.{W}"
+        if version == "batch":
+            rows: Rel = Filter(inp.rows, and_all(inp.filters)) if inp.filters else inp.rows  # type: ignore[arg-type]
+            weight = Column(WEIGHT, BIGINT)
+            exprs = list(lin.exprs) + [(weight_name, weight)]
+            exprs += [(p.name, p.contribution(weight)) for p in lin.partials]
+            return Project(rows, tuple(exprs))
+        name = self.input_state(inp)
+        state = self.plan.fields(name)
+        rename = [(f.name, f.ref()) for f in state if f.name != W] + [(weight_name, Column(W, BIGINT))]
+        return Project(StateScan(name, "old" if inp.static else version, state), tuple(rename))
+
+    def input_state(self, inp: Input) -> str:
+        """Declare (once) the state of an input, pre-aggregated on its lineage."""
+        name = ("st_" if inp.static else "in_") + _safe(inp.alias)
+        if any(s.name == name for s in self.plan.states):
+            return name
+        lin = self.lineage[inp.index]
+        key = tuple(Field(n, e.type) for n, e in lin.exprs)
+        columns = (StateColumn(W, BIGINT, Monoid.SUM, "number of rows"),) + tuple(
+            StateColumn(p.name, p.type, p.monoid, p.meaning) for p in lin.partials
+        )
+        edges = [e for e in self.body.edges if inp.index in (e.left, e.right)]
+        not_null = [Call("IS NOT NULL", (e.left_expr if e.left == inp.index else e.right_expr,), BOOLEAN)
+                    for e in edges if not e.null_safe]
+        cond = and_all(_unique(list(inp.filters) + not_null))
+        rows = Filter(inp.rows, cond) if cond is not None else inp.rows
+        weight: Expr = Literal(1, BIGINT) if inp.static else Column(WEIGHT, BIGINT)
+        aggs: list[tuple[str, Agg]] = [(W, Agg("sum", (weight,), False, BIGINT))]
+        aggs += [(p.name, Agg(p.monoid.merge_sql, (p.contribution(weight),), False, p.type)) for p in lin.partials]
+        program = Aggregate(rows, tuple(lin.exprs), tuple(aggs))
+        lineage_text = ", ".join(n for n, _ in lin.exprs) or "()"
+        state = State(name, "static" if inp.static else "join input", key, columns,
+                      note=f"{inp.label} pre-aggregated on its lineage ({lineage_text})",
+                      static=inp.static, partition=self._partition(inp, edges))
+        if inp.static:
+            self.plan.add_static(state, program)
+        else:
+            self.plan.add_state(state, program)
+        return name
+
+    def _partition(self, inp: Input, edges: list) -> tuple[str, ...] | None:
+        """The join key of the input's first join partner: what a delta joins this state on."""
+        if not edges:
+            return None
+        lin = self.lineage[inp.index]
+        partner = min(e.right if e.left == inp.index else e.left for e in edges)
+        names = []
+        for e in edges:
+            if partner in (e.left, e.right):
+                mine = e.left_expr if e.left == inp.index else e.right_expr
+                names.append(next(n for n, x in lin.exprs if x == mine))
+        return tuple(dict.fromkeys(names))
+
+    # -- the change of a batch -------------------------------------------------------------------
+    def terms(self, partials: list[Partial], out_cols: list[tuple[str, Expr]],
+              value_cols: list[tuple[str, Expr]]) -> Rel:
+        """The union over stream inputs i of ``Δi ⋈ (inputs before i, new) ⋈ (inputs after i, old)``,
+        each joined row projected to the consumer's columns and its weight ``_w``."""
+        streams = self.body.streams
+        need_state = len(streams) > 1
+        terms: list[Rel] = []
+        for inp in streams:
+            first = self.operand(inp, "delta" if need_state else "batch")
+            joined = self._join_others(inp, first)
+            terms.append(self._project(joined, partials, out_cols, value_cols))
+        return terms[0] if len(terms) == 1 else Union(tuple(terms))
+
+    def _join_others(self, start: Input, rel: Rel) -> Rel:
+        body = self.body
+        done = {start.index}
+        while len(done) < len(body.inputs):
+            connected = [e for e in body.edges if (e.left in done) != (e.right in done)]
+            if connected:
+                nxt = min(e.right if e.left in done else e.left for e in connected)
+            else:
+                nxt = min(i.index for i in body.inputs if i.index not in done)
+            other = self.operand(body.inputs[nxt], "new" if nxt < start.index else "old")
+            conds = []
+            for e in body.edges:
+                if {e.left, e.right} <= done | {nxt} and nxt in (e.left, e.right):
+                    a, b = self.over(e.left_expr), self.over(e.right_expr)
+                    conds.append(Call("<=>" if e.null_safe else "=", (a, b), BOOLEAN))
+            cond = and_all(conds)
+            rel = Join(rel, other, "inner" if cond is not None else "cross", cond)
+            done.add(nxt)
+        if body.residual:
+            cond = and_all([self.over(r) for r in body.residual])
+            assert cond is not None
+            rel = Filter(rel, cond)
+        return rel
+
+    def _project(self, joined: Rel, partials: list[Partial], out_cols: list[tuple[str, Expr]],
+                 value_cols: list[tuple[str, Expr]]) -> Rel:
+        weights = [Column(f"{i.alias}.{W}", BIGINT) for i in self.body.inputs]
+        total: Expr = weights[0]
+        for w in weights[1:]:
+            total = Call("*", (total, w), BIGINT)
+        exprs: list[tuple[str, Expr]] = list(out_cols) + [(W, total)]
+        for p in partials:
+            owner = next((i for i, lin in self.lineage.items() if p in lin.partials), None)
+            if owner is None:
+                local = Partial(p.kind, self.over(p.arg))
+                exprs.append((p.name, local.contribution(total) if p.monoid == Monoid.SUM else local.arg))
+                continue
+            pre = Column(p.name, p.type)
+            if p.monoid != Monoid.SUM:
+                exprs.append((p.name, pre))
+                continue
+            others: Expr | None = None
+            for i, w in zip(self.body.inputs, weights):
+                if i.index != owner:
+                    others = w if others is None else Call("*", (others, w), BIGINT)
+            exprs.append((p.name, scale(pre, others, p.type) if others is not None else pre))
+        exprs += value_cols
+        return Project(joined, tuple(exprs))
+
+
+def _unique(items: list[Expr]) -> list[Expr]:
+    out: list[Expr] = []
+    for i in items:
+        if i not in out:
+            out.append(i)
+    return out
+
+
+def _safe(alias: str) -> str:
+    return alias.replace("#", "_")
