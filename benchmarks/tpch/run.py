@@ -1,0 +1,601 @@
+"""TPC-H as a coverage yardstick: each query maintained by streamfold, checked after every batch.
+
+For each query: streamfold compiles it (``streamfold.compile``); a coded refusal is recorded
+("refused: UNSUPPORTED_SUBQUERY") and the runner moves on. A query that compiles runs with the
+Python API (``background=False``): ``lineitem`` and ``orders`` (those of them the query reads)
+are stream sources in directories of their own, fed batch by batch — the insert batches, then
+the batch deleting some orders with their line items — and the other tables are static. Q2,
+Q11 and Q16 read neither, so ``partsupp`` is their stream (see ``data.py``).
+
+After every batch the snapshot is compared with DuckDB's answer on the prefix (the weighted
+rows netted first): as bags, numbers equal up to 1e-9 relative or one unit in the last place of
+the decimal streamfold answers with (Spark rounds decimal quotients and averages to 6 places
+where DuckDB answers in DOUBLE); with ORDER BY the snapshot must also be in order, and with
+LIMIT rows tied with the last row on the ORDER BY key may differ. Each batch is also timed
+against a Spark recompute of the same query over the prefix, whose answer is checked against
+DuckDB too (that checks the query texts and the oracle, independently of streamfold).
+
+    .venv/bin/python benchmarks/tpch/run.py [--sf 0.01] [--batches 4] [--queries 1,3,5]
+                                            [--out bench-out/tpch] [--no-recompute]
+
+Writes ``<out>/tpch-sf<SF>.json`` and ``<out>/tpch-sf<SF>.md``; the data sets are kept under
+``<out>/data`` and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cmp_to_key
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import sqlglot
+from sqlglot import exp
+
+from benchmarks.tpch import data as tpch_data
+from benchmarks.tpch.data import WEIGHT, Dataset
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+QUERY_DIR = os.path.join(HERE, "queries")
+ALL_QUERIES = [f"q{i:02d}" for i in range(1, 23)]
+
+
+# -- queries --------------------------------------------------------------------------------------
+def load_query(name: str) -> str:
+    with open(os.path.join(QUERY_DIR, f"{name}.sql")) as f:
+        return f.read()
+
+
+def query_names(spec: str | None) -> list[str]:
+    """``"1,3,q05"`` → ``["q01", "q03", "q05"]``; None → all 22."""
+    if not spec:
+        return list(ALL_QUERIES)
+    names = []
+    for part in spec.split(","):
+        part = part.strip().lower().lstrip("q")
+        if part:
+            n = int(part)
+            if not 1 <= n <= 22:
+                raise SystemExit(f"no TPC-H query {n}")
+            names.append(f"q{n:02d}")
+    return names
+
+
+def tables_read(sql: str) -> set[str]:
+    tree = sqlglot.parse_one(sql, read="spark")
+    return {t.name.lower() for t in tree.find_all(exp.Table)} & set(tpch_data.TABLES)
+
+
+@dataclass(frozen=True)
+class OrderSpec:
+    """The outermost ORDER BY as output column positions, and whether a LIMIT follows it."""
+
+    keys: tuple[tuple[int, bool, bool], ...]  # (column, descending, nulls first)
+    limit: bool
+
+
+def order_spec(sql: str) -> OrderSpec | None:
+    """The ORDER BY of the outermost SELECT mapped to output columns (None without ORDER BY, or
+    when an ORDER BY item is not an output column — then only bags are compared)."""
+    tree = sqlglot.parse_one(sql, read="spark")
+    order = tree.args.get("order")
+    if order is None:
+        return None
+    outputs = tree.expressions
+    keys = []
+    for o in order.expressions:
+        target = o.this
+        index = None
+        if isinstance(target, exp.Literal) and target.is_int:
+            index = int(target.this) - 1
+        else:
+            for i, proj in enumerate(outputs):
+                if isinstance(target, exp.Column) and not target.table and proj.alias_or_name == target.name:
+                    index = i
+                    break
+                if proj.unalias().sql("spark") == target.sql("spark"):
+                    index = i
+                    break
+        if index is None:
+            return None
+        desc = bool(o.args.get("desc"))
+        nulls_first = o.args.get("nulls_first")
+        if nulls_first is None:
+            nulls_first = not desc  # Spark: NULLs first ascending, last descending
+        keys.append((index, desc, bool(nulls_first)))
+    return OrderSpec(tuple(keys), tree.args.get("limit") is not None)
+
+
+# -- comparing answers ----------------------------------------------------------------------------
+def py_value(v: Any) -> Any:
+    """pandas / numpy / Spark values as plain Python (NaN from a nullable column is NULL)."""
+    if v is None:
+        return None
+    try:
+        import numpy as np
+        import pandas as pd
+
+        if v is pd.NaT:
+            return None
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, pd.Timestamp):
+            v = v.to_pydatetime()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if isinstance(v, dt.datetime):
+        v = v.replace(tzinfo=None)
+        if v.time() == dt.time(0):  # DuckDB answers date arithmetic with a TIMESTAMP
+            return v.date()
+    return v
+
+
+def _ulp(v: Any) -> float:
+    if isinstance(v, decimal.Decimal):
+        exponent = v.as_tuple().exponent
+        return 10.0 ** exponent if isinstance(exponent, int) else 0.0
+    return 0.0
+
+
+def close(a: Any, b: Any) -> bool:
+    """Equal values; numbers up to 1e-9 relative or one unit in the last decimal place."""
+    a, b = py_value(a), py_value(b)
+    if a is None or b is None:
+        return a is None and b is None
+    numeric = (int, float, decimal.Decimal)
+    if isinstance(a, numeric) and isinstance(b, numeric) and not isinstance(a, bool) and not isinstance(b, bool):
+        fa, fb = float(a), float(b)
+        return abs(fa - fb) <= 1e-9 * max(abs(fa), abs(fb), 1.0) + _ulp(a) + _ulp(b)
+    return a == b
+
+
+def rows_close(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+
+
+def _sort_key(row: Sequence[Any]) -> tuple:
+    out = []
+    for v in row:
+        v = py_value(v)
+        if v is None:
+            out.append((0, 0))
+        elif isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool):
+            out.append((1, float(f"{float(v):.6g}")))
+        else:
+            out.append((2, str(v)))
+    return tuple(out)
+
+
+def bag_difference(actual: list[tuple], expected: list[tuple]) -> str | None:
+    """None if the bags match (see :func:`close`), else the first difference."""
+    if len(actual) != len(expected):
+        return f"{len(actual)} rows, expected {len(expected)}" + _sample(actual, expected)
+    a = sorted(actual, key=_sort_key)
+    e = sorted(expected, key=_sort_key)
+    if all(rows_close(x, y) for x, y in zip(a, e)):
+        return None
+    # Rounding can sort near-equal rows differently: match greedily before calling it a difference.
+    remaining = list(e)
+    for row in a:
+        for i, cand in enumerate(remaining):
+            if rows_close(row, cand):
+                del remaining[i]
+                break
+        else:
+            missing = [r for r in e if not any(rows_close(r, x) for x in a)]
+            return (f"row {_fmt(row)} is not expected"
+                    + (f"; expected rows not in the answer include {_fmt(missing[0])}" if missing else "")
+                    + _sample(actual, expected))
+    return None
+
+
+def _fmt(row: Sequence[Any]) -> str:
+    return "(" + ", ".join(repr(py_value(v)) if not isinstance(py_value(v), decimal.Decimal) else str(v)
+                           for v in row) + ")"
+
+
+def _sample(actual: list[tuple], expected: list[tuple], n: int = 5) -> str:
+    a = ", ".join(_fmt(r) for r in sorted(actual, key=_sort_key)[:n])
+    e = ", ".join(_fmt(r) for r in sorted(expected, key=_sort_key)[:n])
+    return f"\n  actual (first {n} sorted):   {a}\n  expected (first {n} sorted): {e}"
+
+
+def _compare_values(a: Any, b: Any, nulls_first: bool) -> int:
+    a, b = py_value(a), py_value(b)
+    if a is None or b is None:
+        if a is None and b is None:
+            return 0
+        return (-1 if a is None else 1) * (1 if nulls_first else -1)
+    if close(a, b):
+        return 0
+    return -1 if a < b else 1
+
+
+def _compare_keys(spec: OrderSpec, r1: Sequence[Any], r2: Sequence[Any]) -> int:
+    for index, desc, nulls_first in spec.keys:
+        c = _compare_values(r1[index], r2[index], nulls_first)
+        if c:
+            return -c if desc and r1[index] is not None and r2[index] is not None else c
+    return 0
+
+
+def answer_difference(actual: list[tuple], expected: list[tuple], spec: OrderSpec | None) -> str | None:
+    """None if ``actual`` is a correct answer given DuckDB's ``expected`` (see module doc)."""
+    if spec is not None:
+        for i in range(1, len(actual)):
+            if _compare_keys(spec, actual[i - 1], actual[i]) > 0:
+                return f"rows {i - 1} and {i} are out of ORDER BY order: {_fmt(actual[i - 1])}, {_fmt(actual[i])}"
+    problem = bag_difference(actual, expected)
+    if problem is None or spec is None or not spec.limit or len(actual) != len(expected) or not expected:
+        return problem
+    # LIMIT cut through rows tied on the ORDER BY key: those may be any of the tied rows.
+    last = sorted(expected, key=cmp_to_key(lambda x, y: _compare_keys(spec, x, y)))[-1]
+    untied_a = [r for r in actual if _compare_keys(spec, r, last) != 0]
+    untied_e = [r for r in expected if _compare_keys(spec, r, last) != 0]
+    return problem if bag_difference(untied_a, untied_e) is not None else None
+
+
+# -- the oracles: DuckDB, and Spark recomputing -----------------------------------------------------
+def _cols(table: str) -> str:
+    return ", ".join(c for c, _ in tpch_data.SCHEMAS[table])
+
+
+class DuckOracle:
+    """DuckDB's answer to a query over a prefix of the batches (static tables whole)."""
+
+    def __init__(self, ds: Dataset, sql: str, streams: Sequence[str], statics: Sequence[str]) -> None:
+        import duckdb
+
+        self.ds = ds
+        self.streams = list(streams)
+        self.text = sqlglot.transpile(sql, read="spark", write="duckdb")[0]
+        self.con = duckdb.connect()
+        for t in statics:
+            self.con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{ds.table_path(t)}')")
+
+    def answer(self, last_batch: int) -> list[tuple]:
+        for t in self.streams:
+            files = ", ".join(f"'{p}'" for p in self.ds.prefix_paths(t, last_batch))
+            cols = _cols(t)
+            self.con.execute(f"DROP TABLE IF EXISTS {t}")
+            self.con.execute(f"CREATE TEMP TABLE __net AS SELECT {cols}, CAST(sum({WEIGHT}) AS BIGINT) AS __w "
+                             f"FROM read_parquet([{files}]) GROUP BY ALL")
+            negative = self.con.execute("SELECT count(*) FROM __net WHERE __w < 0").fetchone()[0]
+            if negative:
+                raise AssertionError(f"the batches of {t} delete {negative} rows that are not there")
+            self.con.execute(f"CREATE TABLE {t} AS SELECT {cols} FROM "
+                             f"(SELECT {cols}, unnest(range(__w)) FROM __net WHERE __w > 0)")
+            self.con.execute("DROP TABLE __net")
+        return [tuple(r) for r in self.con.execute(self.text).fetchall()]
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class SparkRecompute:
+    """The Spark batch query over a prefix, from the files, as a user without streamfold runs it."""
+
+    def __init__(self, spark, ds: Dataset, sql: str, streams: Sequence[str], statics: Sequence[str]) -> None:
+        self.session = spark.newSession()
+        self.ds = ds
+        self.sql = sql
+        self.streams = list(streams)
+        for t in statics:
+            self.session.read.parquet(ds.table_path(t)).createOrReplaceTempView(t)
+
+    def answer(self, last_batch: int) -> tuple[list[tuple], float]:
+        start = time.perf_counter()
+        for t in self.streams:
+            view = f"__{t}_files"
+            self.session.read.parquet(*self.ds.prefix_paths(t, last_batch)).createOrReplaceTempView(view)
+            cols = _cols(t)
+            if self.ds.has_deletions(last_batch):
+                text = (f"SELECT {cols} FROM (SELECT {cols}, sum({WEIGHT}) AS __w FROM {view} GROUP BY {cols}) "
+                        f"LATERAL VIEW explode(sequence(1, __w)) AS __copy WHERE __w > 0")
+            else:  # insert batches: every row has _weight = +1
+                text = f"SELECT {cols} FROM {view}"
+            self.session.sql(text).createOrReplaceTempView(t)
+        rows = [tuple(r) for r in self.session.sql(self.sql).collect()]
+        return rows, time.perf_counter() - start
+
+
+# -- running one query ----------------------------------------------------------------------------
+@dataclass
+class BatchRecord:
+    batch: int
+    deletes: bool
+    input_rows: dict[str, int]
+    streamfold_s: float
+    recompute_s: float | None
+    snapshot_rows: int
+    state_rows: dict[str, int]
+    difference: str | None = None
+    spark_difference: str | None = None
+
+
+@dataclass
+class QueryRecord:
+    query: str
+    status: str  # passes | refused | FAILS | ERROR
+    streams: list[str]
+    code: str | None = None
+    message: str | None = None
+    spot: str | None = None  # refused: the start of the query text the error marks
+    first_difference: str | None = None
+    batches: list[BatchRecord] = field(default_factory=list)
+    text_check: str | None = None  # refused queries: Spark vs DuckDB on all data ("ok" or the difference)
+    seconds: float = 0.0
+
+    @property
+    def summary(self) -> str:
+        if self.status == "refused":
+            return f"refused ({self.code})"
+        if self.status == "FAILS":
+            return "FAILS"
+        if self.status == "ERROR":
+            return f"ERROR ({self.code})" if self.code else "ERROR"
+        return self.status
+
+
+def compile_check(sql: str, streams: Sequence[str], statics: Sequence[str]):
+    """``streamfold.compile`` of the query; returns the StreamfoldError it raises, or None."""
+    import streamfold
+    from streamfold.errors import StreamfoldError
+
+    schemas = {t: tpch_data.schema_sql(t, t in streams) for t in list(streams) + list(statics)}
+    try:
+        streamfold.compile(sql, schemas, tables=list(statics))
+    except StreamfoldError as e:
+        return e
+    return None
+
+
+def _spot(sql: str, error: Exception) -> str | None:
+    span = getattr(error, "span", None)
+    if not span:
+        return None
+    text = " ".join(sql[span[0]:span[1] + 1].split())
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = True, partitions: int | None = None,
+              streams: Sequence[str] = tpch_data.DEFAULT_STREAMS, log=print) -> QueryRecord:
+    """Run query ``name`` over the data set and check every batch (see the module doc)."""
+    import streamfold
+    from streamfold.errors import StreamfoldError
+
+    started = time.perf_counter()
+    sql = load_query(name)
+    read = tables_read(sql)
+    stream_tables = list(tpch_data.streams_for(read, tuple(streams)))
+    statics = sorted(read - set(stream_tables))
+    record = QueryRecord(name, "passes", stream_tables)
+    spec = order_spec(sql)
+
+    error = compile_check(sql, stream_tables, statics)
+    if error is not None:
+        record.status, record.code, record.message = "refused", error.code, error.message
+        record.spot = _spot(sql, error)
+        log(f"{name}: refused [{error.code}] {error.message}" + (f" at `{record.spot}`" if record.spot else ""))
+        if recompute:
+            record.text_check = _text_check(ds, spark, sql, stream_tables, statics, spec)
+        record.seconds = time.perf_counter() - started
+        return record
+
+    run_dir = os.path.join(workdir, name)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    dirs = {t: os.path.join(run_dir, "in", t) for t in stream_tables}
+    for d in dirs.values():
+        os.makedirs(d)
+    schemas = {t: tpch_data.schema_sql(t, t in stream_tables) for t in stream_tables + statics}
+    options: dict[str, Any] = {}
+    if partitions:
+        options["partitions"] = partitions
+    oracle = DuckOracle(ds, sql, stream_tables, statics)
+    spark_oracle = SparkRecompute(spark, ds, sql, stream_tables, statics) if recompute else None
+    query = None
+    try:
+        try:
+            query = streamfold.start(sql, dirs, os.path.join(run_dir, "out"),
+                                     tables={t: ds.table_path(t) for t in statics}, schemas=schemas, spark=spark,
+                                     background=False, **options)
+        except StreamfoldError as e:
+            record.status, record.code, record.message = "refused", e.code, e.message
+            log(f"{name}: refused at start [{e.code}] {e.message}")
+            return record
+        for b in range(ds.total_batches):
+            for t in stream_tables:
+                _place(ds.batch_path(t, b), os.path.join(dirs[t], f"{b:06d}.parquet"))
+            try:
+                result = query.process_available()
+            except Exception as e:  # noqa: BLE001 - a failing batch is a finding, not a crash
+                record.status = "ERROR"
+                record.code = getattr(e, "code", type(e).__name__)
+                record.message = f"batch {b}: {e}".split("\n")[0][:500]
+                record.first_difference = traceback.format_exc(limit=3)[-2000:]
+                log(f"{name}: ERROR in batch {b}: {record.message}")
+                break
+            if result is None or result.batch != b:
+                record.status, record.code = "ERROR", "NO_BATCH"
+                record.message = f"batch {b}: process_available() made {'no batch' if result is None else result.batch}"
+                log(f"{name}: ERROR {record.message}")
+                break
+            actual = [tuple(py_value(v) for v in r)
+                      for r in query.snapshot_pandas().itertuples(index=False, name=None)]
+            expected = oracle.answer(b)
+            difference = answer_difference(actual, expected, spec)
+            rec = BatchRecord(b, b == ds.deletion_batch, dict(result.rows),
+                              round(result.duration_s, 4), None, len(actual), dict(result.state_rows), difference)
+            if spark_oracle is not None:
+                spark_rows, seconds = spark_oracle.answer(b)
+                rec.recompute_s = round(seconds, 4)
+                rec.spark_difference = answer_difference(spark_rows, expected, spec)
+            record.batches.append(rec)
+            if difference is not None and record.first_difference is None:
+                record.status = "FAILS"
+                record.first_difference = f"batch {b}: {difference}"
+            log(f"{name}: batch {b} {'ok ' if difference is None else 'DIFFERS'} "
+                f"streamfold {result.duration_s:.2f}s"
+                + (f" recompute {rec.recompute_s:.2f}s" if rec.recompute_s is not None else "")
+                + f" states {result.state_rows}"
+                + (f"\n    {difference}" if difference else "")
+                + (f"\n    Spark recompute differs from DuckDB: {rec.spark_difference}" if rec.spark_difference else ""))
+    finally:
+        if query is not None:
+            try:
+                query.stop()
+            except Exception as e:  # noqa: BLE001
+                log(f"{name}: stop failed: {e}")
+        oracle.close()
+        record.seconds = time.perf_counter() - started
+    return record
+
+
+def _place(src: str, dst: str) -> None:
+    """Make a batch file appear in a source directory at once (hidden name, then rename)."""
+    hidden = os.path.join(os.path.dirname(dst), "." + os.path.basename(dst))
+    try:
+        os.link(src, hidden)
+    except OSError:
+        shutil.copyfile(src, hidden)
+    os.replace(hidden, dst)
+
+
+def _text_check(ds: Dataset, spark, sql: str, streams: Sequence[str], statics: Sequence[str],
+                spec: OrderSpec | None) -> str:
+    """Spark's batch answer over all batches against DuckDB's: "ok", or the difference."""
+    last = ds.total_batches - 1
+    oracle = DuckOracle(ds, sql, streams, statics)
+    try:
+        rows, _ = SparkRecompute(spark, ds, sql, streams, statics).answer(last)
+        difference = answer_difference(rows, oracle.answer(last), spec)
+    finally:
+        oracle.close()
+    return "ok" if difference is None else difference
+
+
+# -- the report -----------------------------------------------------------------------------------
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _secs(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f} s"
+
+
+def markdown(records: list[QueryRecord], ds: Dataset) -> str:
+    m = ds.manifest
+    lines = [
+        f"TPC-H SF {ds.sf:g}: {m['rows']['lineitem']:,} line items and {m['rows']['orders']:,} orders in "
+        f"{ds.batches} batches, then a batch deleting {len(m['deleted_orders'])} orders with their "
+        f"{m['deleted_lineitems']:,} line items (Q2, Q11, Q16: partsupp in {ds.batches} batches, then deleting "
+        f"the partsupp rows of {len(m['deleted_parts'])} parts).",
+        "",
+        "| query | status | streams | states after the last insert batch (rows) | batch 0: streamfold / recompute "
+        "| later batches, median: streamfold / recompute |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        if r.batches:
+            # After the last insert batch: the largest the states get. (The counts streamfold
+            # reports for a batch that deletes still include the keys that left in it.)
+            full = r.batches[min(ds.batches, len(r.batches)) - 1]
+            states = ", ".join(f"{n} {v:,}" for n, v in full.state_rows.items()) or "—"
+            b0 = r.batches[0]
+            first = f"{_secs(b0.streamfold_s)} / {_secs(b0.recompute_s)}"
+            later = r.batches[1:]
+            rest = (f"{_secs(_median([b.streamfold_s for b in later]))} / "
+                    f"{_secs(_median([b.recompute_s for b in later if b.recompute_s is not None]))}")
+        else:
+            states, first, rest = "—", "—", "—"
+        status = r.summary
+        if r.status == "refused" and r.spot:
+            status += f" at `{r.spot}`"
+        elif r.status == "FAILS" and r.first_difference:
+            status += f": {r.first_difference.splitlines()[0][:160]}"
+        elif r.status == "ERROR" and r.message:
+            status += f": {r.message[:160]}"
+        lines.append(f"| {r.query.upper()} | {status} | {', '.join(r.streams)} | {states} | {first} | {rest} |")
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))]
+    spark_bad = [r.query for r in records
+                 if any(b.spark_difference for b in r.batches) or (r.text_check not in (None, "ok"))]
+    if spark_bad:
+        lines.append(f"Spark's batch answer differs from DuckDB's for: {', '.join(spark_bad)} (check the query texts)")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="TPC-H coverage and timing for streamfold")
+    ap.add_argument("--sf", type=float, default=0.01, help="scale factor (default 0.01)")
+    ap.add_argument("--batches", type=int, default=4, help="insert batches before the deletion batch (default 4)")
+    ap.add_argument("--queries", help="comma-separated query numbers (default: all 22)")
+    ap.add_argument("--out", default="bench-out/tpch", help="output directory (default bench-out/tpch)")
+    ap.add_argument("--data", help="where generated data sets are kept (default <out>/data)")
+    ap.add_argument("--no-recompute", action="store_true", help="skip the Spark recompute (no timing baseline)")
+    ap.add_argument("--partitions", type=int, help="streamfold state partitions (default: its own)")
+    ap.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    ap.add_argument("--check-texts", action="store_true",
+                    help="only check Spark's batch answer against DuckDB's on all the data, for each query")
+    args = ap.parse_args(argv)
+
+    os.environ.setdefault("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR")
+    names = query_names(args.queries)
+    ds = tpch_data.ensure(args.data or os.path.join(args.out, "data"), args.sf, args.batches)
+    from streamfold.runtime.session import get_spark
+
+    spark = get_spark(args.master, app_name="streamfold-tpch")
+    tpch_data.check_spark_types(spark, ds)
+    if args.check_texts:
+        bad = 0
+        for name in names:
+            sql = load_query(name)
+            read = tables_read(sql)
+            streams = list(tpch_data.streams_for(read))
+            start = time.perf_counter()
+            result = _text_check(ds, spark, sql, streams, sorted(read - set(streams)), order_spec(sql))
+            bad += result != "ok"
+            print(f"{name}: Spark vs DuckDB {result} ({time.perf_counter() - start:.1f} s)")
+        spark.stop()
+        return 1 if bad else 0
+    workdir = os.path.join(args.out, "runs", f"sf{args.sf:g}")
+    records = []
+    for name in names:
+        records.append(run_query(name, ds, spark, workdir, recompute=not args.no_recompute,
+                                 partitions=args.partitions))
+    spark.stop()
+
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out, f"tpch-sf{args.sf:g}")
+    with open(stem + ".json", "w") as f:
+        json.dump({"sf": args.sf, "batches": args.batches, "manifest": ds.manifest,
+                   "queries": [asdict(r) | {"summary": r.summary} for r in records]}, f, indent=1, default=str)
+    table = markdown(records, ds)
+    with open(stem + ".md", "w") as f:
+        f.write(table)
+    print()
+    print(table)
+    print(f"wrote {stem}.json and {stem}.md")
+    return 0 if all(r.status in ("passes", "refused") for r in records) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
