@@ -65,6 +65,26 @@ QUERIES = [
     ("union-distinct", "SELECT a AS x FROM R UNION SELECT k FROM S", "RS", False),
     ("aggregate-of-union", "SELECT x, count(*), sum(y) FROM (SELECT a AS x, b AS y FROM R UNION ALL SELECT k, v FROM S) u GROUP BY x", "RS", False),
     ("distinct-of-join", "SELECT count(*) FROM (SELECT DISTINCT R.a, S.v FROM R JOIN S ON R.a = S.k) d", "RS", False),
+    # subqueries (seed 000 §6: unnested into joins)
+    ("in-subquery", "SELECT a, b FROM R WHERE a IN (SELECT k FROM S WHERE v > 0)", "RS", False),
+    ("not-in-subquery", "SELECT a, b FROM R WHERE a NOT IN (SELECT k FROM S)", "RS", False),
+    ("exists-correlated", "SELECT a, s FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a)", "RS", False),
+    ("not-exists-correlated", "SELECT a, count(*) FROM R WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.k = R.a) GROUP BY a", "RS", False),
+    ("exists-non-equi", "SELECT a, b FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v > R.b)", "RS", False),
+    ("not-exists-non-equi", "SELECT a, b FROM R WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.w <> R.c)", "RS", False),
+    ("scalar-correlated-seed", "SELECT a, b FROM R WHERE b > (SELECT avg(v) FROM S WHERE S.k = R.a)", "RS", False),
+    ("scalar-correlated-count", "SELECT a, (SELECT count(*) FROM S WHERE S.k = R.a) AS n FROM R", "RS", False),
+    ("scalar-uncorrelated", "SELECT a, b FROM R WHERE b >= (SELECT avg(v) FROM S)", "RS", False),
+    ("having-scalar", "SELECT a, sum(b) AS t FROM R GROUP BY a HAVING sum(b) > (SELECT avg(v) FROM S)", "RS", False),
+    ("in-static", "SELECT a, b FROM R WHERE a IN (SELECT k FROM T)", "RT", False),
+    ("static-in-stream", "SELECT k, name FROM T WHERE k IN (SELECT a FROM R WHERE b > 1)", "RT", False),
+    # outer joins
+    ("left-join", "SELECT R.a, R.b, S.v FROM R LEFT JOIN S ON R.a = S.k", "RS", False),
+    ("left-join-conditions", "SELECT R.a, S.v FROM R LEFT JOIN S ON R.a = S.k AND S.v > 1 AND R.b > 0", "RS", False),
+    ("right-join", "SELECT R.a, S.k, S.w FROM R RIGHT JOIN S ON R.b = S.k", "RS", False),
+    ("full-join", "SELECT R.a, S.k FROM R FULL JOIN S ON R.a = S.k", "RS", False),
+    ("left-join-count", "SELECT c, count(*) FROM (SELECT R.a, count(S.k) AS c FROM R LEFT JOIN S ON R.a = S.k GROUP BY R.a) t GROUP BY c", "RS", False),
+    ("left-join-static", "SELECT R.a, T.name FROM R LEFT JOIN T ON R.a = T.k", "RT", False),
 ]
 
 

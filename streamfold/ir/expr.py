@@ -149,6 +149,70 @@ class Agg(Expr):
         return Agg(self.fn, children, self.distinct, self.type)
 
 
+@dataclass(frozen=True, slots=True)
+class OuterColumn(Expr):
+    """A column of an enclosing query, read inside a correlated subquery."""
+
+    name: str
+    type: DataType
+
+
+@dataclass(frozen=True, slots=True)
+class SubqueryExpr(Expr):
+    """A subquery used as a value: ``scalar`` (one value), ``exists``, or ``in`` (``arg IN (…)``).
+
+    ``rel`` is the bound subquery; it may read columns of the enclosing query as
+    :class:`OuterColumn`. The ``unnest_subqueries`` pass turns every one into a join.
+    """
+
+    kind: str
+    rel: Any  # a Rel (not imported here: relations are built from expressions)
+    arg: Expr | None
+    type: DataType
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,) if self.arg is not None else ()
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        return SubqueryExpr(self.kind, self.rel, children[0] if children else None, self.type)
+
+    def columns(self) -> frozenset[str]:
+        """The enclosing query's columns it reads: its argument's and the subquery's outer ones."""
+        own = self.arg.columns() if self.arg is not None else frozenset()
+        return own | outer_columns(self.rel)
+
+
+def outer_columns(rel: Any) -> frozenset[str]:
+    """Names of the enclosing query's columns a (sub)query reads."""
+    names: set[str] = set()
+    for node in rel.walk():
+        for e in _node_exprs(node):
+            for x in e.walk():
+                if isinstance(x, OuterColumn):
+                    names.add(x.name)
+                elif isinstance(x, SubqueryExpr):
+                    names |= outer_columns(x.rel)
+    return frozenset(names)
+
+
+def _node_exprs(node: Any) -> list[Expr]:
+    """The expressions a relational node holds (for walking them without knowing its class)."""
+    out: list[Expr] = []
+    for attr in ("condition", "exprs", "keys", "aggs"):
+        value = getattr(node, attr, None)
+        if value is None:
+            continue
+        if isinstance(value, Expr):
+            out.append(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Expr):
+                    out.append(item[1])
+                elif hasattr(item, "expr") and isinstance(item.expr, Expr):
+                    out.append(item.expr)
+    return out
+
+
 # -- small constructors used by passes -------------------------------------------------------
 TRUE = Literal(True, BOOLEAN)
 

@@ -31,7 +31,9 @@ class Field:
         return Column(self.name, self.type)
 
 
-JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "cross")
+# null_aware_anti: ``x NOT IN (subquery)`` — no row passes if the subquery has a NULL, and every
+# row passes if it is empty (SQL's three-valued NOT IN), condition ``x = y`` only.
+JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "null_aware_anti", "cross")
 
 
 class Rel:
@@ -205,7 +207,7 @@ class Join(Rel):
             _check_reads(self, (self.condition,), self.left.names + self.right.names)
         left = self.left.schema
         right = self.right.schema
-        if self.kind in ("semi", "anti"):
+        if self.kind in ("semi", "anti", "null_aware_anti"):
             self._set_schema(left)
             return
         if self.kind in ("right", "full"):
@@ -359,9 +361,14 @@ class Expand(Rel):
 
 @dataclass(frozen=True, slots=True)
 class Once(Rel):
-    """A static relation as a delta: its rows (``_weight`` 1) in the first batch, none after."""
+    """A static relation as a delta: its rows (``_weight`` 1) in the first batch, none after.
+
+    With ``later`` it is the opposite — the rows in every batch but the first: the static
+    relation as it was *before* a batch (it arrived with batch 0).
+    """
 
     input: Rel
+    later: bool = False
     _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -371,4 +378,4 @@ class Once(Rel):
         return (self.input,)
 
     def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
-        return Once(inputs[0])
+        return Once(inputs[0], self.later)

@@ -151,6 +151,8 @@ class _Writer:
             if not b.select:
                 b.select = ["1 AS _one"]
             return b
+        if isinstance(rel, Join) and rel.kind == "null_aware_anti":
+            return self._not_in(rel)
         if isinstance(rel, Join):
             left, left_alias = self.from_item(rel.left)
             right, right_alias = self.from_item(rel.right)
@@ -202,6 +204,19 @@ class _Writer:
                           select=cols or ["1 AS _one"])
         raise TypeError(f"cannot print {type(rel).__name__}")
 
+    def _not_in(self, rel: Join) -> _Block:
+        """A null-aware anti join is SQL's ``x NOT IN (SELECT y …)``."""
+        from .expr import Call
+
+        cond = rel.condition
+        assert isinstance(cond, Call) and cond.op == "=", "a null-aware anti join has one equality"
+        left_names = set(rel.left.names)
+        x, y = cond.args if cond.args[0].columns() <= left_names else (cond.args[1], cond.args[0])
+        source, _ = self.from_item(rel.left)
+        inner = self.block(Project(rel.right, (("_not_in", y),)))
+        body = "\n".join("  " + line for line in inner.text().split("\n"))
+        return _Block(source, where=[f"{self.e(x)} NOT IN (\n{body}\n)"])
+
     def leaf_block(self, rel: Rel) -> _Block:
         if not self.spark:
             if isinstance(rel, Scan):
@@ -209,7 +224,8 @@ class _Writer:
             if isinstance(rel, DeltaScan):
                 return _Block(f"Δ{rel.table} {rel.alias}")
             if isinstance(rel, Once):
-                return _Block(f"ONCE (first batch only) {self.from_item(rel.input)[0]}")
+                when = "after the first batch" if rel.later else "first batch only"
+                return _Block(f"ONCE ({when}) {self.from_item(rel.input)[0]}")
             assert isinstance(rel, StateScan)
             return _Block({"old": rel.state, "new": rel.state + "'", "delta": "Δ" + rel.state,
                            "merged": f"{rel.state} ⊗ Δ{rel.state}"}[rel.version])

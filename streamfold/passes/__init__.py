@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..ir.rel import Rel
-from . import fuse_projections, push_filters
+from . import fuse_projections, push_filters, unnest_subqueries
 
 Pass = Callable[[Rel], Rel]
 
 PIPELINE: tuple[tuple[str, Pass], ...] = (
+    ("unnest_subqueries", unnest_subqueries.run),
     ("fuse_projections", fuse_projections.run),
     ("push_filters", push_filters.run),
     ("fuse_projections", fuse_projections.run),

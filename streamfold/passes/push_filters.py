@@ -83,7 +83,7 @@ def _push_into_join(rel: Join, preds: list[Expr]) -> Rel:
                 into_condition.append(p)
             else:
                 stay.append(p)
-        elif rel.kind in ("left", "semi", "anti") and not on_right:
+        elif rel.kind in ("left", "semi", "anti", "null_aware_anti") and not on_right:
             left.append(p)
         elif rel.kind == "right" and not on_left:
             right.append(p)

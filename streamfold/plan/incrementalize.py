@@ -28,8 +28,8 @@ from ..errors import UnsupportedError
 from ..ir.expr import Agg, Call, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.rel import (
-    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Field, Filter, Limit, Once, Project, Rel, Scan, Sort, SortKey,
-    StateScan, Union,
+    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Field, Filter, Join, Limit, Once, Project, Rel, Scan, Sort,
+    SortKey, StateScan, Union,
 )
 from ..ir.types import BIGINT, BOOLEAN
 from ..passes import normalize
@@ -39,6 +39,7 @@ from .body import Body, Input, flatten, is_body
 from .builder import PlanBuilder
 from .changes import distinct_delta, global_delta, keyed_delta, per_key_delta
 from .joins import JoinTerms
+from .matchjoins import compile_match_join
 from .model import WEIGHT_COLUMN, Answer, IncrementalPlan, Monoid, State, StateColumn
 
 W = WEIGHT_COLUMN
@@ -109,6 +110,8 @@ class _Planner:
         self.logical = logical
         self.plan_ = PlanBuilder()
         self._derived = 0
+        self._memo: dict[Rel, Compiled] = {}  # a relation compiled twice shares its states
+        self._aliases: dict[Rel, str] = {}
 
     # -- entry -----------------------------------------------------------------------------------
     def plan(self) -> IncrementalPlan:
@@ -140,6 +143,11 @@ class _Planner:
     # -- compiling any relation to its delta -----------------------------------------------------
     def compile(self, rel: Rel) -> Compiled:
         """The delta program of ``rel`` (or, if it reads no stream, ``rel`` itself: static)."""
+        if rel not in self._memo:
+            self._memo[rel] = self._compile(rel)
+        return self._memo[rel]
+
+    def _compile(self, rel: Rel) -> Compiled:
         if not any(isinstance(n, Scan) and not n.static for n in rel.walk()):
             return Compiled(rel, static=True, weighted=False)
         if isinstance(rel, Scan):
@@ -164,6 +172,8 @@ class _Planner:
             return Compiled(Union(tuple(parts)), static=False, weighted=weighted)
         if isinstance(rel, Sort):
             return self.compile(rel.input)  # order inside a subquery does not change its rows
+        if isinstance(rel, Join) and rel.kind in ("semi", "anti", "null_aware_anti", "left", "right", "full"):
+            return compile_match_join(self, rel)
         raise _unsupported(rel)
 
     def _input(self, rel: Rel, index: int) -> Input:
@@ -172,8 +182,10 @@ class _Planner:
         if isinstance(rel, Scan):
             label = rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}"
             return Input(index, rel.alias, rel.fields, compiled.program, compiled.static, compiled.weighted, label)
-        self._derived += 1
-        alias = f"d{self._derived}"
+        if rel not in self._aliases:
+            self._derived += 1
+            self._aliases[rel] = f"d{self._derived}"
+        alias = self._aliases[rel]
         return Input(index, alias, rel.schema, compiled.program, compiled.static, compiled.weighted,
                      f"derived input {alias} ({type(rel).__name__.lower()})")
 
@@ -356,9 +368,9 @@ class _Planner:
             change_states=(state,), touched_key=tuple(names), per_key=result,
         )
 
-    def _bag_state(self, rel: Rel, base: str) -> tuple[str, tuple[Field, ...]]:
+    def _bag_state(self, rel: Rel, base: str, compiled: Compiled | None = None) -> tuple[str, tuple[Field, ...]]:
         """``rel``'s rows kept as a bag: a state keyed by all its columns, counting copies."""
-        compiled = self.compile(rel)
+        compiled = compiled if compiled is not None else self.compile(rel)
         program = Once(compiled.program) if compiled.static else compiled.program
         key = tuple(Field(f.name, f.type) for f in rel.schema)
         name = self.plan_.name(base)

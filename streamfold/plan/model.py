@@ -54,7 +54,8 @@ class State:
     ``role`` is one of ``join input`` (a join side pre-aggregated on its lineage),
     ``aggregate`` (a GROUP BY's partial aggregates), ``multiset`` (the values behind a DISTINCT
     or a min/max that must survive deletions), ``output`` (the answer's rows with their
-    multiplicity) and ``static`` (a static table's side of a join, computed once).
+    multiplicity), ``static`` (a static table's side of a join, computed once) and ``counts``
+    (how many rows of a semi, anti or outer join's other side have each key).
     """
 
     name: str
@@ -69,7 +70,7 @@ class State:
     partition: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.role not in ("join input", "aggregate", "multiset", "output", "static"):
+        if self.role not in ("join input", "aggregate", "multiset", "output", "static", "counts"):
             raise ValueError(f"unknown state role {self.role!r}")
         names = [f.name for f in self.key] + [c.name for c in self.columns]
         if len(set(names)) != len(names):

@@ -218,7 +218,7 @@ class Engine:
                 assert views is not None
                 inner = to_sql(rel.input, resolve, views)
                 cols = ", ".join(quote(f.name) for f in rel.input.schema)
-                keep = "" if first else " WHERE false"
+                keep = "" if first != rel.later else " WHERE false"
                 return f"SELECT {cols}, 1L AS {WEIGHT} FROM (\n{inner}\n) _once{keep}"
             raise TypeError(f"no input for {type(rel).__name__}")
 

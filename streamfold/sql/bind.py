@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
-from ..ir.expr import Agg, Call, Cast, Column, Expr, and_all
+from ..ir.expr import Agg, Call, Cast, Column, Expr, SubqueryExpr, and_all, outer_columns
 from ..ir.rel import Aggregate, Distinct, Field, Filter, Join, Limit, Project, Rel, Scan, Sort, SortKey, Union
 from ..ir.types import BOOLEAN, common_type
 from .bind_expr import ExprBinder
@@ -91,15 +91,15 @@ class _QueryBinder:
                    hint=hint, params=params)
 
     # -- queries ---------------------------------------------------------------------------------
-    def query(self, node: exp.Expression, ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+    def query(self, node: exp.Expression, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, list[str]]:
         ctes = self._with(node, ctes)
         if isinstance(node, exp.Subquery):
-            rel, names = self.query(node.this, ctes)
+            rel, names = self.query(node.this, ctes, parent)
             return self._order_limit(node, rel, names, ctes)
         if isinstance(node, exp.Select):
-            return self.select(node, ctes)
+            return self.select(node, ctes, parent)
         if isinstance(node, exp.Union):
-            return self.union(node, ctes)
+            return self.union(node, ctes, parent)
         if isinstance(node, (exp.Intersect, exp.Except)):
             raise self.err(UnsupportedError, "UNSUPPORTED_SET_OPERATION",
                            f"{node.key.upper()} is not supported yet", node,
@@ -119,9 +119,9 @@ class _QueryBinder:
             out[cte.alias.lower()] = _Cte(cte.this, dict(out))
         return out
 
-    def union(self, node: exp.Union, ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
-        left, names = self.query(node.left, ctes)
-        right, _ = self.query(node.right, ctes)
+    def union(self, node: exp.Union, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, list[str]]:
+        left, names = self.query(node.left, ctes, parent)
+        right, _ = self.query(node.right, ctes, parent)
         if len(left.schema) != len(right.schema):
             raise self.err(BindError, "SET_OPERATION_WIDTH",
                            f"UNION sides have {len(left.schema)} and {len(right.schema)} columns", node,
@@ -161,7 +161,11 @@ class _QueryBinder:
         return self._limit(node, rel), names
 
     # -- SELECT ----------------------------------------------------------------------------------
-    def select(self, node: exp.Select, ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+    def subquery_hook(self, ctes: dict[str, _Cte]) -> Callable[[exp.Expression, Scope], tuple[Rel, list[str]]]:
+        """Binds subqueries of expressions: the current scope encloses them."""
+        return lambda node, scope: self.query(node, ctes, scope)
+
+    def select(self, node: exp.Select, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, list[str]]:
         for unsupported in ("laterals", "windows", "qualify", "pivots", "connect", "sample"):
             if node.args.get(unsupported):
                 raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
@@ -170,10 +174,10 @@ class _QueryBinder:
         if node.args.get("distinct") and node.args["distinct"].args.get("on"):
             raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "DISTINCT ON is not supported",
                            node.args["distinct"], construct="DISTINCT ON")
-        rel, scope = self.from_clause(node, ctes)
+        rel, scope = self.from_clause(node, ctes, parent)
         where = node.args.get("where")
         if where is not None:
-            rel = Filter(rel, ExprBinder(scope, "WHERE").boolean(where.this))
+            rel = Filter(rel, ExprBinder(scope, "WHERE", subquery=self.subquery_hook(ctes)).boolean(where.this))
         items = self._select_items(node, scope)
         group = node.args.get("group")
         if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
@@ -182,7 +186,7 @@ class _QueryBinder:
         having = node.args.get("having")
         if group is not None or having is not None or self._has_agg(items, node):
             return self._aggregate_select(node, rel, scope, items, ctes)
-        return self._plain_select(node, rel, scope, items)
+        return self._plain_select(node, rel, scope, items, ctes)
 
     def _select_items(self, node: exp.Select, scope: Scope) -> list[tuple[str, exp.Expression, Column | None]]:
         """(output name, node, pre-resolved column for * expansion) per select item."""
@@ -225,8 +229,9 @@ class _QueryBinder:
         return False
 
     def _plain_select(self, node: exp.Select, rel: Rel, scope: Scope,
-                      items: list[tuple[str, exp.Expression, Column | None]]) -> tuple[Rel, list[str]]:
-        binder = ExprBinder(scope, "SELECT")
+                      items: list[tuple[str, exp.Expression, Column | None]],
+                      ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+        binder = ExprBinder(scope, "SELECT", subquery=self.subquery_hook(ctes))
         exprs: list[tuple[str, Expr]] = []
         for i, (name, item, ref) in enumerate(items):
             e = ref if ref is not None else binder.bind(_unalias(item))
@@ -267,7 +272,8 @@ class _QueryBinder:
         having_node = node.args.get("having")
         having = None
         if having_node is not None:
-            having = lift(ExprBinder(scope, "HAVING", on_agg).boolean(having_node.this), having_node.this)
+            having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=self.subquery_hook(ctes)).boolean(having_node.this),
+                          having_node.this)
 
         def order_bind(n: exp.Expression) -> Expr:
             return lift(ExprBinder(scope, "ORDER BY", on_agg).bind(n), n)
@@ -379,12 +385,12 @@ class _QueryBinder:
         return None
 
     # -- FROM ------------------------------------------------------------------------------------
-    def from_clause(self, node: exp.Select, ctes: dict[str, _Cte]) -> tuple[Rel, Scope]:
+    def from_clause(self, node: exp.Select, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, Scope]:
         from_ = node.args.get("from_") or node.args.get("from")
         if from_ is None:
             raise self.err(UnsupportedError, "NO_FROM", "a continuous query must read at least one source", node,
                            "add FROM <source>")
-        scope = Scope([], self.sql)
+        scope = Scope([], self.sql, parent=parent)
         rel = self.table_ref(from_.this, ctes, scope)
         for join in node.args.get("joins") or []:
             right = self.table_ref(join.this, ctes, scope)
@@ -558,6 +564,12 @@ class _Lifter:
     def _lift(self, e: Expr, node: exp.Expression) -> Expr:
         if e in self.keys:
             return self.keys[e]
+        if isinstance(e, SubqueryExpr):
+            if outer_columns(e.rel):
+                raise self.binder.err(UnsupportedError, "UNSUPPORTED_SUBQUERY",
+                                      "a correlated subquery after GROUP BY is not supported", node,
+                                      "correlate it in WHERE, before grouping", construct="subquery")
+            return e.with_children(tuple(self._lift(k, node) for k in e.children())) if e.children() else e
         if isinstance(e, Column):
             if e.name in self.aggs.values():
                 return e

@@ -7,12 +7,13 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir import functions
-from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal
+from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal, SubqueryExpr
 from ..ir.types import (
     BIGINT, BOOLEAN, DATE, DOUBLE, INT, NULL, STRING, TIMESTAMP, DataType, arithmetic_type, avg_type,
     common_type, decimal, parse_type, sum_type,
@@ -39,6 +40,8 @@ _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
 # Aggregates found while binding are handed to this callback, which returns their stand-in.
 AggHook = Callable[[Agg, exp.Expression], Expr]
+# Binds a subquery with the current scope as its enclosing one: (relation, output names).
+SubqueryHook = Callable[[exp.Expression, Scope], tuple[Any, list[str]]]
 
 
 class ExprBinder:
@@ -48,11 +51,13 @@ class ExprBinder:
     ``clause`` names the clause for messages ("WHERE", "GROUP BY" …).
     """
 
-    def __init__(self, scope: Scope, clause: str, on_agg: AggHook | None = None) -> None:
+    def __init__(self, scope: Scope, clause: str, on_agg: AggHook | None = None,
+                 subquery: SubqueryHook | None = None) -> None:
         self.scope = scope
         self.sql = scope.sql
         self.clause = clause
         self.on_agg = on_agg
+        self.subquery = subquery
         self._in_agg = False
 
     # -- errors ----------------------------------------------------------------------------------
@@ -84,10 +89,8 @@ class ExprBinder:
                                 f"aggregate `{fn}` is not supported in a continuous query", node,
                                 "supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance",
                                 function=fn)
-        if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query")):
-            raise self._err(UnsupportedError, "UNSUPPORTED_SUBQUERY",
-                            "subqueries in expressions are not supported yet", node,
-                            "rewrite it as a join, or see docs/sql.md for what is supported", construct="subquery")
+        if isinstance(node, (exp.Subquery, exp.Exists)):
+            return self._subquery_expr(node)
         if isinstance(node, exp.Window):
             raise self._err(UnsupportedError, "UNSUPPORTED_WINDOW",
                             "window functions (OVER …) are not supported in a continuous query", node,
@@ -230,6 +233,8 @@ class ExprBinder:
             return Call("IS NOT NULL", e.args, BOOLEAN)
         if isinstance(inner_node, exp.In):
             e = self._bind_In(inner_node)
+            if isinstance(e, SubqueryExpr):
+                return Call("NOT", (e,), BOOLEAN)
             assert isinstance(e, Call)
             return Call("NOT IN", e.args, BOOLEAN)
         if isinstance(inner_node, exp.Like):
@@ -248,9 +253,34 @@ class ExprBinder:
                             construct="IS")
         return Call("IS NULL", (self.bind(node.this),), BOOLEAN)
 
+    def _subquery_rel(self, node: exp.Expression) -> tuple[Any, list[str]]:
+        if self.subquery is None or self._in_agg:
+            where = "inside an aggregate" if self._in_agg else f"in {self.clause}"
+            raise self._err(UnsupportedError, "UNSUPPORTED_SUBQUERY", f"a subquery {where} is not supported", node,
+                            "subqueries work in WHERE, HAVING and the select list", construct="subquery")
+        query = node.this if isinstance(node, (exp.Subquery, exp.Exists)) else node
+        return self.subquery(query, self.scope)
+
+    def _subquery_expr(self, node: exp.Expression) -> Expr:
+        rel, names = self._subquery_rel(node)
+        if isinstance(node, exp.Exists):
+            return SubqueryExpr("exists", rel, None, BOOLEAN)
+        if len(rel.schema) != 1:
+            raise self._err(BindError, "SUBQUERY_WIDTH", f"a scalar subquery must return one column, not {len(rel.schema)}",
+                            node, "select exactly one value", columns=len(rel.schema))
+        return SubqueryExpr("scalar", rel, None, rel.schema[0].type)
+
     def _bind_In(self, node: exp.In) -> Expr:
         if node.args.get("query") is not None:
-            return self.bind(node.args["query"])  # reports the unsupported subquery
+            value = self.bind(node.this)
+            rel, _ = self._subquery_rel(node.args["query"])
+            if len(rel.schema) != 1:
+                raise self._err(BindError, "SUBQUERY_WIDTH", "IN (subquery) must select one column", node,
+                                columns=len(rel.schema))
+            if common_type(value.type, rel.schema[0].type) is None:
+                raise self._mismatch(node, f"cannot compare {value.type} with {rel.schema[0].type} in IN",
+                                     left=value.type.sql(), right=rel.schema[0].type.sql())
+            return SubqueryExpr("in", rel, value, BOOLEAN)
         value = self.bind(node.this)
         items = [self.bind(i) for i in node.expressions]
         for item_node, item in zip(node.expressions, items):

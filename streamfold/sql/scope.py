@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import BindError, Span, did_you_mean
-from ..ir.expr import Column
+from ..ir.expr import Column, OuterColumn
 from ..ir.rel import Field
 
 
@@ -28,6 +28,7 @@ class Scope:
     sql: str
     # USING columns: an unqualified reference picks the left side and is not ambiguous
     merged: dict[str, Field] = field(default_factory=dict)
+    parent: Scope | None = None  # the enclosing query's scope, for correlated subqueries
 
     def entry(self, alias: str) -> ScopeEntry | None:
         for e in self.entries:
@@ -35,7 +36,20 @@ class Scope:
                 return e
         return None
 
-    def resolve(self, table: str | None, column: str, span: Span | None) -> Column:
+    def resolve(self, table: str | None, column: str, span: Span | None) -> Column | OuterColumn:
+        """The column a name refers to — here, or (as an outer reference) in an enclosing query."""
+        try:
+            return self._resolve_here(table, column, span)
+        except BindError as e:
+            if self.parent is None or e.code not in ("UNKNOWN_COLUMN", "UNKNOWN_TABLE_ALIAS"):
+                raise
+            try:
+                found = self.parent.resolve(table, column, span)
+            except BindError:
+                raise e from None
+            return OuterColumn(found.name, found.type)
+
+    def _resolve_here(self, table: str | None, column: str, span: Span | None) -> Column:
         key = column.lower()
         if table is not None:
             entry = self.entry(table)

@@ -1,0 +1,347 @@
+"""Semi, anti and outer joins: whether a row has a match, maintained incrementally.
+
+A row ``l`` of the left input is in a semi join's output while it has a match in the right
+input, in an anti join's while it has none, and an outer join adds the unmatched rows padded
+with NULLs to the inner join. With ``m(l)`` the number of matches (a sum of right rows' weights)
+and ``M`` whether ``l`` counts as matched, a batch changes the output by::
+
+    Δout = Σ_l  Δw(l)·M_new(l)  +  w_old(l)·(M_new(l) − M_old(l))
+
+— the batch's new left rows against the matches after the batch, and the old left rows whose
+match status flipped. With equality keys only, ``m`` depends on the key alone: a state counts the
+right rows per key, and its merge shows which keys crossed zero (:func:`_flips`). Other join
+predicates (``l2.s <> l1.s``) make ``m`` depend on the row: then ``m`` is recomputed before and
+after the batch for the left rows it may have changed. When the right input never changes, all
+of this collapses to joining the batch's left rows with it.
+
+``x NOT IN (SELECT y …)`` follows SQL's three-valued rules: no row passes while ``y`` has a
+NULL, every row passes while the subquery is empty. Two global counts (rows, NULL rows) decide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import UnsupportedError
+from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all, conjuncts
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
+from ..ir.types import BIGINT, BOOLEAN, INT
+from .changes import OLD, TOUCHED, merged_fields
+from .model import WEIGHT_COLUMN, Monoid, State, StateColumn
+
+if TYPE_CHECKING:
+    from .incrementalize import Compiled, _Planner
+
+W = WEIGHT_COLUMN
+ZERO, ONE, MINUS_ONE = Literal(0, BIGINT), Literal(1, BIGINT), Literal(-1, BIGINT)
+
+
+@dataclass
+class _Split:
+    """A join condition taken apart."""
+
+    keys: list[tuple[Expr, Expr]] = field(default_factory=list)  # (left, right) with left = right
+    left: list[Expr] = field(default_factory=list)  # read only the left input
+    right: list[Expr] = field(default_factory=list)  # read only the right input
+    mixed: list[Expr] = field(default_factory=list)  # read both, not an equality of the two
+
+
+def _split(join: Join) -> _Split:
+    sp = _Split()
+    lnames, rnames = set(join.left.names), set(join.right.names)
+    for c in conjuncts(join.condition):
+        cols = c.columns()
+        on_l, on_r = bool(cols & lnames), bool(cols & rnames)
+        if on_l and not on_r:
+            sp.left.append(c)
+        elif on_r and not on_l:
+            sp.right.append(c)
+        elif isinstance(c, Call) and c.op == "=" and on_l and on_r:
+            a, b = c.args
+            if a.columns() <= lnames and b.columns() <= rnames:
+                sp.keys.append((a, b))
+            elif b.columns() <= lnames and a.columns() <= rnames:
+                sp.keys.append((b, a))
+            else:
+                sp.mixed.append(c)
+        elif on_l or on_r:
+            sp.mixed.append(c)
+        else:
+            sp.left.append(c)  # a constant condition: true or false for every row
+    return sp
+
+
+def compile_match_join(pl: _Planner, join: Join) -> Compiled:
+    from .incrementalize import Compiled
+
+    if join.kind == "right":
+        swapped = Join(join.right, join.left, "left", join.condition)
+        inner = compile_match_join(pl, swapped)
+        return Compiled(_reorder(inner.program, join.names), static=False, weighted=True)
+    left, right = pl.compile(join.left), pl.compile(join.right)
+    if right.static and join.kind in ("semi", "anti", "null_aware_anti", "left"):
+        # The right input never changes: each batch's left rows meet the same right rows.
+        program = Join(left.program, right.program, join.kind, join.condition)
+        return Compiled(_reorder(program, join.names), static=False, weighted=left.weighted)
+    sp = _split(join)
+    m = _Matcher(pl, join, sp, left, right)
+    if join.kind == "null_aware_anti":
+        return Compiled(m.not_in(), static=False, weighted=True)
+    if join.kind in ("semi", "anti"):
+        program = m.semi_anti(anti=join.kind == "anti")
+        return Compiled(program, static=False, weighted=True)
+    if sp.mixed:
+        raise UnsupportedError(
+            "an outer join whose condition compares the two sides other than by equality is not supported yet",
+            code="UNSUPPORTED_JOIN", params={"construct": f"{join.kind} join with a non-equality condition"},
+            hint="keep only equalities (and conditions on one side) in the ON clause")
+    inner = pl.compile(Join(join.left, join.right, "inner", join.condition)).program
+    parts = [_reorder(inner, join.names), m.padded(m.unmatched_left(), "left")]
+    if join.kind == "full":
+        mirror = _Matcher(pl, Join(join.right, join.left, "left", join.condition), _swap(sp), right, left)
+        parts.append(_reorder(mirror.padded(mirror.unmatched_left(), "left"), join.names))
+    return Compiled(Union(tuple(parts)), static=False, weighted=True)
+
+
+def _swap(sp: _Split) -> _Split:
+    return _Split([(b, a) for a, b in sp.keys], list(sp.right), list(sp.left), list(sp.mixed))
+
+
+def _reorder(rel: Rel, names: tuple[str, ...]) -> Rel:
+    """``rel``'s columns in the order ``names`` (then ``_weight``)."""
+    have = {f.name: f for f in rel.schema}
+    return Project(rel, tuple((n, have[n].ref()) for n in names) + ((WEIGHT, have[WEIGHT].ref()),))
+
+
+class _Matcher:
+    def __init__(self, pl: _Planner, join: Join, sp: _Split, left: Compiled, right: Compiled) -> None:
+        self.pl = pl
+        self.join = join
+        self.sp = sp
+        self.left = left
+        self.right = right
+        self.lfields = join.left.schema
+        self._bag: str | None = None
+
+    # -- pieces ----------------------------------------------------------------------------------
+    def _left_delta(self) -> Rel:
+        from ..ir.rel import Once
+
+        return Once(self.left.program) if self.left.static else self.left.program
+
+    def _left_old(self) -> Rel:
+        """All left rows before this batch, with their count as ``_weight`` (a static left side
+        arrived with batch 0, so before batch 0 it is empty)."""
+        from ..ir.rel import Once
+
+        if self.left.static:
+            return Once(self.left.program, later=True)
+        if self._bag is None:
+            self._bag, _ = self.pl._bag_state(self.join.left, "left", compiled=self.left)
+        fields = self.pl.plan_.fields(self._bag)
+        return Project(StateScan(self._bag, "old", fields),
+                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, Column(W, BIGINT)),))
+
+    def _counts(self) -> tuple[str, tuple[Field, ...]]:
+        """A state counting the right rows per key (rows with a NULL key never match)."""
+        name = self.pl.plan_.name("matches")
+        keys = tuple((f"{name}.k{i}", r) for i, (_, r) in enumerate(self.sp.keys))
+        fields = tuple(Field(n, e.type) for n, e in keys)
+        rows = self.right.program
+        not_null = and_all([Call("IS NOT NULL", (r,), BOOLEAN) for _, r in self.sp.keys] + list(self.sp.right))
+        if not_null is not None:
+            rows = Filter(rows, not_null)
+        program = Aggregate(rows, keys, ((W, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),))
+        self.pl.plan_.add_state(
+            State(name, "counts", fields, (StateColumn(W, BIGINT, Monoid.SUM, "number of right rows with the key"),),
+                  note=f"matches per key for {self.join.kind} join", keep_empty=not fields),
+            program)
+        return name, fields + (Field(W, BIGINT),)
+
+    def _key_cond(self, keys: tuple[Field, ...]) -> Expr | None:
+        return and_all([Call("=", (lx, Column(k.name, k.type)), BOOLEAN) for (lx, _), k in zip(self.sp.keys, keys)])
+
+    def _flips(self, name: str, fields: tuple[Field, ...]) -> Rel:
+        """Keys whose count crossed zero this batch, with ``_sign`` +1 (now matched) or −1."""
+        keys = fields[:-1]
+        merged = StateScan(name, "merged", merged_fields(fields, tuple(k.name for k in keys)))
+        now = Call(">", (Column(W, BIGINT), ZERO), BOOLEAN)
+        before = Call(">", (_coalesce0(Column(OLD + W, BIGINT)), ZERO), BOOLEAN)
+        crossed = and_all([Call("=", (Column(TOUCHED, INT), Literal(1, INT)), BOOLEAN), Call("<>", (now, before), BOOLEAN)])
+        assert crossed is not None
+        return Project(Filter(merged, crossed), tuple((k.name, k.ref()) for k in keys)
+                       + (("_sign", Case(((now, ONE),), MINUS_ONE, BIGINT)),))
+
+    # -- semi and anti joins -------------------------------------------------------------------
+    def semi_anti(self, anti: bool) -> Rel:
+        if self.sp.mixed:
+            return self._general(anti)
+        pl_cond = _true(and_all(self.sp.left)) if self.sp.left else None
+        name, fields = self._counts()
+        keys = fields[:-1]
+        positive = Filter(StateScan(name, "new", fields), Call(">", (Column(W, BIGINT), ZERO), BOOLEAN))
+        delta = self._left_delta()
+        cond = self._key_cond(keys)
+        out_cols = tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, Column(WEIGHT, BIGINT)),)
+        if not anti:
+            rows = Filter(delta, pl_cond) if pl_cond is not None else delta
+            term1: Rel = Project(Join(rows, positive, "semi", cond), out_cols)
+        else:
+            guarded = Filter(delta, pl_cond) if pl_cond is not None else delta
+            term1 = Project(Join(guarded, positive, "anti", cond), out_cols)
+            if pl_cond is not None:
+                term1 = Union((term1, Project(Filter(delta, Call("NOT", (pl_cond,), BOOLEAN)), out_cols)))
+        old = self._left_old()
+        if pl_cond is not None:
+            old = Filter(old, pl_cond)
+        flips = self._flips(name, fields)
+        sign: Expr = Column("_sign", BIGINT)
+        if anti:
+            sign = Call("neg", (sign,), BIGINT)
+        term2 = Project(Join(old, flips, "inner", cond), tuple((f.name, f.ref()) for f in self.lfields)
+                        + ((WEIGHT, Call("*", (Column(WEIGHT, BIGINT), sign), BIGINT)),))
+        return Union((term1, term2))
+
+    def unmatched_left(self) -> Rel:
+        """The change to the left rows without a match (the NULL-padded part of a left join)."""
+        return self.semi_anti(anti=True)
+
+    def padded(self, rows: Rel, side: str) -> Rel:
+        """Rows of one side with the other side's columns NULL (the join's output shape)."""
+        exprs = [(f.name, f.ref()) for f in self.lfields]
+        exprs += [(f.name, Literal(None, f.type)) for f in self.join.right.schema]
+        return Project(rows, tuple(exprs) + ((WEIGHT, Column(WEIGHT, BIGINT)),))
+
+    # -- x NOT IN (SELECT y …) -------------------------------------------------------------------
+    def not_in(self) -> Rel:
+        if len(self.sp.keys) != 1 or self.sp.mixed or self.sp.left:
+            raise UnsupportedError("NOT IN with a condition beyond one equality is not supported", code="UNSUPPORTED_JOIN",
+                                   params={"construct": "NOT IN"}, hint="write NOT EXISTS")
+        x, y = self.sp.keys[0]
+        name, fields = self._counts()
+        totals = self.pl.plan_.name("totals")
+        t_fields = (Field(W, BIGINT), Field("nulls", BIGINT))
+        null_w = Case(((Call("IS NULL", (y,), BOOLEAN), Column(WEIGHT, BIGINT)),), ZERO, BIGINT)
+        self.pl.plan_.add_state(
+            State(totals, "counts", (), (StateColumn(W, BIGINT, Monoid.SUM, "rows of the subquery"),
+                                         StateColumn("nulls", BIGINT, Monoid.SUM, "rows whose value is NULL")),
+                  note="NOT IN: the subquery's rows and its NULLs", keep_empty=True),
+            Aggregate(self.right.program, (), ((W, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),
+                                               ("nulls", Agg("sum", (null_w,), False, BIGINT)))))
+        key = fields[0]
+        rename_c = ((f"{name}#m", Column(W, BIGINT)), (key.name, key.ref()))
+        rename_t = ((f"{totals}#n", Column(W, BIGINT)), (f"{totals}#nn", Column("nulls", BIGINT)))
+
+        def passes(m: Expr, n: Expr, nn: Expr) -> Expr:
+            empty = Call("=", (_coalesce0(n), ZERO), BOOLEAN)
+            clear = and_all([Call("IS NOT NULL", (x,), BOOLEAN), Call("=", (_coalesce0(m), ZERO), BOOLEAN),
+                             Call("=", (_coalesce0(nn), ZERO), BOOLEAN)])
+            assert clear is not None
+            return Call("OR", (empty, clear), BOOLEAN)
+
+        cond = Call("=", (x, key.ref()), BOOLEAN)
+        counts_new = Project(StateScan(name, "new", fields), rename_c)
+        totals_new = Project(StateScan(totals, "new", t_fields), rename_t)
+        now = Join(Join(self._left_delta(), counts_new, "left", cond), totals_new, "cross", None)
+        out_cols = tuple((f.name, f.ref()) for f in self.lfields)
+        m_new, n_new, nn_new = Column(f"{name}#m", BIGINT), Column(f"{totals}#n", BIGINT), Column(f"{totals}#nn", BIGINT)
+        term1 = Project(Filter(now, passes(m_new, n_new, nn_new)), out_cols + ((WEIGHT, Column(WEIGHT, BIGINT)),))
+        counts_m = StateScan(name, "merged", merged_fields(fields, (key.name,)))
+        totals_m = StateScan(totals, "merged", merged_fields(t_fields, ()))
+        cm = Project(counts_m, ((key.name, key.ref()), (f"{name}#m", Column(W, BIGINT)),
+                                (f"{name}#mo", Column(OLD + W, BIGINT))))
+        tm = Project(totals_m, ((f"{totals}#n", Column(W, BIGINT)), (f"{totals}#nn", Column("nulls", BIGINT)),
+                                (f"{totals}#no", Column(OLD + W, BIGINT)), (f"{totals}#nno", Column(OLD + "nulls", BIGINT))))
+        both = Join(Join(self._left_old(), cm, "left", cond), tm, "cross", None)
+        after = passes(m_new, n_new, nn_new)
+        before = passes(Column(f"{name}#mo", BIGINT), Column(f"{totals}#no", BIGINT), Column(f"{totals}#nno", BIGINT))
+        flipped = Filter(both, Call("<>", (after, before), BOOLEAN))
+        term2 = Project(flipped, out_cols + ((WEIGHT, Call("*", (Column(WEIGHT, BIGINT),
+                                                                 Case(((after, ONE),), MINUS_ONE, BIGINT)), BIGINT)),))
+        return Union((term1, term2))
+
+    # -- joins whose condition is not only equality keys -------------------------------------------
+    def _general(self, anti: bool) -> Rel:
+        """``m(l)`` recomputed before and after the batch for the left rows it may have changed:
+        the batch's new left rows, and the old ones whose key the batch's right rows touch."""
+        plan = self.pl.plan_
+        lnames = [f.name for f in self.lfields]
+        rcols = sorted({c for e in self.sp.mixed for c in e.columns()} & set(self.join.right.names))
+        keys = [(f"_r{i}", r) for i, (_, r) in enumerate(self.sp.keys)]
+        right_name, right_fields = self.pl._bag_state(
+            Project(self.join.right, tuple(keys) + tuple((c, self.join.right.field(c).ref()) for c in rcols)),
+            "right", compiled=_project_compiled(self.right, tuple(keys) + tuple(
+                (c, self.join.right.field(c).ref()) for c in rcols)))
+        key_cond = and_all([Call("=", (lx, Column(k, r.type)), BOOLEAN) for (lx, _), (k, r) in zip(self.sp.keys, keys)])
+        old_left = self._left_old()
+        touched_keys = Aggregate(Project(StateScan(right_name, "delta", right_fields),
+                                         tuple((k, Column(k, r.type)) for k, r in keys)),
+                                 tuple((k, Column(k, r.type)) for k, r in keys), ())
+        affected = Aggregate(Union((
+            Project(self._left_delta(), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields))),
+            Project(Join(old_left, touched_keys, "semi", key_cond), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields))),
+        )), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields)), ())
+        pred = and_all([key_cond] + list(self.sp.mixed) if key_cond is not None else list(self.sp.mixed))
+
+        def matches(version: str, tag: str) -> Rel:
+            r = Project(StateScan(right_name, version, right_fields),
+                        tuple((f.name, f.ref()) for f in right_fields if f.name != W) + ((f"{tag}._rw", Column(W, BIGINT)),))
+            joined = Join(affected, r, "inner", pred)
+            counted = Aggregate(joined, tuple((f"{tag}.{n}", Column(n, f.type)) for n, f in zip(lnames, self.lfields)),
+                                ((f"{tag}.m", Agg("sum", (Column(f"{tag}._rw", BIGINT),), False, BIGINT)),))
+            return counted
+
+        def weights(version_rel: Rel, tag: str) -> Rel:
+            return Project(version_rel, tuple((f"{tag}.{n}", Column(n, f.type)) for n, f in zip(lnames, self.lfields))
+                           + ((f"{tag}.w", Column(WEIGHT, BIGINT)),))
+
+        new_left = self._left_new()
+        x: Rel = affected
+        for side, tag in ((matches("new", "mn"), "mn"), (matches("old", "mo"), "mo"),
+                          (weights(new_left, "wn"), "wn"), (weights(old_left, "wo"), "wo")):
+            cond = and_all([Call("<=>", (Column(n, f.type), Column(f"{tag}.{n}", f.type)), BOOLEAN)
+                            for n, f in zip(lnames, self.lfields)])
+            x = Join(x, side, "left", cond)
+        guard = _true(and_all(self.sp.left)) if self.sp.left else Literal(True, BOOLEAN)
+
+        def matched(m: Expr) -> Expr:
+            return Call("AND", (guard, Call(">", (_coalesce0(m), ZERO), BOOLEAN)), BOOLEAN)
+
+        def as_count(flag: Expr) -> Expr:
+            out = Call("NOT", (flag,), BOOLEAN) if anti else flag
+            return Case(((out, ONE),), ZERO, BIGINT)
+
+        weight = Call("-", (Call("*", (_coalesce0(Column("wn.w", BIGINT)), as_count(matched(Column("mn.m", BIGINT)))), BIGINT),
+                           Call("*", (_coalesce0(Column("wo.w", BIGINT)), as_count(matched(Column("mo.m", BIGINT)))), BIGINT)),
+                      BIGINT)
+        out = Project(x, tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields)) + ((WEIGHT, weight),))
+        plan.note(f"{self.join.kind} join with a non-equality condition: matches are recounted per batch for the "
+                  "left rows the batch may change")
+        return Filter(out, Call("<>", (Column(WEIGHT, BIGINT), ZERO), BOOLEAN))
+
+    def _left_new(self) -> Rel:
+        if self.left.static:
+            return Project(self.left.program, tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, ONE),))
+        self._left_old()
+        assert self._bag is not None
+        fields = self.pl.plan_.fields(self._bag)
+        return Project(StateScan(self._bag, "new", fields),
+                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, Column(W, BIGINT)),))
+
+
+def _project_compiled(c: Compiled, exprs: tuple[tuple[str, Expr], ...]) -> Compiled:
+    from .incrementalize import Compiled
+
+    if c.static:
+        return Compiled(Project(c.program, exprs), static=True, weighted=False)
+    return Compiled(Project(c.program, exprs + ((WEIGHT, Column(WEIGHT, BIGINT)),)), static=False, weighted=c.weighted)
+
+
+def _coalesce0(e: Expr) -> Expr:
+    return Call("coalesce", (e, ZERO), BIGINT, "coalesce({0}, {1})")
+
+
+def _true(e: Expr | None) -> Expr:
+    assert e is not None
+    return Call("coalesce", (e, Literal(False, BOOLEAN)), BOOLEAN, "coalesce({0}, {1})")
