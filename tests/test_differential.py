@@ -85,6 +85,12 @@ QUERIES = [
     ("full-join", "SELECT R.a, S.k FROM R FULL JOIN S ON R.a = S.k", "RS", False),
     ("left-join-count", "SELECT c, count(*) FROM (SELECT R.a, count(S.k) AS c FROM R LEFT JOIN S ON R.a = S.k GROUP BY R.a) t GROUP BY c", "RS", False),
     ("left-join-static", "SELECT R.a, T.name FROM R LEFT JOIN T ON R.a = T.k", "RT", False),
+    # set operations
+    ("intersect", "SELECT a, s FROM R INTERSECT SELECT k, CAST(v AS STRING) FROM S", "RS", False),
+    ("except", "SELECT a FROM R EXCEPT SELECT k FROM S", "RS", False),
+    ("intersect-all", "SELECT a FROM R INTERSECT ALL SELECT k FROM S", "RS", False),
+    ("except-all", "SELECT a, b FROM R EXCEPT ALL SELECT k, v FROM S", "RS", False),
+    ("except-static", "SELECT k FROM T EXCEPT SELECT a FROM R", "RT", False),
 ]
 
 

@@ -22,19 +22,7 @@ from benchmarks.tpch import data as tpch_data
 from benchmarks.tpch import run as tpch
 
 # Queries streamfold refuses today, with the code it refuses them with.
-EXPECTED_REFUSALS: dict[str, str] = {
-    "q02": "UNSUPPORTED_SUBQUERY",          # correlated scalar subquery (min cost per part)
-    "q04": "UNSUPPORTED_SUBQUERY",          # EXISTS
-    "q11": "UNSUPPORTED_SUBQUERY",          # HAVING against an uncorrelated scalar subquery
-    "q13": "UNSUPPORTED_JOIN",              # LEFT OUTER JOIN, then an aggregate of an aggregate
-    "q15": "UNSUPPORTED_SUBQUERY",          # = (SELECT max(...) FROM the aggregating CTE)
-    "q16": "UNSUPPORTED_SUBQUERY",          # NOT IN (SELECT ...)
-    "q17": "UNSUPPORTED_SUBQUERY",          # correlated scalar subquery (avg quantity per part)
-    "q18": "UNSUPPORTED_SUBQUERY",          # IN (SELECT ... GROUP BY ... HAVING)
-    "q20": "UNSUPPORTED_SUBQUERY",          # nested IN and a correlated scalar subquery
-    "q21": "UNSUPPORTED_SUBQUERY",          # EXISTS and NOT EXISTS
-    "q22": "UNSUPPORTED_SUBQUERY",          # scalar subquery and NOT EXISTS
-}
+EXPECTED_REFUSALS: dict[str, str] = {}
 
 SF = 0.01
 BATCHES = 3  # insert batches; the deletion batch follows

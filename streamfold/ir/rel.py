@@ -379,3 +379,35 @@ class Once(Rel):
 
     def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
         return Once(inputs[0], self.later)
+
+
+SET_KINDS = ("intersect", "except", "intersect_all", "except_all")
+
+
+@dataclass(frozen=True, slots=True)
+class SetOp(Rel):
+    """INTERSECT / EXCEPT of two inputs of the same width; the left input names the columns.
+
+    A row appears ``f(l, r)`` times for ``l`` and ``r`` copies on each side: INTERSECT
+    ``[l > 0 and r > 0]``, EXCEPT ``[l > 0 and r = 0]``, INTERSECT ALL ``min(l, r)``, EXCEPT ALL
+    ``max(l − r, 0)``. Rows compare with NULL equal to NULL, as in every set operation.
+    """
+
+    kind: str
+    left: Rel
+    right: Rel
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in SET_KINDS:
+            raise ValueError(f"unknown set operation {self.kind!r}")
+        if len(self.left.schema) != len(self.right.schema):
+            raise ValueError("set operation inputs differ in width")
+        self._set_schema(tuple(Field(f.name, f.type, f.nullable or g.nullable)
+                               for f, g in zip(self.left.schema, self.right.schema)))
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.left, self.right)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return SetOp(self.kind, inputs[0], inputs[1])

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from .expr import Column, Expr
 from .printer import _Printer, display_name, quote
 from .rel import (
-    Aggregate, DeltaScan, Distinct, Expand, Filter, Join, Limit, Once, Project, Rel, Scan, Sort, SortKey, StateScan,
-    Union,
+    Aggregate, DeltaScan, Distinct, Expand, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp, Sort, SortKey,
+    StateScan, Union,
 )
 
 Leaf = Callable[[Rel], str]
@@ -195,6 +195,11 @@ class _Writer:
                 ib = self.block(item)
                 parts.append(ib.text() if not ib.closed or ib.union else f"SELECT * FROM {self.from_item(item)[0]}")
             return _Block("\nUNION ALL\n".join(parts), union=True)
+        if isinstance(rel, SetOp):
+            word = {"intersect": "INTERSECT", "except": "EXCEPT", "intersect_all": "INTERSECT ALL",
+                    "except_all": "EXCEPT ALL"}[rel.kind]
+            parts = [f"SELECT * FROM {self.from_item(side)[0]}" for side in (rel.left, rel.right)]
+            return _Block(f"\n{word}\n".join(parts), union=True)
         if isinstance(rel, Expand):
             src, _ = self.from_item(rel.input)
             copies = self.alias() if self.spark else "copies"

@@ -25,19 +25,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UnsupportedError
-from ..ir.expr import Agg, Call, Column, Expr, Literal
+from ..ir.expr import Agg, Call, Case, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.rel import (
-    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Field, Filter, Join, Limit, Once, Project, Rel, Scan, Sort,
-    SortKey, StateScan, Union,
+    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Field, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp,
+    Sort, SortKey, StateScan, Union,
 )
-from ..ir.types import BIGINT, BOOLEAN
+from ..ir.types import BIGINT, BOOLEAN, INT
 from ..passes import normalize
 from ..sql.bind import BoundQuery
 from .aggregates import AggSpec, Partial, decompose, multiset_final
 from .body import Body, Input, flatten, is_body
 from .builder import PlanBuilder
-from .changes import distinct_delta, global_delta, keyed_delta, per_key_delta
+from .changes import OLD, TOUCHED, distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
 from .joins import JoinTerms
 from .matchjoins import compile_match_join
 from .model import WEIGHT_COLUMN, Answer, IncrementalPlan, Monoid, State, StateColumn
@@ -174,7 +174,57 @@ class _Planner:
             return self.compile(rel.input)  # order inside a subquery does not change its rows
         if isinstance(rel, Join) and rel.kind in ("semi", "anti", "null_aware_anti", "left", "right", "full"):
             return compile_match_join(self, rel)
+        if isinstance(rel, SetOp):
+            return Compiled(self._set_op(rel), static=False, weighted=True)
         raise _unsupported(rel)
+
+    def _set_op(self, rel: SetOp) -> Rel:
+        """INTERSECT / EXCEPT [ALL]: a state counts each row's copies on the left (``left``) and
+        in all (``_w``); a batch changes a touched row's copies in the result by f(new) − f(old)."""
+        left, right = self.compile(rel.left), self.compile(rel.right)
+        cols = [f.name for f in rel.schema]
+
+        def side(c: Compiled, source: Rel, is_left: bool) -> Rel:
+            program = Once(c.program) if c.static else c.program
+            exprs = [(n, f.ref()) for n, f in zip(cols, source.schema)]
+            w = Column(WEIGHT, BIGINT)
+            return Project(program, tuple(exprs) + ((WEIGHT, w), ("left", w if is_left else Literal(0, BIGINT))))
+
+        rows = Union((side(left, rel.left, True), side(right, rel.right, False)))
+        name = self.plan_.name(rel.kind.split("_")[0])
+        key = tuple(Field(f.name, f.type) for f in rel.schema)
+        self.plan_.add_state(
+            State(name, "counts", key, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row on both sides"),
+                                        StateColumn("left", BIGINT, Monoid.SUM, "copies of the row on the left")),
+                  note=f"{rel.kind.replace('_', ' ').upper()}: copies of each row per side"),
+            Aggregate(rows, tuple((n, Column(n, f.type)) for n, f in zip(cols, key)),
+                      ((W, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),
+                       ("left", Agg("sum", (Column("left", BIGINT),), False, BIGINT)))))
+        fields = key + (Field(W, BIGINT), Field("left", BIGINT))
+        merged = StateScan(name, "merged", merged_fields(fields, tuple(cols)))
+
+        def copies(total: Expr, lcount: Expr) -> Expr:
+            rcount = Call("-", (total, lcount), BIGINT)
+            zero = Literal(0, BIGINT)
+            if rel.kind == "intersect":
+                cond = Call("AND", (Call(">", (lcount, zero), BOOLEAN), Call(">", (rcount, zero), BOOLEAN)), BOOLEAN)
+                return Case(((cond, Literal(1, BIGINT)),), zero, BIGINT)
+            if rel.kind == "except":
+                cond = Call("AND", (Call(">", (lcount, zero), BOOLEAN), Call("=", (rcount, zero), BOOLEAN)), BOOLEAN)
+                return Case(((cond, Literal(1, BIGINT)),), zero, BIGINT)
+            if rel.kind == "intersect_all":
+                return Call("least", (lcount, rcount), BIGINT, "least({0}, {1})")
+            return Call("greatest", (Call("-", (lcount, rcount), BIGINT), zero), BIGINT, "greatest({0}, {1})")
+
+        def c0(e: Expr) -> Expr:
+            return Call("coalesce", (e, Literal(0, BIGINT)), BIGINT, "coalesce({0}, {1})")
+
+        change = Call("-", (copies(Column(W, BIGINT), Column("left", BIGINT)),
+                            copies(c0(Column(OLD + W, BIGINT)), c0(Column(OLD + "left", BIGINT)))), BIGINT)
+        touched = Call("=", (Column(TOUCHED, INT), Literal(1, INT)), BOOLEAN)
+        out = Project(Filter(merged, touched), tuple((n, Column(n, f.type)) for n, f in zip(cols, key))
+                      + ((WEIGHT, change),))
+        return Filter(out, Call("<>", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
 
     def _input(self, rel: Rel, index: int) -> Input:
         """An input of a join body: a source, or any relation compiled on its own."""

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir.expr import Agg, Call, Cast, Column, Expr, SubqueryExpr, and_all, outer_columns
-from ..ir.rel import Aggregate, Distinct, Field, Filter, Join, Limit, Project, Rel, Scan, Sort, SortKey, Union
+from ..ir.rel import Aggregate, Distinct, Field, Filter, Join, Limit, Project, Rel, Scan, SetOp, Sort, SortKey, Union
 from ..ir.types import BOOLEAN, common_type
 from .bind_expr import ExprBinder
 from .catalog import Catalog
@@ -98,12 +98,8 @@ class _QueryBinder:
             return self._order_limit(node, rel, names, ctes)
         if isinstance(node, exp.Select):
             return self.select(node, ctes, parent)
-        if isinstance(node, exp.Union):
+        if isinstance(node, (exp.Union, exp.Intersect, exp.Except)):
             return self.union(node, ctes, parent)
-        if isinstance(node, (exp.Intersect, exp.Except)):
-            raise self.err(UnsupportedError, "UNSUPPORTED_SET_OPERATION",
-                           f"{node.key.upper()} is not supported yet", node,
-                           "UNION ALL and UNION are supported", construct=node.key.upper())
         raise self.err(UnsupportedError, "UNSUPPORTED_QUERY", f"{node.key.upper()} is not supported", node,
                        construct=node.key)
 
@@ -119,7 +115,9 @@ class _QueryBinder:
             out[cte.alias.lower()] = _Cte(cte.this, dict(out))
         return out
 
-    def union(self, node: exp.Union, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, list[str]]:
+    def union(self, node: exp.SetOperation, ctes: dict[str, _Cte],
+              parent: Scope | None = None) -> tuple[Rel, list[str]]:
+        """UNION [ALL], INTERSECT [ALL], EXCEPT [ALL]: both sides widened to common column types."""
         left, names = self.query(node.left, ctes, parent)
         right, _ = self.query(node.right, ctes, parent)
         if len(left.schema) != len(right.schema):
@@ -136,9 +134,16 @@ class _QueryBinder:
                                node, "CAST one side", left=lf.type.sql(), right=rf.type.sql())
             types.append(t)
         sides = [self._conform(left, names, types), self._conform(right, names, types)]
-        rel: Rel = Union(tuple(sides))
-        if node.args.get("distinct"):
-            rel = Distinct(rel)
+        distinct = bool(node.args.get("distinct"))
+        rel: Rel
+        if isinstance(node, exp.Union):
+            rel = Union(tuple(sides))
+            if distinct:
+                rel = Distinct(rel)
+        else:
+            kind = ("intersect" if isinstance(node, exp.Intersect) else "except") + ("" if distinct else "_all")
+            right_side = Project(sides[1], tuple((f"{n}#r", f.ref()) for n, f in zip(names, sides[1].schema)))
+            rel = SetOp(kind, sides[0], right_side)
         return self._order_limit(node, rel, names, ctes)
 
     def _conform(self, rel: Rel, names: list[str], types: list) -> Rel:
