@@ -27,31 +27,31 @@ def net_rows(tables: Sequence[pa.Table]) -> pa.Table:
         return combined
     cols = [c for c in combined.column_names if c != WEIGHT]
     counts: Counter = Counter()
-    order: list[tuple] = []
+    first: dict[str, dict] = {}  # rows by a hashable key (nested values are lists and dicts)
     data = combined.to_pylist()
     for row in data:
-        key = tuple(row[c] for c in cols)
-        if key not in counts:
-            order.append(key)
+        key = repr(tuple(row[c] for c in cols))
+        first.setdefault(key, {c: row[c] for c in cols})
         counts[key] += row[WEIGHT]
     out = []
-    for key in order:
+    for key, row in first.items():
         n = counts[key]
         assert n >= 0, f"test data deletes a row that is not there: {key}"
-        out.extend([dict(zip(cols, key))] * n)
+        out.extend([row] * n)
     schema = pa.schema([combined.schema.field(c) for c in cols])
     return pa.Table.from_pylist(out, schema=schema)
 
 
-def duckdb_answer(sql: str, prefix: dict[str, Sequence[pa.Table]]) -> list[tuple]:
-    """DuckDB's answer to the Spark SQL ``sql`` over the weighted batches in ``prefix``."""
+def duckdb_answer(sql: str, prefix: dict[str, Sequence[pa.Table]], duckdb_sql: str | None = None) -> list[tuple]:
+    """DuckDB's answer to the Spark SQL ``sql`` (or to ``duckdb_sql``, written for DuckDB) over
+    the weighted batches in ``prefix``."""
     con = duckdb.connect()
     try:
         for name, tables in prefix.items():
             table = net_rows(tables)
             con.register(f"__{name}", table)
             con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM "__{name}"')
-        text = sqlglot.transpile(sql, read="spark", write="duckdb")[0]
+        text = duckdb_sql or sqlglot.transpile(sql, read="spark", write="duckdb")[0]
         return [tuple(r) for r in con.execute(text).fetchall()]
     finally:
         con.close()

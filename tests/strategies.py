@@ -21,8 +21,23 @@ VALUES = {
 }
 
 
+def value(sql_type: str) -> st.SearchStrategy:
+    """Values of a column type; arrays are tuples and structs tuples of fields (hashable, so a
+    row can be deleted by value), both possibly NULL, arrays possibly empty or with NULLs."""
+    from streamfold.ir.types import parse_type
+
+    def of(t) -> st.SearchStrategy:
+        if t.name == "ARRAY":
+            return st.one_of(st.none(), st.lists(of(t.element), max_size=3).map(tuple))
+        if t.name == "STRUCT":
+            return st.one_of(st.none(), st.tuples(*[of(ft) for _, ft in t.params]))
+        return VALUES[t.sql()]
+
+    return VALUES[sql_type] if sql_type in VALUES else of(parse_type(sql_type))
+
+
 def rows(source: Source, max_size: int = 8) -> st.SearchStrategy[list[tuple]]:
-    return st.lists(st.tuples(*[VALUES[t] for _, t in source.columns]), max_size=max_size)
+    return st.lists(st.tuples(*[value(t) for _, t in source.columns]), max_size=max_size)
 
 
 @st.composite

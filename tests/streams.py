@@ -20,6 +20,20 @@ ARROW = {"INT": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "STRIN
          "DATE": pa.date32(), "BOOLEAN": pa.bool_()}
 
 
+def arrow_type(sql_type: str) -> pa.DataType:
+    """The Arrow type of a column declared as ``sql_type`` (nested types included)."""
+    from streamfold.ir.types import parse_type
+
+    def convert(t) -> pa.DataType:
+        if t.name == "ARRAY":
+            return pa.list_(convert(t.element))
+        if t.name == "STRUCT":
+            return pa.struct([pa.field(n, convert(ft)) for n, ft in t.params])
+        return ARROW[t.sql()]
+
+    return convert(parse_type(sql_type))
+
+
 @dataclass(frozen=True)
 class Source:
     name: str
@@ -34,7 +48,7 @@ class Source:
         return ", ".join(cols)
 
     def arrow_schema(self) -> pa.Schema:
-        fields = [pa.field(c, ARROW[t]) for c, t in self.columns]
+        fields = [pa.field(c, arrow_type(t)) for c, t in self.columns]
         if self.weighted:
             fields.append(pa.field(WEIGHT, pa.int64()))
         return pa.schema(fields)
@@ -53,8 +67,10 @@ class Run:
 
 
 def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list[dict[str, list[tuple]]],
-                 tables: dict[str, list[tuple]] | None = None, ordered: bool = False, **options) -> Run:
-    """Feed ``batches`` (rows per source per batch) to ``sql`` and check every committed batch."""
+                 tables: dict[str, list[tuple]] | None = None, ordered: bool = False,
+                 oracle_sql: str | None = None, **options) -> Run:
+    """Feed ``batches`` (rows per source per batch) to ``sql`` and check every committed batch
+    (against DuckDB running ``oracle_sql`` if given: DuckDB's own text for the query)."""
     import streamfold
 
     tables = tables or {}
@@ -94,7 +110,7 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
             assert result is not None and result.batch == run.batches
             snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False, name=None)]
             snapshot = [tuple(_py(v) for v in r) for r in snapshot]
-            expected = duckdb_answer(sql, prefix)
+            expected = duckdb_answer(sql, prefix, duckdb_sql=oracle_sql)
             problem = bag_diff(snapshot, expected)
             assert problem is None, f"batch {run.batches}: snapshot differs from DuckDB: {problem}\nquery: {sql}"
             if ordered:

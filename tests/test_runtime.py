@@ -117,6 +117,31 @@ def test_csv_and_json_sources_with_inferred_schemas(spark, tmp_path):
         q.stop()
 
 
+def test_nested_json_source_with_arrays_and_structs(spark, tmp_path):
+    """JSON with nested values: the schema is inferred (ARRAY, STRUCT), LATERAL VIEW explodes the
+    array, field access reads the struct, and the answer keeps up as files arrive."""
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "orders")
+    os.makedirs(src)
+    with open(os.path.join(src, "0.json"), "w") as fh:
+        fh.write('{"id": 1, "customer": {"name": "ann", "city": "oslo"}, "items": [{"sku": "a", "qty": 2}, {"sku": "b", "qty": 1}]}\n'
+                 '{"id": 2, "customer": {"name": "bob", "city": "rome"}, "items": []}\n')
+    sql = ("SELECT o.customer.city AS city, item.sku AS sku, sum(item.qty) AS qty "
+           "FROM orders o LATERAL VIEW explode(o.items) i AS item GROUP BY o.customer.city, item.sku")
+    q = streamfold.start(sql, {"orders": src}, os.path.join(tmp, "out"), formats={"orders": "json"},
+                         spark=spark, background=False, partitions=2)
+    try:
+        q.process_available()
+        assert sorted(rows_of(q)) == [("oslo", "a", 2), ("oslo", "b", 1)]
+        with open(os.path.join(src, "1.json"), "w") as fh:
+            fh.write('{"id": 3, "customer": {"name": "cy", "city": "oslo"}, "items": [{"sku": "a", "qty": 5}]}\n'
+                     '{"id": 4, "customer": {"name": "di", "city": "rome"}, "items": [{"sku": "c", "qty": 1}]}\n')
+        q.process_available()
+        assert sorted(rows_of(q)) == [("oslo", "a", 7), ("oslo", "b", 1), ("rome", "c", 1)]
+    finally:
+        q.stop()
+
+
 def test_a_bad_file_stops_the_run_and_nothing_is_committed(spark, tmp_path):
     tmp = str(tmp_path)
     src = os.path.join(tmp, "C")

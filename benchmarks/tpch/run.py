@@ -327,6 +327,7 @@ class BatchRecord:
     state_rows: dict[str, int]
     difference: str | None = None
     spark_difference: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)  # streamfold's own breakdown of the batch
 
 
 @dataclass
@@ -441,7 +442,8 @@ def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = 
             expected = oracle.answer(b)
             difference = answer_difference(actual, expected, spec)
             rec = BatchRecord(b, b == ds.deletion_batch, dict(result.rows),
-                              round(result.duration_s, 4), None, len(actual), dict(result.state_rows), difference)
+                              round(result.duration_s, 4), None, len(actual), dict(result.state_rows), difference,
+                              timings={k: round(v, 4) for k, v in (result.timings or {}).items()})
             if spark_oracle is not None:
                 spark_rows, seconds = spark_oracle.answer(b)
                 rec.recompute_s = round(seconds, 4)

@@ -1,6 +1,6 @@
 """Scalar functions streamfold accepts: their result types and whether they are deterministic.
 
-The list is the string, date, math and conditional functions that Spark SQL and DuckDB share,
+The list is the string, date, math, conditional and array functions that Spark SQL and DuckDB share,
 so every one of them is covered by the DuckDB oracle. A function outside it is refused with
 ``UNSUPPORTED_FUNCTION`` at compile time; a non-deterministic one (``rand``, ``now`` …) with
 ``NONDETERMINISTIC_FUNCTION``, since a continuous query must give the batch query's answer.
@@ -47,6 +47,14 @@ def _round(args: Sequence[DataType]) -> DataType:
     return t
 
 
+def _array_fn(t: DataType) -> TypeRule:
+    def rule(args: Sequence[DataType]) -> DataType:
+        if args[0].name != "ARRAY" and not args[0].is_null:
+            raise TypeError(f"the argument must be an array, not {args[0]}")
+        return t
+    return rule
+
+
 def _floor_ceil(args: Sequence[DataType]) -> DataType:
     t = args[0]
     if t.is_decimal:
@@ -88,6 +96,8 @@ FUNCTIONS.update({
     "date_trunc": _fixed(TIMESTAMP), "to_timestamp": _fixed(TIMESTAMP),
     "extract": _fixed(INT), "date_part": _fixed(INT), "second": _fixed(INT),
     "hash": _fixed(INT),
+    # arrays (nested data)
+    "size": _array_fn(INT), "cardinality": _array_fn(INT), "array_contains": _array_fn(BOOLEAN),
 })
 
 NONDETERMINISTIC = frozenset({

@@ -106,6 +106,9 @@ class _Printer:
     def call(self, e: Call, top: bool) -> str:
         op = e.op
         args = e.args
+        if op == "field" and not self.spark and e.template is not None:
+            name = e.template[len("{0}.`"):-1].replace("``", "`")
+            return f"{self.expr(args[0])}.{display_name(name)}"
         if e.template is not None:
             return e.template.format(*(self.expr(a, True) for a in args))
         if op in _INFIX and len(args) == 2:

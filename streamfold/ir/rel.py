@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .expr import Agg, Column, Expr
-from .types import BIGINT, BOOLEAN, DataType
+from .types import BIGINT, BOOLEAN, INT, DataType
 
 WEIGHT = "_weight"  # multiplicity of a row in a delta: +n inserts n copies, -n deletes n
 
@@ -379,6 +379,38 @@ class Once(Rel):
 
     def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
         return Once(inputs[0], self.later)
+
+
+@dataclass(frozen=True, slots=True)
+class Explode(Rel):
+    """``LATERAL VIEW [OUTER] [pos]explode(expr)``: each input row once per element of the array
+    ``expr``, with the element in column ``element`` and, if ``position`` names one, its index
+    (from 0). ``outer`` keeps a row whose array is NULL or empty, once, with NULLs.
+
+    It maps each row to rows of its own, so a delta explodes to the delta of the result:
+    a deleted row takes back exactly the rows it gave.
+    """
+
+    input: Rel
+    expr: Expr
+    element: str
+    position: str | None = None
+    outer: bool = False
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.expr.type.name != "ARRAY":
+            raise ValueError(f"Explode needs an ARRAY, not {self.expr.type}")
+        _check_reads(self, (self.expr,), self.input.names)
+        added = ((Field(self.position, INT),) if self.position is not None else ()) + (
+            Field(self.element, self.expr.type.element),)
+        self._set_schema(self.input.schema + added)
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.input,)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Explode(inputs[0], self.expr, self.element, self.position, self.outer)
 
 
 SET_KINDS = ("intersect", "except", "intersect_all", "except_all")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from .expr import Column, Expr
 from .printer import _Printer, display_name, quote
 from .rel import (
-    Aggregate, DeltaScan, Distinct, Expand, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp, Sort, SortKey,
+    Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp, Sort, SortKey,
     StateScan, Union,
 )
 
@@ -207,6 +207,18 @@ class _Writer:
             cols = [self.name(f.name) for f in rel.schema]
             return _Block(f"{src}\nLATERAL VIEW explode(array_repeat(0, CAST({w} AS INT))) {copies} AS _copy",
                           select=cols or ["1 AS _one"])
+        if isinstance(rel, Explode):
+            src, _ = self.from_item(rel.input)
+            fn = "posexplode" if rel.position is not None else "explode"
+            made = ([rel.position] if rel.position is not None else []) + [rel.element]
+            view, names = self.alias(), [self.name(n) for n in made]
+            if not self.spark:  # the binder names them ``view.column``: print them as written
+                view = rel.element.rsplit(".", 1)[0] if "." in rel.element else "g"
+                names = [display_name(n[len(view) + 1:] if n.startswith(view + ".") else n) for n in made]
+            outer = " OUTER" if rel.outer else ""
+            cols = [self.name(f.name) for f in rel.schema]
+            return _Block(f"{src}\nLATERAL VIEW{outer} {fn}({self.e(rel.expr)}) {view} AS {', '.join(names)}",
+                          select=cols)
         raise TypeError(f"cannot print {type(rel).__name__}")
 
     def _not_in(self, rel: Join) -> _Block:

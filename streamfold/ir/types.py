@@ -71,6 +71,19 @@ class DataType:
     def is_orderable(self) -> bool:
         return self.name not in ("MAP",)
 
+    def field_type(self, name: str) -> DataType | None:
+        """The type of a STRUCT's field ``name`` (case-insensitive), or None."""
+        for n, t in self.params if self.name == "STRUCT" else ():
+            if n.lower() == name.lower():
+                return t  # type: ignore[no-any-return]
+        return None
+
+    @property
+    def element(self) -> DataType:
+        """An ARRAY's element type."""
+        assert self.name == "ARRAY"
+        return self.params[0]  # type: ignore[no-any-return]
+
     def sql(self) -> str:
         """The type as Spark SQL writes it, e.g. ``DECIMAL(10,2)`` or ``ARRAY<INT>``."""
         if self.name == "DECIMAL":
@@ -80,7 +93,7 @@ class DataType:
         if self.name == "MAP":
             return f"MAP<{self.params[0].sql()},{self.params[1].sql()}>"
         if self.name == "STRUCT":
-            return "STRUCT<" + ",".join(f"{n}:{t.sql()}" for n, t in self.params) + ">"
+            return "STRUCT<" + ",".join(f"`{n}`:{t.sql()}" for n, t in self.params) + ">"
         if self.name == "NULL":
             return "VOID"
         return self.name
@@ -118,6 +131,26 @@ def array(element: DataType) -> DataType:
     return DataType("ARRAY", params=(element,))
 
 
+def struct(fields: list[tuple[str, DataType]] | tuple[tuple[str, DataType], ...]) -> DataType:
+    return DataType("STRUCT", params=tuple(fields))
+
+
+def _split_top(text: str) -> list[str]:
+    """Split ``a:int, b:struct<c:int,d:int>`` at the commas outside angle brackets."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        parts.append(current)
+    return parts
+
+
 _ALIASES = {
     "INTEGER": "INT", "LONG": "BIGINT", "SHORT": "SMALLINT", "BYTE": "TINYINT", "REAL": "FLOAT",
     "TEXT": "STRING", "VARCHAR": "STRING", "CHAR": "STRING", "BOOL": "BOOLEAN",
@@ -141,7 +174,17 @@ def parse_type(text: str) -> DataType:
     m = re.fullmatch(r"ARRAY\s*<(.*)>", upper, flags=re.S)
     if m:
         return array(parse_type(src[src.index("<") + 1 : src.rindex(">")]))
-    if upper.startswith("STRUCT") or upper.startswith("MAP"):
+    m = re.fullmatch(r"STRUCT\s*<(.*)>", upper, flags=re.S)
+    if m:
+        inner = src[src.index("<") + 1 : src.rindex(">")]
+        fields = []
+        for part in _split_top(inner):
+            name, _, type_text = part.partition(":")
+            if not type_text:
+                name, _, type_text = part.strip().partition(" ")
+            fields.append((name.strip().strip("`"), parse_type(type_text)))
+        return struct(fields)
+    if upper.startswith("MAP"):
         raise ValueError(f"type {text!r} is not supported in a schema yet")
     name = _ALIASES.get(upper, upper)
     try:

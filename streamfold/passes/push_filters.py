@@ -8,7 +8,7 @@ After::
 
     Join inner ON x.B = y.C (Filter[x.A > 5](Scan S1 x), Scan S2 y)
 
-A conjunct that reads one side of an inner join moves into that side; one that reads both
+A conjunct that reads only a row's own columns moves below a LATERAL VIEW. A conjunct that reads one side of an inner join moves into that side; one that reads both
 becomes part of the join condition. For outer joins only conjuncts on the preserved side move
 below a filter, and only ON-conjuncts on the other side move into it, which keeps NULL-padding
 exactly as the batch query has it.
@@ -17,7 +17,7 @@ exactly as the batch query has it.
 from __future__ import annotations
 
 from ..ir.expr import Expr, and_all, conjuncts
-from ..ir.rel import Distinct, Filter, Join, Project, Rel, Union
+from ..ir.rel import Distinct, Explode, Filter, Join, Project, Rel, Union
 
 
 def run(rel: Rel) -> Rel:
@@ -60,6 +60,13 @@ def _push(rel: Rel, preds: list[Expr]) -> Rel | None:
         return Union(tuple(items))
     if isinstance(rel, Join):
         return _push_into_join(rel, preds)
+    if isinstance(rel, Explode):
+        made = {rel.element} | ({rel.position} if rel.position else set())
+        below = [p for p in preds if not p.columns() & made]
+        if below:
+            pushed = Explode(_wrap(rel.input, below), rel.expr, rel.element, rel.position, rel.outer)
+            cond = and_all([p for p in preds if p.columns() & made])
+            return Filter(pushed, cond) if cond is not None else pushed
     cond = and_all(preds)
     assert cond is not None
     return Filter(rel, cond)

@@ -28,7 +28,7 @@ from ..errors import UnsupportedError
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.rel import (
-    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Field, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp,
+    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Explode, Field, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp,
     Sort, SortKey, StateScan, Union,
 )
 from ..ir.types import BIGINT, BOOLEAN, INT
@@ -172,6 +172,12 @@ class _Planner:
             return Compiled(Union(tuple(parts)), static=False, weighted=weighted)
         if isinstance(rel, Sort):
             return self.compile(rel.input)  # order inside a subquery does not change its rows
+        if isinstance(rel, Explode):
+            # linear: the rows a batch adds (or deletes) explode into the rows they add (or delete)
+            child = self.compile(rel.input)
+            exploded = Explode(child.program, rel.expr, rel.element, rel.position, rel.outer)
+            program = Project(exploded, tuple((f.name, f.ref()) for f in rel.schema) + ((WEIGHT, Column(WEIGHT, BIGINT)),))
+            return Compiled(program, static=False, weighted=child.weighted)
         if isinstance(rel, Join) and rel.kind in ("semi", "anti", "null_aware_anti", "left", "right", "full"):
             return compile_match_join(self, rel)
         if isinstance(rel, SetOp):

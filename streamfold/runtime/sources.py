@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..errors import BadInputError, SourceError, UsageError
 from ..ir.printer import quote
 from ..ir.rel import WEIGHT
-from ..ir.types import DataType, parse_type
+from ..ir.types import DataType, array, parse_type, struct
 from ..sql.catalog import SourceSchema, parse_schema
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def spark_type(dt: object) -> DataType:
         return parse_type(text)
     except ValueError:
         raise SourceError(f"column type {text} is not supported yet", code="UNSUPPORTED_COLUMN_TYPE",
-                          params={"type": text}, hint="nested columns (struct, map) are not supported yet") from None
+                          params={"type": text}, hint="MAP columns are not supported; ARRAY and STRUCT are") from None
 
 
 def arrow_type(t: object) -> DataType:
@@ -107,6 +107,10 @@ def arrow_type(t: object) -> DataType:
         return DataType("TIMESTAMP" if t.tz else "TIMESTAMP_NTZ")  # type: ignore[attr-defined]
     if pa.types.is_integer(t):  # unsigned
         return DataType("BIGINT")
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return array(arrow_type(t.value_type))  # type: ignore[attr-defined]
+    if pa.types.is_struct(t):
+        return struct([(t.field(i).name, arrow_type(t.field(i).type)) for i in range(t.num_fields)])  # type: ignore[attr-defined]
     raise SourceError(f"column type {t} is not supported yet", code="UNSUPPORTED_COLUMN_TYPE",
                       params={"type": str(t)})
 
@@ -344,4 +348,4 @@ def spark_struct(columns: Sequence[tuple[str, DataType | str]]) -> object:
 def _spark_type(t: DataType) -> object:
     from pyspark.sql.types import _parse_datatype_string
 
-    return _parse_datatype_string(t.sql().lower())
+    return _parse_datatype_string(t.sql())

@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir.expr import Agg, Call, Cast, Column, Expr, SubqueryExpr, and_all, outer_columns
-from ..ir.rel import Aggregate, Distinct, Field, Filter, Join, Limit, Project, Rel, Scan, SetOp, Sort, SortKey, Union
+from ..ir.rel import Aggregate, Distinct, Explode, Field, Filter, Join, Limit, Project, Rel, Scan, SetOp, Sort, SortKey, Union
 from ..ir.types import BOOLEAN, common_type
 from .bind_expr import ExprBinder
 from .catalog import Catalog
@@ -171,7 +171,7 @@ class _QueryBinder:
         return lambda node, scope: self.query(node, ctes, scope)
 
     def select(self, node: exp.Select, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, list[str]]:
-        for unsupported in ("laterals", "windows", "qualify", "pivots", "connect", "sample"):
+        for unsupported in ("windows", "qualify", "pivots", "connect", "sample"):
             if node.args.get(unsupported):
                 raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
                                node.args[unsupported] if not isinstance(node.args[unsupported], list)
@@ -183,7 +183,8 @@ class _QueryBinder:
         where = node.args.get("where")
         if where is not None:
             rel = Filter(rel, ExprBinder(scope, "WHERE", subquery=self.subquery_hook(ctes)).boolean(where.this))
-        items = self._select_items(node, scope)
+        rel, generated = self._select_generators(node, rel, scope)
+        items = self._select_items(node, scope, generated)
         group = node.args.get("group")
         if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
             raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, CUBE and ROLLUP are not supported",
@@ -193,10 +194,14 @@ class _QueryBinder:
             return self._aggregate_select(node, rel, scope, items, ctes)
         return self._plain_select(node, rel, scope, items, ctes)
 
-    def _select_items(self, node: exp.Select, scope: Scope) -> list[tuple[str, exp.Expression, Column | None]]:
-        """(output name, node, pre-resolved column for * expansion) per select item."""
+    def _select_items(self, node: exp.Select, scope: Scope, generated: dict[int, list[tuple[str, Column]]]
+                      ) -> list[tuple[str, exp.Expression, Column | None]]:
+        """(output name, node, pre-resolved column for * and generators) per select item."""
         out: list[tuple[str, exp.Expression, Column | None]] = []
-        for item in node.expressions:
+        for i, item in enumerate(node.expressions):
+            if i in generated:
+                out.extend((name, item, ref) for name, ref in generated[i])
+                continue
             if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
                 table = item.table if isinstance(item, exp.Column) and item.table else None
                 for name, ref in scope.star(table, span_of(item)):
@@ -400,7 +405,83 @@ class _QueryBinder:
         for join in node.args.get("joins") or []:
             right = self.table_ref(join.this, ctes, scope)
             rel = self.join(join, rel, right, scope)
+        for lateral in node.args.get("laterals") or []:
+            rel = self.lateral_view(lateral, rel, scope)
         return rel, scope
+
+    # -- LATERAL VIEW and generators -------------------------------------------------------------
+    def lateral_view(self, node: exp.Lateral, rel: Rel, scope: Scope) -> Rel:
+        """``LATERAL VIEW [OUTER] explode(arr) t AS v`` / ``posexplode(arr) t AS pos, v``."""
+        gen = node.this
+        if not node.args.get("view") or not isinstance(gen, exp.Explode):
+            raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE",
+                           f"`{node.sql(dialect='spark').strip()}` is not supported", node,
+                           "use LATERAL VIEW [OUTER] explode(array) or posexplode(array)", construct="lateral")
+        alias = node.args.get("alias")
+        view = alias.name if alias is not None and alias.name else self.fresh("_gen")
+        names = [c.name for c in alias.columns] if alias is not None and alias.columns else []
+        outer = bool(node.args.get("outer")) or _outer_generator(gen)
+        return self._explode(gen, rel, scope, view, names, outer, node)
+
+    def _explode(self, gen: exp.Explode, rel: Rel, scope: Scope, view: str, names: list[str], outer: bool,
+                 node: exp.Expression) -> Explode:
+        with_position = isinstance(gen, exp.Posexplode)
+        fn = type(gen).__name__.lower().lstrip("_").replace("outer", "_outer")
+        defaults = ["pos", "col"] if with_position else ["col"]
+        if not names:
+            names = defaults
+        if len(names) != len(defaults):
+            raise self.err(BindError, "GENERATOR_COLUMNS",
+                           f"`{fn}` makes {len(defaults)} column(s), but {len(names)} name(s) are given", node,
+                           f"name them like `AS {', '.join(defaults)}`", function=fn, expected=len(defaults))
+        if gen.expressions:
+            raise self.err(BindError, "WRONG_ARGUMENTS", f"`{fn}` takes one array", gen, function=fn)
+        array = ExprBinder(scope, "LATERAL VIEW").bind(gen.this)
+        if array.type.name != "ARRAY":
+            raise self.err(BindError, "TYPE_MISMATCH", f"`{fn}` needs an array, but its argument is {array.type}",
+                           gen, "explode works on ARRAY columns (MAP columns are not supported)",
+                           expected="ARRAY", actual=array.type.sql())
+        self._check_alias(view, node, scope)
+        internal = self.unique_alias(view)
+        cols = [f"{internal}.{n}" for n in names]
+        out = Explode(rel, array, cols[-1], cols[0] if with_position else None, outer)
+        scope.entries.append(ScopeEntry.of(view, [(n, out.field(c)) for n, c in zip(names, cols)]))
+        return out
+
+    def _select_generators(self, node: exp.Select, rel: Rel,
+                           scope: Scope) -> tuple[Rel, dict[int, list[tuple[str, Column]]]]:
+        """``SELECT explode(arr) AS v …``: Spark's generator in the select list, which runs after
+        WHERE. It becomes an Explode under the projection; the item reads its columns."""
+        gens = [(i, item) for i, item in enumerate(node.expressions) if isinstance(_unalias_all(item), exp.Explode)]
+        for item in node.expressions:
+            for sub in item.walk():
+                if isinstance(sub, (exp.Explode, exp.Inline)) and _unalias_all(item) is not sub:
+                    raise self.err(UnsupportedError, "UNSUPPORTED_GENERATOR",
+                                   "a generator must be a whole select item, not part of an expression", sub,
+                                   "explode in a LATERAL VIEW and use its column", construct="generator")
+        if not gens:
+            return rel, {}
+        if len(gens) > 1:
+            raise self.err(UnsupportedError, "UNSUPPORTED_GENERATOR", "only one generator is allowed per SELECT",
+                           gens[1][1], "use LATERAL VIEW for the others", construct="generator")
+        has_group = node.args.get("group") is not None or node.args.get("having") is not None
+        if has_group or self._has_agg([("", it, None) for it in node.expressions], node):
+            raise self.err(UnsupportedError, "UNSUPPORTED_GENERATOR",
+                           "a generator cannot be combined with GROUP BY or aggregates in one SELECT", gens[0][1],
+                           "explode in a LATERAL VIEW (or a subquery) and aggregate over its column",
+                           construct="generator")
+        i, item = gens[0]
+        gen = _unalias_all(item)
+        assert isinstance(gen, exp.Explode)
+        if isinstance(item, exp.Aliases):
+            names = [a.name for a in item.expressions]
+        elif isinstance(item, exp.Alias):
+            names = [item.alias]
+        else:
+            names = []
+        out = self._explode(gen, rel, scope, self.fresh("_gen"), names, _outer_generator(gen), item)
+        entry = scope.entries.pop()  # its columns are select items, not names for the rest of the query
+        return out, {i: [(entry.names[k], f.ref()) for k, f in entry.columns.items()]}
 
     def table_ref(self, node: exp.Expression, ctes: dict[str, _Cte], scope: Scope) -> Rel:
         if isinstance(node, exp.Table):
@@ -515,6 +596,16 @@ def _inside_subquery(sub: exp.Expression, root: exp.Expression) -> bool:
 
 def _unalias(node: exp.Expression) -> exp.Expression:
     return node.this if isinstance(node, exp.Alias) else node
+
+
+def _unalias_all(node: exp.Expression) -> exp.Expression:
+    """A select item without its alias or aliases (``posexplode(a) AS (p, v)``)."""
+    return node.this if isinstance(node, (exp.Alias, exp.Aliases)) else node
+
+
+def _outer_generator(gen: exp.Expression) -> bool:
+    """``explode_outer`` / ``posexplode_outer``."""
+    return type(gen).__name__.lower().endswith("outer")
 
 
 def _internal_name(name: str, index: int, taken: list[tuple[str, Expr]]) -> str:

@@ -112,13 +112,66 @@ class ExprBinder:
     def _bind_Column(self, node: exp.Column) -> Expr:
         if isinstance(node.this, exp.Star):
             raise self._err(BindError, "MISPLACED_STAR", "`*` is only allowed in the SELECT list or count(*)", node)
-        parts = [p.name for p in node.parts]
-        if len(parts) > 2:
-            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
-                            f"`{node.sql()}`: names with more than two parts are not supported", node,
-                            construct="qualified name")
-        table = parts[0] if len(parts) == 2 else None
-        return self.scope.resolve(table, parts[-1], span_of(node))
+        return self._name([p.name for p in node.parts], node)
+
+    def _name(self, parts: list[str], node: exp.Expression) -> Expr:
+        """``col``, ``alias.col``, then any ``.field`` of a STRUCT: ``p.a`` is field ``a`` of column
+        ``p`` when no table in scope is called ``p`` (Spark's rule)."""
+        span = span_of(node)
+        if len(parts) == 1:
+            return self.scope.resolve(None, parts[0], span)
+        try:
+            base = self.scope.resolve(parts[0], parts[1], span)
+            rest = parts[2:]
+        except BindError as qualified:
+            if qualified.code != "UNKNOWN_TABLE_ALIAS":
+                raise
+            try:
+                base = self.scope.resolve(None, parts[0], span)
+            except BindError:
+                raise qualified from None
+            rest = parts[1:]
+        for name in rest:
+            base = self._field(base, name, node)
+        return base
+
+    def _field(self, base: Expr, name: str, node: exp.Expression) -> Expr:
+        """Field ``name`` of the STRUCT ``base``."""
+        t = base.type.field_type(name)
+        if t is None:
+            if base.type.name != "STRUCT":
+                raise self._mismatch(node, f"`.{name}` needs a STRUCT, but `{node.sql(dialect='spark')}` reads a {base.type}",
+                                     "field access works on STRUCT columns", actual=base.type.sql())
+            fields = [n for n, _ in base.type.params]
+            raise self._err(BindError, "UNKNOWN_FIELD", f"the struct has no field `{name}`", node,
+                            did_you_mean(name, fields) or f"its fields are {', '.join(fields)}", field=name)
+        spelled = next(n for n, _ in base.type.params if n.lower() == name.lower())
+        return Call("field", (base,), t, "{0}.`" + spelled.replace("`", "``") + "`")
+
+    def _bind_Dot(self, node: exp.Dot) -> Expr:
+        parts = _dotted(node)
+        if parts is not None:
+            return self._name(parts, node)
+        return self._field(self.bind(node.this), node.expression.name, node)
+
+    def _bind_Bracket(self, node: exp.Bracket) -> Expr:
+        """``arr[i]`` (from 0) and ``element_at(arr, i)`` (from 1): NULL past the end, as in DuckDB
+        (Spark's ANSI mode would stop the query with an error on one bad row)."""
+        if len(node.expressions) != 1:
+            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "an index takes one value", node,
+                            construct="index")
+        base, index = self.bind(node.this), self.bind(node.expressions[0])
+        if base.type.name != "ARRAY":
+            raise self._mismatch(node, f"only arrays can be indexed, but this is {base.type}",
+                                 "MAP columns are not supported", actual=base.type.sql())
+        if not (index.type.is_integral or index.type.is_null):
+            raise self._mismatch(node, f"an array index must be a whole number, not {index.type}", actual=index.type.sql())
+        one_based = node.args.get("offset") == 1
+        if one_based and isinstance(index, Literal) and index.value == 0:
+            raise self._err(BindError, "INVALID_ARRAY_INDEX", "element_at counts from 1, so index 0 is invalid", node,
+                            "use 1 for the first element, -1 for the last")
+        template = "try_element_at({0}, {1})" if one_based else "get({0}, {1})"
+        return Call("element_at" if one_based else "index", (base, index), base.type.element, template)
 
     def _bind_Paren(self, node: exp.Paren) -> Expr:
         return self.bind(node.this)
@@ -240,7 +293,7 @@ class ExprBinder:
         if isinstance(inner_node, exp.Like):
             e = self._bind_Like(inner_node)
             assert isinstance(e, Call)
-            return Call("NOT LIKE", e.args, BOOLEAN)
+            return Call("LIKE" if e.op == "NOT LIKE" else "NOT LIKE", e.args, BOOLEAN)
         inner = self.bind(inner_node)
         if inner.type != BOOLEAN and not inner.type.is_null:
             raise self._mismatch(node, f"NOT needs a boolean operand, but this is {inner.type}",
@@ -251,7 +304,7 @@ class ExprBinder:
         if not isinstance(node.expression, exp.Null):
             raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "only IS [NOT] NULL is supported", node,
                             construct="IS")
-        return Call("IS NULL", (self.bind(node.this),), BOOLEAN)
+        return Call("IS NOT NULL" if node.args.get("negate") else "IS NULL", (self.bind(node.this),), BOOLEAN)
 
     def _subquery_rel(self, node: exp.Expression) -> tuple[Any, list[str]]:
         if self.subquery is None or self._in_agg:
@@ -303,7 +356,8 @@ class ExprBinder:
         for side_node, side in ((node.this, value), (node.expression, pattern)):
             if not (side.type.is_string or side.type.is_null):
                 raise self._mismatch(side_node, f"LIKE needs strings, but this is {side.type}", actual=side.type.sql())
-        return Call("LIKE", (value, pattern), BOOLEAN)
+        # sqlglot parses ``x NOT LIKE p`` as a Like marked ``negate``
+        return Call("NOT LIKE" if node.args.get("negate") else "LIKE", (value, pattern), BOOLEAN)
 
     def _bind_DPipe(self, node: exp.DPipe) -> Expr:
         left, right = self.bind(node.this), self.bind(node.expression)
@@ -496,6 +550,16 @@ def _castable(text: str, target: DataType) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _dotted(node: exp.Expression) -> list[str] | None:
+    """``a.b.c.d`` as names, or None if the chain starts at something other than a name."""
+    if isinstance(node, exp.Column):
+        return [p.name for p in node.parts]
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):
+        head = _dotted(node.this)
+        return None if head is None else head + [node.expression.name]
+    return None
 
 
 def _shift_date(d: dt.date, amount: int, unit: str) -> dt.date:
