@@ -11,18 +11,27 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .workloads import Workload
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def write_pairs(path: str, columns: tuple[str, ...], rows: int, seed: int) -> None:
     """``rows`` random integer rows in [0, 10000] as one Parquet file (written hidden, then renamed)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     rng = np.random.default_rng(seed)
-    table = pa.table({c: rng.integers(0, 10_001, rows, dtype=np.int32) for c in columns})
+    write_table(path, pa.table({c: rng.integers(0, 10_001, rows, dtype=np.int32) for c in columns}))
+
+
+def write_table(path: str, table: pa.Table) -> None:
+    """Write an Arrow table as one Parquet file that appears atomically: hidden name first, then renamed."""
+    import pyarrow.parquet as pq
+
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, "." + name)
     pq.write_table(table, tmp)
