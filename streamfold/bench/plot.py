@@ -31,7 +31,10 @@ def plot_latency(results: dict[str, Any], path: str) -> None:
     sizes = results["sizes"]
     inc = ", ".join(f"{v[1]:,}" for v in sizes["sources"].values() if len(v) > 1)
     hist = " + ".join(f"{v[0]:,}" for v in sizes["sources"].values())
-    ax.set_title(results["workload"])
+    load = results.get("load_average", {})
+    busy = "" if load.get("quiet", True) else \
+        f"\nmeasured while the machine was busy (1-minute load {(load.get('at_start') or [0])[0]:.1f})"
+    ax.set_title(results["workload"] + busy, fontsize=11)
     ax.set_xlabel(f"increment number (history {hist} rows; increments of {inc} rows)")
     ax.set_ylabel("seconds (files appear → answer committed)")
     ax.set_ylim(bottom=0)

@@ -168,3 +168,16 @@ def _memory(results: dict[str, Any]) -> list[str]:
                        f"{s['reference_increment']}, {j['heap_used_after_gc_at_end_mb']} MB at increment "
                        f"{s['last_increment']}.")
     return out
+
+
+def rerender(directory: str) -> None:
+    """Rewrite ``results.md`` and the plots of ``directory`` from its ``results.json`` (after a report change)."""
+    with open(os.path.join(directory, "results.json"), encoding="utf-8") as fh:
+        write_outputs(json.load(fh), directory)
+
+
+if __name__ == "__main__":
+    import sys
+
+    for d in sys.argv[1:]:
+        rerender(d)
