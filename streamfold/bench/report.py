@@ -135,6 +135,7 @@ def _phases(results: dict[str, Any]) -> list[str]:
             keys += [k for k in r["timings"] if k not in keys and isinstance(r["timings"][k], float)]
         med = {k: statistics.median(r["timings"].get(k, 0.0) for r in incs) for k in keys}
         lat = statistics.median(r["latency_s"] for r in incs)
+        jobs = [r["spark_jobs"] for r in incs if r.get("spark_jobs") is not None]
         title = "streamfold phases (BatchResult.timings)" if name == "streamfold" else \
             f"{name} phases (Spark's durationMs per micro-batch)"
         out += ["", f"## {title}, median over increments 1–{results['sizes']['increments']} (seconds)", "",
@@ -145,6 +146,8 @@ def _phases(results: dict[str, Any]) -> list[str]:
             engine = statistics.median(r.get("engine_s", 0.0) for r in incs)
             out.append(f"| (the batch as the engine times it) | {engine:.3f} | {100 * engine / lat:.0f}% |")
             out.append(f"| (latency) | {lat:.3f} | 100% |")
+        if jobs:
+            out += ["", f"Spark jobs per increment (median): {statistics.median(jobs):g}."]
     return out
 
 

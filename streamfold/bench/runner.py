@@ -117,10 +117,14 @@ def _run_system(cls: type[System], ctx: Context, data: DataSet, expected: list[t
         detail = system.process(0)
         _record(record, cls.name, 0, time.monotonic() - t0, detail, data, opts, ctx, pids)
         for inc in range(1, w.increments + 1):
+            jobs = _last_job(ctx.spark)
             appear(data, inc, ctx.dirs)
             t = time.monotonic()
             detail = system.process(inc)
-            _record(record, cls.name, inc, time.monotonic() - t, detail, data, opts, ctx, pids)
+            latency = time.monotonic() - t
+            if cls.counts_jobs:
+                detail["spark_jobs"] = _last_job(ctx.spark) - jobs
+            _record(record, cls.name, inc, latency, detail, data, opts, ctx, pids)
         check = compare(system.answer(), expected)
         record["check"] = check.to_json()
         say(f"[{w.name}] {cls.name}: matches DuckDB: {'yes' if check.matches else 'NO — ' + str(check.detail)}")
@@ -181,6 +185,14 @@ def _memory_summary(samples: list[dict[str, Any]], increments: int) -> dict[str,
     out["jvm"]["heap_used_after_gc_at_reference_mb"] = at[ref].get("jvm_heap_used_after_gc_mb")
     out["jvm"]["heap_used_after_gc_at_end_mb"] = at[increments].get("jvm_heap_used_after_gc_mb")
     return out
+
+
+def _last_job(spark: Any) -> int:
+    """The id of the last Spark job started (ids grow by one per job): counts an increment's jobs."""
+    try:
+        return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1)
+    except Exception:  # noqa: BLE001 - no status tracker (Spark Connect): not counted
+        return -1
 
 
 def _warm_up(spark: Any, path: str) -> None:

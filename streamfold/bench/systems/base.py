@@ -35,6 +35,8 @@ class System(ABC):
     name: ClassVar[str]
     #: what "committed" means for this system (goes into the report)
     commit_means: ClassVar[str]
+    #: whether its Spark jobs run outside a job group (so the runner can count them per increment)
+    counts_jobs: ClassVar[bool] = True
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx

@@ -27,6 +27,7 @@ class StreamingSystem(System):
     name = "spark-streaming"
     commit_means = ("processAllAvailable() returned: every micro-batch over the new files has run its "
                     "foreachBatch sink (Parquet) and committed")
+    counts_jobs = False  # micro-batches run in the query's own job group: see micro_batches instead
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
