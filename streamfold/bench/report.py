@@ -71,13 +71,15 @@ def markdown(results: dict[str, Any]) -> str:
     lines += ["", "## Answers checked against DuckDB", "",
               f"DuckDB's answer over all the data ({results['duckdb']['rows']:,} rows), from "
               f"`{results['duckdb']['sql']}`; compared as bags, floats to a relative 1e-9.", "",
-              "| system | how it ran | matches DuckDB | rows |", "|---|---|---|---|"]
+              "| system | how it ran | matches DuckDB | rows | 1-minute load after its run |", "|---|---|---|---|---|"]
     for name, rec in systems.items():
         check = rec.get("check")
         verdict = ("yes" if check["matches_duckdb"] else f"no ({check['detail']})") if check else \
             {"rejected": "no answer: Spark rejects the query", "failed": f"no answer: failed ({rec.get('error')})"}.get(
                 rec["status"], "—")
-        lines.append(f"| {name} | {_how(name, rec)} | {verdict} | {check['rows'] if check else '—'} |")
+        after = rec.get("load_average_after") or []
+        lines.append(f"| {name} | {_how(name, rec)} | {verdict} | {check['rows'] if check else '—'} | "
+                     f"{after[0] if after else '—'} |")
     rejections = {(n_, mode): msg for n_, rec in systems.items()
                   for mode, msg in ({**rec.get("describe", {}).get("rejected_modes", {}), **rec.get("rejections", {})}).items()}
     if rejections:
