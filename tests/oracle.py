@@ -51,7 +51,9 @@ def duckdb_answer(sql: str, prefix: dict[str, Sequence[pa.Table]], duckdb_sql: s
             table = net_rows(tables)
             con.register(f"__{name}", table)
             con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM "__{name}"')
-        text = duckdb_sql or sqlglot.transpile(sql, read="spark", write="duckdb")[0]
+        from streamfold.sql.iterate import unrolled_sql
+
+        text = duckdb_sql or sqlglot.transpile(unrolled_sql(sql), read="spark", write="duckdb")[0]
         return [tuple(r) for r in con.execute(text).fetchall()]
     finally:
         con.close()

@@ -16,6 +16,7 @@ from .expr import Agg, Call, Case, Cast, Column, Expr, Literal
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DISPLAY_NAME = re.compile(r"[A-Za-z_Δ][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
+_TOLERANT = {"/": "try_divide", "%": "try_mod"}
 _INFIX = {"+", "-", "*", "/", "%", "=", "<>", "<", "<=", ">", ">=", "<=>", "AND", "OR", "||", "div", "LIKE"}
 
 
@@ -111,6 +112,11 @@ class _Printer:
             return f"{self.expr(args[0])}.{display_name(name)}"
         if e.template is not None:
             return e.template.format(*(self.expr(a, True) for a in args))
+        if self.spark and op in _TOLERANT and len(args) == 2:
+            # An incremental plan also evaluates expressions over rows the batch query never has
+            # at the end (a group's old value, an empty prefix): dividing by a zero count there
+            # must not stop the query, so division runs in its NULL-on-zero form.
+            return f"{_TOLERANT[op]}({self.expr(args[0], True)}, {self.expr(args[1], True)})"
         if op in _INFIX and len(args) == 2:
             text = f"{self.expr(args[0])} {op.upper() if op == 'div' else op} {self.expr(args[1])}"
             return text if top else f"({text})"

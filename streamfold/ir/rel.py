@@ -413,6 +413,58 @@ class Explode(Rel):
         return Explode(inputs[0], self.expr, self.element, self.position, self.outer)
 
 
+@dataclass(frozen=True, slots=True)
+class LoopRef(Rel):
+    """Inside the step of an :class:`Iterate`, the previous value of the iteration ``name``."""
+
+    name: str
+    fields: tuple[Field, ...]
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._set_schema(self.fields)
+
+
+ITERATION_MODES = ("exact", "diffusion")
+
+
+@dataclass(frozen=True, slots=True)
+class Iterate(Rel):
+    """``X ← init; repeat times: X ← step(X)`` (``WITH ITERATIVE``): ``step`` reads the previous
+    value through ``LoopRef(name)`` leaves; its value is ``step`` applied ``times`` times.
+
+    ``init`` and ``step`` have the iteration's fields, by name and type. ``mode`` is how a batch
+    updates it: ``exact`` (each step's result kept and updated by its delta) or ``diffusion``
+    (seed 000 Algorithm 1: approximate).
+    """
+
+    name: str
+    init: Rel
+    step: Rel
+    times: int
+    mode: str = "exact"
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ITERATION_MODES:
+            raise ValueError(f"unknown iteration mode {self.mode!r}")
+        if self.times < 1:
+            raise ValueError("an iteration needs at least one step")
+        if [(f.name, f.type) for f in self.init.schema] != [(f.name, f.type) for f in self.step.schema]:
+            raise ValueError(f"Iterate {self.name}: init and step fields differ: {self.init.schema} vs {self.step.schema}")
+        self._set_schema(tuple(Field(f.name, f.type) for f in self.init.schema))
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.init, self.step)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Iterate(self.name, inputs[0], inputs[1], self.times, self.mode)
+
+    def loop_ref(self) -> LoopRef:
+        return LoopRef(self.name, self.schema)
+
+
+
 SET_KINDS = ("intersect", "except", "intersect_all", "except_all")
 
 

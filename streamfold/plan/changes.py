@@ -12,7 +12,7 @@ batch changed in its output, as a source hands over new rows. Three forms:
 
 from __future__ import annotations
 
-from ..ir.expr import Call, Case, Column, Expr, Literal, and_all
+from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
 from ..ir.types import BIGINT, BOOLEAN, INT
 from .model import WEIGHT_COLUMN
@@ -93,15 +93,26 @@ def keyed_delta(rows: Rel, main: str, keys: tuple[tuple[str, Field], ...]) -> Re
     return _signed(version("new"), version("old"))
 
 
-def global_delta(rows: Rel) -> Rel:
-    """The change of a small answer computed whole: a after the merge (+1) minus before (−1)."""
+def global_delta(rows: Rel, state: str, fields: tuple[Field, ...]) -> Rel:
+    """The change of a global aggregate's one row: a after the merge (+1) minus before (−1).
+
+    Before the first batch there is no row to take back: the consumers' states start empty,
+    as the query over no input at all, and the row enters with the first batch. (Over an
+    empty prefix SQL gives the aggregate one row; no snapshot is ever taken there.) The
+    aggregate's state keeps its one row from then on, so "before" is read only if it exists.
+    """
 
     def old(node: Rel) -> Rel | None:
         if isinstance(node, StateScan) and node.version == "new":
             return StateScan(node.state, "old", node.fields)
         return None
 
-    return _signed(rows, rows.transform(old))
+    before = rows.transform(old)
+    count = Agg("count", (), False, BIGINT)
+    existed = Filter(Aggregate(StateScan(state, "old", fields), (), (("__had", count),)),
+                     Call(">", (Column("__had", BIGINT), Literal(0, BIGINT)), BOOLEAN))
+    gated = Project(Join(before, existed, "cross", None), tuple((f.name, f.ref()) for f in before.schema))
+    return _signed(rows, gated)
 
 
 def distinct_delta(state: str, fields: tuple[Field, ...]) -> Rel:

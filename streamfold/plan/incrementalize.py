@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from ..errors import UnsupportedError
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal
 from ..ir.printer import sql
+from ..ir.rename import unroll
 from ..ir.rel import (
-    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Explode, Field, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp,
+    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Explode, Field, Iterate, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp,
     Sort, SortKey, StateScan, Union,
 )
 from ..ir.types import BIGINT, BOOLEAN, INT
@@ -172,6 +173,11 @@ class _Planner:
             return Compiled(Union(tuple(parts)), static=False, weighted=weighted)
         if isinstance(rel, Sort):
             return self.compile(rel.input)  # order inside a subquery does not change its rows
+        if isinstance(rel, Iterate) and rel.mode == "exact":
+            # every step's value is a relation of its own, kept up to date by its delta
+            self.plan_.note(f"ITERATIVE {rel.name.split('#')[0]}: exact — each of the {rel.times} steps keeps its "
+                            "result and passes its change to the next (as differential dataflow does)")
+            return self.compile(unroll(rel))
         if isinstance(rel, Explode):
             # linear: the rows a batch adds (or deletes) explode into the rows they add (or delete)
             child = self.compile(rel.input)
@@ -387,7 +393,7 @@ class _Planner:
     def _aggregate_delta(self, info: _AggInfo, output: tuple[str, ...]) -> Rel:
         """What a batch changes in a nested aggregate's output."""
         if not info.keys:
-            return global_delta(info.rows)
+            return global_delta(info.rows, info.name, self.plan_.fields(info.name))
         if info.per_key is not None:
             return per_key_delta(info.per_key, tuple(n for n, _ in info.keys), output)
         return keyed_delta(info.rows, info.name, tuple(zip((n for n, _ in info.keys), info.key_fields)))

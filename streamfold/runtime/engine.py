@@ -23,6 +23,7 @@ from ..ir.rel import WEIGHT, DeltaScan, Once, Rel, Scan, StateScan
 from ..plan import IncrementalPlan, incrementalize
 from ..plan.model import Step
 from ..sql import Catalog, bind
+from ..sql.iterate import unrolled_sql
 from . import files
 from .answer import AnswerSql
 from ..ir.printer import quote
@@ -141,7 +142,7 @@ class Engine:
         for s in self.catalog.values():
             self.spark.createDataFrame([], spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
         try:
-            schema = self.spark.sql(self.plan.sql).schema
+            schema = self.spark.sql(unrolled_sql(self.plan.sql)).schema
         except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
             raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
                                    sql=self.plan.sql, params={"error": first_line(e)},

@@ -18,10 +18,11 @@ from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir.expr import Agg, Call, Cast, Column, Expr, SubqueryExpr, and_all, outer_columns
-from ..ir.rel import Aggregate, Distinct, Explode, Field, Filter, Join, Limit, Project, Rel, Scan, SetOp, Sort, SortKey, Union
+from ..ir.rel import Aggregate, Distinct, Explode, Field, Iterate, LoopRef, Filter, Join, Limit, Project, Rel, Scan, SetOp, Sort, SortKey, Union
 from ..ir.types import BOOLEAN, common_type
 from .bind_expr import ExprBinder
 from .catalog import Catalog
+from .iterate import Iterative, extract
 from .parse import parse, span_of, widen_to_call
 from .scope import Scope, ScopeEntry
 
@@ -38,9 +39,10 @@ class BoundQuery:
 
 def bind(sql: str, catalog: Catalog) -> BoundQuery:
     """Parse and bind ``sql`` against ``catalog``; raises a coded :class:`SqlError` on a mistake."""
-    tree = parse(sql)
+    text, loops = extract(sql)
+    tree = parse(text)
     try:
-        rel, names = _QueryBinder(sql, catalog).query(tree, {})
+        rel, names = _QueryBinder(sql, catalog, loops).query(tree, {})
     except SqlError as e:
         raise e.with_sql(sql) from None
     lowered = [n.lower() for n in names]
@@ -55,14 +57,18 @@ def bind(sql: str, catalog: Catalog) -> BoundQuery:
 
 @dataclass
 class _Cte:
-    node: exp.Expression
+    node: exp.Expression | None
     ctes: dict[str, _Cte]
+    columns: list[str] | None = None  # WITH t (a, b) AS (…): the names it gives the columns
+    loop: Iterative | None = None  # WITH ITERATIVE: the step and its count
+    bound: tuple[Rel, list[str]] | None = None  # inside a step: the iteration's previous value
 
 
 class _QueryBinder:
-    def __init__(self, sql: str, catalog: Catalog) -> None:
+    def __init__(self, sql: str, catalog: Catalog, loops: dict[str, Iterative] | None = None) -> None:
         self.sql = sql
         self.catalog = catalog
+        self.loops = loops or {}
         self._auto_alias = 0
         # Internal names are unique across the whole query, so blocks can later be joined
         # (a subquery may reuse an alias of the outer query, and every block has a _agg0).
@@ -112,8 +118,67 @@ class _QueryBinder:
                            with_, construct="WITH RECURSIVE")
         out = dict(ctes)
         for cte in with_.expressions:
-            out[cte.alias.lower()] = _Cte(cte.this, dict(out))
+            alias = cte.args.get("alias")
+            columns = [c.name for c in alias.columns] if alias is not None and alias.columns else None
+            loop = self.loops.get(cte.alias.lower())
+            if loop is not None and not _within(span_of(cte.this), loop.init_span):
+                loop = None
+            out[cte.alias.lower()] = _Cte(cte.this, dict(out), columns, loop)
         return out
+
+    def _cte_columns(self, cte: _Cte, names: list[str], node: exp.Expression) -> list[str]:
+        if cte.columns is None:
+            return names
+        if len(cte.columns) != len(names):
+            raise self.err(BindError, "CTE_COLUMNS", f"the WITH clause names {len(cte.columns)} columns, "
+                           f"but its query has {len(names)}", node, "name every column once",
+                           named=len(cte.columns), columns=len(names))
+        return list(cte.columns)
+
+    # -- WITH ITERATIVE --------------------------------------------------------------------------
+    def iterate(self, cte: _Cte, name: str, node: exp.Expression) -> tuple[Rel, list[str]]:
+        """``init`` then ``times`` × ``step``, the step reading the previous value as ``name``.
+
+        The iteration's columns have one type each across all steps: the starting query's,
+        widened (a few rounds at most) to hold what the step computes."""
+        assert cte.loop is not None and cte.node is not None
+        loop = cte.loop
+        init, names = self.query(cte.node, cte.ctes)
+        names = self._cte_columns(cte, names, cte.node)
+        internal = self.unique_alias(name)
+        types = [f.type for f in init.schema]
+        step_tree = parse(loop.step_sql)
+        for _ in range(4):
+            fields = tuple(Field(f"{internal}.{n}", t) for n, t in zip(names, types))
+            ref = LoopRef(internal, fields)
+            step_ctes = {**cte.ctes, name.lower(): _Cte(None, cte.ctes, bound=(ref, names))}
+            step, _ = self.query(step_tree, step_ctes)
+            if len(step.schema) != len(fields):
+                raise self.err(BindError, "ITERATION_WIDTH",
+                               f"the step of {name} gives {len(step.schema)} columns, its start {len(fields)}",
+                               step_tree, "the step must give the same columns as the starting query",
+                               start=len(fields), step=len(step.schema))
+            wider = []
+            for f, g in zip(fields, step.schema):
+                t = common_type(f.type, g.type)
+                if t is None:
+                    raise self.err(BindError, "TYPE_MISMATCH",
+                                   f"column `{f.name.split('.', 1)[1]}` of {name} starts as {f.type} but the step "
+                                   f"makes it {g.type}", step_tree, "CAST one of them",
+                                   start=f.type.sql(), step=g.type.sql())
+                wider.append(t)
+            if wider == types:  # what the step computes fits the iteration's types
+                break
+            types = wider
+        else:
+            changing = [f"{n}: {t} → {g.type}" for n, t, g in zip(names, types, step.schema) if t != g.type]
+            raise self.err(BindError, "ITERATION_TYPES",
+                           f"the step of {name} keeps changing the type of its columns ({'; '.join(changing)})",
+                           step_tree, "CAST the step's columns to fixed types, e.g. DOUBLE", columns=changing)
+        start = self._conform(init, [f.name for f in fields], types)
+        body = self._conform(step, [f.name for f in fields], types)
+        return Iterate(internal, start, body, loop.times, loop.mode), names
+
 
     def union(self, node: exp.SetOperation, ctes: dict[str, _Cte],
               parent: Scope | None = None) -> tuple[Rel, list[str]]:
@@ -495,7 +560,14 @@ class _QueryBinder:
             internal = self.unique_alias(alias)
             cte = ctes.get(name.lower())
             if cte is not None:
-                inner, names = self.query(cte.node, cte.ctes)
+                if cte.bound is not None:
+                    inner, names = cte.bound
+                elif cte.loop is not None:
+                    inner, names = self.iterate(cte, name, node)
+                else:
+                    assert cte.node is not None
+                    inner, names = self.query(cte.node, cte.ctes)
+                    names = self._cte_columns(cte, names, cte.node)
                 return self._derived(inner, names, alias, internal, scope)
             if name.lower() not in {n.lower() for n in self.catalog}:
                 raise self.err(BindError, "UNKNOWN_TABLE", f"unknown table `{name}`", node,
@@ -510,6 +582,9 @@ class _QueryBinder:
             return scan
         if isinstance(node, exp.Subquery):
             inner, names = self.query(node.this, ctes)
+            table_alias = node.args.get("alias")
+            if table_alias is not None and table_alias.columns:
+                names = self._cte_columns(_Cte(None, {}, [c.name for c in table_alias.columns]), names, node)
             alias = node.alias
             if not alias:
                 self._auto_alias += 1
@@ -592,6 +667,10 @@ def _inside_subquery(sub: exp.Expression, root: exp.Expression) -> bool:
             return True
         p = p.parent
     return False
+
+
+def _within(span: tuple[int, int] | None, outer: tuple[int, int]) -> bool:
+    return span is not None and outer[0] <= span[0] and span[1] <= outer[1]
 
 
 def _unalias(node: exp.Expression) -> exp.Expression:

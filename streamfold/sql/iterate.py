@@ -1,0 +1,205 @@
+"""Iterations in SQL: ``WITH ITERATIVE``, streamfold's form of the seed's ``repeat … step … limit n``.
+
+::
+
+    WITH ITERATIVE ranks (node, rank) AS (
+        SELECT …                     -- the starting value (seed 000 §2: X ← g(S))
+      STEP
+        SELECT … FROM ranks …        -- the next value, from the previous one (X ← f(X, S))
+      TIMES 10                       -- how many steps
+      [MODE EXACT | MODE DIFFUSION]  -- how a batch updates it (exact is the default)
+    )
+    SELECT node, rank FROM ranks
+
+Its value is ``f`` applied ``n`` times to the starting value: exactly the query that nests ``n``
+copies of the step (:func:`unrolled_sql` writes that query out, and it is what the tests'
+oracle and the ``recompute`` baseline run). ``ITERATIVE`` is one element of a ``WITH`` list, so
+ordinary CTEs may come before it and be read by both parts.
+
+sqlglot does not know this syntax, so :func:`extract` takes it out of the text before parsing:
+the starting query stays in place as an ordinary CTE and everything else is blanked with spaces
+(newlines kept), so every position sqlglot reports still points into the user's text. The step
+is parsed on its own from a copy of the text blanked everywhere but the step, for the same
+reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from ..errors import ParseError
+
+MODES = ("exact", "diffusion")
+
+
+@dataclass(frozen=True)
+class Iterative:
+    """One ``ITERATIVE`` element of a WITH list."""
+
+    name: str
+    step_sql: str  # the whole query text blanked except the step (positions match the original)
+    step_span: tuple[int, int]
+    times: int
+    mode: str  # "exact" or "diffusion"
+    init_span: tuple[int, int]
+
+
+def extract(sql: str) -> tuple[str, dict[str, Iterative]]:
+    """The text with every ``ITERATIVE`` element turned into an ordinary CTE of its starting
+    query, and the elements by lower-cased name. Text without ``ITERATIVE`` comes back as is."""
+    if not re.search(r"\bITERATIVE\b", sql, flags=re.IGNORECASE):
+        return sql, {}
+    try:
+        tokens = Spark().tokenize(sql)
+    except TokenError:
+        return sql, {}  # the parser reports it
+    found: dict[str, Iterative] = {}
+    blank: list[tuple[int, int]] = []
+    for k, tok in enumerate(tokens):
+        if not (tok.token_type == TokenType.VAR and tok.text.upper() == "ITERATIVE"):
+            continue
+        if k == 0 or tokens[k - 1].token_type not in (TokenType.WITH, TokenType.COMMA):
+            continue
+        it, cut = _element(sql, tokens, k)
+        if it.name.lower() in found:
+            raise _error(sql, tok, f"two iterations are called `{it.name}`", "DUPLICATE_ALIAS")
+        found[it.name.lower()] = it
+        blank += cut
+    out = list(sql)
+    for start, end in blank:
+        for i in range(start, end + 1):
+            if out[i] not in "\n":
+                out[i] = " "
+    return "".join(out), found
+
+
+def _element(sql: str, tokens: list[Token], k: int) -> tuple[Iterative, list[tuple[int, int]]]:
+    """Read ``ITERATIVE name [(cols)] AS ( init STEP step TIMES n [MODE m] )`` from token k."""
+    head = tokens[k]
+    i = k + 1
+    if i >= len(tokens) or tokens[i].token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
+        raise _error(sql, head, "ITERATIVE needs a name, as in `WITH ITERATIVE ranks AS (…)`")
+    name = tokens[i].text
+    i += 1
+    if i < len(tokens) and tokens[i].token_type == TokenType.L_PAREN:
+        i = _close(sql, tokens, i) + 1
+    if i >= len(tokens) or tokens[i].token_type != TokenType.ALIAS:
+        raise _error(sql, tokens[min(i, len(tokens) - 1)], f"expected AS after ITERATIVE {name}")
+    i += 1
+    if i >= len(tokens) or tokens[i].token_type != TokenType.L_PAREN:
+        raise _error(sql, tokens[min(i, len(tokens) - 1)], f"expected `(` after ITERATIVE {name} … AS")
+    open_, close = i, _close(sql, tokens, i)
+    body = list(range(open_ + 1, close))
+    depth = 0
+    step_at = None
+    for j in body:
+        t = tokens[j]
+        if t.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif t.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif (depth == 0 and t.token_type == TokenType.VAR and t.text.upper() == "STEP" and j + 1 < close
+              and tokens[j + 1].token_type in (TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN)):
+            step_at = j
+            break
+    hint = "write ITERATIVE name AS (starting query STEP next query TIMES n)"
+    if step_at is None:
+        raise ParseError(f"ITERATIVE {name} has no STEP", code="PARSE_ERROR", sql=sql,
+                         span=(head.start, tokens[close].end), hint=hint, params={"description": "no STEP"})
+    # the tail: TIMES n [MODE m]
+    tail = [j for j in range(step_at + 1, close)]
+    times_at = None
+    for j in reversed(tail):
+        if tokens[j].token_type == TokenType.VAR and tokens[j].text.upper() == "TIMES":
+            times_at = j
+            break
+    if times_at is None or times_at + 1 >= close or tokens[times_at + 1].token_type != TokenType.NUMBER:
+        raise ParseError(f"ITERATIVE {name} needs `TIMES n` after its step", code="PARSE_ERROR", sql=sql,
+                         span=(tokens[step_at].start, tokens[close].end), hint=hint,
+                         params={"description": "no TIMES"})
+    count_tok = tokens[times_at + 1]
+    if not count_tok.text.isdigit() or int(count_tok.text) < 1:
+        raise _error(sql, count_tok, "TIMES needs a whole number of steps, at least 1", "INVALID_ITERATIONS")
+    mode = "exact"
+    rest = list(range(times_at + 2, close))
+    if rest:
+        words = [tokens[j].text.upper() for j in rest]
+        if len(rest) != 2 or words[0] != "MODE" or words[1].lower() not in MODES:
+            raise _error(sql, tokens[rest[0]], f"expected MODE EXACT or MODE DIFFUSION after TIMES {count_tok.text}",
+                         "PARSE_ERROR")
+        mode = words[1].lower()
+    step_start, step_end = tokens[step_at + 1].start, tokens[times_at - 1].end
+    step_sql = "".join(c if (step_start <= p <= step_end or c == "\n") else " " for p, c in enumerate(sql))
+    init_span = (tokens[open_ + 1].start, tokens[step_at - 1].end)
+    cut = [(head.start, head.end), (tokens[step_at].start, tokens[close - 1].end)]
+    return Iterative(name, step_sql, (step_start, step_end), int(count_tok.text), mode, init_span), cut
+
+
+def _close(sql: str, tokens: list[Token], i: int) -> int:
+    depth = 0
+    for j in range(i, len(tokens)):
+        if tokens[j].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[j].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return j
+    raise _error(sql, tokens[i], "this `(` is never closed")
+
+
+def _error(sql: str, tok: Token, message: str, code: str = "PARSE_ERROR") -> ParseError:
+    return ParseError(message, code=code, sql=sql, span=(tok.start, tok.end), params={"description": message},
+                      hint="see docs/sql.md, Iterations")
+
+
+def unrolled_sql(sql: str) -> str:
+    """The same query in plain Spark SQL: each ``ITERATIVE x`` becomes ``n + 1`` CTEs, ``x_0`` the
+    starting query and ``x_i`` the step reading ``x_{i−1}``, the last one named ``x``. This is
+    the definition of an iteration's value; DuckDB and Spark run it as the oracle and baseline."""
+    import sqlglot
+
+    text, loops = extract(sql)
+    if not loops:
+        return sql
+    tree = sqlglot.parse_one(text, read="spark")
+    with_ = tree.args.get("with_") or tree.args.get("with")
+    assert with_ is not None
+    ctes = []
+    for cte in with_.expressions:
+        loop = loops.get(cte.alias.lower())
+        if loop is None:
+            ctes.append(cte)
+            continue
+        columns = cte.args["alias"].columns
+        step = sqlglot.parse_one(loop.step_sql, read="spark")
+        prev = f"{cte.alias}__0"
+        ctes.append(_cte(prev, columns, cte.this))
+        for i in range(1, loop.times + 1):
+            name = cte.alias if i == loop.times else f"{cte.alias}__{i}"
+            ctes.append(_cte(name, columns, _rename_table(step, cte.alias, prev)))
+            prev = name
+    with_.set("expressions", ctes)
+    return tree.sql(dialect="spark", pretty=True)
+
+
+def _cte(name: str, columns: list, body: exp.Expression) -> exp.CTE:
+    alias = exp.TableAlias(this=exp.to_identifier(name), columns=[c.copy() for c in columns])
+    return exp.CTE(this=body.copy(), alias=alias)
+
+
+def _rename_table(tree: exp.Expression, old: str, new: str) -> exp.Expression:
+    """``tree`` reading table ``new`` wherever it read ``old`` (keeping what it was called)."""
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and node.name.lower() == old.lower() and not node.args.get("db"):
+            alias = node.alias or node.name
+            return exp.Table(this=exp.to_identifier(new), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        return node
+
+    return tree.copy().transform(swap)
