@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -68,9 +69,11 @@ class Run:
 
 def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list[dict[str, list[tuple]]],
                  tables: dict[str, list[tuple]] | None = None, ordered: bool = False,
-                 oracle_sql: str | None = None, **options) -> Run:
+                 oracle_sql: str | None = None, check: Callable[[int, list[tuple], dict], None] | None = None,
+                 **options) -> Run:
     """Feed ``batches`` (rows per source per batch) to ``sql`` and check every committed batch
-    (against DuckDB running ``oracle_sql`` if given: DuckDB's own text for the query)."""
+    (against DuckDB running ``oracle_sql`` if given: DuckDB's own text for the query; and by
+    ``check(batch, snapshot, prefix)`` if given, ``prefix`` the Arrow tables of each source so far)."""
     import streamfold
 
     tables = tables or {}
@@ -113,6 +116,8 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
             expected = duckdb_answer(sql, prefix, duckdb_sql=oracle_sql)
             problem = bag_diff(snapshot, expected)
             assert problem is None, f"batch {run.batches}: snapshot differs from DuckDB: {problem}\nquery: {sql}"
+            if check is not None:
+                check(run.batches, snapshot, prefix)
             if ordered:
                 assert len(snapshot) == len(expected)
                 for a, e in zip(snapshot, expected):

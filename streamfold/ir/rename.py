@@ -8,6 +8,8 @@ table aliases and the expressions over them — leaving its shape and types unch
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .expr import Agg, Column, Expr
 from .rel import (
     Aggregate, Distinct, Expand, Explode, Field, Filter, Iterate, Join, Limit, LoopRef, Once, Project, Rel, Scan,
@@ -17,15 +19,25 @@ from .rel import (
 
 def freshen(rel: Rel, suffix: str) -> Rel:
     """``rel`` with every name it defines or reads followed by ``suffix``."""
-    return _Renamer(suffix).rel(rel)
+    return _Renamer(lambda name: name + suffix).rel(rel)
+
+
+def canonical(rel: Rel) -> Rel:
+    """``rel`` with its names replaced by ``$0``, ``$1``, … in the order they are met: two
+    relations that differ only in their names (copies of one CTE, or the unchanging parts of an
+    iteration's steps) have the same canonical form, so the planner can give them one set of
+    states."""
+    numbers: dict[str, str] = {}
+
+    def number(name: str) -> str:
+        return numbers.setdefault(name, f"${len(numbers)}")
+
+    return _Renamer(number).rel(rel)
 
 
 class _Renamer:
-    def __init__(self, suffix: str) -> None:
-        self.suffix = suffix
-
-    def n(self, name: str) -> str:
-        return name + self.suffix
+    def __init__(self, rename: Callable[[str], str]) -> None:
+        self.n = rename
 
     def e(self, e: Expr) -> Expr:
         return e.transform(lambda x: Column(self.n(x.name), x.type) if isinstance(x, Column) else None)
@@ -74,9 +86,9 @@ class _Renamer:
             position = self.n(rel.position) if rel.position is not None else None
             return Explode(self.rel(rel.input), self.e(rel.expr), self.n(rel.element), position, rel.outer)
         if isinstance(rel, Iterate):
-            return Iterate(rel.name + self.suffix, self.rel(rel.init),
+            return Iterate(self.n(rel.name), self.rel(rel.init),
                            self.rel(rel.step).transform(
-                               lambda x: LoopRef(rel.name + self.suffix, x.fields)
+                               lambda x: LoopRef(self.n(rel.name), x.fields)
                                if isinstance(x, LoopRef) and x.name == rel.name else None),
                            rel.times, rel.mode)
         raise TypeError(f"cannot rename inside {type(rel).__name__}")

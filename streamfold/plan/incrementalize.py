@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..errors import UnsupportedError
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal
 from ..ir.printer import sql
-from ..ir.rename import unroll
+from ..ir.rename import canonical, unroll
 from ..ir.rel import (
     WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Explode, Field, Iterate, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp,
     Sort, SortKey, StateScan, Union,
@@ -65,6 +65,31 @@ class _Top:
     order: tuple[SortKey, ...] = ()
     limit: int | None = None
     offset: int = 0
+
+
+def _repeated(logical: Rel) -> set[Rel]:
+    """The canonical forms of the relations a query reads more than once (a CTE read twice,
+    the parts of an iteration's steps that do not depend on the loop)."""
+    expanded = logical.transform(lambda n: unroll(n) if isinstance(n, Iterate) and n.mode == "exact" else None)
+    seen: set[Rel] = set()
+    repeated: set[Rel] = set()
+
+    def visit(rel: Rel) -> None:
+        key = canonical(rel)
+        if key in seen:
+            repeated.add(key)
+            return  # its parts are read through it
+        seen.add(key)
+        for child in rel.inputs():
+            visit(child)
+
+    visit(expanded)
+    return repeated
+
+
+def _costly(program: Rel) -> bool:
+    """Whether a delta program does more than filter and project the batch's rows."""
+    return any(not isinstance(n, (DeltaScan, Filter, Project, Once, Scan)) for n in program.walk())
 
 
 def _peel(rel: Rel) -> _Top:
@@ -111,7 +136,9 @@ class _Planner:
         self.logical = logical
         self.plan_ = PlanBuilder()
         self._derived = 0
-        self._memo: dict[Rel, Compiled] = {}  # a relation compiled twice shares its states
+        self._memo: dict[Rel, Compiled] = {}
+        self._shared: dict[Rel, tuple[Rel, Compiled]] = {}  # canonical form → first relation, its delta
+        self._repeated = _repeated(logical)
         self._aliases: dict[Rel, str] = {}
 
     # -- entry -----------------------------------------------------------------------------------
@@ -145,8 +172,27 @@ class _Planner:
     def compile(self, rel: Rel) -> Compiled:
         """The delta program of ``rel`` (or, if it reads no stream, ``rel`` itself: static)."""
         if rel not in self._memo:
-            self._memo[rel] = self._compile(rel)
+            self._memo[rel] = self._share(rel)
         return self._memo[rel]
+
+    def _share(self, rel: Rel) -> Compiled:
+        """Relations equal up to their names (copies of a CTE, the unchanging parts of an
+        iteration's steps) share one set of states: the later ones rename the first's delta."""
+        key = canonical(rel)
+        if key not in self._shared:
+            compiled = self._compile(rel)
+            if key in self._repeated and not compiled.static and _costly(compiled.program):
+                # read more than once: computed once per batch, as a temp result
+                temp = self.plan_.add_temp("shared", compiled.program)
+                compiled = Compiled(StateScan(temp, "delta", compiled.program.schema), False, compiled.weighted)
+            self._shared[key] = (rel, compiled)
+            return compiled
+        first, compiled = self._shared[key]
+        if compiled.static:
+            return Compiled(rel, static=True, weighted=False)
+        renames = tuple((g.name, Column(f.name, f.type)) for f, g in zip(first.schema, rel.schema))
+        return Compiled(Project(compiled.program, renames + ((WEIGHT, Column(WEIGHT, BIGINT)),)),
+                        static=False, weighted=compiled.weighted)
 
     def _compile(self, rel: Rel) -> Compiled:
         if not any(isinstance(n, Scan) and not n.static for n in rel.walk()):

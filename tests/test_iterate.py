@@ -1,0 +1,157 @@
+"""Iterations (``WITH ITERATIVE``), exact mode: every snapshot equals the n-step iteration over
+all data so far — checked against DuckDB (running the same query unrolled into n+1 CTEs) and,
+for the examples, against the independent NumPy computations of ``streamfold.bench.reference``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+import sqlglot
+
+from streamfold.bench import reference
+from streamfold.errors import StreamfoldError
+from streamfold.sql import Catalog, bind
+from streamfold.sql.iterate import extract, unrolled_sql
+
+from .oracle import net_rows
+from .streams import Source, check_stream
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def example(name: str, times: int) -> str:
+    """An example's text with its number of steps set to ``times`` (10 in the file)."""
+    text = (EXAMPLES / name).read_text()
+    assert "TIMES 10" in text
+    return text.replace("TIMES 10", f"TIMES {times}")
+
+
+def edges_stream(rng: random.Random, batches: int, nodes: int, per_batch: int) -> list[list[tuple]]:
+    """Random edges (repeats and self-loops allowed) with ``_weight``; from batch 2 on, some
+    batches delete edges inserted earlier."""
+    alive: list[tuple[int, int]] = []
+    out = []
+    for b in range(batches):
+        rows = []
+        for _ in range(per_batch):
+            edge = (rng.randrange(nodes), rng.randrange(nodes))
+            alive.append(edge)
+            rows.append((*edge, 1))
+        if b >= 2 and alive:
+            for _ in range(rng.randrange(1, 4)):
+                edge = alive.pop(rng.randrange(len(alive)))
+                rows.append((*edge, -1))
+        out.append(rows)
+    return out
+
+
+# -- without Spark -------------------------------------------------------------------------------
+def test_unrolled_pagerank_in_duckdb_equals_numpy():
+    """The unrolled SQL the oracle runs is itself the NumPy PageRank (so the oracle is sound)."""
+    rng = np.random.default_rng(7)
+    edges = rng.integers(0, 15, size=(60, 2))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE edges (src BIGINT, dst BIGINT)")
+    con.executemany("INSERT INTO edges VALUES (?, ?)", edges.tolist())
+    text = sqlglot.transpile(unrolled_sql(example("pagerank.sql", 10)), read="spark", write="duckdb")[0]
+    got = dict(con.execute(text).fetchall())
+    want = reference.pagerank(edges, steps=10)
+    assert got.keys() == want.keys()
+    assert max(abs(got[k] - want[k]) for k in want) < 1e-12
+
+
+def test_iterative_syntax_and_its_errors():
+    text, loops = extract(example("pagerank.sql", 4))
+    (loop,) = loops.values()
+    assert loop.name == "ranks" and loop.times == 4 and loop.mode == "exact"
+    assert "ITERATIVE" not in text and "STEP" not in text
+    catalog = Catalog.from_mapping({"edges": "src BIGINT, dst BIGINT"})
+    bad = {
+        "WITH ITERATIVE r (a) AS (SELECT src FROM edges STEP SELECT a + 1 FROM r TIMES 0) SELECT a FROM r":
+            "INVALID_ITERATIONS",
+        "WITH ITERATIVE r (a) AS (SELECT src FROM edges STEP SELECT a + 1 FROM r) SELECT a FROM r": "PARSE_ERROR",
+        "WITH ITERATIVE r (a) AS (SELECT src FROM edges STEP SELECT a > 0 FROM r TIMES 2) SELECT a FROM r":
+            "TYPE_MISMATCH",
+        "WITH ITERATIVE r (a, b) AS (SELECT src FROM edges STEP SELECT a FROM r TIMES 2) SELECT a FROM r":
+            "CTE_COLUMNS",
+    }
+    for sql, code in bad.items():
+        with pytest.raises(StreamfoldError) as e:
+            bind(sql, catalog)
+        assert e.value.code == code, (sql, e.value.code, str(e.value))
+
+
+# -- on Spark ------------------------------------------------------------------------------------
+def test_pagerank_exact_equals_numpy(spark, tmp_path):
+    steps = 3
+    rng = random.Random(11)
+    batches = [{"edges": rows} for rows in edges_stream(rng, 3, nodes=7, per_batch=6)]
+    source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")), weighted=True)
+
+    def against_numpy(batch: int, snapshot: list[tuple], prefix: dict) -> None:
+        edges = np.array([(r["src"], r["dst"]) for r in net_rows(prefix["edges"]).to_pylist()]).reshape(-1, 2)
+        want = reference.pagerank(edges, steps=steps)
+        got = dict(snapshot)
+        assert got.keys() == want.keys(), f"batch {batch}: nodes differ"
+        worst = max(abs(got[k] - want[k]) for k in want)
+        assert worst < 1e-9, f"batch {batch}: a rank is {worst} off the NumPy PageRank"
+
+    check_stream(spark, str(tmp_path), example("pagerank.sql", steps), [source], batches, check=against_numpy)
+
+
+def test_kmeans_exact_equals_numpy(spark, tmp_path):
+    steps = 3
+    rng = random.Random(5)
+    # points on a coarse grid, so that exact ties between centroids happen
+    batches = []
+    for b in range(3):
+        rows = [(float(rng.randrange(0, 10)), float(rng.randrange(0, 10)), 1) for _ in range(8)]
+        if b == 2:
+            rows.append((*batches[0]["points"][0][:2], -1))
+        batches.append({"points": rows})
+    centroids = [(1.0, 1.0), (8.0, 2.0), (5.0, 8.0), (5.0, 8.0)]
+    points = Source("points", (("x", "DOUBLE"), ("y", "DOUBLE")), weighted=True)
+    initial = Source("centroids0", (("x", "DOUBLE"), ("y", "DOUBLE")), static=True)
+
+    def against_numpy(batch: int, snapshot: list[tuple], prefix: dict) -> None:
+        rows = net_rows(prefix["points"]).to_pylist()
+        want = reference.kmeans(np.array([(r["x"], r["y"]) for r in rows]).reshape(-1, 2), np.array(centroids), steps)
+        got = sorted(snapshot)
+        expected = sorted(tuple(r) for r in want[:, 2:].tolist())
+        assert len(got) == len(expected), f"batch {batch}: {len(got)} clusters, NumPy has {len(expected)}"
+        for (x, y), (wx, wy) in zip(got, expected):
+            assert abs(x - wx) < 1e-9 and abs(y - wy) < 1e-9, f"batch {batch}: centroid ({x}, {y}) vs ({wx}, {wy})"
+
+    check_stream(spark, str(tmp_path), example("kmeans.sql", steps), [points, initial], batches,
+                 tables={"centroids0": centroids}, check=against_numpy)
+
+
+def test_iteration_with_a_growing_set(spark, tmp_path):
+    """A loop whose step filters and unions: reachability from node 0 in at most 3 hops, over
+    edges that come and go (DuckDB checks every batch)."""
+    sql = """
+        WITH ITERATIVE reach (node) AS (
+            SELECT DISTINCT src FROM edges WHERE src = 0
+          STEP
+            SELECT node FROM reach
+            UNION
+            SELECT e.dst FROM reach r JOIN edges e ON e.src = r.node
+          TIMES 3
+        )
+        SELECT node FROM reach
+    """
+    rng = random.Random(3)
+    batches = [{"edges": rows} for rows in edges_stream(rng, 4, nodes=8, per_batch=4)]
+    source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")), weighted=True)
+    check_stream(spark, str(tmp_path), sql, [source], batches)
+
+
+def test_examples_name_ten_steps():
+    for name in ("pagerank.sql", "kmeans.sql"):
+        assert re.search(r"\bTIMES 10\b", (EXAMPLES / name).read_text())
