@@ -3,8 +3,8 @@
 -- The nodes are every src and dst; every rank starts at 1/N; one step is
 --   rank(v) = (1 − 0.85)/N + 0.85 · Σ over edges u→v of rank(u) / outdegree(u)
 -- (a node without outgoing edges passes its rank to nobody). Edges are a bag: an edge given
--- twice counts twice. Every snapshot is the 10-step PageRank of all edges so far (MODE EXACT);
--- write MODE DIFFUSION after TIMES 10 for the seed's cheaper, approximate update.
+-- twice counts twice. Every snapshot is the 10-step PageRank of all edges so far (MODE EXACT,
+-- the default: each step's result is kept and updated by its change).
 WITH nodes AS (SELECT src AS node FROM edges UNION SELECT dst FROM edges),
      total AS (SELECT CAST(count(*) AS DOUBLE) AS n FROM nodes),
      outdeg AS (SELECT src, count(*) AS deg FROM edges GROUP BY src),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from .expr import Column, Expr
 from .printer import _Printer, display_name, quote
 from .rel import (
-    Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp, Sort, SortKey,
+    Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Join, Limit, LoopRef, Once, Project, Rel, Scan, SetOp, Sort, SortKey,
     StateScan, Union,
 )
 
@@ -126,7 +126,7 @@ class _Writer:
 
     # -- nodes -----------------------------------------------------------------------------------
     def block(self, rel: Rel) -> _Block:  # noqa: C901 - one case per node kind
-        if isinstance(rel, (Scan, DeltaScan, StateScan, Once)):
+        if isinstance(rel, (Scan, DeltaScan, StateScan, Once, LoopRef)):
             return self.leaf_block(rel)
         if isinstance(rel, Filter):
             b = self.block(rel.input)
@@ -236,6 +236,8 @@ class _Writer:
 
     def leaf_block(self, rel: Rel) -> _Block:
         if not self.spark:
+            if isinstance(rel, LoopRef):  # inside an iteration's step: the previous step's value
+                return _Block(f"{rel.name.split('#')[0]} AS {display_name(rel.name)}")
             if isinstance(rel, Scan):
                 return _Block(rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}")
             if isinstance(rel, DeltaScan):

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
-from ..ir.rel import SortKey
+from ..ir.rel import Iterate, SortKey
 from .model import WEIGHT_COLUMN, IncrementalPlan, State
 
 
@@ -28,6 +28,12 @@ def explain_text(plan: IncrementalPlan) -> str:
         cols = ", ".join(f"{c} {t.sql()}" for c, t in s.columns)
         out.append(f"  {s.name:<{width}}  {kind}: {cols}")
     out.append("")
+    loops = [n for n in plan.logical.walk() if isinstance(n, Iterate)]
+    if loops:
+        out.append("Iterations")
+        for it in loops:
+            out += _loop_text(it)
+        out.append("")
     out.append("States (lineage key → columns, each merged by its monoid)")
     for st in plan.states:
         out += _state_text(st)
@@ -109,6 +115,25 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
         "notes": list(plan.notes),
         "logical": rel_sql(plan.logical),
     }
+
+
+def _loop_text(it: Iterate) -> list[str]:
+    name = it.name.split("#")[0]
+    cols = ", ".join(display_name(f.name.split(".", 1)[-1]) for f in it.schema)
+    how = {"exact": "exact: every step's result is kept as states and updated by its change, step by step, "
+                    "so the snapshot is the whole iteration over all data so far",
+           "diffusion": "diffusion (seed 000 Algorithm 1): approximate"}[it.mode]
+    lines = [f"  {name} ({cols}): {name}₀ = start, then {name}ᵢ = step({name}ᵢ₋₁) for i = 1 … {it.times}; "
+             f"the query reads {name}{_subscript(it.times)}",
+             f"    mode {how}", "    start:"]
+    lines += _indent(rel_sql(it.init), 6)
+    lines.append(f"    step ({name} is the previous step's value):")
+    lines += _indent(rel_sql(it.step), 6)
+    return lines
+
+
+def _subscript(n: int) -> str:
+    return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
 def _state_text(st: State) -> list[str]:

@@ -33,7 +33,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
-from ..errors import ParseError
+from ..errors import ParseError, UnsupportedError
 
 MODES = ("exact", "diffusion")
 
@@ -134,6 +134,13 @@ def _element(sql: str, tokens: list[Token], k: int) -> tuple[Iterative, list[tup
             raise _error(sql, tokens[rest[0]], f"expected MODE EXACT or MODE DIFFUSION after TIMES {count_tok.text}",
                          "PARSE_ERROR")
         mode = words[1].lower()
+        if mode == "diffusion":
+            mode_tok = tokens[rest[1]]
+            raise UnsupportedError(
+                "MODE DIFFUSION (seed 000 Algorithm 1, approximate) is not planned yet",
+                code="UNSUPPORTED_ITERATION_MODE", sql=sql, span=(mode_tok.start, mode_tok.end),
+                params={"construct": "MODE DIFFUSION"},
+                hint="leave MODE out (or write MODE EXACT) for the exact answer, kept step by step")
     step_start, step_end = tokens[step_at + 1].start, tokens[times_at - 1].end
     step_sql = "".join(c if (step_start <= p <= step_end or c == "\n") else " " for p, c in enumerate(sql))
     init_span = (tokens[open_ + 1].start, tokens[step_at - 1].end)
