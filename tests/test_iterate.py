@@ -155,3 +155,23 @@ def test_iteration_with_a_growing_set(spark, tmp_path):
 def test_examples_name_ten_steps():
     for name in ("pagerank.sql", "kmeans.sql"):
         assert re.search(r"\bTIMES 10\b", (EXAMPLES / name).read_text())
+
+
+# -- WITH RECURSIVE ------------------------------------------------------------------------------
+REACHABLE = (EXAMPLES / "reachability.sql")
+
+
+@pytest.mark.parametrize("deletions", [False, True], ids=["insert-only", "deletions"])
+def test_transitive_closure_equals_duckdb_and_python(spark, tmp_path, deletions):
+    rng = random.Random(21 if deletions else 8)
+    rows = edges_stream(rng, 4, nodes=7, per_batch=4)
+    if not deletions:
+        rows = [[r for r in batch if r[2] > 0] for batch in rows]
+    batches = [{"edges": [r if deletions else r[:2] for r in batch]} for batch in rows]
+    source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")), weighted=deletions)
+
+    def against_python(batch: int, snapshot: list[tuple], prefix: dict) -> None:
+        edges = [(r["src"], r["dst"]) for r in net_rows(prefix["edges"]).to_pylist()]
+        assert sorted(snapshot) == sorted(reference.transitive_closure(edges)), f"batch {batch}"
+
+    check_stream(spark, str(tmp_path), REACHABLE.read_text(), [source], batches, check=against_python)

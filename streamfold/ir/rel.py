@@ -465,6 +465,30 @@ class Iterate(Rel):
 
 
 
+@dataclass(frozen=True, slots=True)
+class Recursive(Rel):
+    """``WITH RECURSIVE name AS (base UNION step)``: the least set ``R`` with ``R = base ∪
+    step(R)`` — ``step`` reads ``R`` through one ``LoopRef(name)`` leaf, by joins, filters and
+    projections only (linear and monotone), so the fixpoint exists and semi-naive evaluation
+    reaches it. Set semantics: each row once."""
+
+    name: str
+    base: Rel
+    step: Rel
+    _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if [(f.name, f.type) for f in self.base.schema] != [(f.name, f.type) for f in self.step.schema]:
+            raise ValueError(f"Recursive {self.name}: base and step fields differ")
+        self._set_schema(tuple(Field(f.name, f.type) for f in self.base.schema))
+
+    def inputs(self) -> tuple[Rel, ...]:
+        return (self.base, self.step)
+
+    def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
+        return Recursive(self.name, inputs[0], inputs[1])
+
+
 SET_KINDS = ("intersect", "except", "intersect_all", "except_all")
 
 

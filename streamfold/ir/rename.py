@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from .expr import Agg, Column, Expr
 from .rel import (
-    Aggregate, Distinct, Expand, Explode, Field, Filter, Iterate, Join, Limit, LoopRef, Once, Project, Rel, Scan,
-    SetOp, Sort, SortKey, Union,
+    Aggregate, Distinct, Expand, Explode, Field, Filter, Iterate, Join, Limit, LoopRef, Once, Project, Recursive, Rel,
+    Scan, SetOp, Sort, SortKey, Union,
 )
 
 
@@ -91,6 +91,11 @@ class _Renamer:
                                lambda x: LoopRef(self.n(rel.name), x.fields)
                                if isinstance(x, LoopRef) and x.name == rel.name else None),
                            rel.times, rel.mode)
+        if isinstance(rel, Recursive):
+            return Recursive(self.n(rel.name), self.rel(rel.base),
+                             self.rel(rel.step).transform(
+                                 lambda x: LoopRef(self.n(rel.name), x.fields)
+                                 if isinstance(x, LoopRef) and x.name == rel.name else None))
         raise TypeError(f"cannot rename inside {type(rel).__name__}")
 
 

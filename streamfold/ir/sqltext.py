@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from .expr import Column, Expr
 from .printer import _Printer, display_name, quote
 from .rel import (
-    Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Join, Limit, LoopRef, Once, Project, Rel, Scan, SetOp, Sort, SortKey,
+    Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Iterate, Join, Limit, LoopRef, Once, Recursive, Project, Rel, Scan, SetOp, Sort, SortKey,
     StateScan, Union,
 )
 
@@ -219,6 +219,17 @@ class _Writer:
             cols = [self.name(f.name) for f in rel.schema]
             return _Block(f"{src}\nLATERAL VIEW{outer} {fn}({self.e(rel.expr)}) {view} AS {', '.join(names)}",
                           select=cols)
+        if isinstance(rel, (Iterate, Recursive)) and not self.spark:  # explain only: the runtime unrolls them
+            name = rel.name.split("#")[0]
+            if isinstance(rel, Iterate):
+                parts = [self.block(rel.init).text(), "STEP", self.block(rel.step).text(),
+                         f"TIMES {rel.times} MODE {rel.mode.upper()}"]
+                word = "ITERATIVE"
+            else:
+                parts = [self.block(rel.base).text(), "UNION", self.block(rel.step).text()]
+                word = "RECURSIVE"
+            body = "\n".join("  " + line for line in "\n".join(parts).split("\n"))
+            return _Block(f"{word} {name} AS (\n{body}\n) {display_name(rel.name)}")
         raise TypeError(f"cannot print {type(rel).__name__}")
 
     def _not_in(self, rel: Join) -> _Block:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.rel import Field, Rel
-from .model import State, Step
+from ..ir.rel import Field, Rel, Union
+from .model import Fixpoint, State, Step
 from .simplify import simplify
 
 
@@ -37,6 +37,13 @@ class PlanBuilder:
         self._names.add(state.name)
         self.states.append(state)
         self.init.append(Step(state.name, simplify(program)))
+
+    def add_fixpoint(self, state: State, fixpoint: Fixpoint) -> None:
+        """A state whose delta a loop computes (a recursive CTE)."""
+        self._names.add(state.name)
+        self.states.append(state)
+        program = Union((fixpoint.base, fixpoint.step) + fixpoint.seeds)  # every state it reads, for ordering
+        self.delta.append(Step(state.name, program, fixpoint=fixpoint))
 
     def add_temp(self, base: str, program: Rel) -> str:
         """An intermediate result of a batch several later steps read; returns its name."""

@@ -12,8 +12,8 @@ from typing import Any
 
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
-from ..ir.rel import Iterate, SortKey
-from .model import WEIGHT_COLUMN, IncrementalPlan, State
+from ..ir.rel import Iterate, Recursive, SortKey
+from .model import WEIGHT_COLUMN, Fixpoint, IncrementalPlan, State
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -28,7 +28,7 @@ def explain_text(plan: IncrementalPlan) -> str:
         cols = ", ".join(f"{c} {t.sql()}" for c, t in s.columns)
         out.append(f"  {s.name:<{width}}  {kind}: {cols}")
     out.append("")
-    loops = [n for n in plan.logical.walk() if isinstance(n, Iterate)]
+    loops = [n for n in plan.logical.walk() if isinstance(n, (Iterate, Recursive))]
     if loops:
         out.append("Iterations")
         for it in loops:
@@ -47,6 +47,9 @@ def explain_text(plan: IncrementalPlan) -> str:
     out.append("h — per batch, over the new rows ΔS of each stream (with their _weight: +1 insert, −1 delete)")
     for step in plan.delta:
         label = f"Δ{step.state}"
+        if step.fixpoint is not None:
+            out += _fixpoint_text(step.state, step.fixpoint)
+            continue
         out.append(f"  {label} =" + ("   (intermediate, computed once per batch)" if step.temp else ""))
         out += _indent(rel_sql(step.program), 4)
     out.append("")
@@ -97,7 +100,12 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             for st in plan.states
         ],
         "init": [{"state": s.state, "sql": rel_sql(s.program)} for s in plan.init],
-        "delta": [{"state": s.state, "temp": s.temp, "sql": rel_sql(s.program)} for s in plan.delta],
+        "delta": [{"state": s.state, "temp": s.temp, "sql": rel_sql(s.program),
+                   "fixpoint": None if s.fixpoint is None else {
+                       "loop": s.fixpoint.loop.split("#")[0], "incremental": s.fixpoint.incremental,
+                       "base": rel_sql(s.fixpoint.base), "step": rel_sql(s.fixpoint.step),
+                       "seeds": [rel_sql(x) for x in s.fixpoint.seeds]}}
+                  for s in plan.delta],
         "merge": [
             {"state": st.name, "key": list(st.key_names),
              "columns": [{"name": c.name, "monoid": c.monoid.value, "sql": _merge_column(st, c.name, c.monoid.value)}
@@ -117,8 +125,16 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
     }
 
 
-def _loop_text(it: Iterate) -> list[str]:
+def _loop_text(it: Iterate | Recursive) -> list[str]:
     name = it.name.split("#")[0]
+    if isinstance(it, Recursive):
+        cols = ", ".join(display_name(f.name.split(".", 1)[-1]) for f in it.schema)
+        lines = [f"  {name} ({cols}): WITH RECURSIVE — the least set with {name} = base ∪ step({name}), "
+                 "reached by semi-naive rounds", "    base:"]
+        lines += _indent(rel_sql(it.base), 6)
+        lines.append(f"    step ({name} is the rows found so far):")
+        lines += _indent(rel_sql(it.step), 6)
+        return lines
     cols = ", ".join(display_name(f.name.split(".", 1)[-1]) for f in it.schema)
     how = {"exact": "exact: every step's result is kept as states and updated by its change, step by step, "
                     "so the snapshot is the whole iteration over all data so far",
@@ -129,6 +145,22 @@ def _loop_text(it: Iterate) -> list[str]:
     lines += _indent(rel_sql(it.init), 6)
     lines.append(f"    step ({name} is the previous step's value):")
     lines += _indent(rel_sql(it.step), 6)
+    return lines
+
+
+def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
+    name = fx.loop.split("#")[0]
+    lines = [f"  Δ{state} = a loop to the fixpoint of {name} (at most 1000 rounds per batch):"]
+    if fx.incremental:
+        lines.append(f"    new₀ = the rows the batch's new input rows derive, not already in {state}:")
+        lines += _indent("\nUNION\n".join(rel_sql(s) for s in fx.seeds), 6)
+        lines.append(f"    (where {name} is {state} before the batch)")
+    else:
+        lines.append(f"    inputs may delete rows: the fixpoint is found again; new₀ = the base:")
+        lines += _indent(rel_sql(fx.base), 6)
+    lines.append(f"    newᵢ₊₁ = the step over newᵢ (as {name}), minus every row found so far; stop when empty:")
+    lines += _indent(rel_sql(fx.step), 6)
+    lines.append("    Δ = +1 for every row found" + ("" if fx.incremental else f", −1 for every row of {state} not found"))
     return lines
 
 

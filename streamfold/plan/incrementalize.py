@@ -29,7 +29,8 @@ from ..ir.expr import Agg, Call, Case, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.rename import canonical, unroll
 from ..ir.rel import (
-    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Explode, Field, Iterate, Filter, Join, Limit, Once, Project, Rel, Scan, SetOp,
+    WEIGHT, Aggregate, DeltaScan, Distinct, Expand, Explode, Field, Iterate, Filter, Join, Limit, LoopRef, Once, Project,
+    Recursive, Rel, Scan, SetOp,
     Sort, SortKey, StateScan, Union,
 )
 from ..ir.types import BIGINT, BOOLEAN, INT
@@ -41,7 +42,7 @@ from .builder import PlanBuilder
 from .changes import OLD, TOUCHED, distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
 from .joins import JoinTerms
 from .matchjoins import compile_match_join
-from .model import WEIGHT_COLUMN, Answer, IncrementalPlan, Monoid, State, StateColumn
+from .model import WEIGHT_COLUMN, Answer, Fixpoint, IncrementalPlan, Monoid, State, StateColumn
 
 W = WEIGHT_COLUMN
 SUM_W = Agg("sum", (Column(W, BIGINT),), False, BIGINT)
@@ -85,6 +86,15 @@ def _repeated(logical: Rel) -> set[Rel]:
 
     visit(expanded)
     return repeated
+
+
+def _rows(scan: StateScan, rel: Rel, positive: bool = False) -> Rel:
+    """The rows of a bag state under ``rel``'s column names (with ``positive``: only rows whose
+    count grew — an insert-only batch's delta)."""
+    source: Rel = scan
+    if positive:
+        source = Filter(scan, Call(">", (Column(W, BIGINT), Literal(0, BIGINT)), BOOLEAN))
+    return Project(source, tuple((f.name, Column(f.name, f.type)) for f in rel.schema))
 
 
 def _costly(program: Rel) -> bool:
@@ -224,6 +234,8 @@ class _Planner:
             self.plan_.note(f"ITERATIVE {rel.name.split('#')[0]}: exact — each of the {rel.times} steps keeps its "
                             "result and passes its change to the next (as differential dataflow does)")
             return self.compile(unroll(rel))
+        if isinstance(rel, Recursive):
+            return self._recursive(rel)
         if isinstance(rel, Explode):
             # linear: the rows a batch adds (or deletes) explode into the rows they add (or delete)
             child = self.compile(rel.input)
@@ -283,6 +295,46 @@ class _Planner:
         out = Project(Filter(merged, touched), tuple((n, Column(n, f.type)) for n, f in zip(cols, key))
                       + ((WEIGHT, change),))
         return Filter(out, Call("<>", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
+
+    def _recursive(self, rel: Recursive) -> Compiled:
+        """WITH RECURSIVE: the base and every stream the step reads kept as bags (their rows
+        after each batch), the fixpoint kept as a set; a loop in the runtime finds its change."""
+        base_state, base_fields = self._bag_state(rel.base, "rec_base")
+        weighted = self.compile(rel.base).weighted
+        inputs: list[tuple[str, tuple[Field, ...], Rel]] = []  # state, its fields, the relation it keeps
+
+        def over_states(node: Rel) -> Rel:
+            nonlocal weighted
+            if not any(isinstance(n, LoopRef) for n in node.walk()):
+                if not any(isinstance(n, Scan) and not n.static for n in node.walk()):
+                    return node  # static: read as it is
+                weighted = weighted or self.compile(node).weighted
+                state, fields = self._bag_state(node, "rec_input")
+                inputs.append((state, fields, node))
+                return _rows(StateScan(state, "new", fields), node)
+            return node.with_inputs(tuple(over_states(c) for c in node.inputs()))
+
+        step = over_states(rel.step)
+        base = _rows(StateScan(base_state, "new", base_fields), rel.base)
+        seeds: list[Rel] = [_rows(StateScan(base_state, "delta", base_fields), rel.base, positive=True)]
+        for state, fields, node in inputs:
+            new = _rows(StateScan(state, "new", fields), node)
+            seeds.append(step.transform(
+                lambda n, new=new, state=state, fields=fields, node=node:
+                _rows(StateScan(state, "delta", fields), node, positive=True) if n == new else None))
+        name = self.plan_.name("fixpoint")
+        key = tuple(Field(f.name, f.type) for f in rel.schema)
+        self.plan_.add_fixpoint(
+            State(name, "output", key, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is in the fixpoint"),),
+                  note=f"the rows of the recursive CTE {rel.name.split('#')[0]} (a set)"),
+            Fixpoint(rel.name, key, base, step, tuple(seeds), incremental=not weighted))
+        if weighted:
+            self.plan_.note(f"WITH RECURSIVE {rel.name.split('#')[0]}: inputs may delete rows, so each batch "
+                            "computes the fixpoint again (semi-naive, from the base) and passes on new − old")
+        else:
+            self.plan_.note(f"WITH RECURSIVE {rel.name.split('#')[0]}: semi-naive from the old fixpoint — the "
+                            "batch's new rows derive new rows, round after round, until none is new")
+        return Compiled(distinct_delta(name, key + (Field(W, BIGINT),)), static=False, weighted=True)
 
     def _input(self, rel: Rel, index: int) -> Input:
         """An input of a join body: a source, or any relation compiled on its own."""

@@ -94,16 +94,39 @@ class State:
 
 
 @dataclass(frozen=True, slots=True)
+class Fixpoint:
+    """How the runtime finds a recursive CTE's change (``WITH RECURSIVE``): a loop, not one
+    statement. ``base`` gives the starting rows and ``step`` the rows derived from the rows of
+    ``LoopRef(loop)``, both over the inputs' states after the merge.
+
+    ``incremental`` (every input insert-only): semi-naive from the old fixpoint — the new rows
+    ``seeds`` derive (the base's new rows, and the step with one input's new rows over the old
+    fixpoint), then the step over each round's new rows until none is new. Otherwise the
+    fixpoint is computed again, semi-naively from ``base``, and the change is new − old.
+    """
+
+    loop: str
+    fields: tuple[Field, ...]
+    base: Rel
+    step: Rel
+    seeds: tuple[Rel, ...]
+    incremental: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """``Δstate = program`` (or, in ``init``, the static state's whole contents).
 
     A ``temp`` step names an intermediate result several later steps read (as
-    ``StateScan(name, "delta")``); it is computed once per batch and never merged.
+    ``StateScan(name, "delta")``); it is computed once per batch and never merged. A
+    ``fixpoint`` step's delta is computed by a loop (its ``program`` is the loop's step, for
+    ordering and display).
     """
 
     state: str
     program: Rel
     temp: bool = False
+    fixpoint: Fixpoint | None = None
 
 
 @dataclass(frozen=True, slots=True)

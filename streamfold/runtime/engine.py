@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
-from ..ir.rel import WEIGHT, DeltaScan, Once, Rel, Scan, StateScan
+from ..ir.rel import WEIGHT, DeltaScan, LoopRef, Once, Project, Rel, Scan, StateScan, Union
 from ..plan import IncrementalPlan, incrementalize
-from ..plan.model import Step
+from ..ir.expr import Literal
+from ..ir.types import BIGINT
+from ..plan.model import WEIGHT_COLUMN, Fixpoint, Step
 from ..sql import Catalog, bind
-from ..sql.iterate import unrolled_sql
+from ..sql.iterate import spark_schema_sql
 from . import files
 from .answer import AnswerSql
 from ..ir.printer import quote
@@ -142,7 +144,7 @@ class Engine:
         for s in self.catalog.values():
             self.spark.createDataFrame([], spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
         try:
-            schema = self.spark.sql(unrolled_sql(self.plan.sql)).schema
+            schema = self.spark.sql(spark_schema_sql(self.plan.sql)).schema
         except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
             raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
                                    sql=self.plan.sql, params={"error": first_line(e)},
@@ -165,7 +167,12 @@ class Engine:
             merged: dict[str, DataFrame] = {}
             for step in self.plan.delta:
                 resolve = self._resolver(frames, deltas, {}, merged, first=True, views=views)
-                df = self.spark.sql(to_sql(step.program, resolve, views))
+                program = step.program
+                if step.fixpoint is not None:  # its delta: the rows, counted ±1
+                    fx = step.fixpoint
+                    program = Project(fx.base, tuple((f.name, f.ref()) for f in fx.fields)
+                                      + ((WEIGHT_COLUMN, Literal(1, BIGINT)),))
+                df = self.spark.sql(to_sql(program, resolve, views))
                 if step.temp:
                     deltas[step.state] = df
                 else:
@@ -330,6 +337,12 @@ class Engine:
         """Run one step of h: a temp result, or a state's delta merged into it (⊗)."""
         self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
         try:
+            if step.fixpoint is not None:
+                delta = self._fixpoint(batch, step, step.fixpoint, resolve, views)
+                try:
+                    return self.store.merge(step.state, f"SELECT * FROM {views.name(delta, 'fixpoint')}", views, True)
+                finally:
+                    release(delta)
             sql = to_sql(step.program, resolve, views)
             if step.temp:
                 return materialize(self.spark.sql(sql), eager)
@@ -339,6 +352,61 @@ class Engine:
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
             raise BatchError(f"batch {batch} failed computing Δ{step.state}: {first_line(e)}", code="BATCH_FAILED",
                              params={"batch": batch, "step": f"Δ{step.state}"}) from e
+
+    def _fixpoint(self, batch: int, step: Step, fx: Fixpoint, resolve: Resolve, views: Views) -> DataFrame:
+        """A recursive CTE's change this batch, by semi-naive rounds (see :class:`Fixpoint`)."""
+        cols = ", ".join(quote(f.name) for f in fx.fields)
+        state = step.state
+
+        def run(rel: Rel, loop: DataFrame | None) -> DataFrame:
+            def leaf(node: Rel) -> DataFrame | str:
+                if isinstance(node, LoopRef):
+                    assert loop is not None
+                    return loop
+                return resolve(node)
+            return self.spark.sql(f"SELECT DISTINCT {cols} FROM (\n{to_sql(rel, leaf, views)}\n) _r")
+
+        def keep(df: DataFrame) -> DataFrame:
+            kept = materialize(df, True)
+            held.append(kept)
+            return kept
+
+        held: list[DataFrame] = []
+        old = self.spark.sql(f"SELECT {cols} FROM {views.relation(self.store.current[state], 'old_' + state)} _o")
+        incremental = fx.incremental and batch > 0
+        try:
+            if incremental:
+                seed = run(Union(fx.seeds), old)
+                frontier = keep(seed.subtract(old))
+                total = keep(old.unionAll(frontier))
+            else:
+                frontier = keep(run(fx.base, None))
+                total = frontier
+            found = [frontier]
+            rounds = 0
+            while not frontier.isEmpty():
+                rounds += 1
+                if rounds > MAX_ROUNDS:
+                    raise BatchError(f"batch {batch}: the recursive CTE {fx.loop.split('#')[0]} found new rows in "
+                                     f"each of {MAX_ROUNDS} rounds; its step may generate values without end",
+                                     code="NO_FIXPOINT", params={"batch": batch, "rounds": MAX_ROUNDS})
+                self.progress(f"batch {batch_name(batch)}: {state} round {rounds}")
+                frontier = keep(run(fx.step, frontier).subtract(total))
+                total = keep(total.unionAll(frontier))
+                found.append(frontier)
+            if incremental:
+                delta = found[0]
+                for f in found[1:]:
+                    delta = delta.unionAll(f)
+                out = self.spark.sql(f"SELECT {cols}, 1L AS {WEIGHT_COLUMN} FROM {views.name(delta, 'fix_new')} _d")
+            else:
+                added = total.subtract(old).selectExpr("*", f"1L AS {WEIGHT_COLUMN}")
+                removed = old.subtract(total).selectExpr("*", f"-1L AS {WEIGHT_COLUMN}")
+                out = added.unionAll(removed)
+            return materialize(out, True)
+        finally:
+            for df in held:
+                release(df)
 
     def _write_outputs(self, batch: int, merged: dict[str, DataFrame], new: dict[str, DataFrame | str],
                        views: Views, eager: bool) -> tuple[int, int]:
@@ -397,6 +465,12 @@ class Engine:
     def close(self) -> None:
         self.store.close()
         self._tables.clear()
+
+
+# A recursive CTE whose step keeps finding rows this many rounds in one batch is stopped: its
+# step generates values without end (e.g. ``SELECT n + 1 FROM r``), or the graph is a path
+# longer than this (raise it here if that is real).
+MAX_ROUNDS = 1000
 
 
 def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:

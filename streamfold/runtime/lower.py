@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..ir.rel import DeltaScan, Once, Rel, Scan, StateScan
+from ..ir.rel import DeltaScan, LoopRef, Once, Rel, Scan, StateScan
 from ..ir.sqltext import rel_sql
 
 if TYPE_CHECKING:
@@ -65,6 +65,8 @@ def leaf_hint(rel: Rel) -> str:
         return f"table_{rel.table}"
     if isinstance(rel, Once):
         return "once"
+    if isinstance(rel, LoopRef):
+        return "loop"
     assert isinstance(rel, StateScan)
     return f"{rel.version}_{rel.state}"
 

@@ -18,7 +18,10 @@ from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir.expr import Agg, Call, Cast, Column, Expr, SubqueryExpr, and_all, outer_columns
-from ..ir.rel import Aggregate, Distinct, Explode, Field, Iterate, LoopRef, Filter, Join, Limit, Project, Rel, Scan, SetOp, Sort, SortKey, Union
+from ..ir.rel import (
+    Aggregate, Distinct, Explode, Field, Filter, Iterate, Join, Limit, LoopRef, Project, Recursive, Rel, Scan, SetOp, Sort,
+    SortKey, Union,
+)
 from ..ir.types import BOOLEAN, common_type
 from .bind_expr import ExprBinder
 from .catalog import Catalog
@@ -62,6 +65,7 @@ class _Cte:
     columns: list[str] | None = None  # WITH t (a, b) AS (…): the names it gives the columns
     loop: Iterative | None = None  # WITH ITERATIVE: the step and its count
     bound: tuple[Rel, list[str]] | None = None  # inside a step: the iteration's previous value
+    recursive: bool = False  # WITH RECURSIVE, and the CTE reads itself
 
 
 class _QueryBinder:
@@ -113,9 +117,6 @@ class _QueryBinder:
         with_ = node.args.get("with_") or node.args.get("with")
         if not with_:
             return ctes
-        if with_.args.get("recursive"):
-            raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE", "WITH RECURSIVE is not supported yet",
-                           with_, construct="WITH RECURSIVE")
         out = dict(ctes)
         for cte in with_.expressions:
             alias = cte.args.get("alias")
@@ -123,7 +124,8 @@ class _QueryBinder:
             loop = self.loops.get(cte.alias.lower())
             if loop is not None and not _within(span_of(cte.this), loop.init_span):
                 loop = None
-            out[cte.alias.lower()] = _Cte(cte.this, dict(out), columns, loop)
+            recursive = bool(with_.args.get("recursive")) and _reads(cte.this, cte.alias)
+            out[cte.alias.lower()] = _Cte(cte.this, dict(out), columns, loop, recursive=recursive)
         return out
 
     def _cte_columns(self, cte: _Cte, names: list[str], node: exp.Expression) -> list[str]:
@@ -137,48 +139,119 @@ class _QueryBinder:
 
     # -- WITH ITERATIVE --------------------------------------------------------------------------
     def iterate(self, cte: _Cte, name: str, node: exp.Expression) -> tuple[Rel, list[str]]:
-        """``init`` then ``times`` × ``step``, the step reading the previous value as ``name``.
-
-        The iteration's columns have one type each across all steps: the starting query's,
-        widened (a few rounds at most) to hold what the step computes."""
+        """``init`` then ``times`` × ``step``, the step reading the previous value as ``name``."""
         assert cte.loop is not None and cte.node is not None
         loop = cte.loop
-        init, names = self.query(cte.node, cte.ctes)
-        names = self._cte_columns(cte, names, cte.node)
+        start, step, internal, names = self._loop(cte, name, cte.node, [parse(loop.step_sql)])
+        return Iterate(internal, start, step, loop.times, loop.mode), names
+
+    def recursive(self, cte: _Cte, name: str) -> tuple[Rel, list[str]]:
+        """``WITH RECURSIVE name AS (base UNION step …)``: the parts of the UNION that read
+        ``name`` are the step, the others the base; the step must be linear and monotone."""
+        assert cte.node is not None
+        parts: list[exp.Expression] = []
+
+        def split(node: exp.Expression) -> None:
+            if isinstance(node, exp.Union):
+                if not node.args.get("distinct"):
+                    raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE",
+                                   f"WITH RECURSIVE {name} joins its parts with UNION ALL", node,
+                                   "write UNION: streamfold keeps a recursive CTE as a set, which reaches a "
+                                   "fixpoint even on cycles", construct="UNION ALL")
+                split(node.left)
+                split(node.right)
+            else:
+                parts.append(node)
+
+        if not isinstance(cte.node, exp.Union):
+            raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE",
+                           f"WITH RECURSIVE {name} must be `base UNION step`", cte.node,
+                           "write the starting rows, UNION, then the query that reads the CTE",
+                           construct="recursive CTE without UNION")
+        split(cte.node)
+        base = [p for p in parts if not _reads(p, name)]
+        steps = [p for p in parts if _reads(p, name)]
+        if not base:
+            raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE",
+                           f"every part of WITH RECURSIVE {name} reads {name}: it has no starting rows",
+                           cte.node, "add a part that does not read it", construct="recursive CTE without base")
+        init = base[0]
+        for more in base[1:]:
+            init = exp.Union(this=init, expression=more, distinct=True)
+        start, step, internal, names = self._loop(cte, name, init, steps)
+        for part, tree in zip(step.inputs() if isinstance(step, Union) else (step,), steps):
+            self._check_recursive_step(part, internal, name, tree)
+        return Recursive(internal, start, step), names
+
+    def _check_recursive_step(self, step: Rel, internal: str, name: str, tree: exp.Expression) -> None:
+        refs = [n for n in step.walk() if isinstance(n, LoopRef) and n.name == internal]
+        if len(refs) != 1:
+            raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE",
+                           f"this part of WITH RECURSIVE {name} reads {name} {len(refs)} times", tree,
+                           "read it once per part (linear recursion)", construct="non-linear recursion")
+
+        def monotone(rel: Rel) -> bool:  # the path to the loop goes through joins, filters, projections
+            if isinstance(rel, LoopRef):
+                return True
+            if not any(isinstance(n, LoopRef) for n in rel.walk()):
+                return True
+            if isinstance(rel, (Project, Filter, Union)) or (isinstance(rel, Join) and rel.kind in ("inner", "cross")):
+                return all(monotone(c) for c in rel.inputs())
+            return False
+
+        if not monotone(step):
+            raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE",
+                           f"this part of WITH RECURSIVE {name} reads {name} through an aggregate, DISTINCT, "
+                           "a negation or an outer join", tree,
+                           f"read {name} through joins, filters and projections only", construct="non-monotone recursion")
+
+    def _loop(self, cte: _Cte, name: str, init_node: exp.Expression,
+              step_trees: list[exp.Expression]) -> tuple[Rel, Rel, str, list[str]]:
+        """The start and step of a loop over ``name`` (their UNION if several step trees), with
+        the loop's columns of one type each: the start's, widened (a few rounds at most) to hold
+        what the step computes."""
+        init, names = self.query(init_node, cte.ctes)
+        names = self._cte_columns(cte, names, init_node)
         internal = self.unique_alias(name)
         types = [f.type for f in init.schema]
-        step_tree = parse(loop.step_sql)
+        where = step_trees[0]
         for _ in range(4):
             fields = tuple(Field(f"{internal}.{n}", t) for n, t in zip(names, types))
             ref = LoopRef(internal, fields)
             step_ctes = {**cte.ctes, name.lower(): _Cte(None, cte.ctes, bound=(ref, names))}
-            step, _ = self.query(step_tree, step_ctes)
-            if len(step.schema) != len(fields):
-                raise self.err(BindError, "ITERATION_WIDTH",
-                               f"the step of {name} gives {len(step.schema)} columns, its start {len(fields)}",
-                               step_tree, "the step must give the same columns as the starting query",
-                               start=len(fields), step=len(step.schema))
+            steps = [self.query(tree, step_ctes)[0] for tree in step_trees]
+            for step, tree in zip(steps, step_trees):
+                if len(step.schema) != len(fields):
+                    raise self.err(BindError, "ITERATION_WIDTH",
+                                   f"the step of {name} gives {len(step.schema)} columns, its start {len(fields)}",
+                                   tree, "the step must give the same columns as the starting query",
+                                   start=len(fields), step=len(step.schema))
             wider = []
-            for f, g in zip(fields, step.schema):
-                t = common_type(f.type, g.type)
-                if t is None:
-                    raise self.err(BindError, "TYPE_MISMATCH",
-                                   f"column `{f.name.split('.', 1)[1]}` of {name} starts as {f.type} but the step "
-                                   f"makes it {g.type}", step_tree, "CAST one of them",
-                                   start=f.type.sql(), step=g.type.sql())
+            for k, f in enumerate(fields):
+                t = f.type
+                for step in steps:
+                    g = step.schema[k]
+                    common = common_type(t, g.type)
+                    if common is None:
+                        raise self.err(BindError, "TYPE_MISMATCH",
+                                       f"column `{f.name.split('.', 1)[1]}` of {name} starts as {f.type} but the step "
+                                       f"makes it {g.type}", where, "CAST one of them",
+                                       start=f.type.sql(), step=g.type.sql())
+                    t = common
                 wider.append(t)
-            if wider == types:  # what the step computes fits the iteration's types
+            if wider == types:  # what the step computes fits the loop's types
                 break
             types = wider
         else:
-            changing = [f"{n}: {t} → {g.type}" for n, t, g in zip(names, types, step.schema) if t != g.type]
+            changing = [f"{n}: {t} → {g.type}" for n, t, g in zip(names, types, steps[0].schema) if t != g.type]
             raise self.err(BindError, "ITERATION_TYPES",
                            f"the step of {name} keeps changing the type of its columns ({'; '.join(changing)})",
-                           step_tree, "CAST the step's columns to fixed types, e.g. DOUBLE", columns=changing)
-        start = self._conform(init, [f.name for f in fields], types)
-        body = self._conform(step, [f.name for f in fields], types)
-        return Iterate(internal, start, body, loop.times, loop.mode), names
-
+                           where, "CAST the step's columns to fixed types, e.g. DOUBLE", columns=changing)
+        out = [f.name for f in fields]
+        start = self._conform(init, out, types)
+        conformed = [self._conform(step, out, types) for step in steps]
+        body = conformed[0] if len(conformed) == 1 else Union(tuple(conformed))
+        return start, body, internal, names
 
     def union(self, node: exp.SetOperation, ctes: dict[str, _Cte],
               parent: Scope | None = None) -> tuple[Rel, list[str]]:
@@ -564,6 +637,8 @@ class _QueryBinder:
                     inner, names = cte.bound
                 elif cte.loop is not None:
                     inner, names = self.iterate(cte, name, node)
+                elif cte.recursive:
+                    inner, names = self.recursive(cte, name)
                 else:
                     assert cte.node is not None
                     inner, names = self.query(cte.node, cte.ctes)
@@ -667,6 +742,11 @@ def _inside_subquery(sub: exp.Expression, root: exp.Expression) -> bool:
             return True
         p = p.parent
     return False
+
+
+def _reads(node: exp.Expression, name: str) -> bool:
+    """Whether a query tree reads a table called ``name`` (a recursive CTE reading itself)."""
+    return any(t.name.lower() == name.lower() for t in node.find_all(exp.Table))
 
 
 def _within(span: tuple[int, int] | None, outer: tuple[int, int]) -> bool:

@@ -210,3 +210,22 @@ def _rename_table(tree: exp.Expression, old: str, new: str) -> exp.Expression:
         return node
 
     return tree.copy().transform(swap)
+
+
+def spark_schema_sql(sql: str) -> str:
+    """A query Spark can analyse for the output columns of ``sql``: iterations unrolled, and a
+    recursive CTE's ``UNION`` written ``UNION ALL`` (Spark 4.3 accepts only that in a recursive
+    CTE; the columns are the same, and streamfold keeps the CTE as a set itself)."""
+    import sqlglot
+
+    text = unrolled_sql(sql)
+    tree = sqlglot.parse_one(text, read="spark")
+    for with_ in tree.find_all(exp.With):
+        if not with_.args.get("recursive"):
+            continue
+        for cte in with_.expressions:
+            node = cte.this
+            while isinstance(node, exp.Union):
+                node.set("distinct", False)
+                node = node.left
+    return tree.sql(dialect="spark")
