@@ -119,7 +119,7 @@ def run_demo(root: str = "demo-out", batches: int = 10, scale: float = 1.0, mast
     for s in summary:
         speed = s["recompute_median_s"] / s["incremental_median_s"]
         print(f"  {s['workload']:<13} streamfold {s['incremental_median_s']:.2f} s, recompute "
-              f"{s['recompute_median_s']:.2f} s ({speed:.1f}× faster), every answer identical")
+              f"{s['recompute_median_s']:.2f} s (speed-up {speed:.1f}×), every answer identical")
     print(f"\noutputs: {os.path.abspath(root)}/<query>/out/{{snapshots,changes,commits}}/")
     print('see the plan: streamfold explain "SELECT x.A, avg(y.D) FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A" '
           f'--source S1={os.path.join(root, "join-groupBy", "in", "S1")} --source S2={os.path.join(root, "join-groupBy", "in", "S2")}')
