@@ -175,3 +175,26 @@ def test_transitive_closure_equals_duckdb_and_python(spark, tmp_path, deletions)
         assert sorted(snapshot) == sorted(reference.transitive_closure(edges)), f"batch {batch}"
 
     check_stream(spark, str(tmp_path), REACHABLE.read_text(), [source], batches, check=against_python)
+
+
+def test_a_recursion_without_fixpoint_stops_with_a_coded_error(spark, tmp_path, monkeypatch):
+    """A step that makes new values forever stops the batch with NO_FIXPOINT, and commits nothing."""
+    import pyarrow.parquet as pq
+
+    import streamfold
+    import streamfold.runtime.engine as engine
+
+    monkeypatch.setattr(engine, "FIXPOINT_MAX_ROUNDS", 3)
+    sql = "WITH RECURSIVE r (n) AS (SELECT src FROM edges UNION SELECT n + 1 FROM r) SELECT n FROM r"
+    source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")))
+    (tmp_path / "edges").mkdir()
+    pq.write_table(source.table([(1, 2)]), str(tmp_path / "edges" / "0.parquet"))
+    query = streamfold.start(sql, {"edges": str(tmp_path / "edges")}, str(tmp_path / "out"),
+                             schemas={"edges": source.schema_sql()}, spark=spark, background=False)
+    try:
+        with pytest.raises(StreamfoldError) as e:
+            query.process_available()
+        assert e.value.code == "NO_FIXPOINT" and e.value.hint and "3 rounds" in str(e.value)
+        assert not (tmp_path / "out" / "commits").exists() or not list((tmp_path / "out" / "commits").iterdir())
+    finally:
+        query.stop()

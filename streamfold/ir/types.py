@@ -135,12 +135,16 @@ def struct(fields: list[tuple[str, DataType]] | tuple[tuple[str, DataType], ...]
     return DataType("STRUCT", params=tuple(fields))
 
 
-def _split_top(text: str) -> list[str]:
-    """Split ``a:int, b:struct<c:int,d:int>`` at the commas outside angle brackets."""
-    parts, depth, current = [], 0, ""
+def split_top(text: str) -> list[str]:
+    """Split ``a INT, b DECIMAL(10,2), c STRUCT<d: INT, e: INT>`` at the commas outside
+    parentheses and angle brackets."""
+    parts: list[str] = []
+    depth, current = 0, ""
     for ch in text:
-        depth += ch == "<"
-        depth -= ch == ">"
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth -= 1
         if ch == "," and depth == 0:
             parts.append(current)
             current = ""
@@ -178,7 +182,7 @@ def parse_type(text: str) -> DataType:
     if m:
         inner = src[src.index("<") + 1 : src.rindex(">")]
         fields = []
-        for part in _split_top(inner):
+        for part in split_top(inner):
             name, _, type_text = part.partition(":")
             if not type_text:
                 name, _, type_text = part.strip().partition(" ")

@@ -13,7 +13,7 @@ from typing import Any
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import Iterate, Recursive, SortKey
-from .model import WEIGHT_COLUMN, Fixpoint, IncrementalPlan, State
+from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Fixpoint, IncrementalPlan, State
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -150,7 +150,7 @@ def _loop_text(it: Iterate | Recursive) -> list[str]:
 
 def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
     name = fx.loop.split("#")[0]
-    lines = [f"  Δ{state} = a loop to the fixpoint of {name} (at most 1000 rounds per batch):"]
+    lines = [f"  Δ{state} = a loop to the fixpoint of {name} (at most {FIXPOINT_MAX_ROUNDS} rounds per batch):"]
     if fx.incremental:
         lines.append(f"    new₀ = the rows the batch's new input rows derive, not already in {state}:")
         lines += _indent("\nUNION\n".join(rel_sql(s) for s in fx.seeds), 6)

@@ -93,6 +93,12 @@ class State:
         return self.key_names if self.partition is None else self.partition
 
 
+# A recursive CTE whose step still finds new rows after this many rounds of one batch is stopped
+# (``NO_FIXPOINT``): its step generates values without end (``SELECT n + 1 FROM r``), or a path
+# is longer than this.
+FIXPOINT_MAX_ROUNDS = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class Fixpoint:
     """How the runtime finds a recursive CTE's change (``WITH RECURSIVE``): a loop, not one

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..ir.expr import Expr
 from ..ir.printer import quote, sql
-from ..ir.rel import WEIGHT, Filter, Limit, Project, Rel, Sort, StateScan
+from ..ir.rel import WEIGHT, Limit, Rel, Sort, StateScan
+from ..plan.changes import flatten_per_key
 from ..plan.model import WEIGHT_COLUMN, IncrementalPlan
 from .lower import Resolve, Views, to_sql
 from .state import OLD, StateStore
@@ -103,7 +103,8 @@ class AnswerSql:
         the new answer row enters (+1) unless the old one is the same, the old leaves (−1) unless
         the new one is the same. Map-only over the merge's result: no join, no shuffle.
         """
-        name, conds, outputs = flatten_per_key(self.answer.per_key)  # type: ignore[arg-type]
+        scan, conds, outputs = flatten_per_key(self.answer.per_key)  # type: ignore[arg-type]
+        name = scan.state
         state = self.store.defs[name]
         old = {v: OLD + v for v in (c.name for c in state.columns)}
         shown = [(n, e) for n, e in outputs if n in self.answer.output]
@@ -132,20 +133,6 @@ class AnswerSql:
         cond = " AND ".join(f"_s.{quote(k)} <=> _k.__k{i}" for i, k in enumerate(keys))
         return (f"SELECT /*+ BROADCAST(_k) */ _s.* FROM {views.relation(state, 'state')} _s "
                 f"LEFT SEMI JOIN {touched} _k ON {cond}")
-
-
-def flatten_per_key(rel: Rel) -> tuple[str, list[Expr], list[tuple[str, Expr]]]:
-    """A row-wise answer as (state, conditions, output expressions) over the state's columns."""
-    if isinstance(rel, StateScan):
-        return rel.state, [], [(f.name, f.ref()) for f in rel.schema]
-    if isinstance(rel, Project):
-        state, conds, outputs = flatten_per_key(rel.input)
-        mapping = dict(outputs)
-        return state, conds, [(n, e.substitute(mapping)) for n, e in rel.exprs]
-    if isinstance(rel, Filter):
-        state, conds, outputs = flatten_per_key(rel.input)
-        return state, conds + [rel.condition.substitute(dict(outputs))], outputs
-    raise TypeError(f"a per-key answer is projections and filters over one state, not {type(rel).__name__}")
 
 
 def _over(states: dict[str, DataFrame | str]) -> Resolve:

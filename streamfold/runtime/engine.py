@@ -23,7 +23,7 @@ from ..ir.rel import WEIGHT, DeltaScan, LoopRef, Once, Project, Rel, Scan, State
 from ..plan import IncrementalPlan, incrementalize
 from ..ir.expr import Literal
 from ..ir.types import BIGINT
-from ..plan.model import WEIGHT_COLUMN, Fixpoint, Step
+from ..plan.model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Fixpoint, Step
 from ..sql import Catalog, bind
 from ..sql.iterate import spark_schema_sql
 from . import files
@@ -386,10 +386,12 @@ class Engine:
             rounds = 0
             while not frontier.isEmpty():
                 rounds += 1
-                if rounds > MAX_ROUNDS:
+                if rounds > FIXPOINT_MAX_ROUNDS:
                     raise BatchError(f"batch {batch}: the recursive CTE {fx.loop.split('#')[0]} found new rows in "
-                                     f"each of {MAX_ROUNDS} rounds; its step may generate values without end",
-                                     code="NO_FIXPOINT", params={"batch": batch, "rounds": MAX_ROUNDS})
+                                     f"each of {FIXPOINT_MAX_ROUNDS} rounds; its step may generate values without end",
+                                     code="NO_FIXPOINT", params={"batch": batch, "rounds": FIXPOINT_MAX_ROUNDS},
+                                     hint="bound the step with a WHERE (e.g. WHERE n < 100), or write WITH "
+                                          "ITERATIVE … TIMES n for a fixed number of steps")
                 self.progress(f"batch {batch_name(batch)}: {state} round {rounds}")
                 frontier = keep(run(fx.step, frontier).subtract(total))
                 total = keep(total.unionAll(frontier))
@@ -465,12 +467,6 @@ class Engine:
     def close(self) -> None:
         self.store.close()
         self._tables.clear()
-
-
-# A recursive CTE whose step keeps finding rows this many rounds in one batch is stopped: its
-# step generates values without end (e.g. ``SELECT n + 1 FROM r``), or the graph is a path
-# longer than this (raise it here if that is real).
-MAX_ROUNDS = 1000
 
 
 def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:

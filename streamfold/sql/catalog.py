@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..ir.rel import WEIGHT
-from ..ir.types import DataType, parse_type
+from ..ir.types import DataType, parse_type, split_top
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,23 +51,8 @@ class SourceSchema:
 
 def parse_schema(text: str) -> list[tuple[str, DataType]]:
     """Parse ``"a INT, b DECIMAL(10,2), c STRING"`` into (name, type) pairs."""
-    parts: list[str] = []
-    depth = 0
-    current = ""
-    for ch in text:
-        if ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    if current.strip():
-        parts.append(current)
     columns = []
-    for part in parts:
+    for part in split_top(text):
         bits = part.strip().split(None, 1)
         if len(bits) != 2:
             raise UsageError(
