@@ -1,6 +1,9 @@
 """Iterations (``WITH ITERATIVE``), exact mode: every snapshot equals the n-step iteration over
 all data so far — checked against DuckDB (running the same query unrolled into n+1 CTEs) and,
 for the examples, against the independent NumPy computations of ``streamfold.bench.reference``.
+Diffusion mode is approximate by design: its tests check what it promises (exact on the first
+batch, every key present, changes consistent, no worse than the exact n steps at approximating
+the converged answer), and the benchmark measures its error.
 """
 
 from __future__ import annotations
@@ -198,3 +201,71 @@ def test_a_recursion_without_fixpoint_stops_with_a_coded_error(spark, tmp_path, 
         assert not (tmp_path / "out" / "commits").exists() or not list((tmp_path / "out" / "commits").iterdir())
     finally:
         query.stop()
+
+
+# -- MODE DIFFUSION (approximate) ----------------------------------------------------------------
+def _run_batches(spark, tmp_path, sql: str, batches: list[list[tuple]]):
+    """Feed edge batches to ``sql``; yield (batch, snapshot, changes, edges so far) after each."""
+    import pyarrow.parquet as pq
+
+    import streamfold
+
+    source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")), weighted=True)
+    (tmp_path / "edges").mkdir()
+    query = streamfold.start(sql, {"edges": str(tmp_path / "edges")}, str(tmp_path / "out"),
+                             schemas={"edges": source.schema_sql()}, spark=spark, background=False, partitions=2)
+    so_far: list = []
+    try:
+        for i, rows in enumerate(batches):
+            pq.write_table(source.table(rows), str(tmp_path / "edges" / f"{i:04d}.parquet"))
+            so_far.append(source.table(rows))
+            assert query.process_available() is not None
+            snapshot = list(query.snapshot_pandas().itertuples(index=False, name=None))
+            changes = list(query.changes_pandas().itertuples(index=False, name=None))
+            edges = [(r["src"], r["dst"]) for r in net_rows(so_far).to_pylist()]
+            yield i, snapshot, changes, np.array(edges).reshape(-1, 2)
+    finally:
+        query.stop()
+
+
+def test_pagerank_diffusion_is_warm_started_pagerank(spark, tmp_path):
+    """Diffusion (seed 000 Algorithm 1) on PageRank: the first batch is the exact n-step answer
+    (nothing to start from); each later batch runs n more steps from the previous answer, new
+    nodes at 1/N. Here every batch adds a node, so N — and with it every rank — changes and the
+    change reaches every node in every round: then diffusion is exactly that warm-started
+    PageRank (NumPy, 1e-9). The changes add up to the snapshots."""
+    steps = 3
+    sql = example("pagerank.sql", steps).replace(f"TIMES {steps}", f"TIMES {steps} MODE DIFFUSION KEY (node)")
+    rng = random.Random(11)
+    batches = edges_stream(rng, 3, 7, 5)
+    for b, rows in enumerate(batches):
+        rows.append((rng.randrange(7), 100 + b, 1))  # a new node
+    previous: dict = {}
+    for batch, snapshot, changes, edges in _run_batches(spark, tmp_path, sql, batches):
+        got = dict(snapshot)
+        assert len(got) == len(snapshot), f"batch {batch}: a node twice"
+        want = reference.pagerank(edges, steps=steps, start=previous)
+        assert got.keys() == want.keys(), f"batch {batch}: nodes differ"
+        worst = max(abs(got[k] - want[k]) for k in want)
+        assert worst < 1e-9, f"batch {batch}: a rank is {worst} off the warm-started NumPy PageRank"
+        if batch > 0:  # it is not the exact answer, and the difference is what the benchmark reports
+            cold = reference.pagerank(edges, steps=steps)
+            assert max(abs(got[k] - cold[k]) for k in want) > 1e-6
+        net: dict = {}
+        for node, rank, w in changes:
+            net[(node, rank)] = net.get((node, rank), 0) + w
+        expected = {(k, v): 1 for k, v in got.items() if previous.get(k) != v}
+        expected.update({(k, v): -1 for k, v in previous.items() if got.get(k) != v})
+        assert {k: v for k, v in net.items() if v} == expected, f"batch {batch}: changes are not new − old"
+        previous = got
+
+
+def test_diffusion_key_must_name_one_row(spark, tmp_path):
+    sql = ("WITH ITERATIVE r (a, b) AS (SELECT src, dst FROM edges STEP SELECT a, b FROM r TIMES 1 "
+           "MODE DIFFUSION KEY (a)) SELECT a, b FROM r")
+    with pytest.raises(StreamfoldError) as e:
+        for _ in _run_batches(spark, tmp_path, sql, [[(1, 2, 1), (1, 3, 1)]]):
+            pass
+    assert e.value.code == "DIFFUSION_KEY" and e.value.hint
+    commits = tmp_path / "out" / "commits"
+    assert not commits.exists() or not list(commits.iterdir())

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 import numpy as np
 
 
-def pagerank(edges: np.ndarray, steps: int = 10, damping: float = 0.85) -> dict[int, float]:
+def pagerank(edges: np.ndarray, steps: int = 10, damping: float = 0.85,
+             start: dict[int, float] | None = None) -> dict[int, float]:
     """PageRank after ``steps`` steps from the uniform start, on the bag of edges ``(m, 2)`` (src, dst).
 
     The nodes are every distinct src and dst value, ``N`` of them; every rank starts at ``1/N``;
@@ -30,6 +31,9 @@ def pagerank(edges: np.ndarray, steps: int = 10, damping: float = 0.85) -> dict[
       redistributed, so the ranks sum to less than 1 when there are such nodes;
     * a node without incoming edges keeps ``(1 − damping)/N``.
 
+    ``start`` warm-starts the steps: a node it has starts at its rank there, the others at ``1/N``
+    (what diffusion mode does when a batch reaches every node: see docs/sql.md, Iterations).
+
     Returns ``{node: rank}`` (float64); an empty graph gives ``{}``.
     """
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
@@ -41,6 +45,8 @@ def pagerank(edges: np.ndarray, steps: int = 10, damping: float = 0.85) -> dict[
     src, dst = index[:, 0], index[:, 1]
     outdeg = np.bincount(src, minlength=n).astype(np.float64)
     rank = np.full(n, 1.0 / n)
+    if start:
+        rank = np.array([start.get(int(node), 1.0 / n) for node in nodes], dtype=np.float64)
     for _ in range(steps):
         rank = (1.0 - damping) / n + damping * np.bincount(dst, weights=rank[src] / outdeg[src], minlength=n)
     return {int(node): float(r) for node, r in zip(nodes, rank)}

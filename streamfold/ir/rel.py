@@ -435,7 +435,8 @@ class Iterate(Rel):
 
     ``init`` and ``step`` have the iteration's fields, by name and type. ``mode`` is how a batch
     updates it: ``exact`` (each step's result kept and updated by its delta) or ``diffusion``
-    (seed 000 Algorithm 1: approximate).
+    (seed 000 Algorithm 1: approximate), which needs ``key``: the fields (by name) that tell the
+    iteration's rows apart from one step to the next (a node, a cluster's lineage).
     """
 
     name: str
@@ -443,6 +444,7 @@ class Iterate(Rel):
     step: Rel
     times: int
     mode: str = "exact"
+    key: tuple[str, ...] = ()
     _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -450,6 +452,10 @@ class Iterate(Rel):
             raise ValueError(f"unknown iteration mode {self.mode!r}")
         if self.times < 1:
             raise ValueError("an iteration needs at least one step")
+        if (self.mode == "diffusion") != bool(self.key):
+            raise ValueError("an iteration has a key exactly when it is in diffusion mode")
+        if not set(self.key) <= {f.name for f in self.init.schema}:
+            raise ValueError(f"Iterate {self.name}: key {self.key} is not among its fields")
         if [(f.name, f.type) for f in self.init.schema] != [(f.name, f.type) for f in self.step.schema]:
             raise ValueError(f"Iterate {self.name}: init and step fields differ: {self.init.schema} vs {self.step.schema}")
         self._set_schema(tuple(Field(f.name, f.type) for f in self.init.schema))
@@ -458,7 +464,7 @@ class Iterate(Rel):
         return (self.init, self.step)
 
     def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
-        return Iterate(self.name, inputs[0], inputs[1], self.times, self.mode)
+        return Iterate(self.name, inputs[0], inputs[1], self.times, self.mode, self.key)
 
     def loop_ref(self) -> LoopRef:
         return LoopRef(self.name, self.schema)

@@ -90,7 +90,7 @@ class _Renamer:
                            self.rel(rel.step).transform(
                                lambda x: LoopRef(self.n(rel.name), x.fields)
                                if isinstance(x, LoopRef) and x.name == rel.name else None),
-                           rel.times, rel.mode)
+                           rel.times, rel.mode, tuple(self.n(k) for k in rel.key))
         if isinstance(rel, Recursive):
             return Recursive(self.n(rel.name), self.rel(rel.base),
                              self.rel(rel.step).transform(

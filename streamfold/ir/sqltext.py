@@ -252,6 +252,8 @@ class _Writer:
             if isinstance(rel, Scan):
                 return _Block(rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}")
             if isinstance(rel, DeltaScan):
+                if "#" in rel.table:  # a diffusion loop's change this round
+                    return _Block(f"ΔX AS {rel.table.split('#')[0]}")
                 return _Block(f"Δ{rel.table} {rel.alias}")
             if isinstance(rel, Once):
                 when = "after the first batch" if rel.later else "first batch only"

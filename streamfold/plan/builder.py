@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.rel import Field, Rel, Union
-from .model import Fixpoint, State, Step
+from ..ir.rel import DeltaScan, Field, Rel, StateScan, Union
+from .model import Diffusion, Fixpoint, State, Step
 from .simplify import simplify
 
 
@@ -44,6 +44,29 @@ class PlanBuilder:
         self.states.append(state)
         program = Union((fixpoint.base, fixpoint.step) + fixpoint.seeds)  # every state it reads, for ordering
         self.delta.append(Step(state.name, program, fixpoint=fixpoint))
+
+    def add_diffusion(self, state: State, diffusion: Diffusion) -> None:
+        """A state whose delta a diffusion loop computes (an iteration in MODE DIFFUSION)."""
+        self._names.add(state.name)
+        self.states.append(state)
+        self.delta.append(Step(state.name, diffusion.start, diffusion=diffusion))
+
+    def take_steps(self, since: int, loop: str) -> tuple[Step, ...]:
+        """Remove from ``delta[since:]`` the steps that read the stream ``loop`` (directly or
+        through one another), and return them in order; the others stay."""
+        taken: list[Step] = []
+        names: set[str] = set()
+        kept: list[Step] = []
+        for step in self.delta[since:]:
+            nodes = [n for r in step.reads() for n in r.walk()]
+            if any(isinstance(n, DeltaScan) and n.table == loop for n in nodes) or any(
+                    isinstance(n, StateScan) and n.state in names for n in nodes):
+                taken.append(step)
+                names.add(step.state)
+            else:
+                kept.append(step)
+        self.delta[since:] = kept
+        return tuple(taken)
 
     def add_temp(self, base: str, program: Rel) -> str:
         """An intermediate result of a batch several later steps read; returns its name."""

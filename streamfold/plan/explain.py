@@ -13,7 +13,7 @@ from typing import Any
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import Iterate, Recursive, SortKey
-from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Fixpoint, IncrementalPlan, State
+from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, IncrementalPlan, State
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -49,6 +49,9 @@ def explain_text(plan: IncrementalPlan) -> str:
         label = f"Δ{step.state}"
         if step.fixpoint is not None:
             out += _fixpoint_text(step.state, step.fixpoint)
+            continue
+        if step.diffusion is not None:
+            out += _diffusion_text(step.state, step.diffusion)
             continue
         out.append(f"  {label} =" + ("   (intermediate, computed once per batch)" if step.temp else ""))
         out += _indent(rel_sql(step.program), 4)
@@ -104,7 +107,13 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
                    "fixpoint": None if s.fixpoint is None else {
                        "loop": s.fixpoint.loop.split("#")[0], "incremental": s.fixpoint.incremental,
                        "base": rel_sql(s.fixpoint.base), "step": rel_sql(s.fixpoint.step),
-                       "seeds": [rel_sql(x) for x in s.fixpoint.seeds]}}
+                       "seeds": [rel_sql(x) for x in s.fixpoint.seeds]},
+                   "diffusion": None if s.diffusion is None else {
+                       "loop": s.diffusion.loop.split("#")[0], "times": s.diffusion.times,
+                       "key": [display_name(k.split(".", 1)[-1]) for k in s.diffusion.key],
+                       "start": rel_sql(s.diffusion.start), "output": rel_sql(s.diffusion.output),
+                       "steps": [{"state": b.state, "temp": b.temp, "sql": rel_sql(b.program)}
+                                 for b in s.diffusion.steps]}}
                   for s in plan.delta],
         "merge": [
             {"state": st.name, "key": list(st.key_names),
@@ -138,7 +147,9 @@ def _loop_text(it: Iterate | Recursive) -> list[str]:
     cols = ", ".join(display_name(f.name.split(".", 1)[-1]) for f in it.schema)
     how = {"exact": "exact: every step's result is kept as states and updated by its change, step by step, "
                     "so the snapshot is the whole iteration over all data so far",
-           "diffusion": "diffusion (seed 000 Algorithm 1): approximate"}[it.mode]
+           "diffusion": "diffusion (seed 000 Algorithm 1) — APPROXIMATE: a batch runs the steps over what "
+                        "changed, warm-started from the previous answer; rows are told apart by KEY ("
+                        + ", ".join(display_name(k.split(".", 1)[-1]) for k in it.key) + ")"}[it.mode]
     lines = [f"  {name} ({cols}): {name}₀ = start, then {name}ᵢ = step({name}ᵢ₋₁) for i = 1 … {it.times}; "
              f"the query reads {name}{_subscript(it.times)}",
              f"    mode {how}", "    start:"]
@@ -161,6 +172,26 @@ def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
     lines.append(f"    newᵢ₊₁ = the step over newᵢ (as {name}), minus every row found so far; stop when empty:")
     lines += _indent(rel_sql(fx.step), 6)
     lines.append("    Δ = +1 for every row found" + ("" if fx.incremental else f", −1 for every row of {state} not found"))
+    return lines
+
+
+def _diffusion_text(state: str, dx: Diffusion) -> list[str]:
+    name = dx.loop.split("#")[0]
+    key = ", ".join(display_name(k.split(".", 1)[-1]) for k in dx.key)
+    lines = [f"  Δ{state} = a diffusion loop over {name} (approximate; seed 000 Algorithm 1), {dx.times} rounds:",
+             f"    ΔX₀ = the start's new rows, for keys ({key}) {state} does not have:"]
+    lines += _indent(rel_sql(dx.start), 6)
+    lines.append(f"    round i = 1 … {dx.times}, against the states as the batch found them (nothing merged), with "
+                 f"ΔX = ΔXᵢ₋₁ as the change of {name}:")
+    for b in dx.steps:
+        lines.append(f"      Δ{b.state} =" + ("   (intermediate)" if b.temp else "   (merged only in the last pass)"))
+        lines += _indent(rel_sql(b.program), 8)
+    lines.append(f"      ΔY = the step's change:")
+    lines += _indent(rel_sql(dx.output), 8)
+    lines.append(f"      ΔXᵢ = ΔY's new rows, replacing the rows of {state} with the same key (a key with only "
+                 "old rows leaves)")
+    lines.append(f"    then the steps above run once more with ΔX = ΔX{_subscript(dx.times)} and are merged; "
+                 f"Δ{state} = ΔX{_subscript(dx.times)}")
     return lines
 
 

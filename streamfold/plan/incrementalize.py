@@ -42,7 +42,7 @@ from .builder import PlanBuilder
 from .changes import OLD, TOUCHED, distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
 from .joins import JoinTerms
 from .matchjoins import compile_match_join
-from .model import WEIGHT_COLUMN, Answer, Fixpoint, IncrementalPlan, Monoid, State, StateColumn
+from .model import WEIGHT_COLUMN, Answer, Diffusion, Fixpoint, IncrementalPlan, Monoid, State, StateColumn
 
 W = WEIGHT_COLUMN
 SUM_W = Agg("sum", (Column(W, BIGINT),), False, BIGINT)
@@ -234,6 +234,8 @@ class _Planner:
             self.plan_.note(f"ITERATIVE {rel.name.split('#')[0]}: exact — each of the {rel.times} steps keeps its "
                             "result and passes its change to the next (as differential dataflow does)")
             return self.compile(unroll(rel))
+        if isinstance(rel, Iterate):
+            return self._diffusion(rel)
         if isinstance(rel, Recursive):
             return self._recursive(rel)
         if isinstance(rel, Explode):
@@ -335,6 +337,31 @@ class _Planner:
             self.plan_.note(f"WITH RECURSIVE {rel.name.split('#')[0]}: semi-naive from the old fixpoint — the "
                             "batch's new rows derive new rows, round after round, until none is new")
         return Compiled(distinct_delta(name, key + (Field(W, BIGINT),)), static=False, weighted=True)
+
+    def _diffusion(self, rel: Iterate) -> Compiled:
+        """MODE DIFFUSION (seed 000 Algorithm 1; see :class:`Diffusion`): the step compiled once,
+        reading the iteration's value as a stream of its own; a loop in the runtime runs it."""
+        name = self.plan_.name("diffusion")
+        fields = tuple(Field(f.name, f.type) for f in rel.schema)
+        start = self.compile(rel.init)
+        columns = tuple(f"c{i}" for i in range(len(fields)))
+        scan = Scan(rel.name, rel.name, fields, columns, static=False, weighted=True)
+        step_rel = rel.step.transform(
+            lambda n: Project(scan, tuple((f.name, g.ref()) for f, g in zip(n.fields, fields)))
+            if isinstance(n, LoopRef) and n.name == rel.name else None)
+        mark = len(self.plan_.delta)
+        step = self.compile(step_rel)
+        body = self.plan_.take_steps(mark, rel.name)
+        loop = rel.name.split("#")[0]
+        self.plan_.add_diffusion(
+            State(name, "output", fields, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is the value"),),
+                  note=f"the value of the iteration {loop} (one row per key {', '.join(_short(k) for k in rel.key)})"),
+            Diffusion(rel.name, fields, rel.key, rel.times, Once(start.program) if start.static else start.program,
+                      step.program, body))
+        self.plan_.note(f"ITERATIVE {loop}: diffusion (seed 000 Algorithm 1) — APPROXIMATE: each batch runs "
+                        f"{rel.times} steps over what changed, from the previous answer, and merges once; rows the "
+                        "changes do not reach keep their value")
+        return Compiled(distinct_delta(name, fields + (Field(W, BIGINT),)), static=False, weighted=True)
 
     def _input(self, rel: Rel, index: int) -> Input:
         """An input of a join body: a source, or any relation compiled on its own."""
@@ -565,6 +592,11 @@ class _Planner:
         if body.deletions:
             self.plan_.note("inputs carry _weight, so rows may be deleted: every state counts rows and drops "
                             "a key when its count reaches zero")
+
+
+def _short(name: str) -> str:
+    """A field's name as the user wrote it (``ranks#1.node`` → ``node``)."""
+    return name.split(".", 1)[1] if "." in name else name
 
 
 def _unsupported(rel: Rel) -> UnsupportedError:

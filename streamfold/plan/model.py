@@ -120,19 +120,61 @@ class Fixpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class Diffusion:
+    """How the runtime updates an iteration in diffusion mode (``MODE DIFFUSION``; seed 000 §2,
+    Algorithm 1, and §10's ``Incr`` with ``repeat``) — approximate by design.
+
+    The step is compiled once, reading the iteration's previous value as a stream named
+    ``loop`` (``DeltaScan(loop)``): ``steps`` keep its states T (over the iteration's current
+    value and the sources) and ``output`` is its change. A batch runs::
+
+        ΔX ← the starting query's rows for keys the iteration does not have yet   (g(ΔS))
+        repeat times:  ΔY ← the step's change for ΔX and ΔS, against T as it was  (T ⊗̂ h(ΔX, ΔS))
+                       ΔX ← ΔY's new rows, replacing the current rows of their keys (a(ΔT))
+        T ← T ⊗ (ΔX, ΔS);  the iteration's value ← current ⊕ ΔX                   (after the loop)
+
+    Every round is evaluated against the states as the batch found them; only the last is
+    merged. Keys the changes never reach keep their value, which is where the answer departs
+    from the exact one: it is ``times`` more steps warm-started from the previous answer.
+    """
+
+    loop: str
+    fields: tuple[Field, ...]
+    key: tuple[str, ...]
+    times: int
+    start: Rel  # the starting query's change, over the states stepped before it
+    output: Rel  # the step's change, over ``steps`` and DeltaScan(loop)
+    steps: tuple["Step", ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns of ``DeltaScan(loop)``'s rows (besides ``_weight``)."""
+        return tuple(f"c{i}" for i in range(len(self.fields)))
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """``Δstate = program`` (or, in ``init``, the static state's whole contents).
 
     A ``temp`` step names an intermediate result several later steps read (as
     ``StateScan(name, "delta")``); it is computed once per batch and never merged. A
     ``fixpoint`` step's delta is computed by a loop (its ``program`` is the loop's step, for
-    ordering and display).
+    ordering and display); so is a ``diffusion`` step's (its ``program`` is the starting query's
+    change, and it runs the steps of its own body).
     """
 
     state: str
     program: Rel
     temp: bool = False
     fixpoint: Fixpoint | None = None
+    diffusion: Diffusion | None = None
+
+    def reads(self) -> tuple[Rel, ...]:
+        """Every program the step evaluates (for ordering steps by what they read)."""
+        if self.diffusion is None:
+            return (self.program,)
+        dx = self.diffusion
+        return (dx.start, dx.output) + tuple(r for s in dx.steps for r in s.reads())
 
 
 @dataclass(frozen=True, slots=True)

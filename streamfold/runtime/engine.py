@@ -23,7 +23,7 @@ from ..ir.rel import WEIGHT, DeltaScan, LoopRef, Once, Project, Rel, Scan, State
 from ..plan import IncrementalPlan, incrementalize
 from ..ir.expr import Literal
 from ..ir.types import BIGINT
-from ..plan.model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Fixpoint, Step
+from ..plan.model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, Step
 from ..sql import Catalog, bind
 from ..sql.iterate import spark_schema_sql
 from . import files
@@ -165,13 +165,23 @@ class Engine:
                 self.store.set_static(step.state, materialize(df))
             deltas: dict[str, DataFrame | str] = {}
             merged: dict[str, DataFrame] = {}
-            for step in self.plan.delta:
-                resolve = self._resolver(frames, deltas, {}, merged, first=True, views=views)
+            loops: dict[str, DataFrame] = {}
+
+            def declare(step: Step) -> None:
+                resolve = self._resolver(frames, deltas, {}, merged, first=True, views=views, loops=loops)
                 program = step.program
-                if step.fixpoint is not None:  # its delta: the rows, counted ±1
-                    fx = step.fixpoint
-                    program = Project(fx.base, tuple((f.name, f.ref()) for f in fx.fields)
+                loop = step.fixpoint or step.diffusion
+                if loop is not None:  # its delta: the rows, counted ±1
+                    rows = loop.base if isinstance(loop, Fixpoint) else Project(
+                        step.program, tuple((f.name, f.ref()) for f in loop.fields))
+                    program = Project(rows, tuple((f.name, f.ref()) for f in loop.fields)
                                       + ((WEIGHT_COLUMN, Literal(1, BIGINT)),))
+                if step.diffusion is not None:  # its body reads the loop's change as a stream
+                    dx = step.diffusion
+                    loops[dx.loop] = self.spark.createDataFrame([], spark_struct(
+                        [(c, f.type.sql()) for c, f in zip(dx.columns, dx.fields)] + [(WEIGHT, "BIGINT")]))
+                    for sub in dx.steps:
+                        declare(sub)
                 df = self.spark.sql(to_sql(program, resolve, views))
                 if step.temp:
                     deltas[step.state] = df
@@ -179,6 +189,9 @@ class Engine:
                     self.store.declare(step.state, df.schema)
                     deltas[step.state] = self.store.empty(step.state)
                     merged[step.state] = self.store.merged_shape(step.state, views)
+
+            for step in self.plan.delta:
+                declare(step)
         finally:
             views.drop()
 
@@ -204,12 +217,16 @@ class Engine:
 
     def _resolver(self, frames: dict[str, DataFrame], deltas: dict[str, DataFrame | str],
                   new: dict[str, DataFrame | str], merged: dict[str, DataFrame] | None = None,
-                  first: bool = False, views: Views | None = None) -> Resolve:
-        """Where a program's leaves come from: this batch's rows, tables, and state versions."""
+                  first: bool = False, views: Views | None = None,
+                  loops: dict[str, DataFrame] | None = None) -> Resolve:
+        """Where a program's leaves come from: this batch's rows, tables, and state versions
+        (and, inside a diffusion loop, the round's change of the iteration)."""
         current = self.store.current
 
         def resolve(rel: Rel) -> DataFrame | str:
             if isinstance(rel, DeltaScan):
+                if loops is not None and rel.table in loops:
+                    return loops[rel.table]
                 return frames[self.catalog[rel.table].name]
             if isinstance(rel, Scan):
                 return self._table(self.catalog[rel.table].name)
@@ -293,10 +310,12 @@ class Engine:
         try:
             for level in self._levels:
                 with self._phase("h ⊗ " + " ".join(s.state for s in level)):
-                    resolve = self._resolver(frames, deltas, new, merged, first=batch == 0, views=views)
-                    done = _parallel([lambda s=s: self._step(batch, s, resolve, views, eager) for s in level])
-                for step, df in zip(level, done):
-                    if step.temp:
+                    ctx = _Context(frames, deltas, new, merged, batch == 0)
+                    done = _parallel([lambda s=s: self._step(batch, s, ctx, views, eager) for s in level])
+                for step, df in (pair for results in done for pair in results):
+                    if step is None:  # held until the batch ends
+                        temps.append(df)
+                    elif step.temp:
                         deltas[step.state] = df
                         temps.append(df)
                     else:
@@ -333,20 +352,26 @@ class Engine:
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings))
 
-    def _step(self, batch: int, step: Step, resolve: Resolve, views: Views, eager: bool) -> DataFrame:
-        """Run one step of h: a temp result, or a state's delta merged into it (⊗)."""
+    def _step(self, batch: int, step: Step, ctx: _Context, views: Views,
+              eager: bool) -> list[tuple[Step | None, DataFrame]]:
+        """Run one step of h: a temp result, or a state's delta merged into it (⊗). A diffusion
+        step gives the results of its body's steps too, and DataFrames to hold (step None)."""
         self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
+        resolve = ctx.resolver(self, views)
         try:
             if step.fixpoint is not None:
                 delta = self._fixpoint(batch, step, step.fixpoint, resolve, views)
                 try:
-                    return self.store.merge(step.state, f"SELECT * FROM {views.name(delta, 'fixpoint')}", views, True)
+                    return [(step, self.store.merge(step.state, f"SELECT * FROM {views.name(delta, 'fixpoint')}",
+                                                    views, True))]
                 finally:
                     release(delta)
+            if step.diffusion is not None:
+                return self._diffusion(batch, step, step.diffusion, ctx, views, eager)
             sql = to_sql(step.program, resolve, views)
             if step.temp:
-                return materialize(self.spark.sql(sql), eager)
-            return self.store.merge(step.state, sql, views, eager)
+                return [(step, materialize(self.spark.sql(sql), eager))]
+            return [(step, self.store.merge(step.state, sql, views, eager))]
         except StreamfoldError:
             raise
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
@@ -410,6 +435,86 @@ class Engine:
             for df in held:
                 release(df)
 
+    def _body(self, dx: Diffusion, ctx: _Context, loop: DataFrame, views: Views,
+              commit: bool) -> tuple[list[tuple[Step, DataFrame]], Resolve]:
+        """One pass of a diffusion loop's body with ``loop`` as the iteration's change: each
+        state's merge (computed by the first job that reads it unless ``commit``), and a
+        resolver over the results for the step's output."""
+        inner = _Context(ctx.frames, dict(ctx.deltas), dict(ctx.new), dict(ctx.merged), ctx.first,
+                         {**ctx.loops, dx.loop: loop})
+        out: list[tuple[Step, DataFrame]] = []
+        for sub in dx.steps:
+            sql = to_sql(sub.program, inner.resolver(self, views), views)
+            if sub.temp:
+                df = materialize(self.spark.sql(sql), commit)
+                inner.deltas[sub.state] = df
+            else:
+                df = self.store.merge(sub.state, sql, views, commit)
+                inner.merged[sub.state] = df
+                inner.new[sub.state] = self.store.new_view(sub.state, df, views)
+                inner.deltas[sub.state] = self.store.delta_view(sub.state, df, views)
+            out.append((sub, df))
+        return out, inner.resolver(self, views)
+
+    def _diffusion(self, batch: int, step: Step, dx: Diffusion, ctx: _Context, views: Views,
+                   eager: bool) -> list[tuple[Step | None, DataFrame]]:
+        """An iteration in diffusion mode (seed 000 Algorithm 1; see :class:`Diffusion`)."""
+        state, loop = step.state, dx.loop.split("#")[0]
+        fields = [quote(f.name) for f in dx.fields]
+        cols = [quote(c) for c in dx.columns]
+        key = [quote(k) for k in dx.key]
+        old = views.relation(self.store.current[state], "old_" + state)
+        check = (f"CASE WHEN __w = 1 AND count(*) OVER (PARTITION BY {', '.join(key)}) = 1 THEN 1L "
+                 f"ELSE raise_error('DIFFUSION_KEY: two rows of {loop} have the same KEY') END")
+
+        def consolidated(rows: str) -> str:  # a change's rows, each with its net count
+            return (f"SELECT {', '.join(fields)}, sum({quote(WEIGHT)}) AS __w FROM (\n{rows}\n) _d "
+                    f"GROUP BY {', '.join(fields)} HAVING sum({quote(WEIGHT)}) <> 0")
+
+        def change(rows: str) -> str:  # ΔX: the new rows of the keys ΔY touches, replacing their old rows
+            on = " AND ".join(f"_o.{k} <=> _k.{k}" for k in key)
+            return (f"WITH _c AS ({consolidated(rows)})\n"
+                    f"SELECT {', '.join(f'{f} AS {c}' for f, c in zip(fields, cols))}, {check} AS {quote(WEIGHT)} "
+                    f"FROM _c WHERE __w > 0\nUNION ALL\n"
+                    f"SELECT {', '.join(f'_o.{f} AS {c}' for f, c in zip(fields, cols))}, -1L AS {quote(WEIGHT)} "
+                    f"FROM {old} _o LEFT SEMI JOIN (SELECT DISTINCT {', '.join(key)} FROM _c) _k ON {on}")
+
+        def start(rows: str) -> str:  # ΔX₀: the start's rows for keys the iteration does not have
+            on = " AND ".join(f"_o.{k} <=> _n.{k}" for k in key)
+            return (f"SELECT {', '.join(f'_n.{f} AS {c}' for f, c in zip(fields, cols))}, "
+                    f"{check.replace('__w', '_n.__w')} AS {quote(WEIGHT)} "
+                    f"FROM ({consolidated(rows)}) _n LEFT ANTI JOIN {old} _o ON {on} WHERE _n.__w > 0")
+
+        held: list[DataFrame] = []
+
+        def run(sql: str) -> DataFrame:
+            try:
+                df = materialize(self.spark.sql(sql), True)
+            except Exception as e:  # noqa: BLE001 - a broken KEY is the user's; anything else is chained
+                if "DIFFUSION_KEY" in str(e):
+                    raise BatchError(f"batch {batch}: two rows of the iteration {loop} have the same KEY "
+                                     f"({', '.join(k.split('.', 1)[-1] for k in dx.key)})", code="DIFFUSION_KEY",
+                                     params={"batch": batch, "loop": loop},
+                                     hint="MODE DIFFUSION needs a KEY that names one row of each step's result; "
+                                          "add the missing columns to KEY (…), or use MODE EXACT") from None
+                raise
+            held.append(df)
+            return df
+
+        delta = run(start(to_sql(dx.start, ctx.resolver(self, views), views)))
+        for i in range(1, dx.times + 1):
+            self.progress(f"batch {batch_name(batch)}: {loop} diffusion round {i}/{dx.times}")
+            body, resolve = self._body(dx, ctx, delta, views, commit=False)
+            delta = run(change(to_sql(dx.output, resolve, views)))
+            for _, df in body:
+                release(df)
+        body, _ = self._body(dx, ctx, delta, views, commit=eager)
+        out = [(None, df) for df in held] + list(body)  # type: ignore[list-item]
+        merged = self.store.merge(state, f"SELECT {', '.join(f'{c} AS {f}' for c, f in zip(cols, fields))}, "
+                                         f"{quote(WEIGHT)} AS {quote(WEIGHT_COLUMN)} FROM {views.name(delta, 'dx')}",
+                                  views, True)
+        return out + [(step, merged)]
+
     def _write_outputs(self, batch: int, merged: dict[str, DataFrame], new: dict[str, DataFrame | str],
                        views: Views, eager: bool) -> tuple[int, int]:
         """The changelog, snapshot and changes of the batch, written side by side."""
@@ -469,12 +574,28 @@ class Engine:
         self._tables.clear()
 
 
+@dataclass
+class _Context:
+    """What a batch's programs read: the batch's rows, and the state versions stepped so far."""
+
+    frames: dict[str, DataFrame]
+    deltas: dict[str, DataFrame | str]
+    new: dict[str, DataFrame | str]
+    merged: dict[str, DataFrame]
+    first: bool
+    loops: dict[str, DataFrame] = field(default_factory=dict)
+
+    def resolver(self, engine: Engine, views: Views) -> Resolve:
+        return engine._resolver(self.frames, self.deltas, self.new, self.merged, first=self.first, views=views,
+                                loops=self.loops)
+
+
 def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:
     """Steps grouped so that each reads only what earlier groups produce this batch."""
     level_of: dict[str, int] = {}
     levels: list[list[Step]] = []
     for step in steps:
-        needs = {n.state for n in step.program.walk()
+        needs = {n.state for r in step.reads() for n in r.walk()
                  if isinstance(n, StateScan) and n.version in ("new", "delta", "merged") and n.state in level_of}
         level = 1 + max((level_of[n] for n in needs), default=-1)
         level_of[step.state] = level
@@ -488,6 +609,8 @@ def _read_more_than_once(steps: tuple[Step, ...]) -> bool:
     """Whether some source's batch rows are read by more than one scan (then they are cached)."""
     seen: set[str] = set()
     for step in steps:
+        if step.diffusion is not None:
+            return True  # a diffusion loop reads the batch's rows in every round
         for n in step.program.walk():
             if isinstance(n, DeltaScan):
                 if n.table.lower() in seen:

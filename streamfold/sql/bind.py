@@ -143,7 +143,15 @@ class _QueryBinder:
         assert cte.loop is not None and cte.node is not None
         loop = cte.loop
         start, step, internal, names = self._loop(cte, name, cte.node, [parse(loop.step_sql)])
-        return Iterate(internal, start, step, loop.times, loop.mode), names
+        key = []
+        for k in loop.key:
+            match = [n for n in names if n.lower() == k.lower()]
+            if not match:
+                raise self.err(BindError, "DIFFUSION_KEY", f"KEY column `{k}` is not a column of {name}",
+                               cte.node, f"name columns of {name} ({', '.join(names)}) in KEY (…)",
+                               column=k, columns=names)
+            key.append(f"{internal}.{match[0]}")
+        return Iterate(internal, start, step, loop.times, loop.mode, tuple(key)), names
 
     def recursive(self, cte: _Cte, name: str) -> tuple[Rel, list[str]]:
         """``WITH RECURSIVE name AS (base UNION step …)``: the parts of the UNION that read

@@ -7,7 +7,8 @@
       STEP
         SELECT … FROM ranks …        -- the next value, from the previous one (X ← f(X, S))
       TIMES 10                       -- how many steps
-      [MODE EXACT | MODE DIFFUSION]  -- how a batch updates it (exact is the default)
+      [MODE EXACT                    -- how a batch updates it (exact is the default)
+       | MODE DIFFUSION KEY (node)]  -- approximate (seed 000 Algorithm 1); KEY names a row
     )
     SELECT node, rank FROM ranks
 
@@ -33,7 +34,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
-from ..errors import ParseError, UnsupportedError
+from ..errors import ParseError
 
 MODES = ("exact", "diffusion")
 
@@ -48,6 +49,7 @@ class Iterative:
     times: int
     mode: str  # "exact" or "diffusion"
     init_span: tuple[int, int]
+    key: tuple[str, ...] = ()  # MODE DIFFUSION KEY (…): the columns naming a row
 
 
 def extract(sql: str) -> tuple[str, dict[str, Iterative]]:
@@ -126,26 +128,54 @@ def _element(sql: str, tokens: list[Token], k: int) -> tuple[Iterative, list[tup
     count_tok = tokens[times_at + 1]
     if not count_tok.text.isdigit() or int(count_tok.text) < 1:
         raise _error(sql, count_tok, "TIMES needs a whole number of steps, at least 1", "INVALID_ITERATIONS")
-    mode = "exact"
+    mode, key = "exact", ()
     rest = list(range(times_at + 2, close))
     if rest:
         words = [tokens[j].text.upper() for j in rest]
-        if len(rest) != 2 or words[0] != "MODE" or words[1].lower() not in MODES:
+        if len(rest) < 2 or words[0] != "MODE" or words[1].lower() not in MODES:
             raise _error(sql, tokens[rest[0]], f"expected MODE EXACT or MODE DIFFUSION after TIMES {count_tok.text}",
                          "PARSE_ERROR")
         mode = words[1].lower()
+        mode_tok = tokens[rest[1]]
+        if mode == "exact" and len(rest) > 2:
+            raise _error(sql, tokens[rest[2]], "nothing may follow MODE EXACT")
         if mode == "diffusion":
-            mode_tok = tokens[rest[1]]
-            raise UnsupportedError(
-                "MODE DIFFUSION (seed 000 Algorithm 1, approximate) is not planned yet",
-                code="UNSUPPORTED_ITERATION_MODE", sql=sql, span=(mode_tok.start, mode_tok.end),
-                params={"construct": "MODE DIFFUSION"},
-                hint="leave MODE out (or write MODE EXACT) for the exact answer, kept step by step")
+            key = _key(sql, tokens, rest[2:], mode_tok)
     step_start, step_end = tokens[step_at + 1].start, tokens[times_at - 1].end
     step_sql = "".join(c if (step_start <= p <= step_end or c == "\n") else " " for p, c in enumerate(sql))
     init_span = (tokens[open_ + 1].start, tokens[step_at - 1].end)
     cut = [(head.start, head.end), (tokens[step_at].start, tokens[close - 1].end)]
-    return Iterative(name, step_sql, (step_start, step_end), int(count_tok.text), mode, init_span), cut
+    return Iterative(name, step_sql, (step_start, step_end), int(count_tok.text), mode, init_span, key), cut
+
+
+def _key(sql: str, tokens: list[Token], rest: list[int], mode_tok: Token) -> tuple[str, ...]:
+    """``KEY (col, …)`` after MODE DIFFUSION: the columns that name a row of the iteration."""
+    hint = ("write MODE DIFFUSION KEY (col, …): the columns that tell the iteration's rows apart "
+            "from step to step, e.g. KEY (node) for PageRank")
+    if not rest or tokens[rest[0]].text.upper() != "KEY":
+        at = tokens[rest[0]] if rest else mode_tok
+        raise ParseError("MODE DIFFUSION needs KEY (col, …): the columns that identify a row of the iteration",
+                         code="DIFFUSION_KEY", sql=sql, span=(at.start, at.end), hint=hint,
+                         params={"description": "no KEY"})
+    inner = rest[1:]
+    if (len(inner) < 3 or tokens[inner[0]].token_type != TokenType.L_PAREN
+            or tokens[inner[-1]].token_type != TokenType.R_PAREN):
+        raise ParseError("expected KEY (col, …) after MODE DIFFUSION", code="DIFFUSION_KEY", sql=sql,
+                         span=(tokens[rest[0]].start, tokens[rest[-1]].end), hint=hint,
+                         params={"description": "bad KEY"})
+    names = []
+    for pos, j in enumerate(inner[1:-1]):
+        t = tokens[j]
+        if pos % 2 == 1:
+            if t.token_type != TokenType.COMMA:
+                raise _error(sql, t, "expected `,` between the KEY columns", "DIFFUSION_KEY")
+        elif t.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or t.text.isidentifier():
+            names.append(t.text)
+        else:
+            raise _error(sql, t, "expected a column name in KEY (…)", "DIFFUSION_KEY")
+    if len(inner) % 2 == 0 or not names:
+        raise _error(sql, tokens[inner[-1]], "expected a column name in KEY (…)", "DIFFUSION_KEY")
+    return tuple(names)
 
 
 def _close(sql: str, tokens: list[Token], i: int) -> int:
