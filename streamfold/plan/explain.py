@@ -110,7 +110,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
                        "seeds": [rel_sql(x) for x in s.fixpoint.seeds]},
                    "diffusion": None if s.diffusion is None else {
                        "loop": s.diffusion.loop.split("#")[0], "times": s.diffusion.times,
-                       "key": [display_name(k.split(".", 1)[-1]) for k in s.diffusion.key],
+                       "key": [display_name(k) for k in s.diffusion.key_names],
                        "start": rel_sql(s.diffusion.start), "output": rel_sql(s.diffusion.output),
                        "steps": [{"state": b.state, "temp": b.temp, "sql": rel_sql(b.program)}
                                  for b in s.diffusion.steps]}}
@@ -177,7 +177,7 @@ def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
 
 def _diffusion_text(state: str, dx: Diffusion) -> list[str]:
     name = dx.loop.split("#")[0]
-    key = ", ".join(display_name(k.split(".", 1)[-1]) for k in dx.key)
+    key = ", ".join(display_name(k) for k in dx.key_names)
     lines = [f"  Δ{state} = a diffusion loop over {name} (approximate; seed 000 Algorithm 1), {dx.times} rounds:",
              f"    ΔX₀ = the start's new rows, for keys ({key}) {state} does not have:"]
     lines += _indent(rel_sql(dx.start), 6)

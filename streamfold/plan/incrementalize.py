@@ -353,11 +353,12 @@ class _Planner:
         step = self.compile(step_rel)
         body = self.plan_.take_steps(mark, rel.name)
         loop = rel.name.split("#")[0]
+        diffusion = Diffusion(rel.name, fields, rel.key, rel.times,
+                              Once(start.program) if start.static else start.program, step.program, body)
         self.plan_.add_diffusion(
             State(name, "output", fields, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is the value"),),
-                  note=f"the value of the iteration {loop} (one row per key {', '.join(_short(k) for k in rel.key)})"),
-            Diffusion(rel.name, fields, rel.key, rel.times, Once(start.program) if start.static else start.program,
-                      step.program, body))
+                  note=f"the value of the iteration {loop} (one row per key {', '.join(diffusion.key_names)})"),
+            diffusion)
         self.plan_.note(f"ITERATIVE {loop}: diffusion (seed 000 Algorithm 1) — APPROXIMATE: each batch runs "
                         f"{rel.times} steps over what changed, from the previous answer, and merges once; rows the "
                         "changes do not reach keep their value")
@@ -592,11 +593,6 @@ class _Planner:
         if body.deletions:
             self.plan_.note("inputs carry _weight, so rows may be deleted: every state counts rows and drops "
                             "a key when its count reaches zero")
-
-
-def _short(name: str) -> str:
-    """A field's name as the user wrote it (``ranks#1.node`` → ``node``)."""
-    return name.split(".", 1)[1] if "." in name else name
 
 
 def _unsupported(rel: Rel) -> UnsupportedError:

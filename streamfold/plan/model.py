@@ -147,6 +147,11 @@ class Diffusion:
     steps: tuple["Step", ...]
 
     @property
+    def key_names(self) -> tuple[str, ...]:
+        """The KEY columns as the query names them (``ranks#1.node`` → ``node``)."""
+        return tuple(k.split(".", 1)[-1] for k in self.key)
+
+    @property
     def columns(self) -> tuple[str, ...]:
         """The columns of ``DeltaScan(loop)``'s rows (besides ``_weight``)."""
         return tuple(f"c{i}" for i in range(len(self.fields)))

@@ -482,7 +482,7 @@ class Engine:
         def start(rows: str) -> str:  # ΔX₀: the start's rows for keys the iteration does not have
             on = " AND ".join(f"_o.{k} <=> _n.{k}" for k in key)
             return (f"SELECT {', '.join(f'_n.{f} AS {c}' for f, c in zip(fields, cols))}, "
-                    f"{check.replace('__w', '_n.__w')} AS {quote(WEIGHT)} "
+                    f"{check} AS {quote(WEIGHT)} "
                     f"FROM ({consolidated(rows)}) _n LEFT ANTI JOIN {old} _o ON {on} WHERE _n.__w > 0")
 
         held: list[DataFrame] = []
@@ -493,7 +493,7 @@ class Engine:
             except Exception as e:  # noqa: BLE001 - a broken KEY is the user's; anything else is chained
                 if "DIFFUSION_KEY" in str(e):
                     raise BatchError(f"batch {batch}: two rows of the iteration {loop} have the same KEY "
-                                     f"({', '.join(k.split('.', 1)[-1] for k in dx.key)})", code="DIFFUSION_KEY",
+                                     f"({', '.join(dx.key_names)})", code="DIFFUSION_KEY",
                                      params={"batch": batch, "loop": loop},
                                      hint="MODE DIFFUSION needs a KEY that names one row of each step's result; "
                                           "add the missing columns to KEY (…), or use MODE EXACT") from None
@@ -509,7 +509,8 @@ class Engine:
             for _, df in body:
                 release(df)
         body, _ = self._body(dx, ctx, delta, views, commit=eager)
-        out = [(None, df) for df in held] + list(body)  # type: ignore[list-item]
+        out: list[tuple[Step | None, DataFrame]] = [(None, df) for df in held]
+        out += body
         merged = self.store.merge(state, f"SELECT {', '.join(f'{c} AS {f}' for c, f in zip(cols, fields))}, "
                                          f"{quote(WEIGHT)} AS {quote(WEIGHT_COLUMN)} FROM {views.name(delta, 'dx')}",
                                   views, True)
