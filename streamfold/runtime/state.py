@@ -43,7 +43,48 @@ def materialize(df: DataFrame, eager: bool = True) -> DataFrame:
     ``eager`` computes it now. Otherwise the first job that reads it computes it — so a batch's
     merges and its outputs can be one Spark job — and later jobs read the stored blocks.
     """
-    return df.localCheckpoint(eager=eager)
+    kept = df.localCheckpoint(eager=eager)
+    return _with_size(kept, output_rows(df) if eager else None)
+
+
+# The size estimate a checkpoint keeps, at most. Spark estimates a join's output as the product of
+# its sides' sizes and a checkpoint keeps its plan's estimate, so estimates of states merged batch
+# after batch, or of an iteration's rounds, would multiply without bound (k-means' round plans
+# reached BigInts of millions of digits: minutes of planning, then the driver ran out of memory).
+_SIZE_CAP = 1 << 62
+
+
+def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
+    """``kept`` (a checkpoint) with a size estimate Spark can plan with: ``rows`` times the row
+    width when the rows are known, else its plan's own estimate, capped at :data:`_SIZE_CAP`.
+
+    With a true size, a small state or delta is broadcast into the joins that read it instead of
+    being shuffled. Spark offers no API to set a plan's statistics; the checkpoint's ``LogicalRDD``
+    is copied with the statistics of a ``range`` of the same size in bytes (only the size is
+    used to plan joins: the cost-based optimizer is off).
+    """
+    try:
+        spark = kept.sparkSession
+        jvm = spark._jvm
+        plan = kept._jdf.queryExecution().logical()
+        if plan.getClass().getSimpleName() != "LogicalRDD":
+            return kept
+        if rows is not None:
+            utils = jvm.org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
+            size = rows * int(utils.getSizePerRow(plan.output(), getattr(utils, "getSizePerRow$default$2")()))
+        else:
+            size = int(plan.stats().sizeInBytes())
+            if size <= _SIZE_CAP:
+                return kept
+        size = min(size, _SIZE_CAP)
+        stats = spark.range(0, max(size // 8, 1))._jdf.queryExecution().analyzed().stats()
+        copy = plan.copy(plan.output(), plan.rdd(), plan.outputPartitioning(), plan.outputOrdering(),
+                         plan.isStreaming(), plan.stream(), spark._jsparkSession, jvm.scala.Some(stats),
+                         jvm.scala.Some(plan.constraints()), plan.isCheckpointedInput())
+        from pyspark.sql import DataFrame
+        return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, copy), spark)
+    except Exception:  # noqa: BLE001 - an estimate only; the checkpoint itself is sound
+        return kept
 
 
 def release(df: DataFrame | None) -> None:
