@@ -34,7 +34,7 @@ from .emit import SMALL_ROWS, emit, emit_together
 from .inputs import BatchReader, first_line
 from .lower import Resolve, Views, to_sql
 from .session import default_partitions, engine_session
-from .sources import InputSpec, infer_schema, list_inputs, read_files, spark_struct, table_paths
+from .sources import InputSpec, empty_frame, infer_schema, list_inputs, read_files, spark_struct, table_paths
 from .state import StateStore, materialize, release
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ class Engine:
     def _spark_output_schema(self) -> StructType:
         """The names and types Spark gives the batch query: the snapshot's columns."""
         for s in self.catalog.values():
-            self.spark.createDataFrame([], spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
+            empty_frame(self.spark, spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
         try:
             schema = self.spark.sql(spark_schema_sql(self.plan.sql)).schema
         except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
@@ -178,7 +178,7 @@ class Engine:
                                       + ((WEIGHT_COLUMN, Literal(1, BIGINT)),))
                 if step.diffusion is not None:  # its body reads the loop's change as a stream
                     dx = step.diffusion
-                    loops[dx.loop] = self.spark.createDataFrame([], spark_struct(
+                    loops[dx.loop] = empty_frame(self.spark, spark_struct(
                         [(c, f.type.sql()) for c, f in zip(dx.columns, dx.fields)] + [(WEIGHT, "BIGINT")]))
                     for sub in dx.steps:
                         declare(sub)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import BadInputError
 from ..ir.rel import WEIGHT
 from ..sql import Catalog, SourceSchema
-from .sources import InputSpec, parquet_rows, read_files, spark_struct
+from .sources import InputSpec, empty_frame, parquet_rows, read_files, spark_struct
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -39,7 +39,7 @@ class BatchReader:
         """A source's rows when a batch has no file for it (made once, reused)."""
         if source.name not in self._empty:
             struct = spark_struct(list(source.columns) + [(WEIGHT, "BIGINT"), ("__bad", "INT")])
-            self._empty[source.name] = self.spark.createDataFrame([], struct)
+            self._empty[source.name] = empty_frame(self.spark, struct)
         return self._empty[source.name]
 
     def read(self, inputs: dict[str, list[str]], cache: bool) -> tuple[dict[str, DataFrame], dict[str, int], list]:

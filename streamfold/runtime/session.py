@@ -34,8 +34,21 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         .config("spark.cleaner.periodicGC.interval", "1min")
     )
     spark = builder.getOrCreate()
+    _quiet_python_loggers()
     spark.sparkContext.setLogLevel(os.environ.get("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR"))
     return spark
+
+
+def _quiet_python_loggers() -> None:
+    """PySpark logs every failed SQL analysis from Python, with the whole plan (megabytes for an
+    unrolled iteration); streamfold reports those errors itself (SPARK_REJECTED, a bench's
+    "Spark rejects the query"). The log4j settings do not reach these Python loggers."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def engine_session(spark: SparkSession, partitions: int) -> SparkSession:

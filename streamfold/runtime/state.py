@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ..ir.printer import quote
 from ..plan.model import WEIGHT_COLUMN, Monoid, State
 from .lower import Views, output_rows
+from .sources import empty_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -141,7 +142,7 @@ class StateStore:
         self.rows[name] = output_rows(df)
 
     def empty(self, name: str) -> DataFrame:
-        return self.spark.createDataFrame([], self.schemas[name])
+        return empty_frame(self.spark, self.schemas[name])
 
     def durable(self) -> list[str]:
         """The states kept in the checkpoint (static ones are recomputed from their tables)."""
