@@ -45,6 +45,26 @@ def test_quick_groupby_all_systems(spark, tmp_path):
     assert "| streamfold | Python API" in md and "| yes |" in md
 
 
+@pytest.mark.spark
+def test_quick_kmeans_static_table_and_unrolled_baselines(spark, tmp_path):
+    """An iterative workload: streamfold runs the example (exact mode) with its static table;
+    recompute and DuckDB run the same query unrolled; Spark streaming's refusal is recorded."""
+    opts = _options("kmeans", "--quick", "--out", str(tmp_path), "--max-wait", "0")
+    assert "WITH ITERATIVE" in opts.workload.sql and "TIMES 2" in opts.workload.sql
+    assert "ITERATIVE" not in opts.workload.batch_sql
+    doc = run_bench(opts, spark=spark)
+    n = doc["sizes"]["increments"]
+    for name in ("streamfold", "recompute"):
+        rec = doc["systems"][name]
+        assert rec["status"] == "ok", (name, rec.get("error"))
+        assert [r["increment"] for r in rec["increments"]] == list(range(n + 1))
+        assert rec["check"]["matches_duckdb"] is True and rec["check"]["rows"] == 4, (name, rec["check"])
+    streaming = doc["systems"]["spark-streaming"]
+    assert streaming["status"] == "rejected" and streaming["rejections"], streaming
+    md = (tmp_path / "kmeans" / "results.md").read_text()
+    assert "```sql" in md and "rejected" in md
+
+
 def test_compare_is_a_bag_comparison_with_float_tolerance():
     assert compare([(1, 0.1 + 0.2), (2, None)], [(2, None), (1, 0.3)]).matches
     assert not compare([(1, 1.0)], [(1, 1.0), (1, 1.0)]).matches
@@ -65,6 +85,8 @@ def test_answer_keys_for_upserts():
     (["custom"], "NO_QUERY"),
     (["groupby", "--query", "q.sql"], "BAD_OPTION"),
     (["groupby", "--increment", "0"], "BAD_SIZE"),
+    (["groupby", "--steps", "3"], "BAD_OPTION"),
+    (["kmeans", "--steps", "0"], "BAD_SIZE"),
 ])
 def test_usage_mistakes_are_coded(argv, code):
     with pytest.raises(UsageError) as e:

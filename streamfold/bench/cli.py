@@ -31,6 +31,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--increment", type=int, metavar="N", help="rows per source per increment")
     p.add_argument("--increments", type=int, metavar="N",
                    help=f"number of increments (default 9; with --memory {MEMORY_INCREMENTS})")
+    p.add_argument("--steps", type=int, metavar="N", help="steps of the query's iteration (pagerank, kmeans: default 10)")
     p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
     p.add_argument("--out", default="bench-out", metavar="DIR", help="output directory (default bench-out)")
     p.add_argument("--query", metavar="FILE", help="custom: the query (.sql file or the SQL text)")
@@ -68,6 +69,7 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
         increments = 25 if args.quick else MEMORY_INCREMENTS
     if args.workload != "custom":
         workload = workload.sized(args.history, args.increment, increments)
+    workload = workload.with_steps(args.steps)
     if workload.increments < 1:
         raise UsageError("--increments must be at least 1", code="BAD_SIZE", params={"value": workload.increments})
     default = "streamfold" if args.memory else ",".join(NAMES)

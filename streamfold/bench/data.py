@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..errors import UsageError
 from .workloads import Workload
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class DataSet:
 
     files: list[dict[str, list[str]]]  # [increment][source] -> paths
     rows: list[dict[str, int]]  # [increment][source] -> rows
+    tables: dict[str, str] = field(default_factory=dict)  # static table -> its directory (read by all)
 
     def upto(self, increment: int) -> dict[str, list[str]]:
         """Every file per source of increments 0..``increment`` (what a system has seen by then)."""
@@ -58,6 +60,8 @@ def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
     """Write the workload's files under ``root`` (random pairs with a fixed seed, or the user's files)."""
     if workload.generator == "files":
         return _replay(workload)
+    if workload.generator in ("rmat", "kmeans"):
+        return _iterative(workload, root)
     import sys
 
     files: list[dict[str, list[str]]] = []
@@ -80,6 +84,33 @@ def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
             print(f"[{workload.name}] generated the history ({workload.history:,} rows per source)",
                   file=sys.stderr, flush=True)
     return DataSet(files, rows)
+
+
+def _iterative(workload: Workload, root: str) -> DataSet:
+    """The seed's PageRank or k-means stream (:mod:`.iterative`), one file per increment."""
+    from . import iterative
+
+    (source,) = workload.sources
+    tables: dict[str, str] = {}
+    if workload.generator == "rmat":
+        try:
+            batches = iterative.rmat_stream(max(workload.history // 10, 2), workload.history, workload.increments,
+                                            min(100, workload.increment), workload.increment, workload.seed)
+        except ValueError as e:  # too many edges for the nodes
+            raise UsageError(f"pagerank cannot make this graph: {e}", code="BAD_SIZE",
+                             params={"history": workload.history, "increment": workload.increment},
+                             hint="the graph has history/10 nodes and R-MAT needs room: use --history 300 or more") from None
+        write = iterative.write_edges
+    else:
+        batches = iterative.kmeans_stream(workload.history, workload.increments, workload.increment, workload.seed)
+        write = iterative.write_points
+        for table in workload.tables:  # the initial centroids
+            tables[table.name] = os.path.join(root, table.name)
+            os.makedirs(tables[table.name], exist_ok=True)
+            write(os.path.join(tables[table.name], "000000-000.parquet"),
+                  iterative.kmeans_initial_centroids(seed=workload.seed))
+    paths = iterative.write_stream(os.path.join(root, source.name), batches, write)
+    return DataSet([{source.name: [p]} for p in paths], [{source.name: len(b)} for b in batches], tables)
 
 
 def _split(total: int, parts: int) -> list[int]:

@@ -36,12 +36,18 @@ def _shown(n: int) -> list[int]:
     return sorted(set(range(11)) | set(range(20, n + 1, 10)) | {n})
 
 
+def _sql(text: str) -> list[str]:
+    """A query as Markdown: inline when it is one line, else a fenced block."""
+    text = text.strip()
+    return [f"`{text}`"] if "\n" not in text else ["```sql", text, "```"]
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The report a person reads: sizes, machine, latency table, checks, rejections, phases, targets."""
     sizes, m, systems = results["sizes"], results["machine"], results["systems"]
     n = sizes["increments"]
     names = list(systems)
-    lines = [f"# streamfold bench: {results['workload']}", "", f"`{results['sql']}`", ""]
+    lines = [f"# streamfold bench: {results['workload']}", "", *_sql(results["sql"]), ""]
     if results.get("description"):
         lines += [results["description"] + ".", ""]
     rows = ", ".join(f"{s} {v[0]:,} rows then {len(v) - 1} × {v[1] if len(v) > 1 else 0:,}"
@@ -69,8 +75,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"**{_fmt(systems[s]['median_s'])}**" if systems[s]["median_s"] is not None else systems[s]["status"]
         for s in names) + " |")
     lines += ["", "## Answers checked against DuckDB", "",
-              f"DuckDB's answer over all the data ({results['duckdb']['rows']:,} rows), from "
-              f"`{results['duckdb']['sql']}`; compared as bags, floats to a relative 1e-9.", "",
+              f"DuckDB's answer over all the data ({results['duckdb']['rows']:,} rows), compared as bags, floats to "
+              "a relative 1e-9, from:", "", *_sql(results["duckdb"]["sql"]), "",
               "| system | how it ran | matches DuckDB | rows | 1-minute load after its run |", "|---|---|---|---|---|"]
     for name, rec in systems.items():
         check = rec.get("check")

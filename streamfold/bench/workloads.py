@@ -1,14 +1,20 @@
 """The workloads ``streamfold bench`` knows: a query, its sources and a schedule of increments.
 
 The built-in ones are the seed's (000 §11): random integer pairs in [0, 10000] with a fixed
-seed. A workload is data only, so new ones (k-means and PageRank, once iteration lands) are one
-more entry in :data:`WORKLOADS` with their own generator.
+seed for ``groupby`` and ``join-groupby``; an R-MAT graph growing by new nodes and edges for
+``pagerank``; points in four squares and a static table of initial centroids for ``kmeans``
+(:mod:`.iterative` makes both). The iterative ones run ``examples/pagerank.sql`` and
+``examples/kmeans.sql`` (exact mode); the systems that are not streamfold get the same query
+unrolled into plain Spark SQL (:attr:`Workload.batch_sql`), as does DuckDB for the check.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ..errors import UsageError
 
@@ -40,7 +46,8 @@ class Workload:
     increments: int
     keys: tuple[str, ...] | None
     history_files: int = 1  # the history is split into this many files (10M rows: ten files)
-    generator: str = "pairs"  # how data is made; "files" replays a user's files (custom)
+    generator: str = "pairs"  # how data is made: "pairs", "rmat", "kmeans"; "files" replays a user's files
+    tables: tuple[Source, ...] = ()  # static tables the query reads, made with the data
     seed: int = SEED
     description: str = ""
     files: dict[str, list[str]] = field(default_factory=dict)  # custom: the user's files per source
@@ -56,9 +63,42 @@ class Workload:
         return replace(self, history=history or self.history, increment=increment or self.increment,
                        increments=self.increments if increments is None else increments)
 
+    def with_steps(self, steps: int | None) -> Workload:
+        """An iterative workload with ``TIMES steps`` instead of its example's 10 (``None`` keeps it)."""
+        if steps is None:
+            return self
+        times = re.compile(r"\bTIMES\s+\d+", flags=re.IGNORECASE)
+        if not times.search(self.sql):
+            raise UsageError(f"--steps applies to an iteration; {self.name} has none", code="BAD_OPTION",
+                             params={"option": "--steps"}, hint="use --steps with pagerank or kmeans")
+        if steps < 1:
+            raise UsageError(f"--steps must be at least 1, not {steps}", code="BAD_SIZE",
+                             params={"option": "--steps", "value": steps}, hint="the number of steps of the iteration")
+        return replace(self, sql=times.sub(f"TIMES {steps}", self.sql, count=1))
+
+    @cached_property
+    def batch_sql(self) -> str:
+        """The query in plain Spark SQL (an iteration unrolled): what recompute, Spark streaming
+        and DuckDB run."""
+        from ..sql.iterate import unrolled_sql
+
+        return unrolled_sql(self.sql)
+
 
 GROUPBY_SQL = "SELECT x, avg(y) AS avg_y FROM S GROUP BY x"
 JOIN_GROUPBY_SQL = "SELECT x.A, avg(y.D) AS avg_d FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A"
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+
+def _example(name: str) -> str:
+    """The text of ``examples/<name>.sql`` (read when the workload runs: a clone has it)."""
+    path = os.path.normpath(os.path.join(EXAMPLES, f"{name}.sql"))
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        raise UsageError(f"the {name} workload runs {path}, which is missing", code="NO_EXAMPLE",
+                         params={"path": path}, hint="run streamfold bench from a clone of the repository") from None
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -71,24 +111,39 @@ WORKLOADS: dict[str, Workload] = {
         Workload("groupby-10m", GROUPBY_SQL, (Source("S", ("x", "y")),), 10_000_000, 40_000, 9, ("x",),
                  history_files=10,
                  description="groupBy with a 10M-row history: how an increment's cost grows with the history"),
+        # The seed's sizes (5K nodes / 50K edges, 1M points) take streamfold's exact mode hours on
+        # this machine (docs/benchmarks.md); the defaults are scaled down, --history raises them.
+        Workload("pagerank", "", (Source("edges", ("src", "dst")),), 2_000, 100, 9, ("node",),
+                 generator="rmat",
+                 description="seed 000 §11 PageRank (10 steps, exact): an R-MAT graph of history/10 nodes and "
+                             "`history` edges; each increment adds min(100, increment) new nodes and `increment` "
+                             "edges"),
+        Workload("kmeans", "", (Source("points", ("x", "y")),), 10_000, 1_000, 9, None, generator="kmeans",
+                 tables=(Source("centroids0", ("x", "y")),),
+                 description="seed 000 §11 k-means (10 Lloyd steps, exact): points in four squares, four "
+                             "initial centroids near their centres (a static table)"),
     )
 }
+EXAMPLE_SQL = {"pagerank", "kmeans"}  # workloads whose sql is examples/<name>.sql
 
 # --quick: the same shapes at sizes that run in seconds (used by tests/test_bench.py).
 QUICK: dict[str, Callable[[Workload], Workload]] = {
     "groupby": lambda w: w.sized(20_000, 2_000, 3),
     "join-groupby": lambda w: w.sized(5_000, 1_000, 3),
     "groupby-10m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
+    "pagerank": lambda w: w.sized(300, 5, 2).with_steps(2),
+    "kmeans": lambda w: w.sized(60, 10, 2).with_steps(2),
 }
 
 
 def get_workload(name: str) -> Workload:
     """The built-in workload ``name``, or a usage error listing the known ones."""
     try:
-        return WORKLOADS[name]
+        workload = WORKLOADS[name]
     except KeyError:
         raise UsageError(f"unknown workload {name!r}", code="UNKNOWN_WORKLOAD", params={"workload": name},
                          hint=f"use one of {', '.join(WORKLOADS)}, or custom with --query FILE --source NAME=DIR") from None
+    return replace(workload, sql=_example(name)) if name in EXAMPLE_SQL else workload
 
 
 def quick(workload: Workload) -> Workload:

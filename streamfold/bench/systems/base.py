@@ -19,6 +19,7 @@ class Context:
     work: str  # this system's own directory for outputs and checkpoints
     schemas: dict[str, str]  # source name -> "col TYPE, ..." (Spark DDL), from the data's first file
     options: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)  # static table -> its directory of Parquet files
 
 
 class Rejected(Exception):

@@ -22,7 +22,7 @@ class StreamfoldSystem(System):
     def start(self) -> None:
         from ...runtime.query import start
 
-        self.query = start(self.ctx.workload.sql, self.ctx.dirs, os.path.join(self.ctx.work, "out"), tables={},
+        self.query = start(self.ctx.workload.sql, self.ctx.dirs, os.path.join(self.ctx.work, "out"), tables=dict(self.ctx.tables),
                            formats={}, schemas={}, checkpoint=None, trigger=1.0, spark=self.ctx.spark, master=None,
                            background=False)
 

@@ -44,7 +44,12 @@ class StreamingSystem(System):
         for name, d in self.ctx.dirs.items():
             (session.readStream.schema(self.ctx.schemas[name]).parquet(d)
              .createOrReplaceTempView(name))
-        df = session.sql(self.ctx.workload.sql)
+        for name, d in self.ctx.tables.items():  # static tables: batch DataFrames joined to the stream
+            session.read.parquet(d).createOrReplaceTempView(name)
+        try:
+            df = session.sql(self.ctx.workload.batch_sql)
+        except AnalysisException as e:  # refused before any output mode is tried
+            raise Rejected({"analysis": str(e)}) from None
         wanted = self.ctx.options.get("streaming_mode") or "auto"
         modes = MODES if wanted == "auto" else (wanted,)
         sink = self.sink
