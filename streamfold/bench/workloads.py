@@ -48,6 +48,7 @@ class Workload:
     history_files: int = 1  # the history is split into this many files (10M rows: ten files)
     generator: str = "pairs"  # how data is made: "pairs", "rmat", "kmeans"; "files" replays a user's files
     tables: tuple[Source, ...] = ()  # static tables the query reads, made with the data
+    example: str = ""  # the query is examples/<example>.sql (read by get_workload), not ``sql``
     seed: int = SEED
     description: str = ""
     files: dict[str, list[str]] = field(default_factory=dict)  # custom: the user's files per source
@@ -114,17 +115,16 @@ WORKLOADS: dict[str, Workload] = {
         # The seed's sizes (5K nodes / 50K edges, 1M points) take streamfold's exact mode hours on
         # this machine (docs/benchmarks.md); the defaults are scaled down, --history raises them.
         Workload("pagerank", "", (Source("edges", ("src", "dst")),), 2_000, 100, 9, ("node",),
-                 generator="rmat",
+                 generator="rmat", example="pagerank",
                  description="seed 000 §11 PageRank (10 steps, exact): an R-MAT graph of history/10 nodes and "
                              "`history` edges; each increment adds min(100, increment) new nodes and `increment` "
                              "edges"),
         Workload("kmeans", "", (Source("points", ("x", "y")),), 10_000, 1_000, 9, None, generator="kmeans",
-                 tables=(Source("centroids0", ("x", "y")),),
+                 tables=(Source("centroids0", ("x", "y")),), example="kmeans",
                  description="seed 000 §11 k-means (10 Lloyd steps, exact): points in four squares, four "
                              "initial centroids near their centres (a static table)"),
     )
 }
-EXAMPLE_SQL = {"pagerank", "kmeans"}  # workloads whose sql is examples/<name>.sql
 
 # --quick: the same shapes at sizes that run in seconds (used by tests/test_bench.py).
 QUICK: dict[str, Callable[[Workload], Workload]] = {
@@ -143,7 +143,7 @@ def get_workload(name: str) -> Workload:
     except KeyError:
         raise UsageError(f"unknown workload {name!r}", code="UNKNOWN_WORKLOAD", params={"workload": name},
                          hint=f"use one of {', '.join(WORKLOADS)}, or custom with --query FILE --source NAME=DIR") from None
-    return replace(workload, sql=_example(name)) if name in EXAMPLE_SQL else workload
+    return replace(workload, sql=_example(workload.example)) if workload.example else workload
 
 
 def quick(workload: Workload) -> Workload:

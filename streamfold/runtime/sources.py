@@ -356,8 +356,8 @@ def empty_frame(spark: SparkSession, schema: object) -> DataFrame:
     from pyspark.sql import DataFrame
 
     session = spark._jsparkSession
-    return DataFrame(session.createDataFrame(spark._jvm.java.util.ArrayList(), session.parseDataType(schema.json())),  # type: ignore[attr-defined]
-                     spark)
+    struct = session.parseDataType(schema.json())  # type: ignore[attr-defined]
+    return DataFrame(session.createDataFrame(spark._jvm.java.util.ArrayList(), struct), spark)
 
 
 def _spark_type(t: DataType) -> object:
