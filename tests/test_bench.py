@@ -94,6 +94,14 @@ def test_usage_mistakes_are_coded(argv, code):
     assert e.value.code == code and e.value.hint
 
 
+def test_pagerank_sizes_without_room_for_the_graph_are_coded(tmp_path):
+    from streamfold.bench.data import generate
+
+    with pytest.raises(UsageError) as e:
+        generate(_options("pagerank", "--history", "50").workload, str(tmp_path))
+    assert e.value.code == "BAD_SIZE" and "--history" in (e.value.hint or "")
+
+
 def test_memory_mode_defaults():
     opts = _options("groupby", "--memory", "--increment", "10000")
     assert opts.systems == ["streamfold"] and opts.workload.increments == 200
