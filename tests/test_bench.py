@@ -41,8 +41,10 @@ def test_quick_groupby_all_systems(spark, tmp_path):
     sf = doc["systems"]["streamfold"]["increments"][1]
     assert {"read", "write"} <= set(sf["timings"])
     assert doc["systems"]["spark-streaming"]["describe"]["output_mode"] == "complete"
+    assert doc["warm_up"] == {"history_rows_per_source": 20_000, "increment_rows_per_source": 2_000, "increments": 2}
     md = (out / "results.md").read_text()
     assert "| streamfold | Python API" in md and "| yes |" in md
+    assert "Warm-up: before measuring, each system ran" in md
 
 
 @pytest.mark.spark
@@ -87,6 +89,7 @@ def test_answer_keys_for_upserts():
     (["groupby", "--increment", "0"], "BAD_SIZE"),
     (["groupby", "--steps", "3"], "BAD_OPTION"),
     (["kmeans", "--steps", "0"], "BAD_SIZE"),
+    (["groupby", "--warm-up", "-1"], "BAD_SIZE"),
 ])
 def test_usage_mistakes_are_coded(argv, code):
     with pytest.raises(UsageError) as e:
@@ -106,3 +109,18 @@ def test_memory_mode_defaults():
     opts = _options("groupby", "--memory", "--increment", "10000")
     assert opts.systems == ["streamfold"] and opts.workload.increments == 200
     assert opts.directory.endswith("groupby-memory") and opts.workload.increment == 10_000
+
+
+def test_warm_up_rounds():
+    """Each system's untimed warm-up: the query at the quick sizes, never larger than what is measured;
+    none when asked for 0, for iterations (seconds per increment) or for a user's files."""
+    from streamfold.bench.runner import warm_up_workload
+
+    assert _options("groupby").warm_up == 10 and _options("groupby", "--quick").warm_up == 2
+    warm = warm_up_workload(_options("groupby").workload, 10)
+    assert (warm.history, warm.increment, warm.increments, warm.sql) == (20_000, 2_000, 10, _options("groupby").workload.sql)
+    tiny = warm_up_workload(_options("groupby", "--history", "500", "--increment", "100").workload, 3)
+    assert (tiny.history, tiny.increment, tiny.increments) == (500, 100, 3)
+    assert warm_up_workload(_options("groupby-10m").workload, 10).history_files == 2
+    assert warm_up_workload(_options("groupby").workload, 0) is None
+    assert warm_up_workload(_options("kmeans").workload, 10) is None

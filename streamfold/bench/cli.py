@@ -32,6 +32,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--increments", type=int, metavar="N",
                    help=f"number of increments (default 9; with --memory {MEMORY_INCREMENTS})")
     p.add_argument("--steps", type=int, metavar="N", help="steps of the query's iteration (pagerank, kmeans: default 10)")
+    p.add_argument("--warm-up", type=int, metavar="N", dest="warm_up",
+                   help="before measuring, each system runs the query over small data with N increments, untimed, "
+                        "so none is charged for warming the shared JVM (default 10, with --quick 2; 0: measure "
+                        "cold). groupby and join-groupby only")
     p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
     p.add_argument("--out", default="bench-out", metavar="DIR", help="output directory (default bench-out)")
     p.add_argument("--query", metavar="FILE", help="custom: the query (.sql file or the SQL text)")
@@ -78,10 +82,15 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
     if unknown or not systems:
         raise UsageError(f"unknown system {unknown[0]!r}" if unknown else "--systems is empty", code="UNKNOWN_SYSTEM",
                          hint=f"a comma-separated list of {', '.join(NAMES)}")
+    warm_up = args.warm_up if args.warm_up is not None else 2 if args.quick else 10
+    if warm_up < 0:
+        raise UsageError(f"--warm-up must be 0 or more, not {warm_up}", code="BAD_SIZE",
+                         params={"option": "--warm-up", "value": warm_up},
+                         hint="the number of increments of each system's untimed warm-up round; 0 for none")
     command = ["streamfold", *(argv if argv is not None else sys.argv[1:])]
     return BenchOptions(workload=workload, systems=systems, out=args.out, quick=args.quick, memory=args.memory,
                         streaming_mode=args.streaming_mode, master=args.master, load_limit=args.max_load,
-                        max_wait_s=args.max_wait, command=command,
+                        max_wait_s=args.max_wait, command=command, warm_up=warm_up,
                         label=f"{workload.name}-memory" if args.memory else None)
 
 

@@ -36,6 +36,14 @@ def _shown(n: int) -> list[int]:
     return sorted(set(range(11)) | set(range(20, n + 1, 10)) | {n})
 
 
+def _warm(warm: dict[str, Any] | None) -> str:
+    if not warm:
+        return "none — the first system measured also warms the JVM all systems share"
+    return (f"before measuring, each system ran the query over {warm['history_rows_per_source']:,} rows then "
+            f"{warm['increments']} × {warm['increment_rows_per_source']:,} rows per source, untimed (the JVM's JIT "
+            f"is warm for every system)")
+
+
 def _sql(text: str) -> list[str]:
     """A query as Markdown: inline when it is one line, else a fenced block."""
     text = text.strip()
@@ -58,6 +66,7 @@ def markdown(results: dict[str, Any]) -> str:
               f"* Code: {_code(m.get('streamfold_code'))}.",
               f"* Load average before measuring: {_load(results['load_average'])}.",
               f"* Latency: {results['latency_definition']}.",
+              f"* Warm-up: {_warm(results.get('warm_up'))}.",
               "* streamfold is driven through its Python API with `background=False`: `process_available()` is called "
               "right after the files appear, so there is no poll delay (a background poll would add up to its "
               "trigger interval).", ""]

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 SMALL_ROWS = 1_000_000  # results up to this many rows are collected and written on the driver
+# A job that reads fewer rows than this runs as one task. Every task pays a fixed cost (its plan
+# deserialised, generated code instantiated); the stacked outputs of a batch have one partition
+# per part and state partition (16 for groupBy), and for a 10,000-key state those costs were most
+# of the job: 400 ms with 16 tasks, 175 ms with one (docs/benchmarks.md, "One task per small batch").
+ONE_TASK_ROWS = 100_000
 
 
 def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
@@ -36,14 +41,17 @@ def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
     return rows
 
 
-def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str]]]]) -> list[int]:
-    """Write several small results computed by one Spark job.
+def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str]]]],
+                  tasks: int | None = None) -> list[int]:
+    """Write several small results computed by one Spark job (of ``tasks`` tasks, if given).
 
     ``parts`` are (SQL, target directory, its (column, Spark type) pairs). The results are stacked into one
     relation — a tag column says which part a row belongs to, every part's columns are present
     and NULL in the other parts' rows — collected once as Arrow, and split on the driver.
     Row order within a part is kept (UNION ALL concatenates its inputs' partitions in order),
-    so an ordered snapshot stays ordered.
+    so an ordered snapshot stays ordered — and so does coalescing into one task, which reads its
+    inputs' partitions in order (with more tasks, partitions are grouped by locality: ``tasks``
+    above 1 is for unordered results only).
     """
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -60,7 +68,10 @@ def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str
             name = quote(f"{j}::{c}")
             items.append(f"{quote(c)} AS {name}" if j == k else f"CAST(NULL AS {types[(j, c)]}) AS {name}")
         selects.append(f"SELECT {', '.join(items)} FROM (\n{sql}\n) _part{k}")
-    table = spark.sql("\nUNION ALL\n".join(selects)).toArrow()  # type: ignore[attr-defined]
+    stacked = spark.sql("\nUNION ALL\n".join(selects))  # type: ignore[attr-defined]
+    if tasks is not None:
+        stacked = stacked.coalesce(tasks)
+    table = stacked.toArrow()
     written = []
     for k, (_, final, _) in enumerate(parts):
         cols = names[k]

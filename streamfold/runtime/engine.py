@@ -30,7 +30,7 @@ from . import files
 from .answer import AnswerSql
 from ..ir.printer import quote
 from .checkpoint import Checkpoint, OutputDir, batch_name
-from .emit import SMALL_ROWS, emit, emit_together
+from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
 from .inputs import BatchReader, first_line
 from .lower import Resolve, Views, to_sql
 from .session import default_partitions, engine_session
@@ -104,6 +104,7 @@ class Engine:
         self.reader = BatchReader(self.spark, self.plan.streams, self.specs, self.catalog)
         self._tables: dict[str, DataFrame] = {}
         self._timings: dict[str, float] = {}
+        self._cores = max(1, self.spark.sparkContext.defaultParallelism)
         self._levels = _levels(self.plan.delta)
         self._reread = _read_more_than_once(self.plan.delta)
         self._declare_states()
@@ -305,7 +306,8 @@ class Engine:
         # A small batch over small states runs as one Spark job: merges are checkpointed lazily
         # and computed by the job that writes the outputs. Otherwise (batch 0's history, large
         # states) each merge is its own job and large outputs are written by Spark.
-        known = sum(r or 0 for r in self.store.rows.values()) + 4 * sum(rows.values())
+        state_rows = sum(r or 0 for r in self.store.rows.values())
+        known = state_rows + 4 * sum(rows.values())
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         try:
             for level in self._levels:
@@ -324,7 +326,8 @@ class Engine:
                         deltas[step.state] = self.store.delta_view(step.state, df, views)
             self.progress(f"batch {batch_name(batch)}: answer")
             with self._phase("write"):
-                snap_rows, change_rows = self._write_outputs(batch, merged, new, views, eager)
+                snap_rows, change_rows = self._write_outputs(batch, merged, new, views, eager,
+                                                              state_rows + sum(rows.values()))
             self.store.count_rows()
             duration = time.monotonic() - start
             self.output.commit(batch, {
@@ -517,8 +520,11 @@ class Engine:
         return out + [(step, merged)]
 
     def _write_outputs(self, batch: int, merged: dict[str, DataFrame], new: dict[str, DataFrame | str],
-                       views: Views, eager: bool) -> tuple[int, int]:
-        """The changelog, snapshot and changes of the batch, written side by side."""
+                       views: Views, eager: bool, lazy_reads: int) -> tuple[int, int]:
+        """The changelog, snapshot and changes of the batch, written side by side.
+
+        ``lazy_reads`` bounds what the job reads when the merges are lazy (the states before the
+        batch and its rows); eager merges are read from their checkpoints."""
         states: dict[str, DataFrame | str] = {**self.store.current, **new}
         durable = self.store.durable()
         try:
@@ -538,8 +544,10 @@ class Engine:
                 schemas = [self.answer.columns(), self.answer.columns(weight=True)]
                 if log is not None:
                     schemas.append(self.store.pack_columns())
+                reads = bound if eager else lazy_reads
+                tasks = 1 if reads <= ONE_TASK_ROWS else None if self.plan.answer.order else self._cores
                 written = emit_together(self.spark, [(sql, target, cols)
-                                                     for (sql, target), cols in zip(outputs, schemas)])
+                                                     for (sql, target), cols in zip(outputs, schemas)], tasks)
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
@@ -556,14 +564,16 @@ class Engine:
     def _after_commit(self, batch: int) -> None:
         every = self.config.compact_every
         if every and (batch + 1) % every == 0 and self.store.durable():
-            final = self.checkpoint.base_dir(batch)
-            tmp = files.temp_dir_for(final)
             views = Views(self.spark, "compact")
             try:
-                self.spark.sql(self.store.pack_sql(self.store.current, views)).write.parquet(tmp)
+                # Small states are collected and written by the driver (as a batch's outputs are):
+                # 0.88 s → 0.1 s for a 10,000-key groupBy state.
+                rows = [self.store.rows.get(n) for n in self.store.durable()]
+                small = all(r is not None for r in rows) and sum(r or 0 for r in rows) <= SMALL_ROWS
+                emit(self.spark.sql(self.store.pack_sql(self.store.current, views)),
+                     self.checkpoint.base_dir(batch), small)
             finally:
                 views.drop()
-            files.publish_dir(tmp, final)
             self.checkpoint.prune(batch)
         keep = self.config.keep_snapshots
         if keep:

@@ -20,7 +20,10 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
     if active is not None and master is None:
         return active
     log_config = os.path.join(os.path.dirname(__file__), "log4j2.properties")
-    java_options = f"-Dlog4j2.configurationFile=file:{log_config}"
+    # Spark's cleaner calls System.gc() every periodicGC.interval (below); run it as a concurrent
+    # cycle, not a full collection that stops every thread (0.16–0.21 s measured with a groupBy
+    # state, added to whichever batch it falls in).
+    java_options = f"-Dlog4j2.configurationFile=file:{log_config} -XX:+ExplicitGCInvokesConcurrent"
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .config("spark.driver.extraJavaOptions", java_options)
