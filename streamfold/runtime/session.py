@@ -33,6 +33,12 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("STREAMFOLD_DRIVER_MEMORY", "2g"))
         .config("spark.sql.shuffle.partitions", "4")
+        # Spark keeps a record of every job, stage and SQL execution (plans as text, metrics) for
+        # its UI and status API even with the UI off — 1,000 of each by default, about 86 KB of
+        # live heap per groupBy batch until the limits are reached. A running query needs few.
+        .config("spark.ui.retainedJobs", "100")
+        .config("spark.ui.retainedStages", "100")
+        .config("spark.sql.ui.retainedExecutions", "50")
         # Replaced states are released explicitly; let the cleaner also drop what Python frees.
         .config("spark.cleaner.periodicGC.interval", "1min")
     )
