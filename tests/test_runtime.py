@@ -94,6 +94,31 @@ def test_order_by_is_the_order_of_the_snapshot_file(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.parametrize("ordered", [False, True])
+def test_a_batch_outputs_in_several_tasks(spark, tmp_path, monkeypatch, ordered):
+    """A small batch's outputs are computed by one task (every other test), a larger one's by a
+    task per core — or, for an ordered answer, not regrouped at all; the answers are the same."""
+    import streamfold.runtime.engine as engine
+
+    monkeypatch.setattr(engine, "ONE_TASK_ROWS", 0)
+    sql = "SELECT k, sum(v) AS t FROM S GROUP BY k" + (" ORDER BY t DESC, k" if ordered else "")
+    src = os.path.join(str(tmp_path), "S")
+    batches = [[(i % 11, i * (b + 1)) for i in range(60)] + ([(3, -5)] if b else []) for b in range(3)]
+    put(src, "0.parquet", batches[0])
+    q = start(spark, str(tmp_path), sql, partitions=4)
+    try:
+        seen: list[pa.Table] = []
+        for b, rows in enumerate(batches):
+            if b:
+                put(src, f"{b}.parquet", rows)
+            seen.append(pa.Table.from_pylist([{"k": k, "v": v} for k, v in rows], schema=SCHEMA))
+            q.process_available()
+            got, expected = rows_of(q), duckdb_answer(sql, {"S": seen})
+            assert got == expected if ordered else bag_diff(got, expected) is None, (got, expected)
+    finally:
+        q.stop()
+
+
 def test_csv_and_json_sources_with_inferred_schemas(spark, tmp_path):
     tmp = str(tmp_path)
     csv_dir, json_dir = os.path.join(tmp, "C"), os.path.join(tmp, "J")
