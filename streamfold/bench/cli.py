@@ -49,7 +49,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "that Spark accepts)")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
     p.add_argument("--max-load", type=float, default=1.5, metavar="L",
-                   help="wait while the 1-minute load average is above L before measuring (default 1.5)")
+                   help="wait while the 1-minute load average is above L and the CPUs are over 20%% busy before "
+                        "measuring (default 1.5)")
     p.add_argument("--max-wait", type=float, default=900.0, metavar="SECONDS",
                    help="wait at most this long for the load to drop, then measure anyway (default 900)")
     return p

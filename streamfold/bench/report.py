@@ -124,6 +124,8 @@ def _code(code: dict[str, Any] | None) -> str:
 
 def _load(load: dict[str, Any]) -> str:
     text = " ".join(f"{v:.2f}" for v in load.get("at_start") or [])
+    if load.get("cpu_busy_at_start") is not None:
+        text += f", CPUs {load['cpu_busy_at_start']:.0%} busy"
     if load.get("waited_s", 0) >= 1:
         text += f" (waited {load['waited_s']:.0f} s for it to drop below {load['limit']})"
     if not load.get("quiet", True):
