@@ -56,17 +56,22 @@ def wait_for_quiet(limit: float, max_wait_s: float, say: Any = None) -> dict[str
     """
     started = time.monotonic()
     first = load_average()
-    load, busy = first, cpu_busy()
+
+    def sample(load: list[float]) -> float | None:  # the CPUs are sampled only when the load is high
+        return cpu_busy() if load and load[0] > limit else None
 
     def loaded() -> bool:
         return bool(load) and load[0] > limit and (busy is None or busy > BUSY_LIMIT)
 
+    load = first
+    busy = sample(load)
     while loaded() and time.monotonic() - started < max_wait_s:
         if say:
             say(f"1-minute load is {load[0]:.2f} (> {limit}) and the CPUs are "
                 f"{'?' if busy is None else f'{busy:.0%}'} busy: someone else is busy; waiting")
         time.sleep(30)
-        load, busy = load_average(), cpu_busy()
+        load = load_average()
+        busy = sample(load)
     quiet = not loaded()
     if not quiet and say:
         say(f"still loaded after {max_wait_s:.0f} s (1-minute load {load[0]:.2f}); measuring anyway, and saying so")

@@ -136,9 +136,9 @@ def _warm_system(cls: type[System], ctx: Context, data: DataSet) -> None:
     try:
         appear(data, 0, ctx.dirs)
         system.start()
-        for inc in range(ctx.workload.increments + 1):
-            if inc:
-                appear(data, inc, ctx.dirs)
+        system.process(0)
+        for inc in range(1, ctx.workload.increments + 1):
+            appear(data, inc, ctx.dirs)
             system.process(inc)
     except Exception as e:  # noqa: BLE001 - Spark may reject the query: the measured run reports it
         say(f"[{ctx.workload.name}] {cls.name}: warm-up stopped: {str(e).splitlines()[0] if str(e) else type(e).__name__}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -306,8 +306,8 @@ class Engine:
         # A small batch over small states runs as one Spark job: merges are checkpointed lazily
         # and computed by the job that writes the outputs. Otherwise (batch 0's history, large
         # states) each merge is its own job and large outputs are written by Spark.
-        state_rows = sum(r or 0 for r in self.store.rows.values())
-        known = state_rows + 4 * sum(rows.values())
+        held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
+        known = held + 4 * sum(rows.values())
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         try:
             for level in self._levels:
@@ -327,7 +327,7 @@ class Engine:
             self.progress(f"batch {batch_name(batch)}: answer")
             with self._phase("write"):
                 snap_rows, change_rows = self._write_outputs(batch, merged, new, views, eager,
-                                                              state_rows + sum(rows.values()))
+                                                              held + sum(rows.values()))
             self.store.count_rows()
             duration = time.monotonic() - start
             self.output.commit(batch, {
@@ -539,7 +539,7 @@ class Engine:
             # changes and changelog by the keys touched. Small ones are collected and written here.
             if eager:
                 self.store.count_rows()
-            bound = sum(r if r is not None else SMALL_ROWS + 1 for r in (self.store.rows.get(n) for n in merged))
+            bound = self._rows_bound(merged)
             if not eager or bound <= SMALL_ROWS:
                 schemas = [self.answer.columns(), self.answer.columns(weight=True)]
                 if log is not None:
@@ -558,6 +558,10 @@ class Engine:
                              params={"batch": batch, "step": "write"}) from e
         return written[0], written[1]
 
+    def _rows_bound(self, names: Iterable[str]) -> int:
+        """The rows of these states, a count not yet known taken as more than SMALL_ROWS."""
+        return sum(r if r is not None else SMALL_ROWS + 1 for r in (self.store.rows.get(n) for n in names))
+
     def _state_rows(self) -> dict[str, int]:
         return {n: r for n, r in self.store.rows.items() if r is not None and not self.store.defs[n].static}
 
@@ -568,8 +572,7 @@ class Engine:
             try:
                 # Small states are collected and written by the driver (as a batch's outputs are):
                 # 0.88 s → 0.1 s for a 10,000-key groupBy state.
-                rows = [self.store.rows.get(n) for n in self.store.durable()]
-                small = all(r is not None for r in rows) and sum(r or 0 for r in rows) <= SMALL_ROWS
+                small = self._rows_bound(self.store.durable()) <= SMALL_ROWS
                 emit(self.spark.sql(self.store.pack_sql(self.store.current, views)),
                      self.checkpoint.base_dir(batch), small)
             finally:

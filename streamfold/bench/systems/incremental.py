@@ -23,8 +23,8 @@ class StreamfoldSystem(System):
         from ...runtime.query import start
 
         self.query = start(self.ctx.workload.sql, self.ctx.dirs, os.path.join(self.ctx.work, "out"),
-                           tables=dict(self.ctx.tables), formats={}, schemas={}, checkpoint=None, trigger=1.0, spark=self.ctx.spark, master=None,
-                           background=False)
+                           tables=dict(self.ctx.tables), formats={}, schemas={}, checkpoint=None, trigger=1.0,
+                           spark=self.ctx.spark, master=None, background=False)
 
     def process(self, increment: int) -> dict[str, Any]:
         result = self.query.process_available()
