@@ -143,3 +143,19 @@ def test_quiet_means_a_low_load_or_idle_cpus(monkeypatch):
     monkeypatch.undo()  # and the real sample, from /proc/stat
     real = machine.cpu_busy(0.2)
     assert real is None or 0.0 <= real <= 1.0
+
+
+@pytest.mark.spark
+def test_heap_in_use_is_read_after_a_full_collection(spark):
+    """``System.gc()`` only starts a concurrent cycle in streamfold's JVM (ExplicitGCInvokesConcurrent),
+    after which old regions still hold garbage; the memory figure asks the JVM for a full collection."""
+    from streamfold.bench.machine import jvm_heap_mb
+
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+
+    def full_collections() -> int:
+        return sum(b.getCollectionCount() for b in beans if "Old" in b.getName() or "MarkSweep" in b.getName())
+
+    before = full_collections()
+    assert jvm_heap_mb(spark, collect=True) > 0
+    assert full_collections() == before + 1

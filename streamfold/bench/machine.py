@@ -140,14 +140,47 @@ def rss_mb(pid: int | None) -> dict[str, float | None]:
 
 
 def jvm_heap_mb(spark: Any, collect: bool = False) -> float | None:
-    """The JVM heap in use (MB), after a full GC when ``collect`` — the live data, not the heap's size."""
+    """The JVM heap in use (MB), after a full GC when ``collect`` — the live data, not the heap's size.
+
+    ``System.gc()`` is not a full GC in streamfold's JVM (``-XX:+ExplicitGCInvokesConcurrent``,
+    runtime/session.py): it starts a concurrent cycle, after which old regions still hold garbage
+    until later mixed collections. The full GC is asked of the JVM's diagnostic command
+    ``GC.class_histogram`` (what ``jcmd <pid> GC.class_histogram`` runs: a histogram of the live
+    objects, counted after a stop-the-world full collection), through its MBean.
+    """
     try:
-        runtime = spark._jvm.java.lang.Runtime.getRuntime()
+        jvm = spark._jvm
+        runtime = jvm.java.lang.Runtime.getRuntime()
         if collect:
-            spark._jvm.java.lang.System.gc()
+            _full_gc(spark)
         return round((runtime.totalMemory() - runtime.freeMemory()) / 1024 / 1024, 1)
     except Exception:  # noqa: BLE001 - no JVM reachable
         return None
+
+
+def _full_gc(spark: Any) -> None:
+    jvm = spark._jvm
+    try:
+        gateway = spark.sparkContext._gateway
+        server = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+        # py4j looks methods up on the object's class, which here is not exported by its module:
+        # call MBeanServerConnection.invoke through reflection on the public interface instead.
+        cls = jvm.java.lang.Class
+        names = ["javax.management.ObjectName", "java.lang.String", "[Ljava.lang.Object;", "[Ljava.lang.String;"]
+        types = gateway.new_array(cls, len(names))
+        for i, name in enumerate(names):
+            types[i] = cls.forName(name)
+        invoke = cls.forName("javax.management.MBeanServerConnection").getMethod("invoke", types)
+        options = gateway.new_array(jvm.java.lang.Object, 1)
+        options[0] = gateway.new_array(jvm.java.lang.String, 0)
+        signature = gateway.new_array(jvm.java.lang.String, 1)
+        signature[0] = "[Ljava.lang.String;"
+        call = gateway.new_array(jvm.java.lang.Object, 4)
+        call[0] = jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand")
+        call[1], call[2], call[3] = "gcClassHistogram", options, signature
+        invoke.invoke(server, call)
+    except Exception:  # noqa: BLE001 - a JVM without the diagnostic MBean: the best it offers
+        jvm.java.lang.System.gc()
 
 
 def _meminfo_kb(key: str) -> int | None:
