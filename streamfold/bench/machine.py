@@ -146,19 +146,21 @@ def jvm_heap_mb(spark: Any, collect: bool = False) -> float | None:
     runtime/session.py): it starts a concurrent cycle, after which old regions still hold garbage
     until later mixed collections. The full GC is asked of the JVM's diagnostic command
     ``GC.class_histogram`` (what ``jcmd <pid> GC.class_histogram`` runs: a histogram of the live
-    objects, counted after a stop-the-world full collection), through its MBean.
+    objects, counted after a stop-the-world full collection), through its MBean; a JVM without it
+    gives None rather than a figure that still counts garbage.
     """
     try:
         jvm = spark._jvm
         runtime = jvm.java.lang.Runtime.getRuntime()
-        if collect:
-            _full_gc(spark)
+        if collect and not _full_gc(spark):
+            return None
         return round((runtime.totalMemory() - runtime.freeMemory()) / 1024 / 1024, 1)
     except Exception:  # noqa: BLE001 - no JVM reachable
         return None
 
 
-def _full_gc(spark: Any) -> None:
+def _full_gc(spark: Any) -> bool:
+    """Whether a full collection ran."""
     jvm = spark._jvm
     try:
         gateway = spark.sparkContext._gateway
@@ -179,8 +181,9 @@ def _full_gc(spark: Any) -> None:
         call[0] = jvm.javax.management.ObjectName("com.sun.management:type=DiagnosticCommand")
         call[1], call[2], call[3] = "gcClassHistogram", options, signature
         invoke.invoke(server, call)
-    except Exception:  # noqa: BLE001 - a JVM without the diagnostic MBean: the best it offers
-        jvm.java.lang.System.gc()
+        return True
+    except Exception:  # noqa: BLE001 - a JVM without the diagnostic MBean
+        return False
 
 
 def _meminfo_kb(key: str) -> int | None:
