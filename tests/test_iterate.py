@@ -14,8 +14,11 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import sqlglot
+
+import streamfold
 
 from streamfold.bench import reference
 from streamfold.errors import StreamfoldError
@@ -90,8 +93,21 @@ def test_iterative_syntax_and_its_errors():
         assert e.value.code == code, (sql, e.value.code, str(e.value))
 
 
+def in_mode(sql: str, mode: str) -> str:
+    """``sql`` with its iteration in ``mode`` (``exact`` is the default and is left unwritten)."""
+    if mode == "exact":
+        return sql
+    found = re.findall(r"\bTIMES \d+\b", sql)
+    assert len(found) == 1
+    return sql.replace(found[0], f"{found[0]} MODE {mode.upper()}")
+
+
+EXACT_MODES = pytest.mark.parametrize("mode", ["exact", "differential"])
+
+
 # -- on Spark ------------------------------------------------------------------------------------
-def test_pagerank_exact_equals_numpy(spark, tmp_path):
+@EXACT_MODES
+def test_pagerank_exact_equals_numpy(spark, tmp_path, mode):
     steps = 3
     rng = random.Random(11)
     batches = [{"edges": rows} for rows in edges_stream(rng, 3, nodes=7, per_batch=6)]
@@ -105,10 +121,12 @@ def test_pagerank_exact_equals_numpy(spark, tmp_path):
         worst = max(abs(got[k] - want[k]) for k in want)
         assert worst < 1e-9, f"batch {batch}: a rank is {worst} off the NumPy PageRank"
 
-    check_stream(spark, str(tmp_path), example("pagerank.sql", steps), [source], batches, check=against_numpy)
+    check_stream(spark, str(tmp_path), in_mode(example("pagerank.sql", steps), mode), [source], batches,
+                 check=against_numpy)
 
 
-def test_kmeans_exact_equals_numpy(spark, tmp_path):
+@EXACT_MODES
+def test_kmeans_exact_equals_numpy(spark, tmp_path, mode):
     steps = 3
     rng = random.Random(5)
     # points on a coarse grid, so that exact ties between centroids happen
@@ -131,7 +149,7 @@ def test_kmeans_exact_equals_numpy(spark, tmp_path):
         for (x, y), (wx, wy) in zip(got, expected):
             assert abs(x - wx) < 1e-9 and abs(y - wy) < 1e-9, f"batch {batch}: centroid ({x}, {y}) vs ({wx}, {wy})"
 
-    check_stream(spark, str(tmp_path), example("kmeans.sql", steps), [points, initial], batches,
+    check_stream(spark, str(tmp_path), in_mode(example("kmeans.sql", steps), mode), [points, initial], batches,
                  tables={"centroids0": centroids}, check=against_numpy)
 
 
@@ -153,6 +171,65 @@ def test_iteration_with_a_growing_set(spark, tmp_path):
     batches = [{"edges": rows} for rows in edges_stream(rng, 4, nodes=8, per_batch=4)]
     source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")), weighted=True)
     check_stream(spark, str(tmp_path), sql, [source], batches)
+
+
+def test_exact_loop_runs_only_in_batches_that_change_what_it_reads(spark, tmp_path):
+    """MODE EXACT steps from the start in a batch with rows for a stream the loop reads, and in
+    no other; the snapshot is DuckDB's after every batch either way."""
+    sql = """
+        WITH ITERATIVE reach (node) AS (
+            SELECT DISTINCT src FROM edges WHERE src = 0
+          STEP
+            SELECT node FROM reach
+            UNION
+            SELECT e.dst FROM reach r JOIN edges e ON e.src = r.node
+          TIMES 2
+        )
+        SELECT r.node, l.name FROM reach r JOIN labels l ON l.node = r.node
+    """
+    edges = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")), weighted=True)
+    labels = Source("labels", (("node", "BIGINT"), ("name", "STRING")))
+    batches = [
+        {"edges": [(0, 1, 1), (1, 2, 1), (2, 3, 1)], "labels": [(n, f"n{n}") for n in range(4)]},
+        {"labels": [(n, f"again {n}") for n in range(3)]},  # the loop's value cannot change
+        {"edges": [(1, 2, -1), (0, 3, 1), (3, 4, 1)], "labels": [(4, "n4")]},
+    ]
+    said: list[str] = []
+    check_stream(spark, str(tmp_path), sql, [edges, labels], batches, progress=said.append)
+    stepped = sorted({m.split(":")[0] for m in said if "reach step" in m})
+    assert stepped == ["batch 000000", "batch 000002"], said
+
+
+def test_exact_loop_resumes_from_its_checkpoint(spark, tmp_path):
+    """Stopped after two batches and started again, an exact PageRank goes on from the value it
+    kept: the third batch's snapshot is still NumPy's PageRank of all edges."""
+    src, out = tmp_path / "edges", str(tmp_path / "out")
+    src.mkdir()
+    source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")))
+    sql = example("pagerank.sql", 2)
+    rng = random.Random(4)
+    seen: list[tuple[int, int]] = []
+
+    def start():
+        return streamfold.start(sql, {"edges": str(src)}, out, spark=spark, background=False, partitions=2,
+                                schemas={"edges": source.schema_sql()})
+
+    query = start()
+    for i in range(3):
+        if i == 2:
+            query.stop()
+            query = start()
+            assert query.last_batch == 1
+        rows = [(rng.randrange(6), rng.randrange(6)) for _ in range(5)]
+        seen += rows
+        pq.write_table(source.table(rows), str(src / f"{i}.parquet"))
+        assert query.process_available().batch == i
+    try:
+        got = {r[0]: r[1] for r in query.snapshot_pandas().itertuples(index=False, name=None)}
+        want = reference.pagerank(np.array(seen), steps=2)
+        assert got.keys() == want.keys() and max(abs(got[k] - want[k]) for k in want) < 1e-9
+    finally:
+        query.stop()
 
 
 def test_examples_name_ten_steps():

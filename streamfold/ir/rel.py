@@ -425,7 +425,7 @@ class LoopRef(Rel):
         self._set_schema(self.fields)
 
 
-ITERATION_MODES = ("exact", "diffusion")
+ITERATION_MODES = ("exact", "differential", "diffusion")
 
 
 @dataclass(frozen=True, slots=True)

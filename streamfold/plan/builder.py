@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.rel import DeltaScan, Field, Rel, StateScan, Union
-from .model import Diffusion, Fixpoint, State, Step
+from .model import Diffusion, Fixpoint, Repeat, State, Step
 from .simplify import simplify
 
 
@@ -44,6 +44,12 @@ class PlanBuilder:
         self.states.append(state)
         program = Union((fixpoint.base, fixpoint.step) + fixpoint.seeds)  # every state it reads, for ordering
         self.delta.append(Step(state.name, program, fixpoint=fixpoint))
+
+    def add_repeat(self, state: State, repeat: Repeat) -> None:
+        """A state whose delta a loop of steps computes (an iteration in MODE EXACT)."""
+        self._names.add(state.name)
+        self.states.append(state)
+        self.delta.append(Step(state.name, Union((repeat.start, repeat.step)), repeat=repeat))
 
     def add_diffusion(self, state: State, diffusion: Diffusion) -> None:
         """A state whose delta a diffusion loop computes (an iteration in MODE DIFFUSION)."""

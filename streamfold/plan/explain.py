@@ -13,7 +13,7 @@ from typing import Any
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import Iterate, Recursive, SortKey
-from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, IncrementalPlan, State
+from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, IncrementalPlan, Repeat, State
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -52,6 +52,9 @@ def explain_text(plan: IncrementalPlan) -> str:
             continue
         if step.diffusion is not None:
             out += _diffusion_text(step.state, step.diffusion)
+            continue
+        if step.repeat is not None:
+            out += _repeat_text(step.state, step.repeat)
             continue
         out.append(f"  {label} =" + ("   (intermediate, computed once per batch)" if step.temp else ""))
         out += _indent(rel_sql(step.program), 4)
@@ -113,7 +116,11 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
                        "key": [display_name(k) for k in s.diffusion.key_names],
                        "start": rel_sql(s.diffusion.start), "output": rel_sql(s.diffusion.output),
                        "steps": [{"state": b.state, "temp": b.temp, "sql": rel_sql(b.program)}
-                                 for b in s.diffusion.steps]}}
+                                 for b in s.diffusion.steps]},
+                   "repeat": None if s.repeat is None else {
+                       "loop": s.repeat.loop.split("#")[0], "times": s.repeat.times,
+                       "start": rel_sql(s.repeat.start), "step": rel_sql(s.repeat.step),
+                       "streams": list(s.repeat.streams)}}
                   for s in plan.delta],
         "merge": [
             {"state": st.name, "key": list(st.key_names),
@@ -145,8 +152,10 @@ def _loop_text(it: Iterate | Recursive) -> list[str]:
         lines += _indent(rel_sql(it.step), 6)
         return lines
     cols = ", ".join(display_name(f.name.split(".", 1)[-1]) for f in it.schema)
-    how = {"exact": "exact: every step's result is kept as states and updated by its change, step by step, "
-                    "so the snapshot is the whole iteration over all data so far",
+    how = {"exact": "exact: what the loop reads is kept as states; a batch runs the steps from the start over "
+                    "them, one statement per step, and passes on the value's change",
+           "differential": "differential (exact): every step's result is kept as states and updated by its "
+                           "change, step by step, as differential dataflow does",
            "diffusion": "diffusion (seed 000 Algorithm 1) — APPROXIMATE: a batch runs the steps over what "
                         "changed, warm-started from the previous answer; rows are told apart by KEY ("
                         + ", ".join(display_name(k.split(".", 1)[-1]) for k in it.key) + ")"}[it.mode]
@@ -172,6 +181,19 @@ def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
     lines.append(f"    newᵢ₊₁ = the step over newᵢ (as {name}), minus every row found so far; stop when empty:")
     lines += _indent(rel_sql(fx.step), 6)
     lines.append("    Δ = +1 for every row found" + ("" if fx.incremental else f", −1 for every row of {state} not found"))
+    return lines
+
+
+def _repeat_text(state: str, rp: Repeat) -> list[str]:
+    name = rp.loop.split("#")[0]
+    streams = ", ".join(rp.streams)
+    lines = [f"  Δ{state} = a loop of {rp.times} steps over {name} (exact; skipped when no row of {streams} "
+             "came in the batch):", f"    X₀ = the start, over the states after the merge:"]
+    lines += _indent(rel_sql(rp.start), 6)
+    lines.append(f"    Xᵢ = the step over Xᵢ₋₁ (as {name}), i = 1 … {rp.times}, each one statement over a checkpoint:")
+    lines += _indent(rel_sql(rp.step), 6)
+    lines.append(f"    Δ = each row of X{_subscript(rp.times)} +1, each row of {state} before the batch −{WEIGHT_COLUMN}, "
+                 "summed per row (rows whose sum is 0 left out)")
     return lines
 
 

@@ -42,7 +42,7 @@ from .builder import PlanBuilder
 from .changes import OLD, TOUCHED, distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
 from .joins import JoinTerms
 from .matchjoins import compile_match_join
-from .model import WEIGHT_COLUMN, Answer, Diffusion, Fixpoint, IncrementalPlan, Monoid, State, StateColumn
+from .model import WEIGHT_COLUMN, Answer, Diffusion, Fixpoint, IncrementalPlan, Monoid, Repeat, State, StateColumn
 
 W = WEIGHT_COLUMN
 SUM_W = Agg("sum", (Column(W, BIGINT),), False, BIGINT)
@@ -230,9 +230,11 @@ class _Planner:
         if isinstance(rel, Sort):
             return self.compile(rel.input)  # order inside a subquery does not change its rows
         if isinstance(rel, Iterate) and rel.mode == "exact":
+            return self._repeat(rel)
+        if isinstance(rel, Iterate) and rel.mode == "differential":
             # every step's value is a relation of its own, kept up to date by its delta
-            self.plan_.note(f"ITERATIVE {rel.name.split('#')[0]}: exact — each of the {rel.times} steps keeps its "
-                            "result and passes its change to the next (as differential dataflow does)")
+            self.plan_.note(f"ITERATIVE {rel.name.split('#')[0]}: differential — each of the {rel.times} steps keeps "
+                            "its result and passes its change to the next (as differential dataflow does)")
             return self.compile(unroll(rel))
         if isinstance(rel, Iterate):
             return self._diffusion(rel)
@@ -337,6 +339,46 @@ class _Planner:
             self.plan_.note(f"WITH RECURSIVE {rel.name.split('#')[0]}: semi-naive from the old fixpoint — the "
                             "batch's new rows derive new rows, round after round, until none is new")
         return Compiled(distinct_delta(name, key + (Field(W, BIGINT),)), static=False, weighted=True)
+
+    def _repeat(self, rel: Iterate) -> Compiled:
+        """MODE EXACT (see :class:`Repeat`): what the loop reads kept as bags by the usual rules,
+        the value kept as a bag, and a loop in the runtime stepping from the start each batch."""
+        loop = rel.name.split("#")[0]
+        fields = tuple(Field(f.name, f.type) for f in rel.schema)
+        kept: dict[Rel, Rel] = {}
+
+        def over_states(node: Rel) -> Rel:
+            if not any(isinstance(n, LoopRef) for n in node.walk()):
+                if not any(isinstance(n, Scan) and not n.static for n in node.walk()):
+                    return node  # static: read as it is
+                if node not in kept:
+                    state, state_fields = self._bag_state(node, "loop_input")
+                    kept[node] = _rows(Expand(StateScan(state, "new", state_fields), W), node)
+                return kept[node]
+            return node.with_inputs(tuple(over_states(c) for c in node.inputs()))
+
+        def as_loop(node: Rel) -> Rel | None:  # the previous value, under the names the step uses
+            if isinstance(node, LoopRef) and node.name == rel.name:
+                return Project(LoopRef(rel.name, fields), tuple((f.name, g.ref()) for f, g in zip(node.fields, fields)))
+            return None
+
+        def named(node: Rel) -> Rel:  # a value's rows under the iteration's own names
+            return Project(node, tuple((f.name, g.ref()) for f, g in zip(fields, node.schema)))
+
+        start = named(over_states(rel.init))
+        step = named(over_states(rel.step).transform(as_loop))
+        name = self.plan_.name("iteration")
+        self.plan_.add_repeat(
+            State(name, "output", fields, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row in the value"),),
+                  note=f"the value of the iteration {loop} after its {rel.times} steps (a bag)"),
+            Repeat(rel.name, fields, rel.times, start, step,
+                   tuple(sorted({n.table for n in rel.walk() if isinstance(n, Scan) and not n.static}))))
+        self.plan_.note(f"ITERATIVE {loop}: exact — what it reads is kept as states; each batch that changes them "
+                        f"runs the {rel.times} steps from the start, one Spark statement per step, and passes on "
+                        "the value's change (new − old)")
+        return Compiled(Project(StateScan(name, "delta", fields + (Field(W, BIGINT),)),
+                                tuple((f.name, f.ref()) for f in fields) + ((WEIGHT, Column(W, BIGINT)),)),
+                        static=False, weighted=True)
 
     def _diffusion(self, rel: Iterate) -> Compiled:
         """MODE DIFFUSION (seed 000 Algorithm 1; see :class:`Diffusion`): the step compiled once,

@@ -120,6 +120,28 @@ class Fixpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class Repeat:
+    """How the runtime finds an iteration's change in mode ``EXACT`` (``WITH ITERATIVE … TIMES
+    n``): a loop of ``times`` statements, not a plan of n copies of the step.
+
+    The streams the iteration reads are kept as states by ordinary delta rules — the start
+    query's rows, and each largest part of the step that does not read the loop (in PageRank:
+    the nodes with N, the edges with their source's out-degree). A batch evaluates
+    ``X₀ = start`` and ``Xᵢ = step(Xᵢ₋₁)`` over those states after the merge, each as one Spark
+    statement over the previous step's checkpointed value (``LoopRef(loop)``, with ``fields``),
+    and the change is ``Xₙ`` minus the value kept from the batch before. A batch that changes
+    none of the streams it reads (``streams``) changes nothing, and runs no step.
+    """
+
+    loop: str
+    fields: tuple[Field, ...]
+    times: int
+    start: Rel
+    step: Rel
+    streams: tuple[str, ...]  # the sources it reads: a batch with no rows for any skips the loop
+
+
+@dataclass(frozen=True, slots=True)
 class Diffusion:
     """How the runtime updates an iteration in diffusion mode (``MODE DIFFUSION``; seed 000 §2,
     Algorithm 1, and §10's ``Incr`` with ``repeat``) — approximate by design.
@@ -163,8 +185,8 @@ class Step:
 
     A ``temp`` step names an intermediate result several later steps read (as
     ``StateScan(name, "delta")``); it is computed once per batch and never merged. A
-    ``fixpoint`` step's delta is computed by a loop (its ``program`` is the loop's step, for
-    ordering and display); so is a ``diffusion`` step's (its ``program`` is the starting query's
+    ``fixpoint`` or ``repeat`` step's delta is computed by a loop (its ``program`` reads what
+    the loop reads, for ordering); so is a ``diffusion`` step's (its ``program`` is the starting query's
     change, and it runs the steps of its own body).
     """
 
@@ -173,6 +195,7 @@ class Step:
     temp: bool = False
     fixpoint: Fixpoint | None = None
     diffusion: Diffusion | None = None
+    repeat: Repeat | None = None
 
     def reads(self) -> tuple[Rel, ...]:
         """Every program the step evaluates (for ordering steps by what they read)."""

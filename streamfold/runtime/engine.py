@@ -23,7 +23,7 @@ from ..ir.rel import WEIGHT, DeltaScan, LoopRef, Once, Project, Rel, Scan, State
 from ..plan import IncrementalPlan, incrementalize
 from ..ir.expr import Literal
 from ..ir.types import BIGINT
-from ..plan.model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, Step
+from ..plan.model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, Repeat, Step
 from ..sql import Catalog, bind
 from ..sql.iterate import spark_schema_sql
 from . import files
@@ -104,6 +104,7 @@ class Engine:
         self.reader = BatchReader(self.spark, self.plan.streams, self.specs, self.catalog)
         self._tables: dict[str, DataFrame] = {}
         self._timings: dict[str, float] = {}
+        self._batch_rows: dict[str, int] = {}  # the rows each source gave the batch being run
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
         self._levels = _levels(self.plan.delta)
         self._reread = _read_more_than_once(self.plan.delta)
@@ -171,10 +172,10 @@ class Engine:
             def declare(step: Step) -> None:
                 resolve = self._resolver(frames, deltas, {}, merged, first=True, views=views, loops=loops)
                 program = step.program
-                loop = step.fixpoint or step.diffusion
+                loop = step.fixpoint or step.diffusion or step.repeat
                 if loop is not None:  # its delta: the rows, counted ±1
-                    rows = loop.base if isinstance(loop, Fixpoint) else Project(
-                        step.program, tuple((f.name, f.ref()) for f in loop.fields))
+                    rows = (loop.base if isinstance(loop, Fixpoint) else loop.start if isinstance(loop, Repeat)
+                            else Project(step.program, tuple((f.name, f.ref()) for f in loop.fields)))
                     program = Project(rows, tuple((f.name, f.ref()) for f in loop.fields)
                                       + ((WEIGHT_COLUMN, Literal(1, BIGINT)),))
                 if step.diffusion is not None:  # its body reads the loop's change as a stream
@@ -298,6 +299,7 @@ class Engine:
         views = Views(self.spark, f"b{batch}")
         with self._phase("read"):
             frames, rows, cached = self.reader.read(inputs, cache=self._reread)
+        self._batch_rows = rows
         merged: dict[str, DataFrame] = {}
         new: dict[str, DataFrame | str] = {}
         deltas: dict[str, DataFrame | str] = {}
@@ -371,6 +373,13 @@ class Engine:
                     release(delta)
             if step.diffusion is not None:
                 return self._diffusion(batch, step, step.diffusion, ctx, views, eager)
+            if step.repeat is not None:
+                delta = self._repeat(batch, step, step.repeat, resolve, views)
+                try:
+                    return [(step, self.store.merge(step.state, f"SELECT * FROM {views.name(delta, 'repeat')}",
+                                                    views, True))]
+                finally:
+                    release(delta)
             sql = to_sql(step.program, resolve, views)
             if step.temp:
                 return [(step, materialize(self.spark.sql(sql), eager))]
@@ -437,6 +446,39 @@ class Engine:
         finally:
             for df in held:
                 release(df)
+
+    def _repeat(self, batch: int, step: Step, rp: Repeat, resolve: Resolve, views: Views) -> DataFrame:
+        """An exact iteration's change this batch (see :class:`Repeat`): its steps from the start
+        over the inputs' states after the merge, each one statement over the step before's
+        checkpoint, and the last value minus the one kept."""
+        cols = ", ".join(quote(f.name) for f in rp.fields)
+        old = views.relation(self.store.current[step.state], "old_" + step.state)
+        read = {s.lower() for s in rp.streams}
+        if batch > 0 and not any(n for s, n in self._batch_rows.items() if s.lower() in read):
+            return self.store.empty(step.state)  # nothing it reads changed: neither does its value
+
+        def run(rel: Rel, value: DataFrame | None) -> DataFrame:
+            def leaf(node: Rel) -> DataFrame | str:
+                if isinstance(node, LoopRef):
+                    assert value is not None
+                    return value
+                return resolve(node)
+            return materialize(self.spark.sql(to_sql(rel, leaf, views)), True)
+
+        name = rp.loop.split("#")[0]
+        value = run(rp.start, None)
+        try:
+            for i in range(1, rp.times + 1):
+                self.progress(f"batch {batch_name(batch)}: {name} step {i}/{rp.times}")
+                previous, value = value, run(rp.step, value)
+                release(previous)
+            change = (f"SELECT {cols}, sum(_c) AS {quote(WEIGHT_COLUMN)} FROM (\n"
+                      f"SELECT {cols}, 1L AS _c FROM {views.name(value, 'value')}\nUNION ALL\n"
+                      f"SELECT {cols}, -{quote(WEIGHT_COLUMN)} AS _c FROM {old} _o\n) _v "
+                      f"GROUP BY {cols} HAVING sum(_c) <> 0")
+            return materialize(self.spark.sql(change), True)
+        finally:
+            release(value)
 
     def _body(self, dx: Diffusion, ctx: _Context, loop: DataFrame, views: Views,
               commit: bool) -> tuple[list[tuple[Step, DataFrame]], Resolve]:

@@ -8,6 +8,7 @@
         SELECT … FROM ranks …        -- the next value, from the previous one (X ← f(X, S))
       TIMES 10                       -- how many steps
       [MODE EXACT                    -- how a batch updates it (exact is the default)
+       | MODE DIFFERENTIAL           -- exact too: each step's change from the step before's
        | MODE DIFFUSION KEY (node)]  -- approximate (seed 000 Algorithm 1); KEY names a row
     )
     SELECT node, rank FROM ranks
@@ -36,7 +37,7 @@ from sqlglot.tokens import Token, TokenType
 
 from ..errors import ParseError
 
-MODES = ("exact", "diffusion")
+MODES = ("exact", "differential", "diffusion")
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Iterative:
     step_sql: str  # the whole query text blanked except the step (positions match the original)
     step_span: tuple[int, int]
     times: int
-    mode: str  # "exact" or "diffusion"
+    mode: str  # "exact", "differential" or "diffusion"
     init_span: tuple[int, int]
     key: tuple[str, ...] = ()  # MODE DIFFUSION KEY (…): the columns naming a row
 
@@ -133,12 +134,12 @@ def _element(sql: str, tokens: list[Token], k: int) -> tuple[Iterative, list[tup
     if rest:
         words = [tokens[j].text.upper() for j in rest]
         if len(rest) < 2 or words[0] != "MODE" or words[1].lower() not in MODES:
-            raise _error(sql, tokens[rest[0]], f"expected MODE EXACT or MODE DIFFUSION after TIMES {count_tok.text}",
-                         "PARSE_ERROR")
+            raise _error(sql, tokens[rest[0]], "expected MODE EXACT, MODE DIFFERENTIAL or MODE DIFFUSION after "
+                         f"TIMES {count_tok.text}", "PARSE_ERROR")
         mode = words[1].lower()
         mode_tok = tokens[rest[1]]
-        if mode == "exact" and len(rest) > 2:
-            raise _error(sql, tokens[rest[2]], "nothing may follow MODE EXACT")
+        if mode != "diffusion" and len(rest) > 2:
+            raise _error(sql, tokens[rest[2]], f"nothing may follow MODE {mode.upper()}")
         if mode == "diffusion":
             key = _key(sql, tokens, rest[2:], mode_tok)
     step_start, step_end = tokens[step_at + 1].start, tokens[times_at - 1].end
