@@ -42,6 +42,7 @@ from .builder import PlanBuilder
 from .changes import OLD, TOUCHED, distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
 from .joins import JoinTerms
 from .matchjoins import compile_match_join
+from .simplify import simplify
 from .model import WEIGHT_COLUMN, Answer, Diffusion, Fixpoint, IncrementalPlan, Monoid, Repeat, State, StateColumn
 
 W = WEIGHT_COLUMN
@@ -88,7 +89,7 @@ def _repeated(logical: Rel) -> set[Rel]:
     return repeated
 
 
-def _rows(scan: StateScan, rel: Rel, positive: bool = False) -> Rel:
+def _rows(scan: Rel, rel: Rel, positive: bool = False) -> Rel:
     """The rows of a bag state under ``rel``'s column names (with ``positive``: only rows whose
     count grew — an insert-only batch's delta)."""
     source: Rel = scan
@@ -365,8 +366,8 @@ class _Planner:
         def named(node: Rel) -> Rel:  # a value's rows under the iteration's own names
             return Project(node, tuple((f.name, g.ref()) for f, g in zip(fields, node.schema)))
 
-        start = named(over_states(rel.init))
-        step = named(over_states(rel.step).transform(as_loop))
+        start = simplify(named(over_states(rel.init)))
+        step = simplify(named(over_states(rel.step).transform(as_loop)))
         name = self.plan_.name("iteration")
         self.plan_.add_repeat(
             State(name, "output", fields, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row in the value"),),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
-from ..ir.rel import WEIGHT, DeltaScan, LoopRef, Once, Project, Rel, Scan, StateScan, Union
+from ..ir.rel import WEIGHT, DeltaScan, Expand, LoopRef, Once, Project, Rel, Scan, StateScan, Union
 from ..plan import IncrementalPlan, incrementalize
 from ..ir.expr import Literal
 from ..ir.types import BIGINT
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 log = logging.getLogger("streamfold")
+
+NESTED_STEPS = 10  # at most this many steps of an iteration (MODE EXACT) nested in one statement
 
 
 @dataclass
@@ -449,29 +451,59 @@ class Engine:
 
     def _repeat(self, batch: int, step: Step, rp: Repeat, resolve: Resolve, views: Views) -> DataFrame:
         """An exact iteration's change this batch (see :class:`Repeat`): its steps from the start
-        over the inputs' states after the merge, each one statement over the step before's
-        checkpoint, and the last value minus the one kept."""
+        over the inputs' states after the merge — a few steps per statement, each statement over
+        the last one's checkpoint — and the last value minus the one kept."""
         cols = ", ".join(quote(f.name) for f in rp.fields)
         old = views.relation(self.store.current[step.state], "old_" + step.state)
         read = {s.lower() for s in rp.streams}
         if batch > 0 and not any(n for s, n in self._batch_rows.items() if s.lower() in read):
             return self.store.empty(step.state)  # nothing it reads changed: neither does its value
 
-        def run(rel: Rel, value: DataFrame | None) -> DataFrame:
+        # What the steps read, expanded from its bag state and checkpointed once for all of them:
+        # with its true size Spark broadcasts it when small, instead of shuffling it every step.
+        inputs: dict[str, DataFrame] = {}
+
+        def checkpointed(node: Rel) -> Rel | None:
+            if isinstance(node, Expand) and isinstance(node.input, StateScan):
+                name = f"{rp.loop}/{node.input.state}"  # a leaf of the loop's own, read below
+                if name not in inputs:
+                    inputs[name] = materialize(self.spark.sql(to_sql(node, resolve, views)), True)
+                return LoopRef(name, node.schema)
+            return None
+
+
+        def sql(rel: Rel, value: DataFrame | str | None) -> str:
             def leaf(node: Rel) -> DataFrame | str:
+                if isinstance(node, LoopRef) and node.name in inputs:
+                    return inputs[node.name]
                 if isinstance(node, LoopRef):
                     assert value is not None
                     return value
                 return resolve(node)
-            return materialize(self.spark.sql(to_sql(rel, leaf, views)), True)
+            return to_sql(rel, leaf, views)
 
         name = rp.loop.split("#")[0]
-        value = run(rp.start, None)
+        # A step that reads the loop once nests: up to NESTED_STEPS steps are one statement whose
+        # text grows by one step each, and Spark reuses the shuffle of what every step reads alike
+        # (10 PageRank steps over 50K edges: 2.1 s as one statement, 3.5 s as ten). A step reading
+        # the loop twice would double the text per step: each of its steps is a statement.
+        linear = sum(isinstance(n, LoopRef) and n.name == rp.loop for n in rp.step.walk()) == 1
+        chunk = NESTED_STEPS if linear else 1
+        value: DataFrame | None = None
         try:
-            for i in range(1, rp.times + 1):
-                self.progress(f"batch {batch_name(batch)}: {name} step {i}/{rp.times}")
-                previous, value = value, run(rp.step, value)
+            step_rel = rp.step.transform(checkpointed)  # the start reads its inputs once: as they are
+            value = materialize(self.spark.sql(sql(rp.start, None)), True)
+            done = 0
+            while done < rp.times:
+                count = min(chunk, rp.times - done)
+                self.progress(f"batch {batch_name(batch)}: {name} steps {done + 1}–{done + count} of {rp.times}"
+                              if count > 1 else f"batch {batch_name(batch)}: {name} step {done + 1}/{rp.times}")
+                text: DataFrame | str = value
+                for _ in range(count):
+                    text = sql(step_rel, text)
+                previous, value = value, materialize(self.spark.sql(_text(text)), True)
                 release(previous)
+                done += count
             change = (f"SELECT {cols}, sum(_c) AS {quote(WEIGHT_COLUMN)} FROM (\n"
                       f"SELECT {cols}, 1L AS _c FROM {views.name(value, 'value')}\nUNION ALL\n"
                       f"SELECT {cols}, -{quote(WEIGHT_COLUMN)} AS _c FROM {old} _o\n) _v "
@@ -479,6 +511,8 @@ class Engine:
             return materialize(self.spark.sql(change), True)
         finally:
             release(value)
+            for df in inputs.values():
+                release(df)
 
     def _body(self, dx: Diffusion, ctx: _Context, loop: DataFrame, views: Views,
               commit: bool) -> tuple[list[tuple[Step, DataFrame]], Resolve]:
