@@ -190,7 +190,9 @@ def _repeat_text(state: str, rp: Repeat) -> list[str]:
     lines = [f"  Δ{state} = a loop of {rp.times} steps over {name} (exact; skipped when no row of {streams} "
              "came in the batch):", f"    X₀ = the start, over the states after the merge:"]
     lines += _indent(rel_sql(rp.start), 6)
-    lines.append(f"    Xᵢ = the step over Xᵢ₋₁ (as {name}), i = 1 … {rp.times}, each one statement over a checkpoint:")
+    how = (f"up to {rp.nested} steps nested in one statement" if rp.nested > 1
+           else "one statement per step (it reads the loop more than once)")
+    lines.append(f"    Xᵢ = the step over Xᵢ₋₁ (as {name}), i = 1 … {rp.times}, {how}, over the last one's checkpoint:")
     lines += _indent(rel_sql(rp.step), 6)
     lines.append(f"    Δ = each row of X{_subscript(rp.times)} +1, each row of {state} before the batch −{WEIGHT_COLUMN}, "
                  "summed per row (rows whose sum is 0 left out)")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from ..ir.rel import Field, Rel, SortKey
+from ..ir.rel import Field, LoopRef, Rel, SortKey
 from ..ir.types import DataType
 from ..sql.catalog import SourceSchema
 
@@ -97,6 +97,7 @@ class State:
 # (``NO_FIXPOINT``): its step generates values without end (``SELECT n + 1 FROM r``), or a path
 # is longer than this.
 FIXPOINT_MAX_ROUNDS = 1000
+NESTED_STEPS = 10  # at most this many steps of an exact iteration nested in one Spark statement
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +128,11 @@ class Repeat:
     The streams the iteration reads are kept as states by ordinary delta rules — the start
     query's rows, and each largest part of the step that does not read the loop (in PageRank:
     the nodes with N, the edges with their source's out-degree). A batch evaluates
-    ``X₀ = start`` and ``Xᵢ = step(Xᵢ₋₁)`` over those states after the merge, each as one Spark
-    statement over the previous step's checkpointed value (``LoopRef(loop)``, with ``fields``),
-    and the change is ``Xₙ`` minus the value kept from the batch before. A batch that changes
-    none of the streams it reads (``streams``) changes nothing, and runs no step.
+    ``X₀ = start`` and ``Xᵢ = step(Xᵢ₋₁)`` over those states after the merge — a step that reads
+    ``LoopRef(loop)`` (with ``fields``) once is nested up to ``NESTED_STEPS`` deep in one Spark statement,
+    any other step is a statement of its own, each over the last statement's checkpoint — and
+    the change is ``Xₙ`` minus the value kept from the batch before. A batch that changes none
+    of the streams it reads (``streams``) changes nothing, and runs no step.
     """
 
     loop: str
@@ -139,6 +141,13 @@ class Repeat:
     start: Rel
     step: Rel
     streams: tuple[str, ...]  # the sources it reads: a batch with no rows for any skips the loop
+
+    @property
+    def nested(self) -> int:
+        """How many steps one statement runs: NESTED_STEPS if the step reads the loop once (its
+        text grows by one step per step), else 1 (nesting would double the text per step)."""
+        reads = sum(isinstance(n, LoopRef) and n.name == self.loop for n in self.step.walk())
+        return NESTED_STEPS if reads == 1 else 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("streamfold")
 
-NESTED_STEPS = 10  # at most this many steps of an iteration (MODE EXACT) nested in one statement
-
 
 @dataclass
 class QueryConfig:
@@ -483,12 +481,11 @@ class Engine:
             return to_sql(rel, leaf, views)
 
         name = rp.loop.split("#")[0]
-        # A step that reads the loop once nests: up to NESTED_STEPS steps are one statement whose
+        # A step that reads the loop once nests: up to NESTED_STEPS (plan.model) steps are one statement whose
         # text grows by one step each, and Spark reuses the shuffle of what every step reads alike
         # (10 PageRank steps over 50K edges: 2.1 s as one statement, 3.5 s as ten). A step reading
         # the loop twice would double the text per step: each of its steps is a statement.
-        linear = sum(isinstance(n, LoopRef) and n.name == rp.loop for n in rp.step.walk()) == 1
-        chunk = NESTED_STEPS if linear else 1
+        chunk = rp.nested
         value: DataFrame | None = None
         try:
             step_rel = rp.step.transform(checkpointed)  # the start reads its inputs once: as they are
