@@ -112,14 +112,14 @@ WORKLOADS: dict[str, Workload] = {
         Workload("groupby-10m", GROUPBY_SQL, (Source("S", ("x", "y")),), 10_000_000, 40_000, 9, ("x",),
                  history_files=10,
                  description="groupBy with a 10M-row history: how an increment's cost grows with the history"),
-        # The seed's sizes (5K nodes / 50K edges, 1M points) take streamfold's exact mode hours on
-        # this machine (docs/benchmarks.md); the defaults are scaled down, --history raises them.
-        Workload("pagerank", "", (Source("edges", ("src", "dst")),), 2_000, 100, 9, ("node",),
+        # The seed's sizes (000 §11): 5K nodes / 50K edges plus 100 nodes and edges per increment;
+        # 1M points plus 10K per increment.
+        Workload("pagerank", "", (Source("edges", ("src", "dst")),), 50_000, 100, 9, ("node",),
                  generator="rmat", example="pagerank",
                  description="seed 000 §11 PageRank (10 steps, exact): an R-MAT graph of history/10 nodes and "
                              "`history` edges; each increment adds min(100, increment) new nodes and `increment` "
                              "edges"),
-        Workload("kmeans", "", (Source("points", ("x", "y")),), 10_000, 1_000, 9, None, generator="kmeans",
+        Workload("kmeans", "", (Source("points", ("x", "y")),), 1_000_000, 10_000, 9, None, generator="kmeans",
                  tables=(Source("centroids0", ("x", "y")),), example="kmeans",
                  description="seed 000 §11 k-means (10 Lloyd steps, exact): points in four squares, four "
                              "initial centroids near their centres (a static table)"),
