@@ -153,20 +153,25 @@ def test_kmeans_exact_equals_numpy(spark, tmp_path, mode):
                  tables={"centroids0": centroids}, check=against_numpy)
 
 
-def test_iteration_with_a_growing_set(spark, tmp_path):
-    """A loop whose step filters and unions: reachability from node 0 in at most 3 hops, over
-    edges that come and go (DuckDB checks every batch)."""
-    sql = """
+def reach(times: int, select: str = "SELECT node FROM reach") -> str:
+    """The nodes reachable from node 0 in at most ``times`` hops, then ``select`` over them."""
+    return f"""
         WITH ITERATIVE reach (node) AS (
             SELECT DISTINCT src FROM edges WHERE src = 0
           STEP
             SELECT node FROM reach
             UNION
             SELECT e.dst FROM reach r JOIN edges e ON e.src = r.node
-          TIMES 3
+          TIMES {times}
         )
-        SELECT node FROM reach
+        {select}
     """
+
+
+def test_iteration_with_a_growing_set(spark, tmp_path):
+    """A loop whose step filters and unions: reachability from node 0 in at most 3 hops, over
+    edges that come and go (DuckDB checks every batch)."""
+    sql = reach(3)
     rng = random.Random(3)
     batches = [{"edges": rows} for rows in edges_stream(rng, 4, nodes=8, per_batch=4)]
     source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")), weighted=True)
@@ -176,17 +181,7 @@ def test_iteration_with_a_growing_set(spark, tmp_path):
 def test_exact_loop_runs_only_in_batches_that_change_what_it_reads(spark, tmp_path):
     """MODE EXACT steps from the start in a batch with rows for a stream the loop reads, and in
     no other; the snapshot is DuckDB's after every batch either way."""
-    sql = """
-        WITH ITERATIVE reach (node) AS (
-            SELECT DISTINCT src FROM edges WHERE src = 0
-          STEP
-            SELECT node FROM reach
-            UNION
-            SELECT e.dst FROM reach r JOIN edges e ON e.src = r.node
-          TIMES 2
-        )
-        SELECT r.node, l.name FROM reach r JOIN labels l ON l.node = r.node
-    """
+    sql = reach(2, "SELECT r.node, l.name FROM reach r JOIN labels l ON l.node = r.node")
     edges = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")), weighted=True)
     labels = Source("labels", (("node", "BIGINT"), ("name", "STRING")))
     batches = [

@@ -364,22 +364,17 @@ class Engine:
         self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
         resolve = ctx.resolver(self, views)
         try:
-            if step.fixpoint is not None:
-                delta = self._fixpoint(batch, step, step.fixpoint, resolve, views)
+            loop = step.fixpoint or step.repeat
+            if loop is not None:  # a loop finds the delta
+                delta = (self._fixpoint(batch, step, loop, resolve, views) if isinstance(loop, Fixpoint)
+                         else self._repeat(batch, step, loop, resolve, views))
                 try:
-                    return [(step, self.store.merge(step.state, f"SELECT * FROM {views.name(delta, 'fixpoint')}",
+                    return [(step, self.store.merge(step.state, f"SELECT * FROM {views.name(delta, 'loop')}",
                                                     views, True))]
                 finally:
                     release(delta)
             if step.diffusion is not None:
                 return self._diffusion(batch, step, step.diffusion, ctx, views, eager)
-            if step.repeat is not None:
-                delta = self._repeat(batch, step, step.repeat, resolve, views)
-                try:
-                    return [(step, self.store.merge(step.state, f"SELECT * FROM {views.name(delta, 'repeat')}",
-                                                    views, True))]
-                finally:
-                    release(delta)
             sql = to_sql(step.program, resolve, views)
             if step.temp:
                 return [(step, materialize(self.spark.sql(sql), eager))]
