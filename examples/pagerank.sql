@@ -4,8 +4,8 @@
 --   rank(v) = (1 − 0.85)/N + 0.85 · Σ over edges u→v of rank(u) / outdegree(u)
 -- (a node without outgoing edges passes its rank to nobody). Edges are a bag: an edge given
 -- twice counts twice. Every snapshot is the 10-step PageRank of all edges so far (MODE EXACT,
--- the default: the nodes, N and the out-degrees are kept up to date, and a batch runs the ten
--- steps over them, one Spark statement each).
+-- the default: the nodes, N and the out-degrees are kept up to date, and a batch that brings
+-- edges runs the ten steps over them).
 WITH nodes AS (SELECT src AS node FROM edges UNION SELECT dst FROM edges),
      total AS (SELECT CAST(count(*) AS DOUBLE) AS n FROM nodes),
      outdeg AS (SELECT src, count(*) AS deg FROM edges GROUP BY src),

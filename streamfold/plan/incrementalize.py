@@ -42,8 +42,8 @@ from .builder import PlanBuilder
 from .changes import OLD, TOUCHED, distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
 from .joins import JoinTerms
 from .matchjoins import compile_match_join
-from .simplify import simplify
 from .model import WEIGHT_COLUMN, Answer, Diffusion, Fixpoint, IncrementalPlan, Monoid, Repeat, State, StateColumn
+from .simplify import simplify
 
 W = WEIGHT_COLUMN
 SUM_W = Agg("sum", (Column(W, BIGINT),), False, BIGINT)
@@ -375,8 +375,8 @@ class _Planner:
             Repeat(rel.name, fields, rel.times, start, step,
                    tuple(sorted({n.table for n in rel.walk() if isinstance(n, Scan) and not n.static}))))
         self.plan_.note(f"ITERATIVE {loop}: exact — what it reads is kept as states; each batch that changes them "
-                        f"runs the {rel.times} steps from the start, one Spark statement per step, and passes on "
-                        "the value's change (new − old)")
+                        f"runs the {rel.times} steps from the start over them and passes on the value's change "
+                        "(new − old)")
         return Compiled(Project(StateScan(name, "delta", fields + (Field(W, BIGINT),)),
                                 tuple((f.name, f.ref()) for f in fields) + ((WEIGHT, Column(W, BIGINT)),)),
                         static=False, weighted=True)
