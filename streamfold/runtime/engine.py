@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -452,18 +453,20 @@ class Engine:
         if batch > 0 and not any(n for s, n in self._batch_rows.items() if s.lower() in read):
             return self.store.empty(step.state)  # nothing it reads changed: neither does its value
 
-        # What the steps read, expanded from its bag state and checkpointed once for all of them:
-        # with its true size Spark broadcasts it when small, instead of shuffling it every step.
+        # What the steps read, expanded from its bag state and checkpointed once for all of them
+        # (side by side): with its true size Spark broadcasts it when small, instead of shuffling
+        # it every step. In the steps, each is a leaf of the loop's own.
+        reads = {f"{rp.loop}/{n.input.state}": n for n in rp.step.walk()
+                 if isinstance(n, Expand) and isinstance(n.input, StateScan)}
         inputs: dict[str, DataFrame] = {}
 
         def checkpointed(node: Rel) -> Rel | None:
             if isinstance(node, Expand) and isinstance(node.input, StateScan):
-                name = f"{rp.loop}/{node.input.state}"  # a leaf of the loop's own, read below
-                if name not in inputs:
-                    inputs[name] = materialize(self.spark.sql(to_sql(node, resolve, views)), True)
-                return LoopRef(name, node.schema)
+                return LoopRef(f"{rp.loop}/{node.input.state}", node.schema)
             return None
 
+        def keep(leaf: str) -> DataFrame:
+            return materialize(self.spark.sql(to_sql(reads[leaf], resolve, views)), True)
 
         def sql(rel: Rel, value: DataFrame | str | None) -> str:
             def leaf(node: Rel) -> DataFrame | str:
@@ -476,13 +479,15 @@ class Engine:
             return to_sql(rel, leaf, views)
 
         name = rp.loop.split("#")[0]
-        # A step that reads the loop once nests: up to NESTED_STEPS (plan.model) steps are one statement whose
-        # text grows by one step each, and Spark reuses the shuffle of what every step reads alike
-        # (10 PageRank steps over 50K edges: 2.1 s as one statement, 3.5 s as ten). A step reading
-        # the loop twice would double the text per step: each of its steps is a statement.
+        # A step that reads the loop once nests: up to NESTED_STEPS (plan.model) steps are one
+        # statement whose text grows by one step each, and Spark reuses the shuffle of what every
+        # step reads alike (10 PageRank steps over 50K edges: 2.1 s as one statement, 3.5 s as
+        # ten). A step reading the loop twice would double the text per step: each of its steps
+        # is a statement.
         chunk = rp.nested
         value: DataFrame | None = None
         try:
+            inputs.update(zip(reads, _parallel([partial(keep, n) for n in reads])))
             step_rel = rp.step.transform(checkpointed)  # the start reads its inputs once: as they are
             value = materialize(self.spark.sql(sql(rp.start, None)), True)
             done = 0
@@ -703,8 +708,8 @@ def _read_more_than_once(steps: tuple[Step, ...]) -> bool:
 
 def _parallel(jobs: list[Callable[[], Any]]) -> list[Any]:
     """Run independent Spark jobs side by side (Spark schedules concurrent jobs); results in order."""
-    if len(jobs) == 1:
-        return [jobs[0]()]
+    if len(jobs) <= 1:
+        return [job() for job in jobs]
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = [pool.submit(job) for job in jobs]
         return [f.result() for f in futures]
