@@ -77,6 +77,9 @@ def test_iterative_syntax_and_its_errors():
     (loop,) = loops.values()
     assert loop.name == "ranks" and loop.times == 4 and loop.mode == "exact"
     assert "ITERATIVE" not in text and "STEP" not in text
+    for written, mode in (("", "exact"), (" MODE EXACT", "exact"), (" MODE DIFFERENTIAL", "differential")):
+        _, loops = extract(example("pagerank.sql", 4).replace("TIMES 4", "TIMES 4" + written))
+        assert [it.mode for it in loops.values()] == [mode]
     catalog = Catalog.from_mapping({"edges": "src BIGINT, dst BIGINT"})
     bad = {
         "WITH ITERATIVE r (a) AS (SELECT src FROM edges STEP SELECT a + 1 FROM r TIMES 0) SELECT a FROM r":
@@ -86,11 +89,16 @@ def test_iterative_syntax_and_its_errors():
             "TYPE_MISMATCH",
         "WITH ITERATIVE r (a, b) AS (SELECT src FROM edges STEP SELECT a FROM r TIMES 2) SELECT a FROM r":
             "CTE_COLUMNS",
+        "WITH ITERATIVE r (a) AS (SELECT src FROM edges STEP SELECT a FROM r TIMES 2 MODE FAST) SELECT a FROM r":
+            "PARSE_ERROR",
+        "WITH ITERATIVE r (a) AS (SELECT src FROM edges STEP SELECT a FROM r TIMES 2 MODE DIFFERENTIAL KEY (a)) "
+        "SELECT a FROM r": "PARSE_ERROR",
     }
     for sql, code in bad.items():
         with pytest.raises(StreamfoldError) as e:
             bind(sql, catalog)
         assert e.value.code == code, (sql, e.value.code, str(e.value))
+        assert e.value.hint, (sql, "an error without a hint")
 
 
 def in_mode(sql: str, mode: str) -> str:

@@ -22,6 +22,7 @@ join, of another aggregate, or of the query's answer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import UnsupportedError
@@ -301,25 +302,30 @@ class _Planner:
                       + ((WEIGHT, change),))
         return Filter(out, Call("<>", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
 
+    def _loop_inputs(self, node: Rel, base: str, rows: Callable[[StateScan, Rel], Rel]
+                     ) -> tuple[Rel, list[tuple[str, tuple[Field, ...], Rel]]]:
+        """``node`` (a loop's part) with each largest subtree that reads a stream but not the loop
+        kept as a bag state and read as ``rows`` of its version after the merge; and those
+        states (name, fields, the subtree). Static subtrees are read as they are."""
+        found: list[tuple[str, tuple[Field, ...], Rel]] = []
+
+        def over(n: Rel) -> Rel:
+            if any(isinstance(x, LoopRef) for x in n.walk()):
+                return n.with_inputs(tuple(over(c) for c in n.inputs()))
+            if not any(isinstance(x, Scan) and not x.static for x in n.walk()):
+                return n
+            state, fields = self._bag_state(n, base)
+            found.append((state, fields, n))
+            return rows(StateScan(state, "new", fields), n)
+
+        return over(node), found
+
     def _recursive(self, rel: Recursive) -> Compiled:
         """WITH RECURSIVE: the base and every stream the step reads kept as bags (their rows
         after each batch), the fixpoint kept as a set; a loop in the runtime finds its change."""
         base_state, base_fields = self._bag_state(rel.base, "rec_base")
-        weighted = self.compile(rel.base).weighted
-        inputs: list[tuple[str, tuple[Field, ...], Rel]] = []  # state, its fields, the relation it keeps
-
-        def over_states(node: Rel) -> Rel:
-            nonlocal weighted
-            if not any(isinstance(n, LoopRef) for n in node.walk()):
-                if not any(isinstance(n, Scan) and not n.static for n in node.walk()):
-                    return node  # static: read as it is
-                weighted = weighted or self.compile(node).weighted
-                state, fields = self._bag_state(node, "rec_input")
-                inputs.append((state, fields, node))
-                return _rows(StateScan(state, "new", fields), node)
-            return node.with_inputs(tuple(over_states(c) for c in node.inputs()))
-
-        step = over_states(rel.step)
+        step, inputs = self._loop_inputs(rel.step, "rec_input", _rows)
+        weighted = any(self.compile(r).weighted for r in (rel.base, *(node for _, _, node in inputs)))
         base = _rows(StateScan(base_state, "new", base_fields), rel.base)
         seeds: list[Rel] = [_rows(StateScan(base_state, "delta", base_fields), rel.base, positive=True)]
         for state, fields, node in inputs:
@@ -346,17 +352,9 @@ class _Planner:
         the value kept as a bag, and a loop in the runtime stepping from the start each batch."""
         loop = rel.name.split("#")[0]
         fields = tuple(Field(f.name, f.type) for f in rel.schema)
-        kept: dict[Rel, Rel] = {}
 
-        def over_states(node: Rel) -> Rel:
-            if not any(isinstance(n, LoopRef) for n in node.walk()):
-                if not any(isinstance(n, Scan) and not n.static for n in node.walk()):
-                    return node  # static: read as it is
-                if node not in kept:
-                    state, state_fields = self._bag_state(node, "loop_input")
-                    kept[node] = _rows(Expand(StateScan(state, "new", state_fields), W), node)
-                return kept[node]
-            return node.with_inputs(tuple(over_states(c) for c in node.inputs()))
+        def bag(scan: StateScan, node: Rel) -> Rel:  # the rows, each as often as it is counted
+            return _rows(Expand(scan, W), node)
 
         def as_loop(node: Rel) -> Rel | None:  # the previous value, under the names the step uses
             if isinstance(node, LoopRef) and node.name == rel.name:
@@ -366,8 +364,8 @@ class _Planner:
         def named(node: Rel) -> Rel:  # a value's rows under the iteration's own names
             return Project(node, tuple((f.name, g.ref()) for f, g in zip(fields, node.schema)))
 
-        start = simplify(named(over_states(rel.init)))
-        step = simplify(named(over_states(rel.step).transform(as_loop)))
+        start = simplify(named(self._loop_inputs(rel.init, "loop_input", bag)[0]))
+        step = simplify(named(self._loop_inputs(rel.step, "loop_input", bag)[0].transform(as_loop)))
         name = self.plan_.name("iteration")
         self.plan_.add_repeat(
             State(name, "output", fields, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row in the value"),),

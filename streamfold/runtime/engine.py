@@ -456,14 +456,17 @@ class Engine:
         # What the steps read, expanded from its bag state and checkpointed once for all of them
         # (side by side): with its true size Spark broadcasts it when small, instead of shuffling
         # it every step. In the steps, each is a leaf of the loop's own.
-        reads = {f"{rp.loop}/{n.input.state}": n for n in rp.step.walk()
-                 if isinstance(n, Expand) and isinstance(n.input, StateScan)}
+        def input_name(node: Rel) -> str | None:
+            if isinstance(node, Expand) and isinstance(node.input, StateScan):
+                return f"{rp.loop}/{node.input.state}"
+            return None
+
+        reads = {leaf: n for n in rp.step.walk() if (leaf := input_name(n)) is not None}
         inputs: dict[str, DataFrame] = {}
 
         def checkpointed(node: Rel) -> Rel | None:
-            if isinstance(node, Expand) and isinstance(node.input, StateScan):
-                return LoopRef(f"{rp.loop}/{node.input.state}", node.schema)
-            return None
+            name = input_name(node)
+            return None if name is None else LoopRef(name, node.schema)
 
         def keep(leaf: str) -> DataFrame:
             return materialize(self.spark.sql(to_sql(reads[leaf], resolve, views)), True)
