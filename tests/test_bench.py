@@ -159,3 +159,17 @@ def test_heap_in_use_is_read_after_a_full_collection(spark):
     before = full_collections()
     assert jvm_heap_mb(spark, collect=True) > 0
     assert full_collections() == before + 1
+
+
+def test_memory_mode_measures_the_live_heap_every_20_increments_and_its_trend():
+    """A leak shows as a slope of the live heap over the run, not as the difference of two samples
+    (what the last few batches leave live moves either one by a few MB)."""
+    from streamfold.bench.runner import _heap_sampled, heap_trend
+
+    assert [i for i in range(201) if _heap_sampled(i, 200)] == list(range(20, 201, 20))
+    assert [i for i in range(8) if _heap_sampled(i, 7)] == [7]
+    flat = [(i, 80.0 + (3.0 if i % 40 else -3.0)) for i in range(20, 201, 20)]
+    assert abs(heap_trend(flat)) < 20  # bounded up and down: no trend
+    leak = [(i, 80.0 + 0.1 * i) for i in range(20, 201, 20)]  # +0.1 MB per increment
+    assert heap_trend(leak) == 102.4
+    assert heap_trend(leak[:2]) is None

@@ -43,7 +43,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="custom: a source directory of Parquet files; the last --increments files are the increments")
     p.add_argument("--memory", action="store_true",
                    help="many increments; sample the RSS of the Python driver and of the JVM; report the growth "
-                        "of peak RSS from increment 20 to the end (output in OUT/WORKLOAD-memory/)")
+                        "of peak RSS from increment 20 to the end, and the JVM's live heap (after a full GC) every "
+                        "20 increments with its trend (output in OUT/WORKLOAD-memory/)")
     p.add_argument("--streaming-mode", choices=("auto", "complete", "update", "append"), default="auto",
                    help="spark-streaming's output mode (default auto: the first of complete, update, append "
                         "that Spark accepts)")

@@ -50,15 +50,17 @@ def plot_latency(results: dict[str, Any], path: str) -> None:
 
 
 def plot_memory(results: dict[str, Any], path: str) -> None:
-    """RSS of the Python driver and of the JVM after each increment, per system."""
+    """RSS of the Python driver and of the JVM after each increment, and the JVM's live heap
+    (after a full GC, where measured), per system."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     for name, rec in results["systems"].items():
-        for who, style in (("jvm", "-"), ("python", "--")):
-            pts = [(s["increment"], s[f"{who}_rss_mb"]) for s in rec.get("memory", []) if s.get(f"{who}_rss_mb")]
+        for key, style, label in (("jvm_rss_mb", "-", "jvm RSS"), ("python_rss_mb", "--", "python RSS"),
+                                  ("jvm_heap_used_after_gc_mb", "o:", "jvm live heap (after full GC)")):
+            pts = [(s["increment"], s[key]) for s in rec.get("memory", []) if s.get(key)]
             if pts:
                 xs, ys = zip(*pts)
-                ax.plot(xs, ys, style, linewidth=1.2, label=f"{name}: {who} RSS")
+                ax.plot(xs, ys, style, linewidth=1.2, markersize=3, label=f"{name}: {label}")
     ax.set_title(f"{results['workload']}: memory")
     ax.set_xlabel("increment number")
     ax.set_ylabel("resident memory (MB)")

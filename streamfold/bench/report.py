@@ -185,7 +185,13 @@ def _memory(results: dict[str, Any]) -> list[str]:
             out.append(f"| {who} | {p['peak_rss_at_reference_mb']} MB | {p['peak_rss_at_end_mb']} MB | "
                        f"{p['growth_pct']:+.1f}% | {p['rss_at_reference_mb']} → {p['rss_at_end_mb']} MB |")
         j = s["jvm"]
-        if j.get("heap_used_after_gc_at_reference_mb") is not None:
+        series = j.get("heap_used_after_gc_mb") or []
+        if series:
+            points = ", ".join(f"{mb} MB at {inc}" for inc, mb in series)
+            trend = j.get("heap_trend_kb_per_increment")
+            out.append(f"\nJVM heap in use after a full GC (the live data): {points}"
+                       + (f"; trend {trend:+.1f} KB per increment (least squares)." if trend is not None else "."))
+        elif j.get("heap_used_after_gc_at_reference_mb") is not None:  # reports written before the series
             out.append(f"\nJVM heap in use after a full GC: {j['heap_used_after_gc_at_reference_mb']} MB at increment "
                        f"{s['reference_increment']}, {j['heap_used_after_gc_at_end_mb']} MB at increment "
                        f"{s['last_increment']}.")

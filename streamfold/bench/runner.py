@@ -12,6 +12,7 @@ warm one).
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import statistics
@@ -209,7 +210,8 @@ def _record(record: dict[str, Any], name: str, inc: int, latency: float, detail:
     for who, pid in pids.items():
         rss = rss_mb(pid)
         sample[f"{who}_rss_mb"], sample[f"{who}_peak_rss_mb"] = rss["rss_mb"], rss["peak_rss_mb"]
-    if opts.memory and inc in (min(MEMORY_REFERENCE, ctx.workload.increments), ctx.workload.increments):
+    if opts.memory and _heap_sampled(inc, ctx.workload.increments):
+        gc.collect()  # Python's proxies of JVM objects freed first: they keep those objects live
         sample["jvm_heap_used_after_gc_mb"] = jvm_heap_mb(ctx.spark, collect=True)
     record["memory"].append(sample)
     rows = " ".join(f"+{n:,}" for n in data.rows[inc].values())
@@ -223,8 +225,29 @@ def _record(record: dict[str, Any], name: str, inc: int, latency: float, detail:
         f"{'  (' + top + ')' if top else ''}{mem}")
 
 
+def _heap_sampled(inc: int, increments: int) -> bool:
+    """Whether the live heap is measured after increment ``inc``: every 20th from the 20th, and the last."""
+    ref = min(MEMORY_REFERENCE, increments)
+    return inc == increments or (inc >= ref and inc % MEMORY_REFERENCE == 0)
+
+
+def heap_trend(series: list[tuple[int, float]]) -> float | None:
+    """The least-squares slope of (increment, live heap MB) in KB per increment: a leak grows it
+    batch after batch, while what a few recent batches leave live only moves it up and down."""
+    if len(series) < 3:
+        return None
+    n = len(series)
+    mx = sum(x for x, _ in series) / n
+    my = sum(y for _, y in series) / n
+    sxx = sum((x - mx) ** 2 for x, _ in series)
+    if not sxx:
+        return None
+    return round(1024 * sum((x - mx) * (y - my) for x, y in series) / sxx, 1)
+
+
 def _memory_summary(samples: list[dict[str, Any]], increments: int) -> dict[str, Any]:
-    """Peak RSS at increment 20 (or the last, if fewer) and at the end, and the growth between."""
+    """Peak RSS at increment 20 (or the last, if fewer) and at the end, and the growth between;
+    the live heap after a full GC every 20 increments, and its trend."""
     ref = min(MEMORY_REFERENCE, increments)
     at = {s["increment"]: s for s in samples}
     out: dict[str, Any] = {"reference_increment": ref, "last_increment": increments}
@@ -235,6 +258,10 @@ def _memory_summary(samples: list[dict[str, Any]], increments: int) -> dict[str,
                     "growth_pct": round(100 * (b - a) / a, 2) if a and b else None}
     out["jvm"]["heap_used_after_gc_at_reference_mb"] = at[ref].get("jvm_heap_used_after_gc_mb")
     out["jvm"]["heap_used_after_gc_at_end_mb"] = at[increments].get("jvm_heap_used_after_gc_mb")
+    series = [(s["increment"], s["jvm_heap_used_after_gc_mb"]) for s in samples
+              if s.get("jvm_heap_used_after_gc_mb") is not None]
+    out["jvm"]["heap_used_after_gc_mb"] = [list(p) for p in series]
+    out["jvm"]["heap_trend_kb_per_increment"] = heap_trend(series)
     return out
 
 
