@@ -15,7 +15,7 @@ test: setup
 
 # Static checks (not part of `make test`): types.
 check: setup
-	$(PY) -m pip install -q mypy
+	$(PY) -m pip install -q mypy==2.4.1
 	$(PY) -m mypy streamfold
 
 bench: setup
