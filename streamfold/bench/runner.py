@@ -234,15 +234,10 @@ def _heap_sampled(inc: int, increments: int) -> bool:
 def heap_trend(series: list[tuple[int, float]]) -> float | None:
     """The least-squares slope of (increment, live heap MB) in KB per increment: a leak grows it
     batch after batch, while what a few recent batches leave live only moves it up and down."""
-    if len(series) < 3:
+    if len(series) < 3 or len({x for x, _ in series}) < 2:
         return None
-    n = len(series)
-    mx = sum(x for x, _ in series) / n
-    my = sum(y for _, y in series) / n
-    sxx = sum((x - mx) ** 2 for x, _ in series)
-    if not sxx:
-        return None
-    return round(1024 * sum((x - mx) * (y - my) for x, y in series) / sxx, 1)
+    xs, ys = zip(*series)
+    return round(1024 * statistics.linear_regression(xs, ys).slope, 1)
 
 
 def _memory_summary(samples: list[dict[str, Any]], increments: int) -> dict[str, Any]:
