@@ -97,6 +97,15 @@ class AnswerSql:
             signed += f"\nUNION ALL\nSELECT *, -1 AS {WEIGHT} FROM (\n{_indent(before)}\n) _before"
         return _consolidate(self.final(signed, weight=True), self.output_schema)
 
+    def changes_from(self, snapshot: str, before: DataFrame | None, views: Views) -> str:
+        """The changes from ``before`` (an answer read back, with the same columns) to the answer
+        ``snapshot`` computes, by comparing the two whole: the first batch under a new plan,
+        whose answer before it the old plan gave. Without ``before`` every row enters."""
+        signed = f"SELECT *, 1 AS {WEIGHT} FROM (\n{_indent(snapshot)}\n) _after"
+        if before is not None:
+            signed += f"\nUNION ALL\nSELECT *, -1 AS {WEIGHT} FROM {views.name(before, 'before')}"
+        return _consolidate(signed, self.output_schema)
+
     def _per_key_changes(self, first: bool, merged: DataFrame, views: Views) -> str:
         """Changes of a row-wise answer, from each touched key's new and old row of the merge:
 

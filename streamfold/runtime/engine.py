@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
@@ -32,6 +32,7 @@ from .answer import AnswerSql
 from ..ir.printer import quote
 from .checkpoint import Checkpoint, OutputDir, batch_name
 from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
+from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
 from .lower import Resolve, Views, to_sql
 from .session import default_partitions, engine_session
@@ -88,43 +89,58 @@ class Engine:
     """A compiled query bound to its inputs, output and checkpoint, on a Spark session."""
 
     def __init__(self, spark: SparkSession, config: QueryConfig,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, control: BatchControl | None = None) -> None:
         self.config = config
         self.progress = progress or (lambda msg: None)
+        self.control: BatchControl = control or NoControl()
         self.spark = engine_session(spark, config.partitions or default_partitions(spark))
         self.specs = {s.name.lower(): s for s in config.sources + config.tables}
         self.catalog = Catalog([infer_schema(s, self.spark) for s in config.sources + config.tables])
-        self.plan: IncrementalPlan = incrementalize(bind(config.sql, self.catalog))
-        self._check_inputs()
-        self.output_schema = self._spark_output_schema()
+        self.plan: IncrementalPlan = self.compile(config.sql)
         self.output = OutputDir(config.output)
         self.checkpoint = Checkpoint(config.checkpoint_dir)
-        self.checkpoint.claim(self._identity())
-        self.store = StateStore(self.spark, self.plan.states)
-        self.answer = AnswerSql(self.plan, self.output_schema, self.store)
-        self.reader = BatchReader(self.spark, self.plan.streams, self.specs, self.catalog)
+        self.checkpoint.claim(self._identity())  # the checkpoint belongs to the query it was started with
+        self.recovery = self.checkpoint.recover(self.output, [s.name for s in self.plan.streams])
         self._tables: dict[str, DataFrame] = {}
         self._timings: dict[str, float] = {}
         self._batch_rows: dict[str, int] = {}  # the rows each source gave the batch being run
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
-        self._levels = _levels(self.plan.delta)
-        self._reread = _read_more_than_once(self.plan.delta)
-        self._declare_states()
-        self.recovery = self.checkpoint.recover(self.output, [s.name for s in self.plan.streams])
+        self._boundary: Installed | None = None  # a plan installed for the next batch, until it commits
+        # A reconfiguration may have changed the query since the run started: resume with the
+        # plan in effect after the last committed batch (its states are the ones checkpointed).
+        current = self.control.query_at(self.recovery.last_committed)
+        self._setup(self.plan if current is None else self.compile(current))
         self._restore_states()
         self.next_batch = self.recovery.last_committed + 1
         self.consumed = self.recovery.consumed
 
+    def compile(self, sql: str) -> IncrementalPlan:
+        """The incremental plan of ``sql`` over this query's inputs (coded errors if it cannot be)."""
+        plan = incrementalize(bind(sql, self.catalog))
+        self._check_inputs(plan)
+        return plan
+
+    def _setup(self, plan: IncrementalPlan) -> None:
+        """Make ``plan`` the engine's: its output schema, empty states, answer and reader."""
+        self.plan = plan
+        self.output_schema = spark_output_schema(self.spark, plan, self.catalog)
+        self.store = StateStore(self.spark, plan.states)
+        self.answer = AnswerSql(plan, self.output_schema, self.store)
+        self.reader = BatchReader(self.spark, plan.streams, self.specs, self.catalog)
+        self._levels = _levels(plan.delta)
+        self._reread = _read_more_than_once(plan.delta)
+        self._declare_states()
+
     # -- set-up ----------------------------------------------------------------------------------
-    def _check_inputs(self) -> None:
-        for s in self.plan.sources:
+    def _check_inputs(self, plan: IncrementalPlan) -> None:
+        for s in plan.sources:
             spec = self.specs[s.name.lower()]
             if s.static != spec.static:
                 raise StreamfoldError(f"{s.name} must be given with {'--table' if s.static else '--source'}",
                                       code="INPUT_KIND", params={"input": s.name})
             if not s.static:
                 list_inputs(spec.path)  # SOURCE_NOT_FOUND now rather than at the first poll
-        used = {s.name.lower() for s in self.plan.sources}
+        used = {s.name.lower() for s in plan.sources}
         for name, spec in self.specs.items():
             if name not in used:
                 log.warning("input %s is not used by the query", spec.name)
@@ -141,22 +157,6 @@ class Engine:
                                  "static": s.static} for s in self.plan.sources},
             "tables": tables,
         }
-
-    def _spark_output_schema(self) -> StructType:
-        """The names and types Spark gives the batch query: the snapshot's columns."""
-        for s in self.catalog.values():
-            empty_frame(self.spark, spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
-        try:
-            schema = self.spark.sql(spark_schema_sql(self.plan.sql)).schema
-        except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
-            raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
-                                   sql=self.plan.sql, params={"error": first_line(e)},
-                                   hint="streamfold answers what the Spark batch query answers; fix it for Spark") from None
-        if len(schema.fields) != len(self.plan.answer.output):
-            raise StreamfoldError(
-                f"internal: Spark sees {len(schema.fields)} output columns, the plan {len(self.plan.answer.output)}",
-                code="INTERNAL")
-        return schema
 
     def _declare_states(self) -> None:
         """Fix every state's schema by analysing its program over empty inputs; load static ones."""
@@ -252,6 +252,11 @@ class Engine:
 
         return resolve
 
+    def _mark(self, batch: int, step: str) -> None:
+        """A point inside a step: reported, and one where a pause may take effect."""
+        self.progress(f"batch {batch_name(batch)}: {step}")
+        self.control.step(batch, step)
+
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
         """Time a part of the batch (reported in BatchResult.timings and by ``bench``)."""
@@ -275,9 +280,12 @@ class Engine:
 
     # -- one batch -------------------------------------------------------------------------------
     def run_batch(self, inputs: dict[str, list[str]]) -> BatchResult | None:
-        """Apply one batch; returns None if every file of it was quarantined."""
+        """Apply one batch; returns None if every file of it was quarantined or skipped."""
         batch = self.next_batch
         while True:
+            if not any(inputs.values()) and self._boundary is None:
+                files.remove(self.checkpoint.offsets_path(batch))
+                return None
             self.checkpoint.write_offsets(batch, inputs)
             try:
                 result = self._run(batch, inputs)
@@ -286,9 +294,17 @@ class Engine:
                 if self.config.on_bad_file != "quarantine":
                     raise
                 inputs = self.reader.quarantine(e, inputs, self.output.root, self.progress)
-                if not any(inputs.values()):
-                    files.remove(self.checkpoint.offsets_path(batch))
-                    return None
+            except RedoBatch as redo:  # the controller drops the batch's work: files skipped, or a new plan
+                if redo.before is not None:
+                    redo.before()
+                if redo.inputs is not None:
+                    inputs = redo.inputs
+            except BatchError as e:
+                if self._boundary is None:
+                    raise
+                # The plan installed for this batch failed on it: the plan before runs it instead.
+                boundary, self._boundary = self._boundary, None
+                boundary.fail(self, e)
         for name, names in inputs.items():
             self.consumed.setdefault(name, set()).update(names)
         self.next_batch = batch + 1
@@ -299,12 +315,10 @@ class Engine:
         self._timings = {}
         views = Views(self.spark, f"b{batch}")
         with self._phase("read"):
-            frames, rows, cached = self.reader.read(inputs, cache=self._reread)
+            frames, rows, cached = self.control.guard(batch, "read",
+                                                      lambda: self.reader.read(inputs, cache=self._reread))
         self._batch_rows = rows
-        merged: dict[str, DataFrame] = {}
-        new: dict[str, DataFrame | str] = {}
-        deltas: dict[str, DataFrame | str] = {}
-        temps: list[DataFrame] = []
+        applied = _Applied()
         committed = False
         # A small batch over small states runs as one Spark job: merges are checkpointed lazily
         # and computed by the job that writes the outputs. Otherwise (batch 0's history, large
@@ -313,50 +327,142 @@ class Engine:
         known = held + 4 * sum(rows.values())
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         try:
-            for level in self._levels:
-                with self._phase("h ⊗ " + " ".join(s.state for s in level)):
-                    ctx = _Context(frames, deltas, new, merged, batch == 0)
-                    done = _parallel([lambda s=s: self._step(batch, s, ctx, views, eager) for s in level])
-                for step, df in (pair for results in done for pair in results):
-                    if step is None:  # held until the batch ends
-                        temps.append(df)
-                    elif step.temp:
-                        deltas[step.state] = df
-                        temps.append(df)
-                    else:
-                        merged[step.state] = df
-                        new[step.state] = self.store.new_view(step.state, df, views)
-                        deltas[step.state] = self.store.delta_view(step.state, df, views)
+            self._apply_h(batch, frames, batch == 0, eager, views, applied)
+            merged, new = applied.merged, applied.new
             self.progress(f"batch {batch_name(batch)}: answer")
             with self._phase("write"):
-                snap_rows, change_rows = self._write_outputs(batch, merged, new, views, eager,
-                                                              held + sum(rows.values()))
+                snap_rows, change_rows = self.control.guard(
+                    batch, "answer",
+                    lambda: self._write_outputs(batch, merged, new, views, eager, held + sum(rows.values())))
             self.store.count_rows()
+            extra = self.control.before_commit(Pending(
+                batch, inputs, rows, self.output.snapshot_path(batch), self.output.changes_path(batch),
+                state=lambda n: self.store.as_frame(_text(new[n])) if n in new else self.store.current[n],
+                touched=lambda n: self.store.as_frame(self.store.touched_new(n, merged[n], views)),
+                states=tuple(self.store.durable())))
+            if self._boundary is not None:
+                extra["reset"] = self._boundary.reset
             duration = time.monotonic() - start
-            self.output.commit(batch, {
+            record = {
                 "batch": batch, "inputs": inputs, "duration_s": round(duration, 4), "rows": rows,
                 "snapshot_rows": snap_rows, "change_rows": change_rows,
                 "state_rows": {n: r for n, r in self._state_rows().items()},
-                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            })
+                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra,
+            }
+            self.output.commit(batch, record)
             committed = True
             # The next batch reads each state through this view (analysed now, before the
             # batch's temp views are dropped).
             current = {n: (self.store.as_frame(_text(new[n])), merged[n]) for n in merged}
         finally:
             views.drop()
-            for df in temps:
+            for df in applied.temps:
                 release(df)
             for df in cached:
                 df.unpersist()
             if not committed:
-                for df in merged.values():
+                for df in applied.merged.values():
                     release(df)
         self.store.replace(current)
+        boundary, self._boundary = self._boundary, None
+        if boundary is not None:
+            boundary.committed(self)
+        self.control.committed(batch, record)
         with self._phase("compact"):
-            self._after_commit(batch)
+            self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated=boundary is not None))
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings))
+
+    def _apply_h(self, batch: int, frames: dict[str, DataFrame], first: bool, eager: bool, views: Views,
+                 out: _Applied, given: dict[str, DataFrame] | None = None, label: str = "") -> None:
+        """h and ⊗ over a batch's rows, level by level, into ``out``: each state's merge, its new
+        and delta versions, and the temporaries to release. A ``given`` state is not stepped: its
+        merge's result is given (a state a reconfiguration keeps, entering whole)."""
+        given = given or {}
+        for level in self._levels:
+            with self._phase("h ⊗ " + " ".join(s.state for s in level)):
+                ctx = _Context(frames, out.deltas, out.new, out.merged, first)
+                todo = [s for s in level if s.state not in given]
+                done = _parallel(self.spark, [
+                    lambda s=s: self.control.guard(batch, f"{label}Δ{s.state}",  # type: ignore[misc]
+                                                   lambda: self._step(batch, s, ctx, views, eager))
+                    for s in todo])
+            results = [(s, given[s.state]) for s in level if s.state in given]
+            for step, df in results + [pair for r in done for pair in r]:
+                if step is None:  # held until the batch ends
+                    out.temps.append(df)
+                elif step.temp:
+                    out.deltas[step.state] = df
+                    out.temps.append(df)
+                else:
+                    out.merged[step.state] = df
+                    out.new[step.state] = self.store.new_view(step.state, df, views)
+                    out.deltas[step.state] = self.store.delta_view(step.state, df, views)
+
+    # -- reconfiguration (the seam for streamfold.control) ---------------------------------------
+    def install(self, plan: IncrementalPlan, keep: Mapping[str, str], history: dict[str, list[str]] | None,
+                on_failure: Callable[[BaseException], None] | None = None) -> None:
+        """Make ``plan`` the engine's from the next batch on: a reconfiguration, applied between two
+        batches to the whole plan (no batch runs partly under each).
+
+        ``keep`` maps states of ``plan`` to states of the current plan whose rows they take —
+        whole when their columns are equal, else projected on the new columns, a new column at
+        its monoid's identity (a state transformed "from now on"). The other states start empty
+        and, given ``history`` (the files of every committed batch, per source), are built from
+        it as batch 0 would build them from all of it. The next batch commits the new answer,
+        its changes taken from the last committed snapshot, and a full copy of the new states; if
+        it fails, the old plan is put back and runs it (``on_failure`` is told why).
+        """
+        if self._boundary is not None:
+            raise StreamfoldError("internal: a plan is installed already and its batch is not committed",
+                                  code="INTERNAL")
+        old = _Bundle.of(self)
+        batch = self.next_batch
+        try:
+            self._setup(plan)
+            kept = {n: (self.store.transformed(n, old.store.current[o], old.store.schemas[o]),
+                        old.store.backing(o), old.store.rows.get(o)) for n, o in keep.items()}
+            if history is not None and any(not s.static and s.name not in keep for s in plan.states):
+                self.progress(f"batch {batch_name(batch)}: rebuilding states from the history")
+                self._rebuild(batch, history, {n: df for n, (df, _, _) in kept.items()})
+            for n, (df, backing, rows) in kept.items():
+                self.store.adopt(n, df, backing, rows)
+        except BaseException:
+            self.store.release_except(old.store.backings())
+            old.restore(self)
+            raise
+        previous = self.output.snapshot_path(batch - 1)
+        self._boundary = Installed(old, reset=self.output_schema != old.output_schema,
+                                   before=previous if batch > 0 and os.path.isdir(previous) else None,
+                                   on_failure=on_failure)
+
+    def _rebuild(self, batch: int, history: dict[str, list[str]], kept: dict[str, DataFrame]) -> None:
+        """The states of a newly installed plan that it does not keep, from the sources' history:
+        h over all of it as one batch against empty states, the kept states entering whole."""
+        views = Views(self.spark, f"rebuild{batch}")
+        frames, rows, cached = self.control.guard(batch, "rebuild: read",
+                                                  lambda: self.reader.read(history, cache=self._reread))
+        self._batch_rows = rows
+        applied = _Applied()
+        done = False
+        try:
+            given = {n: self.store.as_merged(n, df, views) for n, df in kept.items()}
+            self._apply_h(batch, frames, True, True, views, applied, given, label="rebuild ")
+            current = {n: (self.store.as_frame(_text(applied.new[n])), applied.merged[n])
+                       for n in applied.merged if n not in kept}
+            done = True
+        finally:
+            views.drop()
+            for df in applied.temps:
+                release(df)
+            for df in cached:
+                df.unpersist()
+            if not done:
+                for n, df in applied.merged.items():
+                    if n not in kept:
+                        release(df)
+        self.store.replace(current)
+        self.store.count_rows()
 
     def _step(self, batch: int, step: Step, ctx: _Context, views: Views,
               eager: bool) -> list[tuple[Step | None, DataFrame]]:
@@ -367,8 +473,8 @@ class Engine:
         try:
             loop = step.fixpoint or step.repeat
             if loop is not None:  # a loop finds the delta
-                delta = (self._fixpoint(batch, step, loop, resolve, views) if isinstance(loop, Fixpoint)
-                         else self._repeat(batch, step, loop, resolve, views))
+                delta = (self._fixpoint(batch, step, loop, resolve, views, ctx.first) if isinstance(loop, Fixpoint)
+                         else self._repeat(batch, step, loop, resolve, views, ctx.first))
                 try:
                     return [(step, self.store.merge(step.state, f"SELECT * FROM {views.name(delta, 'loop')}",
                                                     views, True))]
@@ -386,7 +492,8 @@ class Engine:
             raise BatchError(f"batch {batch} failed computing Δ{step.state}: {first_line(e)}", code="BATCH_FAILED",
                              params={"batch": batch, "step": f"Δ{step.state}"}) from e
 
-    def _fixpoint(self, batch: int, step: Step, fx: Fixpoint, resolve: Resolve, views: Views) -> DataFrame:
+    def _fixpoint(self, batch: int, step: Step, fx: Fixpoint, resolve: Resolve, views: Views,
+                  first: bool) -> DataFrame:
         """A recursive CTE's change this batch, by semi-naive rounds (see :class:`Fixpoint`)."""
         cols = ", ".join(quote(f.name) for f in fx.fields)
         state = step.state
@@ -406,7 +513,7 @@ class Engine:
 
         held: list[DataFrame] = []
         old = self.spark.sql(f"SELECT {cols} FROM {views.relation(self.store.current[state], 'old_' + state)} _o")
-        incremental = fx.incremental and batch > 0
+        incremental = fx.incremental and not first
         try:
             if incremental:
                 seed = run(Union(fx.seeds), old)
@@ -425,7 +532,7 @@ class Engine:
                                      code="NO_FIXPOINT", params={"batch": batch, "rounds": FIXPOINT_MAX_ROUNDS},
                                      hint="bound the step with a WHERE (e.g. WHERE n < 100), or write WITH "
                                           "ITERATIVE … TIMES n for a fixed number of steps")
-                self.progress(f"batch {batch_name(batch)}: {state} round {rounds}")
+                self._mark(batch, f"{state} round {rounds}")
                 frontier = keep(run(fx.step, frontier).subtract(total))
                 total = keep(total.unionAll(frontier))
                 found.append(frontier)
@@ -443,14 +550,15 @@ class Engine:
             for df in held:
                 release(df)
 
-    def _repeat(self, batch: int, step: Step, rp: Repeat, resolve: Resolve, views: Views) -> DataFrame:
+    def _repeat(self, batch: int, step: Step, rp: Repeat, resolve: Resolve, views: Views,
+                first: bool) -> DataFrame:
         """An exact iteration's change this batch (see :class:`Repeat`): its steps from the start
         over the inputs' states after the merge — a few steps per statement, each statement over
         the last one's checkpoint — and the last value minus the one kept."""
         cols = ", ".join(quote(f.name) for f in rp.fields)
         old = views.relation(self.store.current[step.state], "old_" + step.state)
         read = {s.lower() for s in rp.streams}
-        if batch > 0 and not any(n for s, n in self._batch_rows.items() if s.lower() in read):
+        if not first and not any(n for s, n in self._batch_rows.items() if s.lower() in read):
             return self.store.empty(step.state)  # nothing it reads changed: neither does its value
 
         # What the steps read, expanded from its bag state and checkpointed once for all of them
@@ -490,14 +598,14 @@ class Engine:
         chunk = rp.nested
         value: DataFrame | None = None
         try:
-            inputs.update(zip(reads, _parallel([partial(keep, n) for n in reads])))
+            inputs.update(zip(reads, _parallel(self.spark, [partial(keep, n) for n in reads])))
             step_rel = rp.step.transform(checkpointed)  # the start reads its inputs once: as they are
             value = materialize(self.spark.sql(sql(rp.start, None)), True)
             done = 0
             while done < rp.times:
                 count = min(chunk, rp.times - done)
-                self.progress(f"batch {batch_name(batch)}: {name} steps {done + 1}–{done + count} of {rp.times}"
-                              if count > 1 else f"batch {batch_name(batch)}: {name} step {done + 1}/{rp.times}")
+                self._mark(batch, f"{name} steps {done + 1}–{done + count} of {rp.times}"
+                           if count > 1 else f"{name} step {done + 1}/{rp.times}")
                 text: DataFrame | str = value
                 for _ in range(count):
                     text = sql(step_rel, text)
@@ -582,7 +690,7 @@ class Engine:
 
         delta = run(start(to_sql(dx.start, ctx.resolver(self, views), views)))
         for i in range(1, dx.times + 1):
-            self.progress(f"batch {batch_name(batch)}: {loop} diffusion round {i}/{dx.times}")
+            self._mark(batch, f"{loop} diffusion round {i}/{dx.times}")
             body, resolve = self._body(dx, ctx, delta, views, commit=False)
             delta = run(change(to_sql(dx.output, resolve, views)))
             for _, df in body:
@@ -603,19 +711,30 @@ class Engine:
         batch and its rows); eager merges are read from their checkpoints."""
         states: dict[str, DataFrame | str] = {**self.store.current, **new}
         durable = self.store.durable()
+        boundary = self._boundary
         try:
             snapshot = self.answer.snapshot(states, views)
-            changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
-            logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
+            if boundary is None:
+                changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
+                logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
+                log_dir = self.checkpoint.delta_dir(batch)
+            else:
+                # The first batch of a newly installed plan: its changes are from the answer the
+                # old plan committed last, and its states are written whole (a restart restores
+                # them without reading the old plan's changelogs).
+                before = None if boundary.before is None or boundary.reset else self.spark.read.parquet(boundary.before)
+                changes = self.answer.changes_from(snapshot, before, views)
+                logs = {n: states[n] for n in durable}
+                log_dir = self.checkpoint.base_dir(batch)
             log = self.store.pack_sql(logs, views) if durable else None
             outputs = [(snapshot, self.output.snapshot_path(batch)), (changes, self.output.changes_path(batch))]
             if log is not None:
-                outputs.append((log, self.checkpoint.delta_dir(batch)))
+                outputs.append((log, log_dir))
             # The merges' row counts bound every output: the snapshot by the answer's states, the
             # changes and changelog by the keys touched. Small ones are collected and written here.
             if eager:
                 self.store.count_rows()
-            bound = self._rows_bound(merged)
+            bound = self._rows_bound(merged if boundary is None else durable)
             if not eager or bound <= SMALL_ROWS:
                 schemas = [self.answer.columns(), self.answer.columns(weight=True)]
                 if log is not None:
@@ -627,7 +746,7 @@ class Engine:
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
-                written += _parallel([lambda sql=sql, target=target: emit(self.spark.sql(sql), target, False)
+                written += _parallel(self.spark, [lambda sql=sql, target=target: emit(self.spark.sql(sql), target, False)
                                       for sql, target in outputs[1:]])
         except Exception as e:  # noqa: BLE001
             raise BatchError(f"batch {batch} failed writing its answer: {first_line(e)}", code="BATCH_FAILED",
@@ -641,9 +760,11 @@ class Engine:
     def _state_rows(self) -> dict[str, int]:
         return {n: r for n, r in self.store.rows.items() if r is not None and not self.store.defs[n].static}
 
-    def _after_commit(self, batch: int) -> None:
+    def _after_commit(self, batch: int, restated: bool = False) -> None:
         every = self.config.compact_every
-        if every and (batch + 1) % every == 0 and self.store.durable():
+        if restated:  # the batch wrote every state whole: what came before is not needed
+            self.checkpoint.prune(batch)
+        elif every and (batch + 1) % every == 0 and self.store.durable():
             views = Views(self.spark, "compact")
             try:
                 # Small states are collected and written by the driver (as a batch's outputs are):
@@ -680,6 +801,59 @@ class _Context:
                                 loops=self.loops)
 
 
+@dataclass
+class _Applied:
+    """What h and ⊗ gave over a batch: per state its merge's result and its new and delta
+    versions (SQL over the merge), and the temporaries to release when the batch ends."""
+
+    merged: dict[str, DataFrame] = field(default_factory=dict)
+    new: dict[str, DataFrame | str] = field(default_factory=dict)
+    deltas: dict[str, DataFrame | str] = field(default_factory=dict)
+    temps: list[DataFrame] = field(default_factory=list)
+
+
+@dataclass
+class _Bundle:
+    """Everything of the engine that follows from its plan (swapped whole by a reconfiguration)."""
+
+    plan: IncrementalPlan
+    output_schema: StructType
+    store: StateStore
+    answer: AnswerSql
+    reader: BatchReader
+    levels: list[list[Step]]
+    reread: bool
+
+    @classmethod
+    def of(cls, engine: Engine) -> _Bundle:
+        return cls(engine.plan, engine.output_schema, engine.store, engine.answer, engine.reader,
+                   engine._levels, engine._reread)
+
+    def restore(self, engine: Engine) -> None:
+        engine.plan, engine.output_schema, engine.store = self.plan, self.output_schema, self.store
+        engine.answer, engine.reader, engine._levels, engine._reread = self.answer, self.reader, self.levels, self.reread
+
+
+@dataclass
+class Installed:
+    """A plan installed by :meth:`Engine.install` whose first batch is not committed yet."""
+
+    old: _Bundle  # the plan before, put back if the new one fails on its first batch
+    reset: bool  # the answer's columns changed: its first changes are all of its rows
+    before: str | None  # the last committed snapshot, the changes' starting point
+    on_failure: Callable[[BaseException], None] | None = None
+
+    def committed(self, engine: Engine) -> None:
+        """The first batch is committed: free the old plan's states the new one does not use."""
+        self.old.store.release_except(engine.store.backings())
+
+    def fail(self, engine: Engine, error: BaseException) -> None:
+        engine.store.release_except(self.old.store.backings())
+        self.old.restore(engine)
+        if self.on_failure is not None:
+            self.on_failure(error)
+
+
 def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:
     """Steps grouped so that each reads only what earlier groups produce this batch."""
     level_of: dict[str, int] = {}
@@ -709,12 +883,17 @@ def _read_more_than_once(steps: tuple[Step, ...]) -> bool:
     return False
 
 
-def _parallel(jobs: list[Callable[[], Any]]) -> list[Any]:
-    """Run independent Spark jobs side by side (Spark schedules concurrent jobs); results in order."""
+def _parallel(spark: SparkSession, jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Run independent Spark jobs side by side (Spark schedules concurrent jobs); results in order.
+
+    Each job's thread carries the calling thread's Spark tags (a controller cancels a step's
+    jobs by its tag)."""
     if len(jobs) <= 1:
         return [job() for job in jobs]
+    from pyspark.util import inheritable_thread_target
+
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = [pool.submit(job) for job in jobs]
+        futures = [pool.submit(inheritable_thread_target(spark)(job)) for job in jobs]
         return [f.result() for f in futures]
 
 
@@ -727,3 +906,21 @@ def _size(path: str) -> int:
     if os.path.isdir(path):
         return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
     return os.path.getsize(path)
+
+
+def spark_output_schema(spark: SparkSession, plan: IncrementalPlan, catalog: Catalog) -> StructType:
+    """The names and types Spark gives the batch query (the snapshot's columns), found by
+    analysing it over empty views of its inputs in ``spark``."""
+    for s in catalog.values():
+        empty_frame(spark, spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
+    try:
+        schema = spark.sql(spark_schema_sql(plan.sql)).schema
+    except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
+        raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
+                               sql=plan.sql, params={"error": first_line(e)},
+                               hint="streamfold answers what the Spark batch query answers; fix it for Spark") from None
+    if len(schema.fields) != len(plan.answer.output):
+        raise StreamfoldError(
+            f"internal: Spark sees {len(schema.fields)} output columns, the plan {len(plan.answer.output)}",
+            code="INTERNAL")
+    return schema

@@ -8,9 +8,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StreamfoldError, UsageError
+from ..errors import UsageError
 from .checkpoint import batch_name
 from .engine import BatchResult, Engine, QueryConfig
+from .hooks import BatchControl, Boundary, QueryStopped
 from .session import get_spark
 from .sources import FORMATS, InputSpec
 
@@ -40,12 +41,22 @@ class Query:
         return self.engine.next_batch - 1
 
     def process_available(self) -> BatchResult | None:
-        """Run one batch over the files that appeared since the last one (None if there are none)."""
+        """Run one batch over the files that appeared since the last one (None if there are none,
+        or if the query is paused)."""
+        control = self.engine.control
         with self._lock:
-            inputs = self.engine.poll()
-            if inputs is None:
-                return None
-            result = self.engine.run_batch(inputs)
+            try:
+                decision = control.boundary(self.engine)
+                if decision is Boundary.HOLD:
+                    return None
+                inputs = self.engine.poll()
+                if inputs is None and decision is Boundary.RUN_EVEN_IF_EMPTY:
+                    inputs = {s.name: [] for s in self.engine.plan.streams}
+                if inputs is None:
+                    return None
+                result = self.engine.run_batch(inputs)
+            finally:
+                control.done()
             if result is not None:
                 self.results.append(result)
                 if self.on_batch:
@@ -54,16 +65,22 @@ class Query:
             return result
 
     def run(self, trigger: float = 1.0, until_idle: float | None = None) -> None:
-        """Poll every ``trigger`` seconds in this thread; return after ``until_idle`` quiet seconds."""
+        """Poll every ``trigger`` seconds in this thread; return after ``until_idle`` quiet seconds
+        (time paused does not count), or when the query is stopped."""
         idle_since = time.monotonic()
-        while not self._stop.is_set():
-            result = self.process_available()
-            if result is not None or self.engine.recovery.pending:
-                idle_since = time.monotonic()
-                continue
-            if until_idle is not None and time.monotonic() - idle_since >= until_idle:
-                return
-            self._stop.wait(trigger)
+        try:
+            while not self._stop.is_set():
+                if self.engine.control.wait_if_paused():
+                    idle_since = time.monotonic()
+                result = self.process_available()
+                if result is not None or self.engine.recovery.pending:
+                    idle_since = time.monotonic()
+                    continue
+                if until_idle is not None and time.monotonic() - idle_since >= until_idle:
+                    return
+                self._stop.wait(trigger)
+        except QueryStopped:
+            return
 
     def start_background(self, trigger: float, until_idle: float | None = None) -> None:
         def loop() -> None:
@@ -97,6 +114,7 @@ class Query:
     def stop(self) -> None:
         """Stop polling (a batch in progress finishes first) and release the query's state."""
         self._stop.set()
+        self.engine.control.close()
         if self._thread is not None:
             self._thread.join()
         self.engine.close()
@@ -176,15 +194,13 @@ def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mappi
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],
           formats: Mapping[str, str], schemas: Mapping[str, str], checkpoint: str | None, trigger: float,
           spark: SparkSession | None, master: str | None, background: bool,
-          progress: Callable[[str], None] | None = None, **options: Any) -> Query:
+          progress: Callable[[str], None] | None = None,
+          control: Callable[[QueryConfig], BatchControl] | None = None, **options: Any) -> Query:
     until_idle = options.pop("until_idle", None)
     config = make_config(sql, sources, output, tables, formats, schemas, checkpoint=checkpoint, trigger=trigger,
                          until_idle=until_idle, **options)
     session = spark if spark is not None else get_spark(master)
-    try:
-        engine = Engine(session, config, progress=progress)
-    except StreamfoldError:
-        raise
+    engine = Engine(session, config, progress=progress, control=control(config) if control else None)
     query = Query(engine, session)
     if background:
         query.start_background(trigger, until_idle)

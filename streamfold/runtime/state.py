@@ -317,6 +317,51 @@ class StateStore:
             self.replace({name: (materialize(df), None)})
             self.rows[name] = output_rows(df)
 
+    # -- a reconfiguration's states (Engine.install) ---------------------------------------------
+    def transformed(self, name: str, rows: DataFrame, schema: StructType) -> DataFrame:
+        """State ``name``'s rows from another plan's state (``rows`` with ``schema``) with the same
+        key: its columns as they are, a column it lacks at the identity of its monoid (0 for +,
+        NULL for min and max). Narrow: the rows keep their partitioning."""
+        have = {f.name: f for f in schema.fields}
+        if [(f.name, f.dataType) for f in schema.fields] == [(f.name, f.dataType) for f in self.schemas[name].fields]:
+            return rows
+        monoids = {c.name: c.monoid for c in self.defs[name].columns}
+        cols = []
+        for f in self.schemas[name].fields:
+            if f.name in have:
+                value = quote(f.name)
+            else:
+                value = "0" if monoids.get(f.name) == Monoid.SUM else "NULL"
+            cols.append(f"CAST({value} AS {_type(f)}) AS {quote(f.name)}")
+        return rows.selectExpr(*cols)
+
+    def as_merged(self, name: str, rows: DataFrame, views: Views) -> DataFrame:
+        """``rows`` (all of state ``name``) in the shape of a merge that brought every one of them
+        into an empty state: each key touched, no old values."""
+        cols = [quote(k) for k in self._keys(name)] + [quote(v.name) for v in self._values(name)]
+        cols += [f"CAST(NULL AS {_type(v)}) AS {quote(OLD + v.name)}" for v in self._values(name)]
+        return self.spark.sql(f"SELECT {', '.join(cols)}, 1 AS {TOUCHED} FROM {views.name(rows, 'whole_' + name)}")
+
+    def adopt(self, name: str, rows: DataFrame, backing: DataFrame | None, count: int | None) -> None:
+        """Make ``rows`` (held by ``backing``, another store's) the current version of ``name``."""
+        self.current[name] = rows
+        if backing is not None:
+            self._backing[name] = backing
+        self.rows[name] = count
+
+    def backing(self, name: str) -> DataFrame | None:
+        return self._backing.get(name)
+
+    def backings(self) -> list[DataFrame]:
+        return list(self._backing.values())
+
+    def release_except(self, keep: list[DataFrame]) -> None:
+        """Free what this store holds, except the DataFrames in ``keep`` (shared with another)."""
+        kept = {id(df) for df in keep}
+        for df in self._backing.values():
+            if id(df) not in kept:
+                release(df)
+
     def replace(self, new: dict[str, tuple[DataFrame, DataFrame | None]]) -> None:
         """Make each ``(state, backing)`` current, releasing what the replaced ones held."""
         for name, (state, backing) in new.items():
