@@ -194,17 +194,24 @@ def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mappi
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],
           formats: Mapping[str, str], schemas: Mapping[str, str], checkpoint: str | None, trigger: float,
           spark: SparkSession | None, master: str | None, background: bool,
-          progress: Callable[[str], None] | None = None,
-          control: Callable[[QueryConfig], BatchControl] | None = None, **options: Any) -> Query:
+          progress: Callable[[str], None] | None = None, **options: Any) -> Query:
     until_idle = options.pop("until_idle", None)
     config = make_config(sql, sources, output, tables, formats, schemas, checkpoint=checkpoint, trigger=trigger,
                          until_idle=until_idle, **options)
+    return launch(config, spark, master, background, progress)
+
+
+def launch(config: QueryConfig, spark: SparkSession | None, master: str | None, background: bool,
+           progress: Callable[[str], None] | None = None, control: BatchControl | None = None,
+           make_query: Callable[[Engine, SparkSession], Query] = Query) -> Query:
+    """The engine for ``config`` on ``spark`` (or a session on ``master``), under ``control``, as
+    the query ``make_query`` makes of it; polling in a background thread if ``background``."""
     session = spark if spark is not None else get_spark(master)
-    engine = Engine(session, config, progress=progress, control=control(config) if control else None)
-    query = Query(engine, session)
+    engine = Engine(session, config, progress=progress, control=control)
+    query = make_query(engine, session)
     if background:
-        query.start_background(trigger, until_idle)
+        query.start_background(config.trigger, config.until_idle)
     return query
 
 
-__all__ = ["Query", "batch_name", "start"]
+__all__ = ["Query", "batch_name", "launch", "start"]
