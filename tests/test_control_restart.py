@@ -21,6 +21,7 @@ from .controlled import Feed, check_every_commit, commits, wait_for
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SQL = "SELECT k, sum(v) AS s, count(*) AS n FROM S GROUP BY k"
+HAVING = f"{SQL} HAVING sum(v) > 5"  # the answer only: every state kept
 FILTERED = "SELECT k, sum(v) AS s, count(*) AS n FROM S WHERE v > 3 GROUP BY k"  # its state is rebuilt
 ENV = {**os.environ, "STREAMFOLD_DRIVER_MEMORY": "1g"}
 
@@ -66,13 +67,16 @@ def test_a_query_killed_while_paused_comes_back_paused_and_loses_nothing(tmp_pat
     try:
         control = client(out, proc, started)
         wait_for(lambda: committed(out) >= 1, 300, "batch 0")
+        # an answer-only change first: the restart restores the new version's states from the
+        # changelogs written before and after it
+        control.reconfigure(HAVING, wait=True)
         assert control.pause()["state"] == "paused"
         feed.put([(1, 1)])
         feed.put([(3, 2)])
         time.sleep(1.0)
     finally:
         kill(proc)
-    assert committed(out) == 1
+    assert committed(out) == 2
     started = time.time()
     proc = run(feed.directory, out, 4)
     try:
@@ -80,7 +84,7 @@ def test_a_query_killed_while_paused_comes_back_paused_and_loses_nothing(tmp_pat
         status = control.status()
         assert status["state"] == "paused" and status["pause"]["reason"] == "restored"
         time.sleep(1.0)
-        assert committed(out) == 1, "files that arrived while paused wait for the resume"
+        assert committed(out) == 2, "files that arrived while paused wait for the resume"
         control.resume()
         assert proc.wait(300) == 0
     finally:
@@ -88,8 +92,9 @@ def test_a_query_killed_while_paused_comes_back_paused_and_loses_nothing(tmp_pat
             kill(proc)
     records = check_every_commit(out, feed, SQL)
     assert sum(len(r["inputs"]["S"]) for r in records) == 3
+    assert [r["query_version"] for r in records] == [1, 2, 2]
     actions = [r["action"] for r in log(out)]
-    assert actions[:3] == ["start", "pause", "start"] and "resume" in actions
+    assert actions[:5] == ["start", "reconfigure", "reconfigure applied", "pause", "start"] and "resume" in actions
 
 
 def test_a_reconfiguration_interrupted_by_sigkill_applies_at_the_same_batch_after_restart(tmp_path):

@@ -369,7 +369,8 @@ class Engine:
             boundary.committed(self)
         self.control.committed(batch, record)
         with self._phase("compact"):
-            self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated=boundary is not None))
+            self.control.guard(batch, "compact",
+                               lambda: self._after_commit(batch, restated=boundary is not None and boundary.whole))
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings))
 
@@ -410,8 +411,9 @@ class Engine:
         its monoid's identity (a state transformed "from now on"). The other states start empty
         and, given ``history`` (the files of every committed batch, per source), are built from
         it as batch 0 would build them from all of it. The next batch commits the new answer,
-        its changes taken from the last committed snapshot, and a full copy of the new states; if
-        it fails, the old plan is put back and runs it (``on_failure`` is told why).
+        its changes taken from the last committed snapshot, and — unless every state is kept as
+        it was — a full copy of the new states; if it fails, the old plan is put back and runs it
+        (``on_failure`` is told why).
         """
         if self._boundary is not None:
             raise StreamfoldError("internal: a plan is installed already and its batch is not committed",
@@ -432,9 +434,13 @@ class Engine:
             old.restore(self)
             raise
         previous = self.output.snapshot_path(batch - 1)
+        # The old plan's changelogs restore the new plan's states when it has the same ones, all
+        # kept as they were (an answer-only change); otherwise the first batch writes them whole.
+        same = (self.store.durable() == old.store.durable() and set(keep) == set(self.store.durable())
+                and all(keep[n] == n and self.store.schemas[n] == old.store.schemas[n] for n in keep))
         self._boundary = Installed(old, reset=self.output_schema != old.output_schema,
                                    before=previous if batch > 0 and os.path.isdir(previous) else None,
-                                   on_failure=on_failure)
+                                   whole=not same, on_failure=on_failure)
 
     def _rebuild(self, batch: int, history: dict[str, list[str]], kept: dict[str, DataFrame]) -> None:
         """The states of a newly installed plan that it does not keep, from the sources' history:
@@ -716,14 +722,13 @@ class Engine:
             snapshot = self.answer.snapshot(states, views)
             if boundary is None:
                 changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
-                logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
-                log_dir = self.checkpoint.delta_dir(batch)
-            else:
-                # The first batch of a newly installed plan: its changes are from the answer the
-                # old plan committed last, and its states are written whole (a restart restores
-                # them without reading the old plan's changelogs).
+            else:  # the first batch of a newly installed plan: changes from the old plan's last answer
                 before = None if boundary.before is None or boundary.reset else self.spark.read.parquet(boundary.before)
                 changes = self.answer.changes_from(snapshot, before, views)
+            if boundary is None or not boundary.whole:
+                logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
+                log_dir = self.checkpoint.delta_dir(batch)
+            else:  # states written whole: a restart restores them without the old plan's changelogs
                 logs = {n: states[n] for n in durable}
                 log_dir = self.checkpoint.base_dir(batch)
             log = self.store.pack_sql(logs, views) if durable else None
@@ -734,7 +739,7 @@ class Engine:
             # changes and changelog by the keys touched. Small ones are collected and written here.
             if eager:
                 self.store.count_rows()
-            bound = self._rows_bound(merged if boundary is None else durable)
+            bound = self._rows_bound(merged if boundary is None or not boundary.whole else durable)
             if not eager or bound <= SMALL_ROWS:
                 schemas = [self.answer.columns(), self.answer.columns(weight=True)]
                 if log is not None:
@@ -841,6 +846,7 @@ class Installed:
     old: _Bundle  # the plan before, put back if the new one fails on its first batch
     reset: bool  # the answer's columns changed: its first changes are all of its rows
     before: str | None  # the last committed snapshot, the changes' starting point
+    whole: bool  # its first batch writes the states whole (they are not the old plan's)
     on_failure: Callable[[BaseException], None] | None = None
 
     def committed(self, engine: Engine) -> None:
