@@ -92,8 +92,9 @@ def test_a_pause_cancels_a_step_that_runs_long_and_runs_it_again_after_resume(sp
     from streamfold.control.pause import Gate
 
     session, tag = spark.newSession(), "streamfold-test-cancel"
-    gate = Gate(cancel=lambda: session.interruptTag(tag),
-                tag=lambda on: session.addTag(tag) if on else session.removeTag(tag), grace=0.05)
+    sc = spark.sparkContext
+    gate = Gate(cancel=lambda: sc.cancelJobsWithTag(tag),
+                tag=lambda on: sc.addJobTag(tag) if on else sc.removeJobTag(tag), grace=0.05)
     calls: list[int] = []
 
     def step() -> int:  # a job of minutes the first time; small when run again

@@ -72,9 +72,11 @@ def bench_pause(history: int, pauses: int, out: str, master: str | None) -> dict
             if q.last_batch >= 0 or not status["in_batch"]:
                 continue
             t0 = time.monotonic()
-            paused = client.pause(wait=True)
+            paused = client.pause(wait=True, timeout=120)
             trip = time.monotonic() - t0
             pause = paused["pause"]
+            if pause["latency_s"] is None:  # not paused within the wait: count the round trip
+                pause["latency_s"] = round(trip, 4)
             samples.append({"at_s": round(t0 - began, 2), "latency_s": pause["latency_s"],
                             "round_trip_s": round(trip, 4), "step": pause["step"],
                             "cancelled_steps": pause["cancelled_steps"]})

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import sqlglot
 from sqlglot import exp
@@ -125,14 +125,14 @@ def target_schema(engine: Engine, kind: str, target: str | None) -> StructType:
             raise UsageError(f"no stream source {target!r}", code="BREAKPOINT_UNKNOWN_TARGET",
                              params={"kind": kind, "target": target},
                              hint=f"the query's stream sources: {', '.join(s.name for s in engine.plan.streams)}")
-        return spark_struct(list(source.columns) + [(WEIGHT, "BIGINT")])
+        return cast("StructType", spark_struct(list(source.columns) + [(WEIGHT, "BIGINT")]))
     if kind == "state":
         if target not in engine.store.schemas or engine.store.defs[target].static:
             raise UsageError(f"no state {target!r}", code="BREAKPOINT_UNKNOWN_TARGET",
                              params={"kind": kind, "target": target},
                              hint=f"the plan's states (see explain): {', '.join(engine.store.durable())}")
         return engine.store.schemas[target]
-    return spark_struct(engine.answer.columns(weight=True))
+    return cast("StructType", spark_struct(engine.answer.columns(weight=True)))
 
 
 def rows_meeting(engine: Engine, bp: Breakpoint, pending: Pending) -> DataFrame | None:

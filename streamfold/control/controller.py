@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ControlError, StreamfoldError, UsageError
@@ -229,17 +230,20 @@ class Controller:
         self.gate.close()
         self.events.emit("stopped")
 
-    # -- Spark tags: how a pause cancels the query's running steps -------------------------------
+    # -- Spark job tags: how a pause cancels the query's running steps ---------------------------
+    # SparkContext job tags (thread-local properties, which the engine's worker threads inherit),
+    # not session tags: a session tag can be interrupted only from the thread that added it.
     def _tag(self, on: bool) -> None:
-        spark = self._engine().spark
+        sc = self._engine().spark.sparkContext
         if on:
-            spark.addTag(self._tag_name)
+            sc.setInterruptOnCancel(True)  # a cancelled job's tasks stop too, freeing the cores
+            sc.addJobTag(self._tag_name)
         else:
-            spark.removeTag(self._tag_name)
+            sc.removeJobTag(self._tag_name)
 
     def _cancel(self) -> None:
         if self.engine is not None:
-            self.engine.spark.interruptTag(self._tag_name)
+            self.engine.spark.sparkContext.cancelJobsWithTag(self._tag_name)
 
     def _gate_changed(self) -> None:
         state = self._state_name()
@@ -447,8 +451,6 @@ class Controller:
         raise AssertionError("unreachable")
 
     def _relations(self) -> tuple[dict[str, Callable[[], DataFrame]], int, bool]:
-        from ..runtime.sources import read_files
-
         engine = self._engine()
         spark = engine.spark
         pending = self._pending if self.gate.paused else None
@@ -457,12 +459,12 @@ class Controller:
             batch, committed, inputs = pending.batch, False, pending.inputs
             snapshot, changes = pending.snapshot_path, pending.changes_path
             for n in pending.states:
-                rels[n] = lambda n=n: pending.state(n)
+                rels[n] = partial(pending.state, n)
         else:
             batch, committed = engine.next_batch - 1, True
             current = dict(engine.store.current)
             for n in engine.store.durable():
-                rels[n] = lambda n=n: current[n]
+                rels[n] = partial(current.__getitem__, n)
             if batch < 0:
                 return rels, batch, committed
             inputs = engine.output.read_commit(batch).get("inputs", {})
@@ -473,8 +475,8 @@ class Controller:
             names = inputs.get(s.name, [])
             spec = engine.specs[s.name.lower()]
             if names:
-                rels[f"delta_{s.name}"] = lambda spec=spec, s=s, names=names: read_files(
-                    spark, spec, s, [os.path.join(spec.path, n) for n in names]).drop("__bad")
+                paths = [os.path.join(spec.path, n) for n in names]
+                rels[f"delta_{s.name}"] = partial(_rows_of, spark, spec, s, paths)
         return rels, batch, committed
 
     def reconfigure(self, sql: str, semantics: str | None = None, wait: bool = False,
@@ -514,3 +516,10 @@ class Controller:
 
     def history(self) -> list[dict[str, Any]]:
         return self.log.records()
+
+
+def _rows_of(spark: Any, spec: Any, source: Any, paths: list[str]) -> DataFrame:
+    """A batch's rows of a stream, as it read them (with ``_weight``)."""
+    from ..runtime.sources import read_files
+
+    return read_files(spark, spec, source, paths).drop("__bad")

@@ -41,14 +41,14 @@ _QUERIES = (exp.Query, exp.Values)
 _lock = threading.Lock()
 
 
-def parse(sql: str, known: list[str]) -> exp.Expression:
+def parse(sql: str, known: list[str]) -> Any:
     """The query's tree, or a coded refusal."""
     try:
         trees = [t for t in sqlglot.parse(sql, read="spark") if t is not None]
     except sqlglot.errors.SqlglotError as e:
         raise UsageError(f"cannot parse the inspect query: {first_line(e)}", code="INSPECT_PARSE",
                          params={"sql": sql}) from None
-    tree = trees[0] if len(trees) == 1 else None
+    tree: Any = trees[0] if len(trees) == 1 else None
     while isinstance(tree, exp.Subquery):
         tree = tree.this
     if tree is None or not isinstance(tree, _QUERIES):

@@ -8,7 +8,7 @@ workers block on their control channel.
 
 A step may run one Spark job for a minute (batch 0 over a large history). If a thread has not
 reached a point ``grace`` seconds after the request, the jobs of every step still working are
-cancelled — each guarded step runs with a Spark tag of the query's own, so only its jobs are —
+cancelled — each guarded step runs with a Spark job tag of the query's own, so only its jobs are —
 and the step raises, waits at its point, and runs again from its start after the resume. A step
 changes nothing the next batch reads (states are replaced only after the batch's commit), so
 running it again is exact. Jobs may start just after a cancellation; it is repeated every

@@ -60,7 +60,7 @@ class Body(BaseModel):
 
 class PauseBody(Body):
     wait: bool = True
-    timeout: float = Field(30.0, ge=0, le=3600)
+    timeout: float = Field(default=30.0, ge=0, le=3600)
 
 
 class BreakpointBody(Body):
@@ -72,14 +72,14 @@ class BreakpointBody(Body):
 
 class InspectBody(Body):
     sql: str
-    limit: int = Field(100, ge=1, le=10_000)
+    limit: int = Field(default=100, ge=1, le=10_000)
 
 
 class ReconfigureBody(Body):
     sql: str
     semantics: str = "restate"
     wait: bool = False
-    timeout: float = Field(600.0, ge=0, le=86_400)
+    timeout: float = Field(default=600.0, ge=0, le=86_400)
 
 
 def error_body(code: str, message: str, hint: str | None = None, params: dict[str, Any] | None = None,

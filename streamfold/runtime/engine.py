@@ -725,6 +725,7 @@ class Engine:
             else:  # the first batch of a newly installed plan: changes from the old plan's last answer
                 before = None if boundary.before is None or boundary.reset else self.spark.read.parquet(boundary.before)
                 changes = self.answer.changes_from(snapshot, before, views)
+            logs: dict[str, DataFrame | str]
             if boundary is None or not boundary.whole:
                 logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
                 log_dir = self.checkpoint.delta_dir(batch)

@@ -22,6 +22,7 @@ marks a key that left. Replaying logs keeps each key's latest row, which works f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..ir.printer import quote
@@ -272,7 +273,7 @@ class StateStore:
         return self._view(merged, views, name, cols, f"{TOUCHED} = 1")
 
     # -- durable form ----------------------------------------------------------------------------
-    def pack_sql(self, frames: dict[str, DataFrame | str], views: Views) -> str:
+    def pack_sql(self, frames: Mapping[str, DataFrame | str], views: Views) -> str:
         """Several states' rows as one relation, so they are written in a single job.
 
         Column ``__state`` names the state; state ``s``'s column ``c`` is ``s::c``, NULL in the
@@ -362,7 +363,7 @@ class StateStore:
             if id(df) not in kept:
                 release(df)
 
-    def replace(self, new: dict[str, tuple[DataFrame, DataFrame | None]]) -> None:
+    def replace(self, new: Mapping[str, tuple[DataFrame, DataFrame | None]]) -> None:
         """Make each ``(state, backing)`` current, releasing what the replaced ones held."""
         for name, (state, backing) in new.items():
             old = self._backing.get(name)
