@@ -355,14 +355,7 @@ class Engine:
             # batch's temp views are dropped).
             current = {n: (self.store.as_frame(_text(new[n])), merged[n]) for n in merged}
         finally:
-            views.drop()
-            for df in applied.temps:
-                release(df)
-            for df in cached:
-                df.unpersist()
-            if not committed:
-                for df in applied.merged.values():
-                    release(df)
+            applied.end(views, cached, failed=not committed)
         self.store.replace(current)
         boundary, self._boundary = self._boundary, None
         if boundary is not None:
@@ -420,24 +413,30 @@ class Engine:
                                   code="INTERNAL")
         old = _Bundle.of(self)
         batch = self.next_batch
+        same_h = (plan.states, plan.init, plan.delta) == (old.plan.states, old.plan.init, old.plan.delta)
         try:
-            self._setup(plan)
-            kept = {n: (self.store.transformed(n, old.store.current[o], old.store.schemas[o]),
-                        old.store.backing(o), old.store.rows.get(o)) for n, o in keep.items()}
-            if history is not None and any(not s.static and s.name not in keep for s in plan.states):
-                self.progress(f"batch {batch_name(batch)}: rebuilding states from the history")
-                self._rebuild(batch, history, {n: df for n, (df, _, _) in kept.items()})
-            for n, (df, backing, rows) in kept.items():
-                self.store.adopt(n, df, backing, rows)
+            if same_h:  # only the answer changes: the states, and the store that holds them, stay
+                self.plan, self.output_schema = plan, spark_output_schema(self.spark, plan, self.catalog)
+                self.answer = AnswerSql(plan, self.output_schema, self.store)
+            else:
+                self._setup(plan)
+                kept = {n: (self.store.transformed(n, old.store.current[o], old.store.schemas[o]),
+                            old.store.backing(o), old.store.rows.get(o)) for n, o in keep.items()}
+                if history is not None and any(not s.static and s.name not in keep for s in plan.states):
+                    self.progress(f"batch {batch_name(batch)}: rebuilding states from the history")
+                    self._rebuild(batch, history, {n: df for n, (df, _, _) in kept.items()})
+                for n, (df, backing, rows) in kept.items():
+                    self.store.adopt(n, df, backing, rows)
         except BaseException:
-            self.store.release_except(old.store.backings())
+            if self.store is not old.store:
+                self.store.release_except(old.store.backings())
             old.restore(self)
             raise
         previous = self.output.snapshot_path(batch - 1)
         # The old plan's changelogs restore the new plan's states when it has the same ones, all
         # kept as they were (an answer-only change); otherwise the first batch writes them whole.
-        same = (self.store.durable() == old.store.durable() and set(keep) == set(self.store.durable())
-                and all(keep[n] == n and self.store.schemas[n] == old.store.schemas[n] for n in keep))
+        same = same_h or (self.store.durable() == old.store.durable() and set(keep) == set(self.store.durable())
+                          and all(keep[n] == n and self.store.schemas[n] == old.store.schemas[n] for n in keep))
         self._boundary = Installed(old, reset=self.output_schema != old.output_schema,
                                    before=previous if batch > 0 and os.path.isdir(previous) else None,
                                    whole=not same, on_failure=on_failure)
@@ -458,15 +457,7 @@ class Engine:
                        for n in applied.merged if n not in kept}
             done = True
         finally:
-            views.drop()
-            for df in applied.temps:
-                release(df)
-            for df in cached:
-                df.unpersist()
-            if not done:
-                for n, df in applied.merged.items():
-                    if n not in kept:
-                        release(df)
+            applied.end(views, cached, failed=not done, kept=set(kept))
         self.store.replace(current)
         self.store.count_rows()
 
@@ -816,6 +807,19 @@ class _Applied:
     new: dict[str, DataFrame | str] = field(default_factory=dict)
     deltas: dict[str, DataFrame | str] = field(default_factory=dict)
     temps: list[DataFrame] = field(default_factory=list)
+
+    def end(self, views: Views, cached: list[DataFrame], failed: bool, kept: set[str] | None = None) -> None:
+        """Drop the batch's views, temporaries and cached rows; if it failed, its merges too
+        (not those of states ``kept`` whole, which belong to another plan)."""
+        views.drop()
+        for df in self.temps:
+            release(df)
+        for df in cached:
+            df.unpersist()
+        if failed:
+            for name, df in self.merged.items():
+                if name not in (kept or ()):
+                    release(df)
 
 
 @dataclass
