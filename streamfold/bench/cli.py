@@ -41,6 +41,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, metavar="N",
                    help="pause: pauses during batch 0 (default 5); reconfigure: reconfigurations, each against a "
                         "restart (default 4)")
+    p.add_argument("--distinct", action="store_true",
+                   help="reconfigure: the query keeps a count(DISTINCT y) too (a multiset state: a heavier h)")
     p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
     p.add_argument("--out", default="bench-out", metavar="DIR", help="output directory (default bench-out)")
     p.add_argument("--query", metavar="FILE", help="custom: the query (.sql file or the SQL text)")
@@ -127,7 +129,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .control import main as control_bench
 
         reps = args.reps or (5 if args.workload == "pause" else 4)
-        return control_bench(args.workload, args.history, args.increment, reps, args.out, args.master)
+        return control_bench(args.workload, args.history, args.increment, reps, args.out, args.master,
+                             args.distinct)
     from .runner import run_bench
 
     opts = options(args, argv)

@@ -29,11 +29,12 @@ from .check import compare, read_rows
 from .data import write_pairs
 
 PAUSE_SQL = "SELECT x, count(DISTINCT y) AS d, avg(y) AS a, max(y) AS m FROM S GROUP BY x"
-RECONFIGURE_SQL = "SELECT x, count(*) AS n, avg(y) AS a FROM S GROUP BY x HAVING count(*) > {threshold}"
+RECONFIGURE_SQL = "SELECT x, count(*) AS n, avg(y) AS a{more} FROM S GROUP BY x HAVING count(*) > {threshold}"
+DISTINCT = ", count(DISTINCT y) AS d"  # --distinct: a multiset state too, as a heavier h
 ANSWER_CHANGES = (  # (what changes, the new query's text for rep i)
-    ("HAVING threshold", lambda i: RECONFIGURE_SQL.format(threshold=1000 + i + 1)),
-    ("output expression", lambda i: "SELECT x, count(*) AS n, avg(y) * 2 AS a FROM S GROUP BY x "
-                                    f"HAVING count(*) > {1000 + i + 1}"),
+    ("HAVING threshold", lambda i, more: RECONFIGURE_SQL.format(threshold=1000 + i + 1, more=more)),
+    ("output expression", lambda i, more: RECONFIGURE_SQL.format(threshold=1000 + i + 1, more=more)
+     .replace("avg(y) AS a", "avg(y) * 2 AS a")),
 )
 
 
@@ -99,7 +100,8 @@ def bench_pause(history: int, pauses: int, out: str, master: str | None) -> dict
             "met": bool(latencies) and max(latencies) <= 0.5, "check": check.to_json()}
 
 
-def bench_reconfigure(history: int, increment: int, reps: int, out: str, master: str | None) -> dict[str, Any]:
+def bench_reconfigure(history: int, increment: int, reps: int, out: str, master: str | None,
+                      distinct: bool = False) -> dict[str, Any]:
     import streamfold
 
     from ..runtime.session import get_spark
@@ -116,7 +118,8 @@ def bench_reconfigure(history: int, increment: int, reps: int, out: str, master:
         k = next(counter)
         write_pairs(os.path.join(source, f"{k:06d}-000.parquet"), ("x", "y"), increment, 2016 + 1000 * k)
 
-    first = RECONFIGURE_SQL.format(threshold=1000)
+    more = DISTINCT if distinct else ""
+    first = RECONFIGURE_SQL.format(threshold=1000, more=more)
     q = streamfold.start(first, {"S": source}, os.path.join(root, "live"), spark=spark, trigger=0.2)
     runs: list[dict[str, Any]] = []
     try:
@@ -127,7 +130,7 @@ def bench_reconfigure(history: int, increment: int, reps: int, out: str, master:
         q.wait_for_batch(1, timeout=600)
         for i in range(reps):
             what, make = ANSWER_CHANGES[i % len(ANSWER_CHANGES)]
-            sql = make(i)
+            sql = make(i, more)
             arrive()  # data keeps arriving: the request may meet a batch in progress
             before = q.last_batch
             t0 = time.monotonic()
@@ -167,14 +170,14 @@ def bench_reconfigure(history: int, increment: int, reps: int, out: str, master:
 
 
 def main(which: str, history: int | None, increment: int | None, reps: int, out: str,
-         master: str | None) -> int:
+         master: str | None, distinct: bool = False) -> int:
     from .machine import machine_info
     from ..runtime.session import get_spark
 
     if which == "pause":
         result = bench_pause(history or 10_000_000, reps, out, master)
     else:
-        result = bench_reconfigure(history or 10_000_000, increment or 40_000, reps, out, master)
+        result = bench_reconfigure(history or 10_000_000, increment or 40_000, reps, out, master, distinct)
     result["machine"] = machine_info(get_spark(master))
     path = os.path.join(out, f"{which}.json")
     os.makedirs(out, exist_ok=True)
