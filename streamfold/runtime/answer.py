@@ -17,7 +17,7 @@ from ..ir.printer import quote, sql
 from ..ir.rel import WEIGHT, Limit, Rel, Sort, StateScan
 from ..plan.changes import flatten_per_key
 from ..plan.model import WEIGHT_COLUMN, IncrementalPlan
-from .lower import Resolve, Views, to_sql
+from .views import Resolve, Views, to_sql
 from .state import OLD, StateStore
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from ..ir.printer import quote
 from .checkpoint import Checkpoint, OutputDir, batch_name
 from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
 from .inputs import BatchReader, first_line
-from .lower import Resolve, Views, to_sql
+from .views import Resolve, Views, to_sql
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, infer_schema, list_inputs, read_files, spark_struct, table_paths
 from .state import StateStore, materialize, release

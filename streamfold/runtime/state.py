@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.printer import quote
 from ..plan.model import WEIGHT_COLUMN, Monoid, State
-from .lower import Views, output_rows
+from .views import Views, output_rows
 from .sources import empty_frame
 
 if TYPE_CHECKING:

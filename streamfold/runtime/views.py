@@ -1,4 +1,4 @@
-"""Lower IR programs to Spark: each program becomes one Spark SQL statement over temp views.
+"""Temp views for a batch's programs: each program becomes one Spark SQL statement over them.
 
 A program's leaves (a batch's rows, a static table, a state's old/new/delta version) are
 DataFrames registered as temp views of the query's own Spark session; ``rel_sql`` prints the
