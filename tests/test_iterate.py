@@ -265,9 +265,9 @@ def test_a_recursion_without_fixpoint_stops_with_a_coded_error(spark, tmp_path, 
     import pyarrow.parquet as pq
 
     import streamfold
-    import streamfold.runtime.engine as engine
+    import streamfold.runtime.loops as loops
 
-    monkeypatch.setattr(engine, "FIXPOINT_MAX_ROUNDS", 3)
+    monkeypatch.setattr(loops, "FIXPOINT_MAX_ROUNDS", 3)
     sql = "WITH RECURSIVE r (n) AS (SELECT src FROM edges UNION SELECT n + 1 FROM r) SELECT n FROM r"
     source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")))
     (tmp_path / "edges").mkdir()

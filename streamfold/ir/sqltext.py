@@ -3,8 +3,7 @@
 ``rel_sql(rel)`` prints for people: ``SELECT x.A, sum(_weight) AS _w FROM ΔS1 x GROUP BY x.A``.
 ``rel_sql(rel, leaf=…)`` prints what the runtime hands to ``spark.sql``: names quoted, every
 FROM item aliased, NULL ordering explicit, leaves replaced by the temp views ``leaf`` names, and
-a ``SHUFFLE_HASH`` hint on the side of a join computed from the batch's changes, so the small
-delta is hashed and the large state is streamed without being shuffled or sorted.
+on each join the hint ``join_hint`` chooses (a physical decision: the runtime's lowering makes it).
 """
 
 from __future__ import annotations
@@ -20,20 +19,17 @@ from .rel import (
 )
 
 Leaf = Callable[[Rel], str]
+# A join's physical hint: (hint name, the side it names: "left" or "right"), or None.
+JoinHint = Callable[[Join], "tuple[str, str] | None"]
 
 _JOIN = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL JOIN",
          "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN", "cross": "CROSS JOIN"}
 
 
-def rel_sql(rel: Rel, leaf: Leaf | None = None) -> str:
-    """One SELECT statement computing ``rel``; with ``leaf`` it is exact Spark SQL."""
-    return _Writer(leaf).block(rel).text()
-
-
-def is_delta_side(rel: Rel) -> bool:
-    """Whether ``rel`` is computed from this batch's changes (small next to a state)."""
-    return any(isinstance(n, (DeltaScan, Once)) or (isinstance(n, StateScan) and n.version == "delta")
-               for n in rel.walk())
+def rel_sql(rel: Rel, leaf: Leaf | None = None, join_hint: JoinHint | None = None) -> str:
+    """One SELECT statement computing ``rel``; with ``leaf`` it is exact Spark SQL (and each join
+    with a condition carries the hint ``join_hint`` gives it)."""
+    return _Writer(leaf, join_hint).block(rel).text()
 
 
 @dataclass
@@ -79,8 +75,9 @@ class _Block:
 
 
 class _Writer:
-    def __init__(self, leaf: Leaf | None) -> None:
+    def __init__(self, leaf: Leaf | None, join_hint: JoinHint | None = None) -> None:
         self.leaf = leaf
+        self.join_hint = join_hint if leaf is not None else None
         self.spark = leaf is not None
         self.p = _Printer(spark=self.spark)
         self._aliases = 0
@@ -158,14 +155,10 @@ class _Writer:
             right, right_alias = self.from_item(rel.right)
             on = f" ON {self.e(rel.condition)}" if rel.condition is not None else ""
             b = _Block(f"{left}\n{_JOIN[rel.kind]} {right}{on}", join=True)
-            if self.spark and rel.condition is not None:
-                if rel.kind == "inner" and is_delta_side(rel.left) and not is_delta_side(rel.right):
-                    b.hints.append(f"SHUFFLE_HASH({left_alias})")
-                elif rel.kind in ("semi", "anti") and is_delta_side(rel.right) and not is_delta_side(rel.left):
-                    # keys a batch touched: few, so broadcast them and filter the state in place
-                    b.hints.append(f"BROADCAST({right_alias})")
-                elif rel.kind in ("inner", "left") and is_delta_side(rel.right) and not is_delta_side(rel.left):
-                    b.hints.append(f"SHUFFLE_HASH({right_alias})")
+            hint = self.join_hint(rel) if self.join_hint is not None and rel.condition is not None else None
+            if hint is not None:
+                name, side = hint
+                b.hints.append(f"{name}({left_alias if side == 'left' else right_alias})")
             return b
         if isinstance(rel, Sort):
             b = self.block(rel.input)

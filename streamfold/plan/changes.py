@@ -15,10 +15,8 @@ from __future__ import annotations
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
 from ..ir.types import BIGINT, BOOLEAN, INT
-from .model import WEIGHT_COLUMN
+from .model import OLD, TOUCHED, WEIGHT_COLUMN
 
-OLD = "__old::"
-TOUCHED = "__touched"
 ONE, MINUS_ONE = Literal(1, BIGINT), Literal(-1, BIGINT)
 
 

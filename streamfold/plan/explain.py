@@ -13,7 +13,9 @@ from typing import Any
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import Iterate, Recursive, SortKey
-from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, IncrementalPlan, Repeat, State
+from .model import (
+    FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, Step, Temp,
+)
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -46,18 +48,15 @@ def explain_text(plan: IncrementalPlan) -> str:
         out.append("")
     out.append("h — per batch, over the new rows ΔS of each stream (with their _weight: +1 insert, −1 delete)")
     for step in plan.delta:
-        label = f"Δ{step.state}"
-        if step.fixpoint is not None:
-            out += _fixpoint_text(step.state, step.fixpoint)
-            continue
-        if step.diffusion is not None:
-            out += _diffusion_text(step.state, step.diffusion)
-            continue
-        if step.repeat is not None:
-            out += _repeat_text(step.state, step.repeat)
-            continue
-        out.append(f"  {label} =" + ("   (intermediate, computed once per batch)" if step.temp else ""))
-        out += _indent(rel_sql(step.program), 4)
+        if isinstance(step, Fixpoint):
+            out += _fixpoint_text(step)
+        elif isinstance(step, Diffusion):
+            out += _diffusion_text(step)
+        elif isinstance(step, ExactIteration):
+            out += _exact_text(step)
+        else:
+            out.append(f"  Δ{step.state} =" + ("   (intermediate, computed once per batch)" if isinstance(step, Temp) else ""))
+            out += _indent(rel_sql(step.program), 4)
     out.append("")
     out.append("⊗ — merge: state ← state ⊗ Δstate, a full outer join on the key combining columns by monoid")
     for st in plan.states:
@@ -106,22 +105,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             for st in plan.states
         ],
         "init": [{"state": s.state, "sql": rel_sql(s.program)} for s in plan.init],
-        "delta": [{"state": s.state, "temp": s.temp, "sql": rel_sql(s.program),
-                   "fixpoint": None if s.fixpoint is None else {
-                       "loop": s.fixpoint.loop.split("#")[0], "incremental": s.fixpoint.incremental,
-                       "base": rel_sql(s.fixpoint.base), "step": rel_sql(s.fixpoint.step),
-                       "seeds": [rel_sql(x) for x in s.fixpoint.seeds]},
-                   "diffusion": None if s.diffusion is None else {
-                       "loop": s.diffusion.loop.split("#")[0], "times": s.diffusion.times,
-                       "key": [display_name(k) for k in s.diffusion.key_names],
-                       "start": rel_sql(s.diffusion.start), "output": rel_sql(s.diffusion.output),
-                       "steps": [{"state": b.state, "temp": b.temp, "sql": rel_sql(b.program)}
-                                 for b in s.diffusion.steps]},
-                   "repeat": None if s.repeat is None else {
-                       "loop": s.repeat.loop.split("#")[0], "times": s.repeat.times,
-                       "start": rel_sql(s.repeat.start), "step": rel_sql(s.repeat.step),
-                       "streams": list(s.repeat.streams)}}
-                  for s in plan.delta],
+        "delta": [_step_dict(s) for s in plan.delta],
         "merge": [
             {"state": st.name, "key": list(st.key_names),
              "columns": [{"name": c.name, "monoid": c.monoid.value, "sql": _merge_column(st, c.name, c.monoid.value)}
@@ -139,6 +123,29 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
         "notes": list(plan.notes),
         "logical": rel_sql(plan.logical),
     }
+
+
+def _step_dict(s: Step) -> dict[str, Any]:
+    """A step of h as JSON: its kind (``merge``, ``temp``, ``fixpoint``, ``exact``, ``diffusion``),
+    the program it reads and, for a loop, the loop's parts."""
+    out: dict[str, Any] = {"state": s.state, "kind": _KINDS[type(s)], "temp": isinstance(s, Temp),
+                           "sql": rel_sql(s.program)}
+    if isinstance(s, Fixpoint):
+        out["fixpoint"] = {"loop": s.loop.split("#")[0], "incremental": s.incremental, "base": rel_sql(s.base),
+                           "step": rel_sql(s.step), "seeds": [rel_sql(x) for x in s.seeds]}
+    elif isinstance(s, Diffusion):
+        out["diffusion"] = {"loop": s.loop.split("#")[0], "times": s.times,
+                            "key": [display_name(k) for k in s.key_names],
+                            "start": rel_sql(s.start), "output": rel_sql(s.output),
+                            "steps": [_step_dict(b) for b in s.steps]}
+    elif isinstance(s, ExactIteration):
+        out["exact"] = {"loop": s.loop.split("#")[0], "times": s.times, "start": rel_sql(s.start),
+                        "step": rel_sql(s.step), "streams": list(s.streams)}
+    return out
+
+
+_KINDS: dict[type, str] = {Merge: "merge", Temp: "temp", Fixpoint: "fixpoint", ExactIteration: "exact",
+                           Diffusion: "diffusion"}
 
 
 def _loop_text(it: Iterate | Recursive) -> list[str]:
@@ -168,8 +175,8 @@ def _loop_text(it: Iterate | Recursive) -> list[str]:
     return lines
 
 
-def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
-    name = fx.loop.split("#")[0]
+def _fixpoint_text(fx: Fixpoint) -> list[str]:
+    state, name = fx.state, fx.loop.split("#")[0]
     lines = [f"  Δ{state} = a loop to the fixpoint of {name} (at most {FIXPOINT_MAX_ROUNDS} rounds per batch):"]
     if fx.incremental:
         lines.append(f"    new₀ = the rows the batch's new input rows derive, not already in {state}:")
@@ -184,8 +191,8 @@ def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
     return lines
 
 
-def _repeat_text(state: str, rp: Repeat) -> list[str]:
-    name = rp.loop.split("#")[0]
+def _exact_text(rp: ExactIteration) -> list[str]:
+    state, name = rp.state, rp.loop.split("#")[0]
     streams = ", ".join(rp.streams)
     lines = [f"  Δ{state} = a loop of {rp.times} steps over {name} (exact; skipped when no row of {streams} "
              "came in the batch):", f"    X₀ = the start, over the states after the merge:"]
@@ -199,8 +206,8 @@ def _repeat_text(state: str, rp: Repeat) -> list[str]:
     return lines
 
 
-def _diffusion_text(state: str, dx: Diffusion) -> list[str]:
-    name = dx.loop.split("#")[0]
+def _diffusion_text(dx: Diffusion) -> list[str]:
+    state, name = dx.state, dx.loop.split("#")[0]
     key = ", ".join(display_name(k) for k in dx.key_names)
     lines = [f"  Δ{state} = a diffusion loop over {name} (approximate; seed 000 Algorithm 1), {dx.times} rounds:",
              f"    ΔX₀ = the start's new rows, for keys ({key}) {state} does not have:"]
@@ -208,7 +215,7 @@ def _diffusion_text(state: str, dx: Diffusion) -> list[str]:
     lines.append(f"    round i = 1 … {dx.times}, against the states as the batch found them (nothing merged), with "
                  f"ΔX = ΔXᵢ₋₁ as the change of {name}:")
     for b in dx.steps:
-        lines.append(f"      Δ{b.state} =" + ("   (intermediate)" if b.temp else "   (merged only in the last pass)"))
+        lines.append(f"      Δ{b.state} =" + ("   (intermediate)" if isinstance(b, Temp) else "   (merged only in the last pass)"))
         lines += _indent(rel_sql(b.program), 8)
     lines.append(f"      ΔY = the step's change:")
     lines += _indent(rel_sql(dx.output), 8)

@@ -40,10 +40,13 @@ from ..sql.bind import BoundQuery
 from .aggregates import AggSpec, Partial, decompose, multiset_final
 from .body import Body, Input, flatten, is_body
 from .builder import PlanBuilder
-from .changes import OLD, TOUCHED, distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
+from .changes import distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
 from .joins import JoinTerms
 from .matchjoins import compile_match_join
-from .model import WEIGHT_COLUMN, Answer, Diffusion, Fixpoint, IncrementalPlan, Monoid, Repeat, State, StateColumn
+from .model import (
+    WEIGHT_COLUMN, Answer, ChangeMode, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Monoid, State, StateColumn,
+    StateRole, OLD, TOUCHED,
+)
 from .simplify import simplify
 
 W = WEIGHT_COLUMN
@@ -270,7 +273,7 @@ class _Planner:
         name = self.plan_.name(rel.kind.split("_")[0])
         key = tuple(Field(f.name, f.type) for f in rel.schema)
         self.plan_.add_state(
-            State(name, "counts", key, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row on both sides"),
+            State(name, StateRole.COUNTS, key, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row on both sides"),
                                         StateColumn("left", BIGINT, Monoid.SUM, "copies of the row on the left")),
                   note=f"{rel.kind.replace('_', ' ').upper()}: copies of each row per side"),
             Aggregate(rows, tuple((n, Column(n, f.type)) for n, f in zip(cols, key)),
@@ -335,10 +338,10 @@ class _Planner:
                 _rows(StateScan(state, "delta", fields), node, positive=True) if n == new else None))
         name = self.plan_.name("fixpoint")
         key = tuple(Field(f.name, f.type) for f in rel.schema)
-        self.plan_.add_fixpoint(
-            State(name, "output", key, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is in the fixpoint"),),
+        self.plan_.add_loop(
+            State(name, StateRole.OUTPUT, key, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is in the fixpoint"),),
                   note=f"the rows of the recursive CTE {rel.name.split('#')[0]} (a set)"),
-            Fixpoint(rel.name, key, base, step, tuple(seeds), incremental=not weighted))
+            Fixpoint(name, rel.name, key, base, step, tuple(seeds), incremental=not weighted))
         if weighted:
             self.plan_.note(f"WITH RECURSIVE {rel.name.split('#')[0]}: inputs may delete rows, so each batch "
                             "computes the fixpoint again (semi-naive, from the base) and passes on new − old")
@@ -348,7 +351,7 @@ class _Planner:
         return Compiled(distinct_delta(name, key + (Field(W, BIGINT),)), static=False, weighted=True)
 
     def _repeat(self, rel: Iterate) -> Compiled:
-        """MODE EXACT (see :class:`Repeat`): what the loop reads kept as bags by the usual rules,
+        """MODE EXACT (see :class:`ExactIteration`): what the loop reads kept as bags by the usual rules,
         the value kept as a bag, and a loop in the runtime stepping from the start each batch."""
         loop = rel.name.split("#")[0]
         fields = tuple(Field(f.name, f.type) for f in rel.schema)
@@ -367,10 +370,10 @@ class _Planner:
         start = simplify(named(self._loop_inputs(rel.init, "loop_input", bag)[0]))
         step = simplify(named(self._loop_inputs(rel.step, "loop_input", bag)[0].transform(as_loop)))
         name = self.plan_.name("iteration")
-        self.plan_.add_repeat(
-            State(name, "output", fields, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row in the value"),),
+        self.plan_.add_loop(
+            State(name, StateRole.OUTPUT, fields, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row in the value"),),
                   note=f"the value of the iteration {loop} after its {rel.times} steps (a bag)"),
-            Repeat(rel.name, fields, rel.times, start, step,
+            ExactIteration(name, rel.name, fields, rel.times, start, step,
                    tuple(sorted({n.table for n in rel.walk() if isinstance(n, Scan) and not n.static}))))
         self.plan_.note(f"ITERATIVE {loop}: exact — what it reads is kept as states; each batch that changes them "
                         f"runs the {rel.times} steps from the start over them and passes on the value's change "
@@ -394,10 +397,10 @@ class _Planner:
         step = self.compile(step_rel)
         body = self.plan_.take_steps(mark, rel.name)
         loop = rel.name.split("#")[0]
-        diffusion = Diffusion(rel.name, fields, rel.key, rel.times,
+        diffusion = Diffusion(name, rel.name, fields, rel.key, rel.times,
                               Once(start.program) if start.static else start.program, step.program, body)
-        self.plan_.add_diffusion(
-            State(name, "output", fields, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is the value"),),
+        self.plan_.add_loop(
+            State(name, StateRole.OUTPUT, fields, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is the value"),),
                   note=f"the value of the iteration {loop} (one row per key {', '.join(diffusion.key_names)})"),
             diffusion)
         self.plan_.note(f"ITERATIVE {loop}: diffusion (seed 000 Algorithm 1) — APPROXIMATE: each batch runs "
@@ -471,7 +474,7 @@ class _Planner:
         else:
             source = joined
         self.plan_.add_state(State(
-            name, "aggregate", key_fields,
+            name, StateRole.AGGREGATE, key_fields,
             (StateColumn(W, BIGINT, Monoid.SUM, "number of rows"),)
             + tuple(StateColumn(p.name, p.type, p.monoid, p.meaning) for p in partials),
             note="group by " + (", ".join(n for n, _ in keys) if keys else "() — one global row"),
@@ -482,7 +485,7 @@ class _Planner:
             ms = self.plan_.name(f"ms{k}" if name == "agg" else f"{name}_ms{k}")
             ms_names.append(ms)
             self.plan_.add_state(State(
-                ms, "multiset", key_fields + (Field("v", m.type),),
+                ms, StateRole.MULTISET, key_fields + (Field("v", m.type),),
                 (StateColumn(W, BIGINT, Monoid.SUM, "number of rows with this value"),),
                 note=f"values of {sql(m)} per group", partition=tuple(n for n, _ in keys) or None,
             ), Aggregate(Filter(source, Call("IS NOT NULL", (Column(f"v{k}", m.type),), BOOLEAN)),
@@ -571,7 +574,7 @@ class _Planner:
         global_answer = not info.keys or top.limit is not None or top.offset > 0
         return Answer(
             rows=info.rows, output=top.output, output_names=self.bound.output_names, order=top.order,
-            limit=top.limit, offset=top.offset, changes="global" if global_answer else "keyed",
+            limit=top.limit, offset=top.offset, changes=ChangeMode.GLOBAL if global_answer else ChangeMode.KEYED,
             change_states=info.states, touched_key=tuple(n for n, _ in info.keys), per_key=info.per_key,
         )
 
@@ -581,7 +584,7 @@ class _Planner:
         global_answer = top.limit is not None or top.offset > 0
         return Answer(
             rows=rows, output=top.output, output_names=self.bound.output_names, order=top.order,
-            limit=top.limit, offset=top.offset, changes="global" if global_answer else "delta",
+            limit=top.limit, offset=top.offset, changes=ChangeMode.GLOBAL if global_answer else ChangeMode.DELTA,
             change_states=(state,),
         )
 
@@ -593,7 +596,7 @@ class _Planner:
         self.plan_.note("DISTINCT: the output state counts each row; a row is in the answer while its count is positive")
         return Answer(
             rows=result, output=top.output, output_names=self.bound.output_names, order=top.order,
-            limit=top.limit, offset=top.offset, changes="global" if global_answer else "keyed",
+            limit=top.limit, offset=top.offset, changes=ChangeMode.GLOBAL if global_answer else ChangeMode.KEYED,
             change_states=(state,), touched_key=tuple(names), per_key=result,
         )
 
@@ -604,7 +607,7 @@ class _Planner:
         key = tuple(Field(f.name, f.type) for f in rel.schema)
         name = self.plan_.name(base)
         self.plan_.add_state(
-            State(name, "output", key, (StateColumn(W, BIGINT, Monoid.SUM, "multiplicity of the row"),),
+            State(name, StateRole.OUTPUT, key, (StateColumn(W, BIGINT, Monoid.SUM, "multiplicity of the row"),),
                   note="the rows with their multiplicity"),
             Aggregate(program, tuple((f.name, f.ref()) for f in key),
                       ((W, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),)),

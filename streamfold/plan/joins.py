@@ -20,7 +20,7 @@ from ..ir.types import BIGINT, BOOLEAN
 from .aggregates import Partial, scale
 from .body import Body, Input
 from .builder import PlanBuilder
-from .model import WEIGHT_COLUMN, Monoid, State, StateColumn
+from .model import WEIGHT_COLUMN, Monoid, State, StateColumn, StateRole
 
 W = WEIGHT_COLUMN
 
@@ -137,7 +137,7 @@ class JoinTerms:
         aggs += [(p.name, Agg(p.monoid.merge_sql, (p.contribution(weight),), False, p.type)) for p in lin.partials]
         program = Aggregate(rows, tuple(lin.exprs), tuple(aggs))
         lineage_text = ", ".join(n for n, _ in lin.exprs) or "()"
-        state = State(name, "static" if inp.static else "join input", key, columns,
+        state = State(name, StateRole.STATIC if inp.static else StateRole.JOIN_INPUT, key, columns,
                       note=f"{inp.label} pre-aggregated on its lineage ({lineage_text})",
                       static=inp.static, partition=self._partition(inp, edges))
         if inp.static:

@@ -27,8 +27,9 @@ from ..errors import UnsupportedError
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all, conjuncts
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
 from ..ir.types import BIGINT, BOOLEAN, INT
-from .changes import OLD, TOUCHED, merged_fields
-from .model import WEIGHT_COLUMN, Monoid, State, StateColumn
+from .changes import merged_fields
+from .model import OLD, TOUCHED
+from .model import WEIGHT_COLUMN, Monoid, State, StateColumn, StateRole
 
 if TYPE_CHECKING:
     from .incrementalize import Compiled, _Planner
@@ -154,7 +155,7 @@ class _Matcher:
             rows = Filter(rows, not_null)
         program = Aggregate(rows, keys, ((W, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),))
         self.pl.plan_.add_state(
-            State(name, "counts", fields, (StateColumn(W, BIGINT, Monoid.SUM, "number of right rows with the key"),),
+            State(name, StateRole.COUNTS, fields, (StateColumn(W, BIGINT, Monoid.SUM, "number of right rows with the key"),),
                   note=f"matches per key for {self.join.kind} join", keep_empty=not fields),
             program)
         return name, fields + (Field(W, BIGINT),)
@@ -224,7 +225,7 @@ class _Matcher:
         t_fields = (Field(W, BIGINT), Field("nulls", BIGINT))
         null_w = Case(((Call("IS NULL", (y,), BOOLEAN), Column(WEIGHT, BIGINT)),), ZERO, BIGINT)
         self.pl.plan_.add_state(
-            State(totals, "counts", (), (StateColumn(W, BIGINT, Monoid.SUM, "rows of the subquery"),
+            State(totals, StateRole.COUNTS, (), (StateColumn(W, BIGINT, Monoid.SUM, "rows of the subquery"),
                                          StateColumn("nulls", BIGINT, Monoid.SUM, "rows whose value is NULL")),
                   note="NOT IN: the subquery's rows and its NULLs", keep_empty=True),
             Aggregate(self.right.program, (), ((W, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),

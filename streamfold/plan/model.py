@@ -18,13 +18,18 @@ Seed 000 splits a query q into a homomorphism h and an answer function a, keeps
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
-from ..ir.rel import Field, LoopRef, Rel, SortKey
+from ..ir.rel import Field, LoopRef, Rel, SortKey, Union
 from ..ir.types import DataType
 from ..sql.catalog import SourceSchema
 
 WEIGHT_COLUMN = "_w"
+# The result of a state's merge (``StateScan(state, "merged")``) has, besides the state's
+# columns, the old value of each non-key column (``OLD + column``; NULL for a key new in the
+# batch) and ``TOUCHED``: 1 for the keys the batch had a delta row for.
+OLD = "__old::"
+TOUCHED = "__touched"
 
 
 class Monoid(str, Enum):
@@ -39,6 +44,25 @@ class Monoid(str, Enum):
         return {"+": "sum", "min": "min", "max": "max"}[self.value]
 
 
+class StateRole(StrEnum):
+    """What a state holds (shown by ``explain``)."""
+
+    JOIN_INPUT = "join input"  # a join side pre-aggregated on its lineage
+    AGGREGATE = "aggregate"  # a GROUP BY's partial aggregates
+    MULTISET = "multiset"  # the values behind a DISTINCT or a min/max that must survive deletions
+    OUTPUT = "output"  # rows with their multiplicity (an answer, a loop's value)
+    STATIC = "static"  # a static table's side of a join, computed once
+    COUNTS = "counts"  # how many rows of a semi, anti or outer join's other side have each key
+
+
+class ChangeMode(StrEnum):
+    """How a batch's changes to the answer are found (see :class:`Answer`)."""
+
+    DELTA = "delta"
+    KEYED = "keyed"
+    GLOBAL = "global"
+
+
 @dataclass(frozen=True, slots=True)
 class StateColumn:
     name: str
@@ -49,17 +73,10 @@ class StateColumn:
 
 @dataclass(frozen=True, slots=True)
 class State:
-    """A keyed bag the plan keeps from batch to batch.
-
-    ``role`` is one of ``join input`` (a join side pre-aggregated on its lineage),
-    ``aggregate`` (a GROUP BY's partial aggregates), ``multiset`` (the values behind a DISTINCT
-    or a min/max that must survive deletions), ``output`` (the answer's rows with their
-    multiplicity), ``static`` (a static table's side of a join, computed once) and ``counts``
-    (how many rows of a semi, anti or outer join's other side have each key).
-    """
+    """A keyed bag the plan keeps from batch to batch; ``role`` says what it holds."""
 
     name: str
-    role: str
+    role: StateRole
     key: tuple[Field, ...]
     columns: tuple[StateColumn, ...]
     note: str = ""
@@ -70,8 +87,7 @@ class State:
     partition: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.role not in ("join input", "aggregate", "multiset", "output", "static", "counts"):
-            raise ValueError(f"unknown state role {self.role!r}")
+        object.__setattr__(self, "role", StateRole(self.role))
         names = [f.name for f in self.key] + [c.name for c in self.columns]
         if len(set(names)) != len(names):
             raise ValueError(f"state {self.name} has duplicate column names: {names}")
@@ -100,6 +116,34 @@ FIXPOINT_MAX_ROUNDS = 1000
 NESTED_STEPS = 10  # at most this many steps of an exact iteration nested in one Spark statement
 
 
+# -- the steps of h: a tagged union, one class per kind ---------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """``Δstate = program``, merged into the state (⊗) before the steps that read its new version.
+
+    In ``init`` the program gives a static state's whole contents, computed once.
+    """
+
+    state: str
+    program: Rel
+
+    def reads(self) -> tuple[Rel, ...]:
+        """Every program the step evaluates (for ordering steps by what they read)."""
+        return (self.program,)
+
+
+@dataclass(frozen=True, slots=True)
+class Temp:
+    """An intermediate result several later steps read (as ``StateScan(state, "delta")``):
+    computed once per batch and never merged. ``state`` names it (states and temps share names)."""
+
+    state: str
+    program: Rel
+
+    def reads(self) -> tuple[Rel, ...]:
+        return (self.program,)
+
+
 @dataclass(frozen=True, slots=True)
 class Fixpoint:
     """How the runtime finds a recursive CTE's change (``WITH RECURSIVE``): a loop, not one
@@ -112,6 +156,7 @@ class Fixpoint:
     fixpoint is computed again, semi-naively from ``base``, and the change is new − old.
     """
 
+    state: str
     loop: str
     fields: tuple[Field, ...]
     base: Rel
@@ -119,9 +164,17 @@ class Fixpoint:
     seeds: tuple[Rel, ...]
     incremental: bool
 
+    @property
+    def program(self) -> Rel:
+        """Every state the loop reads, as one relation (for ordering)."""
+        return Union((self.base, self.step) + self.seeds)
+
+    def reads(self) -> tuple[Rel, ...]:
+        return (self.program,)
+
 
 @dataclass(frozen=True, slots=True)
-class Repeat:
+class ExactIteration:
     """How the runtime finds an iteration's change in mode ``EXACT`` (``WITH ITERATIVE … TIMES
     n``): a loop of ``times`` statements, not a plan of n copies of the step.
 
@@ -135,6 +188,7 @@ class Repeat:
     of the streams it reads (``streams``) changes nothing, and runs no step.
     """
 
+    state: str
     loop: str
     fields: tuple[Field, ...]
     times: int
@@ -148,6 +202,13 @@ class Repeat:
         text grows by one step per step), else 1 (nesting would double the text per step)."""
         reads = sum(isinstance(n, LoopRef) and n.name == self.loop for n in self.step.walk())
         return NESTED_STEPS if reads == 1 else 1
+
+    @property
+    def program(self) -> Rel:
+        return Union((self.start, self.step))
+
+    def reads(self) -> tuple[Rel, ...]:
+        return (self.program,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,13 +230,14 @@ class Diffusion:
     from the exact one: it is ``times`` more steps warm-started from the previous answer.
     """
 
+    state: str
     loop: str
     fields: tuple[Field, ...]
     key: tuple[str, ...]
     times: int
     start: Rel  # the starting query's change, over the states stepped before it
     output: Rel  # the step's change, over ``steps`` and DeltaScan(loop)
-    steps: tuple["Step", ...]
+    steps: tuple[Step, ...]
 
     @property
     def key_names(self) -> tuple[str, ...]:
@@ -187,31 +249,17 @@ class Diffusion:
         """The columns of ``DeltaScan(loop)``'s rows (besides ``_weight``)."""
         return tuple(f"c{i}" for i in range(len(self.fields)))
 
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """``Δstate = program`` (or, in ``init``, the static state's whole contents).
-
-    A ``temp`` step names an intermediate result several later steps read (as
-    ``StateScan(name, "delta")``); it is computed once per batch and never merged. A
-    ``fixpoint`` or ``repeat`` step's delta is computed by a loop (its ``program`` reads what
-    the loop reads, for ordering); so is a ``diffusion`` step's (its ``program`` is the starting query's
-    change, and it runs the steps of its own body).
-    """
-
-    state: str
-    program: Rel
-    temp: bool = False
-    fixpoint: Fixpoint | None = None
-    diffusion: Diffusion | None = None
-    repeat: Repeat | None = None
+    @property
+    def program(self) -> Rel:
+        return self.start
 
     def reads(self) -> tuple[Rel, ...]:
-        """Every program the step evaluates (for ordering steps by what they read)."""
-        if self.diffusion is None:
-            return (self.program,)
-        dx = self.diffusion
-        return (dx.start, dx.output) + tuple(r for s in dx.steps for r in s.reads())
+        return (self.start, self.output) + tuple(r for s in self.steps for r in s.reads())
+
+
+# A step of h (or of ``init``): which kind it is says how the runtime computes its delta.
+Step = Merge | Temp | Fixpoint | ExactIteration | Diffusion
+LOOPS = (Fixpoint, ExactIteration, Diffusion)  # the kinds whose delta a loop in the runtime finds
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +285,7 @@ class Answer:
     order: tuple[SortKey, ...] = ()
     limit: int | None = None
     offset: int = 0
-    changes: str = "keyed"
+    changes: ChangeMode = ChangeMode.KEYED
     change_states: tuple[str, ...] = ()
     touched_key: tuple[str, ...] = ()
     # ``rows`` as projections and filters over one state row each, when a is row-wise (every
@@ -246,8 +294,7 @@ class Answer:
     per_key: Rel | None = None
 
     def __post_init__(self) -> None:
-        if self.changes not in ("delta", "keyed", "global"):
-            raise ValueError(f"unknown change mode {self.changes!r}")
+        object.__setattr__(self, "changes", ChangeMode(self.changes))
         if len(self.output) != len(self.output_names):
             raise ValueError("answer output and output names differ in length")
 
