@@ -42,7 +42,7 @@ from .body import Body, Input, flatten, is_body
 from .builder import PlanBuilder
 from .changes import distinct_delta, global_delta, keyed_delta, merged_fields, per_key_delta
 from .joins import JoinTerms
-from .matchjoins import compile_match_join
+from .rules_matchjoins import compile_match_join
 from .model import (
     WEIGHT_COLUMN, Answer, ChangeMode, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Monoid, State, StateColumn,
     StateRole, OLD, TOUCHED,
