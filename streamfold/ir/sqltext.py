@@ -15,7 +15,7 @@ from .expr import Column, Expr
 from .printer import _Printer, display_name, quote
 from .rel import (
     Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Iterate, Join, Limit, LoopRef, Once, Recursive, Project, Rel, Scan, SetOp, Sort, SortKey,
-    StateScan, Union,
+    StateScan, Union, written_name,
 )
 
 Leaf = Callable[[Rel], str]
@@ -213,7 +213,7 @@ class _Writer:
             return _Block(f"{src}\nLATERAL VIEW{outer} {fn}({self.e(rel.expr)}) {view} AS {', '.join(names)}",
                           select=cols)
         if isinstance(rel, (Iterate, Recursive)) and not self.spark:  # explain only: the runtime unrolls them
-            name = rel.name.split("#")[0]
+            name = written_name(rel.name)
             if isinstance(rel, Iterate):
                 parts = [self.block(rel.init).text(), "STEP", self.block(rel.step).text(),
                          f"TIMES {rel.times} MODE {rel.mode.upper()}"]
@@ -241,12 +241,12 @@ class _Writer:
     def leaf_block(self, rel: Rel) -> _Block:
         if not self.spark:
             if isinstance(rel, LoopRef):  # inside an iteration's step: the previous step's value
-                return _Block(f"{rel.name.split('#')[0]} AS {display_name(rel.name)}")
+                return _Block(f"{written_name(rel.name)} AS {display_name(rel.name)}")
             if isinstance(rel, Scan):
                 return _Block(rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}")
             if isinstance(rel, DeltaScan):
                 if "#" in rel.table:  # a diffusion loop's change this round
-                    return _Block(f"ΔX AS {rel.table.split('#')[0]}")
+                    return _Block(f"ΔX AS {written_name(rel.table)}")
                 return _Block(f"Δ{rel.table} {rel.alias}")
             if isinstance(rel, Once):
                 when = "after the first batch" if rel.later else "first batch only"

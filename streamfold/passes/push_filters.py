@@ -17,7 +17,7 @@ exactly as the batch query has it.
 from __future__ import annotations
 
 from ..ir.expr import Expr, and_all, conjuncts
-from ..ir.rel import Distinct, Explode, Filter, Join, Project, Rel, Union
+from ..ir.rel import Distinct, Explode, Filter, Join, JoinKind, Project, Rel, Union
 
 
 def run(rel: Rel) -> Rel:
@@ -101,7 +101,7 @@ def _push_into_join(rel: Join, preds: list[Expr]) -> Rel:
     if into_condition:
         condition = and_all(list(conjuncts(condition)) + into_condition)
         if kind == "cross":
-            kind = "inner"
+            kind = JoinKind.INNER
     joined: Rel = Join(_wrap(rel.left, left), _wrap(rel.right, right), kind, condition)
     if kind == "inner" and condition is not None:
         joined = _push_join_condition(joined) or joined  # type: ignore[arg-type]
@@ -125,5 +125,5 @@ def _push_join_condition(rel: Join) -> Rel | None:
     condition = and_all(keep)
     kind = rel.kind
     if condition is None and kind == "inner":
-        kind = "cross"
+        kind = JoinKind.CROSS
     return Join(_wrap(rel.left, left), _wrap(rel.right, right), kind, condition)

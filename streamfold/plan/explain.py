@@ -12,7 +12,7 @@ from typing import Any
 
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
-from ..ir.rel import Iterate, Recursive, SortKey
+from ..ir.rel import Iterate, Recursive, SortKey, written_name
 from .model import (
     FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, Step, Temp,
 )
@@ -131,15 +131,15 @@ def _step_dict(s: Step) -> dict[str, Any]:
     out: dict[str, Any] = {"state": s.state, "kind": _KINDS[type(s)], "temp": isinstance(s, Temp),
                            "sql": rel_sql(s.program)}
     if isinstance(s, Fixpoint):
-        out["fixpoint"] = {"loop": s.loop.split("#")[0], "incremental": s.incremental, "base": rel_sql(s.base),
+        out["fixpoint"] = {"loop": written_name(s.loop), "incremental": s.incremental, "base": rel_sql(s.base),
                            "step": rel_sql(s.step), "seeds": [rel_sql(x) for x in s.seeds]}
     elif isinstance(s, Diffusion):
-        out["diffusion"] = {"loop": s.loop.split("#")[0], "times": s.times,
+        out["diffusion"] = {"loop": written_name(s.loop), "times": s.times,
                             "key": [display_name(k) for k in s.key_names],
                             "start": rel_sql(s.start), "output": rel_sql(s.output),
                             "steps": [_step_dict(b) for b in s.steps]}
     elif isinstance(s, ExactIteration):
-        out["exact"] = {"loop": s.loop.split("#")[0], "times": s.times, "start": rel_sql(s.start),
+        out["exact"] = {"loop": written_name(s.loop), "times": s.times, "start": rel_sql(s.start),
                         "step": rel_sql(s.step), "streams": list(s.streams)}
     return out
 
@@ -149,7 +149,7 @@ _KINDS: dict[type, str] = {Merge: "merge", Temp: "temp", Fixpoint: "fixpoint", E
 
 
 def _loop_text(it: Iterate | Recursive) -> list[str]:
-    name = it.name.split("#")[0]
+    name = written_name(it.name)
     if isinstance(it, Recursive):
         cols = ", ".join(display_name(f.name.split(".", 1)[-1]) for f in it.schema)
         lines = [f"  {name} ({cols}): WITH RECURSIVE — the least set with {name} = base ∪ step({name}), "
@@ -176,7 +176,7 @@ def _loop_text(it: Iterate | Recursive) -> list[str]:
 
 
 def _fixpoint_text(fx: Fixpoint) -> list[str]:
-    state, name = fx.state, fx.loop.split("#")[0]
+    state, name = fx.state, written_name(fx.loop)
     lines = [f"  Δ{state} = a loop to the fixpoint of {name} (at most {FIXPOINT_MAX_ROUNDS} rounds per batch):"]
     if fx.incremental:
         lines.append(f"    new₀ = the rows the batch's new input rows derive, not already in {state}:")
@@ -192,7 +192,7 @@ def _fixpoint_text(fx: Fixpoint) -> list[str]:
 
 
 def _exact_text(rp: ExactIteration) -> list[str]:
-    state, name = rp.state, rp.loop.split("#")[0]
+    state, name = rp.state, written_name(rp.loop)
     streams = ", ".join(rp.streams)
     lines = [f"  Δ{state} = a loop of {rp.times} steps over {name} (exact; skipped when no row of {streams} "
              "came in the batch):", f"    X₀ = the start, over the states after the merge:"]
@@ -207,7 +207,7 @@ def _exact_text(rp: ExactIteration) -> list[str]:
 
 
 def _diffusion_text(dx: Diffusion) -> list[str]:
-    state, name = dx.state, dx.loop.split("#")[0]
+    state, name = dx.state, written_name(dx.loop)
     key = ", ".join(display_name(k) for k in dx.key_names)
     lines = [f"  Δ{state} = a diffusion loop over {name} (approximate; seed 000 Algorithm 1), {dx.times} rounds:",
              f"    ΔX₀ = the start's new rows, for keys ({key}) {state} does not have:"]

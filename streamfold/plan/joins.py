@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all
-from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN
 from .aggregates import Partial, scale
 from .body import Body, Input
@@ -98,16 +98,17 @@ class JoinTerms:
         return go(e)
 
     # -- inputs as join operands -------------------------------------------------------------
-    def operand(self, inp: Input, version: str) -> Rel:
+    def operand(self, inp: Input, version: StateVersion | None) -> Rel:
         """An input as a join operand: its lineage columns, its weight ``alias._w``, its partials.
 
-        ``version`` is ``delta``/``old``/``new`` of the input's state, or ``batch`` for the
-        batch's rows of the only stream (which then needs no state).
+        ``version`` is the version of the input's state to read, or None for the batch's rows of
+        the only stream (which then needs no state).
         """
         lin = self.lineage[inp.index]
         weight_name = f"{inp.alias}.{W}"
-        if version == "batch":
-            rows: Rel = Filter(inp.rows, and_all(inp.filters)) if inp.filters else inp.rows  # type: ignore[arg-type]
+        if version is None:
+            cond = and_all(inp.filters)
+            rows: Rel = Filter(inp.rows, cond) if cond is not None else inp.rows
             weight = Column(WEIGHT, BIGINT)
             exprs = list(lin.exprs) + [(weight_name, weight)]
             exprs += [(p.name, p.contribution(weight)) for p in lin.partials]
@@ -115,7 +116,7 @@ class JoinTerms:
         name = self.input_state(inp)
         state = self.plan.fields(name)
         rename = [(f.name, f.ref()) for f in state if f.name != W] + [(weight_name, Column(W, BIGINT))]
-        return Project(StateScan(name, "old" if inp.static else version, state), tuple(rename))
+        return Project(StateScan(name, StateVersion.OLD if inp.static else version, state), tuple(rename))
 
     def input_state(self, inp: Input) -> str:
         """Declare (once) the state of an input, pre-aggregated on its lineage."""
@@ -128,7 +129,7 @@ class JoinTerms:
             StateColumn(p.name, p.type, p.monoid, p.meaning) for p in lin.partials
         )
         edges = [e for e in self.body.edges if inp.index in (e.left, e.right)]
-        not_null = [Call("IS NOT NULL", (e.left_expr if e.left == inp.index else e.right_expr,), BOOLEAN)
+        not_null: list[Expr] = [Call("IS NOT NULL", (e.left_expr if e.left == inp.index else e.right_expr,), BOOLEAN)
                     for e in edges if not e.null_safe]
         cond = and_all(_unique(list(inp.filters) + not_null))
         rows = Filter(inp.rows, cond) if cond is not None else inp.rows
@@ -168,7 +169,7 @@ class JoinTerms:
         need_state = len(streams) > 1
         terms: list[Rel] = []
         for inp in streams:
-            first = self.operand(inp, "delta" if need_state else "batch")
+            first = self.operand(inp, StateVersion.DELTA if need_state else None)
             joined = self._join_others(inp, first)
             terms.append(self._project(joined, partials, out_cols, value_cols))
         return terms[0] if len(terms) == 1 else Union(tuple(terms))
@@ -182,14 +183,14 @@ class JoinTerms:
                 nxt = min(e.right if e.left in done else e.left for e in connected)
             else:
                 nxt = min(i.index for i in body.inputs if i.index not in done)
-            other = self.operand(body.inputs[nxt], "new" if nxt < start.index else "old")
-            conds = []
+            other = self.operand(body.inputs[nxt], StateVersion.NEW if nxt < start.index else StateVersion.OLD)
+            conds: list[Expr] = []
             for e in body.edges:
                 if {e.left, e.right} <= done | {nxt} and nxt in (e.left, e.right):
                     a, b = self.over(e.left_expr), self.over(e.right_expr)
                     conds.append(Call("<=>" if e.null_safe else "=", (a, b), BOOLEAN))
             cond = and_all(conds)
-            rel = Join(rel, other, "inner" if cond is not None else "cross", cond)
+            rel = Join(rel, other, JoinKind.INNER if cond is not None else JoinKind.CROSS, cond)
             done.add(nxt)
         if body.residual:
             cond = and_all([self.over(r) for r in body.residual])

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 
-from ..ir.rel import Field, LoopRef, Rel, SortKey, Union
+from ..ir.rel import Field, LoopRef, Once, Rel, SortKey, Union
 from ..ir.types import DataType
 from ..sql.catalog import SourceSchema
 
@@ -114,6 +114,21 @@ class State:
 # is longer than this.
 FIXPOINT_MAX_ROUNDS = 1000
 NESTED_STEPS = 10  # at most this many steps of an exact iteration nested in one Spark statement
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """How a relation changes: ``program`` gives a batch's rows of it with ``_weight`` — or, for a
+    static relation, all its rows (it never changes)."""
+
+    program: Rel
+    static: bool
+    weighted: bool  # its changes may remove rows
+
+    @property
+    def delta(self) -> Rel:
+        """The batch's rows of it: a static relation's rows arrive once, with the first batch."""
+        return Once(self.program) if self.static else self.program
 
 
 # -- the steps of h: a tagged union, one class per kind ---------------------------------------------

@@ -25,7 +25,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..errors import BatchError
-from ..ir.rel import WEIGHT, Expand, LoopRef, Project, Rel, StateScan, Union
+from ..ir.rel import WEIGHT, Expand, LoopRef, Project, Rel, StateScan, Union, written_name
 from ..ir.expr import Literal
 from ..ir.types import BIGINT
 from ..plan.model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, ExactIteration, Fixpoint, Step, Temp
@@ -118,7 +118,7 @@ class FixpointLoop(_DeltaLoop):
             while not frontier.isEmpty():
                 rounds += 1
                 if rounds > FIXPOINT_MAX_ROUNDS:
-                    raise BatchError(f"batch {batch}: the recursive CTE {fx.loop.split('#')[0]} found new rows in "
+                    raise BatchError(f"batch {batch}: the recursive CTE {written_name(fx.loop)} found new rows in "
                                      f"each of {FIXPOINT_MAX_ROUNDS} rounds; its step may generate values without end",
                                      code="NO_FIXPOINT", params={"batch": batch, "rounds": FIXPOINT_MAX_ROUNDS},
                                      hint="bound the step with a WHERE (e.g. WHERE n < 100), or write WITH "
@@ -184,7 +184,7 @@ class ExactLoop(_DeltaLoop):
                 return resolve(node)
             return to_sql(rel, leaf, views)
 
-        name = rp.loop.split("#")[0]
+        name = written_name(rp.loop)
         # A step that reads the loop once nests: up to NESTED_STEPS (plan.model) steps are one
         # statement whose text grows by one step each, and Spark reuses the shuffle of what every
         # step reads alike (docs/benchmarks.md). A step reading the loop twice would double the
@@ -220,7 +220,7 @@ class DiffusionLoop(LoopInterpreter):
     def run(self, batch: int, step: Step, reads: BatchReads, views: Views, eager: bool) -> Results:
         assert isinstance(step, Diffusion)
         dx = step
-        loop = dx.loop.split("#")[0]
+        loop = written_name(dx.loop)
         text = lowering.DiffusionLowering(loop, tuple(f.name for f in dx.fields), dx.columns, dx.key,
                                           views.relation(self.store.current[dx.state], "old_" + dx.state))
         held: list[DataFrame] = []

@@ -19,8 +19,8 @@ from sqlglot import exp
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir.expr import Agg, Call, Cast, Column, Expr, SubqueryExpr, and_all, outer_columns
 from ..ir.rel import (
-    Aggregate, Distinct, Explode, Field, Filter, Iterate, Join, Limit, LoopRef, Project, Recursive, Rel, Scan, SetOp, Sort,
-    SortKey, Union,
+    Aggregate, Distinct, Explode, Field, Filter, IterationMode, Iterate, Join, Limit, LoopRef, Project, Recursive, Rel, Scan,
+    JoinKind, SetKind, SetOp, Sort, SortKey, Union,
 )
 from ..ir.types import BOOLEAN, common_type
 from .bind_expr import ExprBinder
@@ -151,7 +151,7 @@ class _QueryBinder:
                                cte.node, f"name columns of {name} ({', '.join(names)}) in KEY (…)",
                                column=k, columns=names)
             key.append(f"{internal}.{match[0]}")
-        return Iterate(internal, start, step, loop.times, loop.mode, tuple(key)), names
+        return Iterate(internal, start, step, loop.times, IterationMode(loop.mode), tuple(key)), names
 
     def recursive(self, cte: _Cte, name: str) -> tuple[Rel, list[str]]:
         """``WITH RECURSIVE name AS (base UNION step …)``: the parts of the UNION that read
@@ -289,7 +289,7 @@ class _QueryBinder:
         else:
             kind = ("intersect" if isinstance(node, exp.Intersect) else "except") + ("" if distinct else "_all")
             right_side = Project(sides[1], tuple((f"{n}#r", f.ref()) for n, f in zip(names, sides[1].schema)))
-            rel = SetOp(kind, sides[0], right_side)
+            rel = SetOp(SetKind(kind), sides[0], right_side)
         return self._order_limit(node, rel, names, ctes)
 
     def _conform(self, rel: Rel, names: list[str], types: list) -> Rel:
@@ -732,7 +732,7 @@ class _QueryBinder:
             jkind = "cross"
         if jkind in ("semi", "anti"):
             scope.entries.pop()  # the right side of a semi/anti join is not visible after it
-        return Join(left, right, jkind, condition)
+        return Join(left, right, JoinKind(jkind), condition)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
