@@ -3,8 +3,8 @@ is refused with the coded error this file expects.
 
 SF 0.01 from ``tpchgen-cli``, generated once per session: ``lineitem`` and ``orders`` in three
 batches by order key, then a batch deleting 5 % of the orders (and the three largest) with
-their line items; Q2, Q11 and Q16 stream ``partsupp`` instead (see benchmarks/tpch/data.py).
-The checks are those of ``benchmarks/tpch/run.py``, which also times the batches.
+their line items; Q2, Q11 and Q16 stream ``partsupp`` instead (see streamfold/bench/tpch/data.py).
+The checks are those of ``streamfold/bench/tpch/run.py``, which also times the batches.
 
 When a feature lands and a query starts passing, its test fails with "update
 EXPECTED_REFUSALS": delete its entry. A query streamfold compiles but answers wrongly fails
@@ -18,8 +18,8 @@ from decimal import Decimal
 
 import pytest
 
-from benchmarks.tpch import data as tpch_data
-from benchmarks.tpch import run as tpch
+from streamfold.bench.tpch import data as tpch_data
+from streamfold.bench.tpch import run as tpch
 
 # Queries streamfold refuses today, with the code it refuses them with, e.g.
 # "q21": "UNSUPPORTED_SUBQUERY". Since subqueries and outer joins landed (039d5ea) it compiles all 22.

@@ -15,7 +15,7 @@ LIMIT rows tied with the last row on the ORDER BY key may differ. Each batch is 
 against a Spark recompute of the same query over the prefix, whose answer is checked against
 DuckDB too (that checks the query texts and the oracle, independently of streamfold).
 
-    .venv/bin/python benchmarks/tpch/run.py [--sf 0.01] [--batches 4] [--queries 1,3,5]
+    .venv/bin/python -m streamfold.bench.tpch.run [--sf 0.01] [--batches 4] [--queries 1,3,5]
                                             [--out bench-out/tpch] [--no-recompute]
 
 Writes ``<out>/tpch-sf<SF>.json`` and ``<out>/tpch-sf<SF>.md``; the data sets are kept under
@@ -40,14 +40,11 @@ from dataclasses import asdict, dataclass, field
 from functools import cmp_to_key
 from typing import Any
 
-if __package__ in (None, ""):
-    sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
 import sqlglot
 from sqlglot import exp
 
-from benchmarks.tpch import data as tpch_data
-from benchmarks.tpch.data import WEIGHT, Dataset
+from . import data as tpch_data
+from .data import WEIGHT, Dataset
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUERY_DIR = os.path.join(HERE, "queries")
