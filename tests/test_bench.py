@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from streamfold.bench.check import compare
 from streamfold.bench.cli import options
 from streamfold.bench.custom import answer_keys
 from streamfold.bench.runner import run_bench
@@ -67,11 +66,28 @@ def test_quick_kmeans_static_table_and_unrolled_baselines(spark, tmp_path):
     assert "```sql" in md and "rejected" in md
 
 
-def test_compare_is_a_bag_comparison_with_float_tolerance():
-    assert compare([(1, 0.1 + 0.2), (2, None)], [(2, None), (1, 0.3)]).matches
-    assert not compare([(1, 1.0)], [(1, 1.0), (1, 1.0)]).matches
-    check = compare([(1, 1.0)], [(1, 1.0 + 1e-6)])
-    assert not check.matches and "DuckDB has" in (check.detail or "")
+def test_modes_are_systems_of_their_own():
+    assert _options("pagerank", "--mode", "exact,diffusion").systems == [
+        "streamfold", "streamfold-diffusion", "recompute", "spark-streaming"]
+    assert _options("kmeans", "--mode", "differential", "--systems", "streamfold,recompute").systems == [
+        "streamfold-differential", "recompute"]
+    assert "MODE DIFFUSION KEY (x0, y0)" in _options("kmeans").workload.in_mode("diffusion")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_quick_pagerank_in_two_modes_with_errors(spark, tmp_path):
+    """--mode runs each mode as a system; --errors measures every answer against NumPy: exact mode
+    to rounding, diffusion (approximate by design) reported, not checked."""
+    opts = _options("pagerank", "--quick", "--out", str(tmp_path), "--max-wait", "0", "--mode", "exact,diffusion",
+                    "--errors", "--systems", "streamfold")
+    doc = run_bench(opts, spark=spark)
+    exact, diffusion = doc["systems"]["streamfold"], doc["systems"]["streamfold-diffusion"]
+    assert exact["status"] == diffusion["status"] == "ok", (exact.get("error"), diffusion.get("error"))
+    assert all(r["error"] < 1e-9 for r in exact["increments"]) and exact["check"]["matches_duckdb"]
+    assert not diffusion["exact"] and all(r["error"] is not None for r in diffusion["increments"])
+    assert diffusion["increments"][0]["error"] < 1e-9  # the first batch runs the steps from the start
+    assert "## Error against NumPy" in (tmp_path / "pagerank" / "results.md").read_text()
 
 
 def test_answer_keys_for_upserts():
@@ -90,6 +106,9 @@ def test_answer_keys_for_upserts():
     (["groupby", "--steps", "3"], "BAD_OPTION"),
     (["kmeans", "--steps", "0"], "BAD_SIZE"),
     (["groupby", "--warm-up", "-1"], "BAD_SIZE"),
+    (["groupby", "--mode", "exact"], "BAD_OPTION"),
+    (["pagerank", "--mode", "fast"], "BAD_OPTION"),
+    (["groupby", "--errors"], "BAD_OPTION"),
 ])
 def test_usage_mistakes_are_coded(argv, code):
     with pytest.raises(UsageError) as e:

@@ -25,7 +25,8 @@ from streamfold.errors import StreamfoldError
 from streamfold.sql import Catalog, bind
 from streamfold.sql.iterate import extract, unrolled_sql
 
-from .oracle import net_rows
+from streamfold.verify import net_rows
+
 from .streams import Source, check_stream
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
