@@ -55,8 +55,8 @@ def _push(rel: Rel, preds: list[Expr]) -> Rel | None:
     if isinstance(rel, Union):
         items = []
         for item in rel.items:
-            mapping = {f.name: g.ref() for f, g in zip(rel.schema, item.schema)}
-            items.append(_wrap(item, [p.rename({k: v.name for k, v in mapping.items()}) for p in preds]))
+            names = {f.name: g.name for f, g in zip(rel.schema, item.schema)}
+            items.append(_wrap(item, [p.rename(names) for p in preds]))
         return Union(tuple(items))
     if isinstance(rel, Join):
         return _push_into_join(rel, preds)

@@ -183,7 +183,7 @@ def _fixpoint_text(fx: Fixpoint) -> list[str]:
         lines += _indent("\nUNION\n".join(rel_sql(s) for s in fx.seeds), 6)
         lines.append(f"    (where {name} is {state} before the batch)")
     else:
-        lines.append(f"    inputs may delete rows: the fixpoint is found again; new₀ = the base:")
+        lines.append("    inputs may delete rows: the fixpoint is found again; new₀ = the base:")
         lines += _indent(rel_sql(fx.base), 6)
     lines.append(f"    newᵢ₊₁ = the step over newᵢ (as {name}), minus every row found so far; stop when empty:")
     lines += _indent(rel_sql(fx.step), 6)
@@ -195,7 +195,7 @@ def _exact_text(rp: ExactIteration) -> list[str]:
     state, name = rp.state, written_name(rp.loop)
     streams = ", ".join(rp.streams)
     lines = [f"  Δ{state} = a loop of {rp.times} steps over {name} (exact; skipped when no row of {streams} "
-             "came in the batch):", f"    X₀ = the start, over the states after the merge:"]
+             "came in the batch):", "    X₀ = the start, over the states after the merge:"]
     lines += _indent(rel_sql(rp.start), 6)
     how = (f"up to {rp.nested} steps nested in one statement" if rp.nested > 1
            else "one statement per step (it reads the loop more than once)")
@@ -217,7 +217,7 @@ def _diffusion_text(dx: Diffusion) -> list[str]:
     for b in dx.steps:
         lines.append(f"      Δ{b.state} =" + ("   (intermediate)" if isinstance(b, Temp) else "   (merged only in the last pass)"))
         lines += _indent(rel_sql(b.program), 8)
-    lines.append(f"      ΔY = the step's change:")
+    lines.append("      ΔY = the step's change:")
     lines += _indent(rel_sql(dx.output), 8)
     lines.append(f"      ΔXᵢ = ΔY's new rows, replacing the rows of {state} with the same key (a key with only "
                  "old rows leaves)")

@@ -23,7 +23,7 @@ marks a key that left. Replaying logs keeps each key's latest row, which works f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..plan.model import State
 from . import lowering
@@ -64,7 +64,7 @@ def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
     """
     try:
         spark = kept.sparkSession
-        jvm = spark._jvm
+        jvm: Any = spark._jvm
         plan = kept._jdf.queryExecution().logical()
         if plan.getClass().getSimpleName() != "LogicalRDD":
             return kept
