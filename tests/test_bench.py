@@ -19,6 +19,7 @@ def _options(*argv: str):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_quick_groupby_all_systems(spark, tmp_path):
     opts = _options("groupby", "--quick", "--out", str(tmp_path), "--max-wait", "0")
     assert opts.systems == ["streamfold", "recompute", "spark-streaming"]
@@ -47,6 +48,7 @@ def test_quick_groupby_all_systems(spark, tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_quick_kmeans_static_table_and_unrolled_baselines(spark, tmp_path):
     """An iterative workload: streamfold runs the example (exact mode) with its static table;
     recompute and DuckDB run the same query unrolled; Spark streaming's refusal is recorded."""
@@ -165,6 +167,7 @@ def test_quiet_means_a_low_load_or_idle_cpus(monkeypatch):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_heap_in_use_is_read_after_a_full_collection(spark):
     """``System.gc()`` only starts a concurrent cycle in streamfold's JVM (ExplicitGCInvokesConcurrent),
     after which old regions still hold garbage; the memory figure asks the JVM for a full collection."""

@@ -33,6 +33,7 @@ def tpch_dataset(tmp_path_factory):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_dataset_types(spark, tpch_dataset):
     """Spark reads the generated files with the TPC-H types (DECIMAL(15,2), DATE, …)."""
     tpch_data.check_spark_types(spark, tpch_dataset)
@@ -42,6 +43,7 @@ def test_dataset_types(spark, tpch_dataset):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 @pytest.mark.parametrize("name", tpch.ALL_QUERIES)
 def test_tpch_query(name, spark, tpch_dataset, tmp_path):
     lines: list[str] = []
