@@ -1,6 +1,6 @@
 """Relational programs as one SQL statement: readable for ``explain``, exact for Spark.
 
-``rel_sql(rel)`` prints for people: ``SELECT x.A, sum(_weight) AS _w FROM ΔS1 x GROUP BY x.A``.
+``rel_sql(rel)`` prints for people: ``SELECT x.A, sum(_weight) AS _weight FROM ΔS1 x GROUP BY x.A``.
 ``rel_sql(rel, leaf=…)`` prints what the runtime hands to ``spark.sql``: names quoted, every
 FROM item aliased, NULL ordering explicit, leaves replaced by the temp views ``leaf`` names, and
 on each join the hint ``join_hint`` chooses (a physical decision: the runtime's lowering makes it).

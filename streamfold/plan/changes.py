@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN, INT
-from .model import OLD, TOUCHED, WEIGHT_COLUMN
+from .model import OLD, TOUCHED
 from .terms import MINUS_ONE, ONE, coalesce0, nonzero, or_false, positive, touched, weight
 
 
@@ -47,8 +47,8 @@ def per_key_delta(per_key: Rel, keys: tuple[str, ...], output: tuple[str, ...]) 
     shown = [(n, e) for n, e in outputs if n in output]
 
     def present(over_old: bool) -> Expr:
-        exists: Expr = (Call("IS NOT NULL", (Column(OLD + WEIGHT_COLUMN, BIGINT),), BOOLEAN) if over_old else
-                        nonzero(weight(WEIGHT_COLUMN)))
+        exists: Expr = (Call("IS NOT NULL", (Column(OLD + WEIGHT, BIGINT),), BOOLEAN) if over_old else
+                        nonzero(weight()))
         parts = [exists] + [or_false(c.rename(old) if over_old else c) for c in conds]
         cond = and_all(parts)
         assert cond is not None
@@ -113,15 +113,15 @@ def global_delta(rows: Rel, state: str, fields: tuple[Field, ...]) -> Rel:
 
 def distinct_delta(state: str, fields: tuple[Field, ...]) -> Rel:
     """Rows whose count crossed zero this batch: +1 into the answer, −1 out of it."""
-    names = tuple(f.name for f in fields if f.name != WEIGHT_COLUMN)
+    names = tuple(f.name for f in fields if f.name != WEIGHT)
     merged = StateScan(state, StateVersion.MERGED, merged_fields(fields, names))
-    now = positive(weight(WEIGHT_COLUMN))
-    before = positive(coalesce0(weight(OLD + WEIGHT_COLUMN)))
+    now = positive(weight())
+    before = positive(coalesce0(weight(OLD + WEIGHT)))
     flipped = and_all([touched(),
                        Call("<>", (now, before), BOOLEAN)])
     assert flipped is not None
     sign = Case(((now, ONE),), MINUS_ONE, BIGINT)
-    cols = tuple((n, Column(n, f.type)) for n, f in ((f.name, f) for f in fields) if n != WEIGHT_COLUMN)
+    cols = tuple((n, Column(n, f.type)) for n, f in ((f.name, f) for f in fields) if n != WEIGHT)
     return Project(Filter(merged, flipped), cols + ((WEIGHT, sign),))
 
 

@@ -28,11 +28,10 @@ from ..ir.types import BIGINT
 from ..sql.bind import BoundQuery
 from .body import Body, Input, flatten
 from .builder import PlanBuilder
-from .model import WEIGHT_COLUMN, Compiled, Monoid, State, StateColumn, StateRole
+from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .terms import sum_weights
 
 Rule = Callable[["PlanContext", Rel], Compiled]
-W = WEIGHT_COLUMN
 
 
 class PlanContext:
@@ -85,11 +84,11 @@ class PlanContext:
         key = tuple(Field(f.name, f.type) for f in rel.schema)
         name = self.plan.name(base)
         self.plan.add_state(
-            State(name, StateRole.OUTPUT, key, (StateColumn(W, BIGINT, Monoid.SUM, "multiplicity of the row"),),
+            State(name, StateRole.OUTPUT, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
                   note="the rows with their multiplicity"),
-            Aggregate(compiled.delta, tuple((f.name, f.ref()) for f in key), ((W, sum_weights()),)),
+            Aggregate(compiled.delta, tuple((f.name, f.ref()) for f in key), ((WEIGHT, sum_weights()),)),
         )
-        return name, key + (Field(W, BIGINT),)
+        return name, key + (Field(WEIGHT, BIGINT),)
 
     def body(self, rel: Rel) -> tuple[Body, dict[str, Expr]]:
         """The join body under ``rel`` and each output column's expression over its inputs."""

@@ -12,10 +12,8 @@ from typing import Any
 
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
-from ..ir.rel import Iterate, Recursive, SortKey, written_name
-from .model import (
-    FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, Step, Temp,
-)
+from ..ir.rel import WEIGHT, Iterate, Recursive, SortKey, written_name
+from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, Step, Temp
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -63,7 +61,7 @@ def explain_text(plan: IncrementalPlan) -> str:
         if st.static:
             continue
         out.append(f"  {st.name}: " + "; ".join(_merge_column(st, c.name, c.monoid.value) for c in st.columns)
-                   + ("" if st.keep_empty else f"; a key leaves when {WEIGHT_COLUMN} = 0"))
+                   + ("" if st.keep_empty else f"; a key leaves when {WEIGHT} = 0"))
     out.append("")
     a = plan.answer
     out.append("a — the answer, over the states after the merge (X' is state X after this batch)")
@@ -110,7 +108,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             {"state": st.name, "key": list(st.key_names),
              "columns": [{"name": c.name, "monoid": c.monoid.value, "sql": _merge_column(st, c.name, c.monoid.value)}
                          for c in st.columns],
-             "drop_when": None if st.keep_empty else f"{WEIGHT_COLUMN} = 0"}
+             "drop_when": None if st.keep_empty else f"{WEIGHT} = 0"}
             for st in plan.states if not st.static
         ],
         "answer": {
@@ -201,7 +199,7 @@ def _exact_text(rp: ExactIteration) -> list[str]:
            else "one statement per step (it reads the loop more than once)")
     lines.append(f"    Xᵢ = the step over Xᵢ₋₁ (as {name}), i = 1 … {rp.times}, {how}, over the last one's checkpoint:")
     lines += _indent(rel_sql(rp.step), 6)
-    lines.append(f"    Δ = each row of X{_subscript(rp.times)} +1, each row of {state} before the batch −{WEIGHT_COLUMN}, "
+    lines.append(f"    Δ = each row of X{_subscript(rp.times)} +1, each row of {state} before the batch −{WEIGHT}, "
                  "summed per row (rows whose sum is 0 left out)")
     return lines
 

@@ -20,9 +20,8 @@ from ..ir.types import BIGINT, BOOLEAN
 from .aggregates import Partial, scale
 from .body import Body, Input
 from .builder import PlanBuilder
-from .model import WEIGHT_COLUMN, Monoid, State, StateColumn, StateRole
+from .model import Monoid, State, StateColumn, StateRole
 
-W = WEIGHT_COLUMN
 
 
 @dataclass
@@ -99,13 +98,13 @@ class JoinTerms:
 
     # -- inputs as join operands -------------------------------------------------------------
     def operand(self, inp: Input, version: StateVersion | None) -> Rel:
-        """An input as a join operand: its lineage columns, its weight ``alias._w``, its partials.
+        """An input as a join operand: its lineage columns, its weight ``alias._weight``, its partials.
 
         ``version`` is the version of the input's state to read, or None for the batch's rows of
         the only stream (which then needs no state).
         """
         lin = self.lineage[inp.index]
-        weight_name = f"{inp.alias}.{W}"
+        weight_name = f"{inp.alias}.{WEIGHT}"
         if version is None:
             cond = and_all(inp.filters)
             rows: Rel = Filter(inp.rows, cond) if cond is not None else inp.rows
@@ -115,7 +114,7 @@ class JoinTerms:
             return Project(rows, tuple(exprs))
         name = self.input_state(inp)
         state = self.plan.fields(name)
-        rename = [(f.name, f.ref()) for f in state if f.name != W] + [(weight_name, Column(W, BIGINT))]
+        rename = [(f.name, f.ref()) for f in state if f.name != WEIGHT] + [(weight_name, Column(WEIGHT, BIGINT))]
         return Project(StateScan(name, StateVersion.OLD if inp.static else version, state), tuple(rename))
 
     def input_state(self, inp: Input) -> str:
@@ -125,7 +124,7 @@ class JoinTerms:
             return name
         lin = self.lineage[inp.index]
         key = tuple(Field(n, e.type) for n, e in lin.exprs)
-        columns = (StateColumn(W, BIGINT, Monoid.SUM, "number of rows"),) + tuple(
+        columns = (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of rows"),) + tuple(
             StateColumn(p.name, p.type, p.monoid, p.meaning) for p in lin.partials
         )
         edges = [e for e in self.body.edges if inp.index in (e.left, e.right)]
@@ -134,7 +133,7 @@ class JoinTerms:
         cond = and_all(_unique(list(inp.filters) + not_null))
         rows = Filter(inp.rows, cond) if cond is not None else inp.rows
         weight: Expr = Literal(1, BIGINT) if inp.static else Column(WEIGHT, BIGINT)
-        aggs: list[tuple[str, Agg]] = [(W, Agg("sum", (weight,), False, BIGINT))]
+        aggs: list[tuple[str, Agg]] = [(WEIGHT, Agg("sum", (weight,), False, BIGINT))]
         aggs += [(p.name, Agg(p.monoid.merge_sql, (p.contribution(weight),), False, p.type)) for p in lin.partials]
         program = Aggregate(rows, tuple(lin.exprs), tuple(aggs))
         lineage_text = ", ".join(n for n, _ in lin.exprs) or "()"
@@ -164,7 +163,7 @@ class JoinTerms:
     def terms(self, partials: list[Partial], out_cols: list[tuple[str, Expr]],
               value_cols: list[tuple[str, Expr]]) -> Rel:
         """The union over stream inputs i of ``Δi ⋈ (inputs before i, new) ⋈ (inputs after i, old)``,
-        each joined row projected to the consumer's columns and its weight ``_w``."""
+        each joined row projected to the consumer's columns and its weight ``_weight``."""
         streams = self.body.streams
         need_state = len(streams) > 1
         terms: list[Rel] = []
@@ -200,11 +199,11 @@ class JoinTerms:
 
     def _project(self, joined: Rel, partials: list[Partial], out_cols: list[tuple[str, Expr]],
                  value_cols: list[tuple[str, Expr]]) -> Rel:
-        weights = [Column(f"{i.alias}.{W}", BIGINT) for i in self.body.inputs]
+        weights = [Column(f"{i.alias}.{WEIGHT}", BIGINT) for i in self.body.inputs]
         total: Expr = weights[0]
         for w in weights[1:]:
             total = Call("*", (total, w), BIGINT)
-        exprs: list[tuple[str, Expr]] = list(out_cols) + [(W, total)]
+        exprs: list[tuple[str, Expr]] = list(out_cols) + [(WEIGHT, total)]
         for p in partials:
             owner = next((i for i, lin in self.lineage.items() if p in lin.partials), None)
             if owner is None:

@@ -4,8 +4,9 @@ Seed 000 splits a query q into a homomorphism h and an answer function a, keeps
 ``state ← state ⊗ h(ΔS)`` and answers ``a(state)``. Here that is:
 
 * ``states`` — each a bag keyed by its lineage ``key``; every value column names the monoid
-  that merges it (``+``, ``min``, ``max``). ``_w`` counts the rows behind a key; a key whose
-  ``_w`` reaches zero leaves the state.
+  that merges it (``+``, ``min``, ``max``). ``_weight`` counts the rows behind a key (its
+  multiplicity, as a delta's ``_weight`` is a change of it); a key whose ``_weight`` reaches
+  zero leaves the state.
 * ``delta`` — h, as ordered steps. Step k computes Δstate_k from the batch (``DeltaScan``) and
   from states: the old version of any state, and the delta and new version of any state
   stepped before it. The runtime merges Δstate_k into state_k (⊗) before the next step.
@@ -20,11 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 
-from ..ir.rel import Field, LoopRef, Once, Rel, SortKey, Union
+from ..ir.rel import WEIGHT, Field, LoopRef, Once, Rel, SortKey, Union
 from ..ir.types import DataType
 from ..sql.catalog import SourceSchema
 
-WEIGHT_COLUMN = "_w"
 # The result of a state's merge (``StateScan(state, "merged")``) has, besides the state's
 # columns, the old value of each non-key column (``OLD + column``; NULL for a key new in the
 # batch) and ``TOUCHED``: 1 for the keys the batch had a delta row for.
@@ -80,7 +80,7 @@ class State:
     key: tuple[Field, ...]
     columns: tuple[StateColumn, ...]
     note: str = ""
-    keep_empty: bool = False  # a global aggregate keeps its one row even at _w = 0
+    keep_empty: bool = False  # a global aggregate keeps its one row even at _weight = 0
     static: bool = False
     # Key columns the state is hash-partitioned on (default: the whole key). A join input is
     # partitioned on its join key, so a delta joins it, and merges into it, without moving it.
@@ -91,8 +91,8 @@ class State:
         names = [f.name for f in self.key] + [c.name for c in self.columns]
         if len(set(names)) != len(names):
             raise ValueError(f"state {self.name} has duplicate column names: {names}")
-        if WEIGHT_COLUMN not in names:
-            raise ValueError(f"state {self.name} lacks its {WEIGHT_COLUMN} column")
+        if WEIGHT not in names:
+            raise ValueError(f"state {self.name} lacks its {WEIGHT} column")
         if self.partition is not None and not set(self.partition) <= set(self.key_names):
             raise ValueError(f"state {self.name} is partitioned on {self.partition}, not part of its key")
 
@@ -286,7 +286,7 @@ class Answer:
 
     ``changes`` says how a batch's changes are found:
 
-    * ``delta`` — they are the delta of state ``change_states[0]`` itself (``_w`` ≠ 0);
+    * ``delta`` — they are the delta of state ``change_states[0]`` itself (``_weight`` ≠ 0);
     * ``keyed`` — ``rows`` depends on each key of ``touched_key`` separately, so the changes are
       ``rows`` over the touched keys after the merge minus the same before it; the touched keys
       are the keys of the deltas of ``change_states``;

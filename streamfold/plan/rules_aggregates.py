@@ -1,7 +1,7 @@
 """Rules for GROUP BY: monoid partials in states (h), the final expressions in the answer (a).
 
 An aggregate over a join body (:mod:`.rules_joins`) keeps one group state keyed by the group
-key, holding the row count ``_w`` and each aggregate's homomorphic partials (:mod:`.aggregates`:
+key, holding the row count ``_weight`` and each aggregate's homomorphic partials (:mod:`.aggregates`:
 avg → (sum, count), …), and one multiset state per value a DISTINCT aggregate or a min/max
 under deletions needs. Its answer a reads those states (all partitioned on the group key, so
 as one union grouped by it: no join, no shuffle) and computes the final values.
@@ -17,17 +17,16 @@ from dataclasses import dataclass
 
 from ..ir.expr import Agg, Call, Column, Expr, Literal
 from ..ir.printer import sql
-from ..ir.rel import Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN
 from .aggregates import AggSpec, Partial, decompose, multiset_final
 from .changes import global_delta, keyed_delta, per_key_delta
 from .context import PlanContext
 from .joins import JoinTerms
-from .model import WEIGHT_COLUMN, Compiled, Monoid, State, StateColumn, StateRole
+from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .rules_joins import note_joins
 from .terms import coalesce0, sum_weights, weight
 
-W = WEIGHT_COLUMN
 
 
 @dataclass
@@ -96,21 +95,21 @@ def aggregate_states(ctx: PlanContext, agg: Aggregate, above: list[Rel]) -> Aggr
         source = StateScan(temp, StateVersion.DELTA, joined.schema)
     ctx.plan.add_state(State(
         name, StateRole.AGGREGATE, key_fields,
-        (StateColumn(W, BIGINT, Monoid.SUM, "number of rows"),)
+        (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of rows"),)
         + tuple(StateColumn(p.name, p.type, p.monoid, p.meaning) for p in partials),
         note="group by " + (", ".join(n for n, _ in keys) if keys else "() — one global row"),
         keep_empty=not keys,
-    ), Aggregate(source, group, ((W, sum_weights(W)),) + _merged_partials(partials)))
+    ), Aggregate(source, group, ((WEIGHT, sum_weights()),) + _merged_partials(partials)))
     ms_names = []
     for k, m in enumerate(multisets):
         ms = ctx.plan.name(f"ms{k}" if name == "agg" else f"{name}_ms{k}")
         ms_names.append(ms)
         ctx.plan.add_state(State(
             ms, StateRole.MULTISET, key_fields + (Field("v", m.type),),
-            (StateColumn(W, BIGINT, Monoid.SUM, "number of rows with this value"),),
+            (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of rows with this value"),),
             note=f"values of {sql(m)} per group", partition=tuple(n for n, _ in keys) or None,
         ), Aggregate(Filter(source, Call("IS NOT NULL", (Column(f"v{k}", m.type),), BOOLEAN)),
-                     group + (("v", Column(f"v{k}", m.type)),), ((W, sum_weights(W)),)))
+                     group + (("v", Column(f"v{k}", m.type)),), ((WEIGHT, sum_weights()),)))
 
     rows = _answer(name, ms_names, above, keys, specs, partials, multisets, key_fields)
     per_key = _per_key(name, above, keys, specs, partials, key_fields) if keys and not multisets else None
@@ -132,8 +131,8 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
     (one row per key: ``sum`` just picks it) and the aggregates of each multiset's values. A
     global aggregate (no key) yields its one row even over empty states.
     """
-    state_fields = key_fields + (Field(W, BIGINT),) + tuple(Field(p.name, p.type) for p in partials)
-    columns: list[Field] = [Field(W, BIGINT)] + [Field(p.name, p.type) for p in partials]
+    state_fields = key_fields + (Field(WEIGHT, BIGINT),) + tuple(Field(p.name, p.type) for p in partials)
+    columns: list[Field] = [Field(WEIGHT, BIGINT)] + [Field(p.name, p.type) for p in partials]
     columns += [Field(f"v{k}", m.type) for k, m in enumerate(multisets)]
     key_refs = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
     # Each branch renames the key (to _g0, _g1, …): Spark 4.3 keeps a union's hash
@@ -147,9 +146,9 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
 
     branches = [branch(StateScan(name, StateVersion.NEW, state_fields), {f.name: f.ref() for f in state_fields[len(keys):]})]
     for k, m in enumerate(multisets):
-        ms_fields = key_fields + (Field("v", m.type), Field(W, BIGINT))
+        ms_fields = key_fields + (Field("v", m.type), Field(WEIGHT, BIGINT))
         branches.append(branch(StateScan(ms_names[k], StateVersion.NEW, ms_fields), {f"v{k}": Column("v", m.type)}))
-    merged: list[tuple[str, Agg]] = [(W, sum_weights(W)), *_merged_partials(partials)]
+    merged: list[tuple[str, Agg]] = [(WEIGHT, sum_weights()), *_merged_partials(partials)]
     for i, (_, spec) in enumerate(specs):
         if spec.multiset is not None:
             k = multisets.index(spec.multiset)
@@ -164,7 +163,7 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
             if spec.agg.fn == "count":
                 final = coalesce0(final)
         else:
-            final = spec.final(weight(W))
+            final = spec.final(weight())
         exprs.append((out, final))
     return _above(Project(grouped, tuple(exprs)), above)
 
@@ -172,9 +171,9 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
 def _per_key(name: str, above: list[Rel], keys: list[tuple[str, Expr]], specs: list[tuple[str, AggSpec]],
              partials: list[Partial], key_fields: tuple[Field, ...]) -> Rel:
     """a over the group state alone, row by row (one state row per group)."""
-    state_fields = key_fields + (Field(W, BIGINT),) + tuple(Field(p.name, p.type) for p in partials)
+    state_fields = key_fields + (Field(WEIGHT, BIGINT),) + tuple(Field(p.name, p.type) for p in partials)
     exprs: list[tuple[str, Expr]] = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
-    exprs += [(out, spec.final(weight(W))) for out, spec in specs]
+    exprs += [(out, spec.final(weight())) for out, spec in specs]
     return _above(Project(StateScan(name, StateVersion.NEW, state_fields), tuple(exprs)), above)
 
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.expr import Column
-from ..ir.rel import Aggregate, Distinct, Expand, Filter, Limit, Project, Rel, Sort, SortKey, StateScan, StateVersion
+from ..ir.rel import WEIGHT, Aggregate, Distinct, Expand, Filter, Limit, Project, Rel, Sort, SortKey, StateScan, StateVersion
 from .context import PlanContext
-from .model import WEIGHT_COLUMN, Answer, ChangeMode
+from .model import Answer, ChangeMode
 from .rules_aggregates import aggregate_states
 
-W = WEIGHT_COLUMN
 
 
 @dataclass
@@ -85,7 +84,7 @@ def _aggregate_query(ctx: PlanContext, agg: Aggregate, above: list[Rel], top: To
 def _plain_query(ctx: PlanContext, top: Top) -> Answer:
     state, fields = ctx.bag_state(top.rows, "out")
     return Answer(
-        rows=Expand(StateScan(state, StateVersion.NEW, fields), W), output=top.output, output_names=ctx.bound.output_names,
+        rows=Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT), output=top.output, output_names=ctx.bound.output_names,
         order=top.order, limit=top.limit, offset=top.offset,
         changes=ChangeMode.GLOBAL if top.cut else ChangeMode.DELTA, change_states=(state,),
     )
@@ -93,7 +92,7 @@ def _plain_query(ctx: PlanContext, top: Top) -> Answer:
 
 def _distinct_query(ctx: PlanContext, rows: Distinct, top: Top) -> Answer:
     state, fields = ctx.bag_state(rows.input, "out")
-    names = [f.name for f in fields if f.name != W]
+    names = [f.name for f in fields if f.name != WEIGHT]
     result = Project(StateScan(state, StateVersion.NEW, fields), tuple((n, Column(n, f.type)) for n, f in zip(names, fields)))
     ctx.plan.note("DISTINCT: the output state counts each row; a row is in the answer while its count is positive")
     return Answer(

@@ -18,7 +18,7 @@ from ..ir.rel import WEIGHT, Join, JoinKind, Project, Rel
 from .body import Body
 from .context import PlanContext
 from .joins import JoinTerms
-from .model import WEIGHT_COLUMN, Compiled
+from .model import Compiled
 from .rules_matchjoins import match_join
 from .terms import weight
 
@@ -31,7 +31,7 @@ def body(ctx: PlanContext, rel: Rel) -> Compiled:
     terms.inject([e for _, e in outputs], [])
     rows = terms.terms([], [(n, terms.over(e)) for n, e in outputs], [])
     note_joins(ctx, b)
-    program = Project(rows, tuple((n, Column(n, e.type)) for n, e in outputs) + ((WEIGHT, weight(WEIGHT_COLUMN)),))
+    program = Project(rows, tuple((n, Column(n, e.type)) for n, e in outputs) + ((WEIGHT, weight()),))
     return Compiled(program, static=False, weighted=b.deletions)
 
 

@@ -24,11 +24,10 @@ from ..ir.rename import unroll
 from ..ir.types import BIGINT
 from .changes import distinct_delta
 from .context import PlanContext, reads_stream
-from .model import WEIGHT_COLUMN, Compiled, Diffusion, ExactIteration, Fixpoint, Monoid, State, StateColumn, StateRole
+from .model import Compiled, Diffusion, ExactIteration, Fixpoint, Monoid, State, StateColumn, StateRole
 from .simplify import simplify
 from .terms import positive, weight
 
-W = WEIGHT_COLUMN
 
 
 def recursive(ctx: PlanContext, rel: Rel) -> Compiled:
@@ -47,7 +46,7 @@ def recursive(ctx: PlanContext, rel: Rel) -> Compiled:
     name = ctx.plan.name("fixpoint")
     key = tuple(Field(f.name, f.type) for f in rel.schema)
     ctx.plan.add_loop(
-        State(name, StateRole.OUTPUT, key, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is in the fixpoint"),),
+        State(name, StateRole.OUTPUT, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "1 while the row is in the fixpoint"),),
               note=f"the rows of the recursive CTE {loop} (a set)"),
         Fixpoint(name, rel.name, key, base, step, tuple(seeds), incremental=not weighted))
     if weighted:
@@ -56,7 +55,7 @@ def recursive(ctx: PlanContext, rel: Rel) -> Compiled:
     else:
         ctx.plan.note(f"WITH RECURSIVE {loop}: semi-naive from the old fixpoint — the batch's new rows derive new "
                       "rows, round after round, until none is new")
-    return Compiled(distinct_delta(name, key + (Field(W, BIGINT),)), static=False, weighted=True)
+    return Compiled(distinct_delta(name, key + (Field(WEIGHT, BIGINT),)), static=False, weighted=True)
 
 
 def iterate(ctx: PlanContext, rel: Rel) -> Compiled:
@@ -78,7 +77,7 @@ def _exact(ctx: PlanContext, rel: Iterate) -> Compiled:
     fields = tuple(Field(f.name, f.type) for f in rel.schema)
 
     def bag(scan: StateScan, node: Rel) -> Rel:  # the rows, each as often as it is counted
-        return _rows(Expand(scan, W), node)
+        return _rows(Expand(scan, WEIGHT), node)
 
     def as_loop(node: Rel) -> Rel | None:  # the previous value, under the names the step uses
         if isinstance(node, LoopRef) and node.name == rel.name:
@@ -92,15 +91,15 @@ def _exact(ctx: PlanContext, rel: Iterate) -> Compiled:
     step = simplify(named(_loop_inputs(ctx, rel.step, "loop_input", bag)[0].transform(as_loop)))
     name = ctx.plan.name("iteration")
     ctx.plan.add_loop(
-        State(name, StateRole.OUTPUT, fields, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row in the value"),),
+        State(name, StateRole.OUTPUT, fields, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "copies of the row in the value"),),
               note=f"the value of the iteration {loop} after its {rel.times} steps (a bag)"),
         ExactIteration(name, rel.name, fields, rel.times, start, step,
                        tuple(sorted({n.table for n in rel.walk() if isinstance(n, Scan) and not n.static}))))
     ctx.plan.note(f"ITERATIVE {loop}: exact — what it reads is kept as states; each batch that changes them "
                   f"runs the {rel.times} steps from the start over them and passes on the value's change "
                   "(new − old)")
-    return Compiled(Project(StateScan(name, StateVersion.DELTA, fields + (Field(W, BIGINT),)),
-                            tuple((f.name, f.ref()) for f in fields) + ((WEIGHT, weight(W)),)),
+    return Compiled(Project(StateScan(name, StateVersion.DELTA, fields + (Field(WEIGHT, BIGINT),)),
+                            tuple((f.name, f.ref()) for f in fields) + ((WEIGHT, weight()),)),
                     static=False, weighted=True)
 
 
@@ -120,13 +119,13 @@ def _diffusion(ctx: PlanContext, rel: Iterate) -> Compiled:
     loop = written_name(rel.name)
     diffusion = Diffusion(name, rel.name, fields, rel.key, rel.times, start.delta, step.program, body)
     ctx.plan.add_loop(
-        State(name, StateRole.OUTPUT, fields, (StateColumn(W, BIGINT, Monoid.SUM, "1 while the row is the value"),),
+        State(name, StateRole.OUTPUT, fields, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "1 while the row is the value"),),
               note=f"the value of the iteration {loop} (one row per key {', '.join(diffusion.key_names)})"),
         diffusion)
     ctx.plan.note(f"ITERATIVE {loop}: diffusion (seed 000 Algorithm 1) — APPROXIMATE: each batch runs "
                   f"{rel.times} steps over what changed, from the previous answer, and merges once; rows the "
                   "changes do not reach keep their value")
-    return Compiled(distinct_delta(name, fields + (Field(W, BIGINT),)), static=False, weighted=True)
+    return Compiled(distinct_delta(name, fields + (Field(WEIGHT, BIGINT),)), static=False, weighted=True)
 
 
 def _loop_inputs(ctx: PlanContext, node: Rel, base: str, rows: Callable[[StateScan, Rel], Rel]
@@ -156,5 +155,5 @@ def _replace(rel: Rel, old: Rel, new: Rel) -> Rel:
 def _rows(scan: Rel, rel: Rel, positive_only: bool = False) -> Rel:
     """The rows of a bag state under ``rel``'s column names (with ``positive_only``: only rows
     whose count grew — an insert-only batch's delta)."""
-    source = Filter(scan, positive(weight(W))) if positive_only else scan
+    source = Filter(scan, positive(weight())) if positive_only else scan
     return Project(source, tuple((f.name, Column(f.name, f.type)) for f in rel.schema))

@@ -28,10 +28,9 @@ from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, JoinKind, Once, Pro
 from ..ir.types import BIGINT, BOOLEAN
 from .changes import merged_fields
 from .context import PlanContext
-from .model import OLD, WEIGHT_COLUMN, Compiled, Monoid, State, StateColumn, StateRole
+from .model import OLD, Compiled, Monoid, State, StateColumn, StateRole
 from .terms import MINUS_ONE, ONE, ZERO, coalesce0, nonzero, or_false, positive, sum_weights, touched, weight
 
-W = WEIGHT_COLUMN
 
 
 @dataclass
@@ -132,7 +131,7 @@ class _Matcher:
             self._bag, _ = self.ctx.bag_state(self.join.left, "left", compiled=self.left)
         fields = self.ctx.plan.fields(self._bag)
         return Project(StateScan(self._bag, StateVersion.OLD, fields),
-                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight(W)),))
+                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight()),))
 
     def _counts(self) -> tuple[str, tuple[Field, ...]]:
         """A state counting the right rows per key (rows with a NULL key never match)."""
@@ -143,12 +142,12 @@ class _Matcher:
         not_null = and_all([Call("IS NOT NULL", (r,), BOOLEAN) for _, r in self.sp.keys] + list(self.sp.right))
         if not_null is not None:
             rows = Filter(rows, not_null)
-        program = Aggregate(rows, keys, ((W, sum_weights()),))
+        program = Aggregate(rows, keys, ((WEIGHT, sum_weights()),))
         self.ctx.plan.add_state(
-            State(name, StateRole.COUNTS, fields, (StateColumn(W, BIGINT, Monoid.SUM, "number of right rows with the key"),),
+            State(name, StateRole.COUNTS, fields, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of right rows with the key"),),
                   note=f"matches per key for {self.join.kind} join", keep_empty=not fields),
             program)
-        return name, fields + (Field(W, BIGINT),)
+        return name, fields + (Field(WEIGHT, BIGINT),)
 
     def _key_cond(self, keys: tuple[Field, ...]) -> Expr | None:
         return and_all([Call("=", (lx, Column(k.name, k.type)), BOOLEAN) for (lx, _), k in zip(self.sp.keys, keys)])
@@ -157,8 +156,8 @@ class _Matcher:
         """Keys whose count crossed zero this batch, with ``_sign`` +1 (now matched) or −1."""
         keys = fields[:-1]
         merged = StateScan(name, StateVersion.MERGED, merged_fields(fields, tuple(k.name for k in keys)))
-        now = positive(weight(W))
-        before = positive(coalesce0(weight(OLD + W)))
+        now = positive(weight())
+        before = positive(coalesce0(weight(OLD + WEIGHT)))
         crossed = and_all([touched(), Call("<>", (now, before), BOOLEAN)])
         assert crossed is not None
         return Project(Filter(merged, crossed), tuple((k.name, k.ref()) for k in keys)
@@ -171,7 +170,7 @@ class _Matcher:
         pl_cond = or_false(_all(self.sp.left)) if self.sp.left else None
         name, fields = self._counts()
         keys = fields[:-1]
-        matched = Filter(StateScan(name, StateVersion.NEW, fields), positive(weight(W)))
+        matched = Filter(StateScan(name, StateVersion.NEW, fields), positive(weight()))
         delta = self._left_delta()
         cond = self._key_cond(keys)
         out_cols = tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight()),)
@@ -212,17 +211,17 @@ class _Matcher:
         x, y = self.sp.keys[0]
         name, fields = self._counts()
         totals = self.ctx.plan.name("totals")
-        t_fields = (Field(W, BIGINT), Field("nulls", BIGINT))
+        t_fields = (Field(WEIGHT, BIGINT), Field("nulls", BIGINT))
         null_w = Case(((Call("IS NULL", (y,), BOOLEAN), weight()),), ZERO, BIGINT)
         self.ctx.plan.add_state(
-            State(totals, StateRole.COUNTS, (), (StateColumn(W, BIGINT, Monoid.SUM, "rows of the subquery"),
+            State(totals, StateRole.COUNTS, (), (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "rows of the subquery"),
                                          StateColumn("nulls", BIGINT, Monoid.SUM, "rows whose value is NULL")),
                   note="NOT IN: the subquery's rows and its NULLs", keep_empty=True),
-            Aggregate(self.right.program, (), ((W, sum_weights()),
+            Aggregate(self.right.program, (), ((WEIGHT, sum_weights()),
                                                ("nulls", Agg("sum", (null_w,), False, BIGINT)))))
         key = fields[0]
-        rename_c = ((f"{name}#m", weight(W)), (key.name, key.ref()))
-        rename_t = ((f"{totals}#n", weight(W)), (f"{totals}#nn", Column("nulls", BIGINT)))
+        rename_c = ((f"{name}#m", weight()), (key.name, key.ref()))
+        rename_t = ((f"{totals}#n", weight()), (f"{totals}#nn", Column("nulls", BIGINT)))
 
         def passes(m: Expr, n: Expr, nn: Expr) -> Expr:
             empty = Call("=", (coalesce0(n), ZERO), BOOLEAN)
@@ -240,10 +239,10 @@ class _Matcher:
         term1 = Project(Filter(now, passes(m_new, n_new, nn_new)), out_cols + ((WEIGHT, weight()),))
         counts_m = StateScan(name, StateVersion.MERGED, merged_fields(fields, (key.name,)))
         totals_m = StateScan(totals, StateVersion.MERGED, merged_fields(t_fields, ()))
-        cm = Project(counts_m, ((key.name, key.ref()), (f"{name}#m", weight(W)),
-                                (f"{name}#mo", weight(OLD + W))))
-        tm = Project(totals_m, ((f"{totals}#n", weight(W)), (f"{totals}#nn", Column("nulls", BIGINT)),
-                                (f"{totals}#no", weight(OLD + W)), (f"{totals}#nno", Column(OLD + "nulls", BIGINT))))
+        cm = Project(counts_m, ((key.name, key.ref()), (f"{name}#m", weight()),
+                                (f"{name}#mo", weight(OLD + WEIGHT))))
+        tm = Project(totals_m, ((f"{totals}#n", weight()), (f"{totals}#nn", Column("nulls", BIGINT)),
+                                (f"{totals}#no", weight(OLD + WEIGHT)), (f"{totals}#nno", Column(OLD + "nulls", BIGINT))))
         both = Join(Join(self._left_old(), cm, JoinKind.LEFT, cond), tm, JoinKind.CROSS, None)
         after = passes(m_new, n_new, nn_new)
         before = passes(Column(f"{name}#mo", BIGINT), Column(f"{totals}#no", BIGINT), Column(f"{totals}#nno", BIGINT))
@@ -277,7 +276,7 @@ class _Matcher:
 
         def matches(version: StateVersion, tag: str) -> Rel:
             r = Project(StateScan(right_name, version, right_fields),
-                        tuple((f.name, f.ref()) for f in right_fields if f.name != W) + ((f"{tag}._rw", weight(W)),))
+                        tuple((f.name, f.ref()) for f in right_fields if f.name != WEIGHT) + ((f"{tag}._rw", weight()),))
             joined = Join(affected, r, JoinKind.INNER, pred)
             counted = Aggregate(joined, tuple((f"{tag}.{n}", Column(n, f.type)) for n, f in zip(lnames, self.lfields)),
                                 ((f"{tag}.m", Agg("sum", (Column(f"{tag}._rw", BIGINT),), False, BIGINT)),))
@@ -318,7 +317,7 @@ class _Matcher:
         assert self._bag is not None
         fields = self.ctx.plan.fields(self._bag)
         return Project(StateScan(self._bag, StateVersion.NEW, fields),
-                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight(W)),))
+                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight()),))
 
 
 def _project_compiled(c: Compiled, exprs: tuple[tuple[str, Expr], ...]) -> Compiled:

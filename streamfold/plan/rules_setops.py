@@ -5,7 +5,7 @@
 * ``DISTINCT`` — a state counts each row's copies; a batch's change is the rows whose count
   crossed zero (:func:`.changes.distinct_delta`): +1 into the result, −1 out of it.
 * ``INTERSECT`` / ``EXCEPT`` [``ALL``] — a state counts each row's copies on the left
-  (``left``) and in all (``_w``); a row appears ``f(l, r)`` times (see :class:`SetOp`), so a
+  (``left``) and in all (``_weight``); a row appears ``f(l, r)`` times (see :class:`SetOp`), so a
   batch changes a touched row's copies in the result by ``f(new) − f(old)``.
 """
 
@@ -16,10 +16,9 @@ from ..ir.rel import WEIGHT, Aggregate, Distinct, Field, Filter, Project, Rel, S
 from ..ir.types import BIGINT, BOOLEAN
 from .changes import distinct_delta, merged_fields
 from .context import PlanContext
-from .model import OLD, WEIGHT_COLUMN, Compiled, Monoid, State, StateColumn, StateRole
+from .model import OLD, Compiled, Monoid, State, StateColumn, StateRole
 from .terms import ONE, ZERO, coalesce0, nonzero, sum_weights, touched, weight
 
-W = WEIGHT_COLUMN
 
 
 def union_all(ctx: PlanContext, rel: Rel) -> Compiled:
@@ -49,15 +48,15 @@ def set_op(ctx: PlanContext, rel: Rel) -> Compiled:
     name = ctx.plan.name(rel.kind.split("_")[0])
     key = tuple(Field(f.name, f.type) for f in rel.schema)
     ctx.plan.add_state(
-        State(name, StateRole.COUNTS, key, (StateColumn(W, BIGINT, Monoid.SUM, "copies of the row on both sides"),
+        State(name, StateRole.COUNTS, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "copies of the row on both sides"),
                                             StateColumn("left", BIGINT, Monoid.SUM, "copies of the row on the left")),
               note=f"{rel.kind.replace('_', ' ').upper()}: copies of each row per side"),
         Aggregate(rows, tuple((n, Column(n, f.type)) for n, f in zip(cols, key)),
-                  ((W, sum_weights()), ("left", Agg("sum", (Column("left", BIGINT),), False, BIGINT)))))
-    fields = key + (Field(W, BIGINT), Field("left", BIGINT))
+                  ((WEIGHT, sum_weights()), ("left", Agg("sum", (Column("left", BIGINT),), False, BIGINT)))))
+    fields = key + (Field(WEIGHT, BIGINT), Field("left", BIGINT))
     merged = StateScan(name, StateVersion.MERGED, merged_fields(fields, tuple(cols)))
-    change = Call("-", (_copies(rel.kind, weight(W), Column("left", BIGINT)),
-                        _copies(rel.kind, coalesce0(weight(OLD + W)), coalesce0(Column(OLD + "left", BIGINT)))),
+    change = Call("-", (_copies(rel.kind, weight(), Column("left", BIGINT)),
+                        _copies(rel.kind, coalesce0(weight(OLD + WEIGHT)), coalesce0(Column(OLD + "left", BIGINT)))),
                   BIGINT)
     out = Project(Filter(merged, touched()), tuple((n, Column(n, f.type)) for n, f in zip(cols, key))
                   + ((WEIGHT, change),))

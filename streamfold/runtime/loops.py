@@ -28,7 +28,7 @@ from ..errors import BatchError
 from ..ir.rel import WEIGHT, Expand, LoopRef, Project, Rel, StateScan, Union, written_name
 from ..ir.expr import Literal
 from ..ir.types import BIGINT
-from ..plan.model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, ExactIteration, Fixpoint, Step, Temp
+from ..plan.model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, Step, Temp
 from . import lowering
 from .batch import BatchReads, parallel
 from .checkpoint import batch_name
@@ -77,7 +77,7 @@ class _DeltaLoop(LoopInterpreter):
 
     @abstractmethod
     def delta(self, batch: int, step: Step, resolve: Resolve, reads: BatchReads, views: Views) -> DataFrame:
-        """The loop's change to its state this batch (rows with ``_w``)."""
+        """The loop's change to its state this batch (rows with ``_weight``)."""
 
 
 class FixpointLoop(_DeltaLoop):
@@ -288,7 +288,7 @@ def declared_rows(step: Fixpoint | ExactIteration | Diffusion) -> Rel:
         rows = step.start
     else:
         rows = Project(step.program, tuple((f.name, f.ref()) for f in step.fields))
-    return Project(rows, tuple((f.name, f.ref()) for f in step.fields) + ((WEIGHT_COLUMN, Literal(1, BIGINT)),))
+    return Project(rows, tuple((f.name, f.ref()) for f in step.fields) + ((WEIGHT, Literal(1, BIGINT)),))
 
 
 def loop_change_columns(dx: Diffusion) -> list[tuple[str, str]]:

@@ -28,11 +28,10 @@ from ..ir.printer import quote, sql
 from ..ir.rel import WEIGHT, DeltaScan, Join, Limit, Once, Rel, Sort, StateScan
 from ..ir.sqltext import rel_sql
 from ..plan.changes import flatten_per_key
-from ..plan.model import OLD, TOUCHED, WEIGHT_COLUMN, Answer, ChangeMode, Monoid, State
+from ..plan.model import OLD, TOUCHED, Answer, ChangeMode, Monoid, State
 
 Columns = Sequence[tuple[str, str]]  # (name, Spark type) pairs
 Leaf = Callable[[Rel], str]  # a program's leaf → its FROM item
-W = quote(WEIGHT_COLUMN)
 
 
 def subquery(text: str) -> str:
@@ -158,7 +157,7 @@ def _of_merge(merged: str, select: list[str], where: str | None) -> str:
 
 def new_rows(t: StateTable, merged: str) -> str:
     """The state after the merge: every key whose row count is not zero."""
-    return _of_merge(merged, t.names, None if t.state.keep_empty else f"{W} <> 0")
+    return _of_merge(merged, t.names, None if t.state.keep_empty else f"{WEIGHT} <> 0")
 
 
 def delta_rows(t: StateTable, merged: str) -> str:
@@ -176,23 +175,23 @@ def delta_rows(t: StateTable, merged: str) -> str:
 
 def touched_new(t: StateTable, merged: str) -> str:
     """The new rows of the keys the batch touched."""
-    return _of_merge(merged, t.names, f"{TOUCHED} = 1" + ("" if t.state.keep_empty else f" AND {W} <> 0"))
+    return _of_merge(merged, t.names, f"{TOUCHED} = 1" + ("" if t.state.keep_empty else f" AND {WEIGHT} <> 0"))
 
 
 def touched_old(t: StateTable, merged: str) -> str:
     """The old rows of the keys the batch touched (those that existed before it)."""
     cols = [quote(k) for k in t.keys] + [f"{quote(OLD + n)} AS {quote(n)}" for n, _ in t.values]
-    return _of_merge(merged, cols, f"{TOUCHED} = 1 AND {quote(OLD + WEIGHT_COLUMN)} IS NOT NULL")
+    return _of_merge(merged, cols, f"{TOUCHED} = 1 AND {quote(OLD + WEIGHT)} IS NOT NULL")
 
 
 def multiplicity_change(t: StateTable, merged: str) -> str:
-    """Touched keys with their multiplicity change ``_weight`` = new ``_w`` − old ``_w``."""
-    diff = f"{W} - coalesce({quote(OLD + WEIGHT_COLUMN)}, 0)"
+    """Touched keys with their multiplicity change ``_weight`` = new − old ``_weight``."""
+    diff = f"{WEIGHT} - coalesce({quote(OLD + WEIGHT)}, 0)"
     return _of_merge(merged, [quote(k) for k in t.keys] + [f"{diff} AS {WEIGHT}"], f"{TOUCHED} = 1 AND {diff} <> 0")
 
 
 def changelog(t: StateTable, merged: str) -> str:
-    """The changelog rows of the batch: the touched keys' new rows (``_w`` 0: the key left)."""
+    """The changelog rows of the batch: the touched keys' new rows (``_weight`` 0: the key left)."""
     return _of_merge(merged, t.names, f"{TOUCHED} = 1")
 
 
@@ -229,14 +228,14 @@ def changelogs(logs: Sequence[tuple[int, str]]) -> str:
 
 def latest(t: StateTable, logs: str) -> str:
     """A state rebuilt from the packed changelogs ``logs`` (a view): each key's latest row, and
-    no key whose latest row has ``_w`` 0 (it left) — unless the state keeps empty keys."""
+    no key whose latest row has ``_weight`` 0 (it left) — unless the state keeps empty keys."""
     keys = [quote(t.name + "::" + k) for k in t.keys]
     cols = ", ".join(f"{quote(t.name + '::' + n)} AS {quote(n)}" for n, _ in t.columns)
     order = "PARTITION BY " + ", ".join(keys) + " " if keys else ""
     text = (f"SELECT {cols} FROM (SELECT *, row_number() OVER ({order}ORDER BY __batch DESC) AS __n "
             f"FROM {logs} WHERE __state = '{t.name}') _l WHERE __n = 1")
     if not t.state.keep_empty:
-        text += f" AND {quote(t.name + '::' + WEIGHT_COLUMN)} <> 0"
+        text += f" AND {quote(t.name + '::' + WEIGHT)} <> 0"
     return conform(t, text)
 
 
@@ -331,7 +330,7 @@ class AnswerLowering:
 
         def cond(over_old: bool) -> str:
             parts = [f"coalesce({sql(c.rename(old) if over_old else c, spark=True)}, false)" for c in conds]
-            parts.insert(0, f"{quote(OLD + WEIGHT_COLUMN)} IS NOT NULL" if over_old else f"{W} <> 0")
+            parts.insert(0, f"{quote(OLD + WEIGHT)} IS NOT NULL" if over_old else f"{WEIGHT} <> 0")
             return "(" + " AND ".join(parts) + ")"
 
         def select(over_old: bool) -> str:
@@ -382,7 +381,7 @@ def stack(parts: Sequence[tuple[str, Columns]]) -> str:
 # -- loops --------------------------------------------------------------------------------------------
 def weighted(sign: int) -> str:
     """The weight column of a loop's change rows: every row counted ``sign`` times."""
-    return f"{sign}L AS {WEIGHT_COLUMN}"
+    return f"{sign}L AS {WEIGHT}"
 
 
 def fixpoint_rows(columns: Sequence[str], inner: str) -> str:
@@ -402,11 +401,11 @@ def fixpoint_found(columns: Sequence[str], relation: str) -> str:
 
 def exact_change(columns: Sequence[str], value: str, old: str) -> str:
     """An exact iteration's change: its value after the batch (each row +1) minus the value kept
-    (each row −``_w``), summed per row, rows whose sum is 0 left out."""
+    (each row −``_weight``), summed per row, rows whose sum is 0 left out."""
     cols = _names(columns)
-    return (f"SELECT {cols}, sum(_c) AS {W} FROM (\n"
+    return (f"SELECT {cols}, sum(_c) AS {WEIGHT} FROM (\n"
             f"SELECT {cols}, 1L AS _c FROM {value}\nUNION ALL\n"
-            f"SELECT {cols}, -{W} AS _c FROM {old} _o\n) _v "
+            f"SELECT {cols}, -{WEIGHT} AS _c FROM {old} _o\n) _v "
             f"GROUP BY {cols} HAVING sum(_c) <> 0")
 
 
@@ -460,9 +459,9 @@ class DiffusionLowering:
                 f"ON {on}")
 
     def merged(self, delta: str) -> str:
-        """The last ΔX as the iteration state's delta (its fields, ``_w``)."""
+        """The last ΔX as the iteration state's delta (its fields, ``_weight``)."""
         return (f"SELECT {', '.join(f'{quote(c)} AS {quote(f)}' for c, f in zip(self.columns, self.fields))}, "
-                f"{WEIGHT} AS {W} FROM {delta}")
+                f"{WEIGHT} AS {WEIGHT} FROM {delta}")
 
 
 def _names(columns: Sequence[str]) -> str:

@@ -4,19 +4,19 @@ One Spark job per state per batch does the merge ⊗ and keeps what the rest of 
 It computes, for every key of ``state UNION ALL Δ``, the merged columns (each by its monoid),
 the old columns, and whether the batch touched the key::
 
-    SELECT key, sum(_w) AS _w, …,                       -- the new state (⊗)
-           max(CASE WHEN __src = 0 THEN _w END) AS `__old::_w`, …   -- the old row
+    SELECT key, sum(_weight) AS _weight, …,                               -- the new state (⊗)
+           max(CASE WHEN __src = 0 THEN _weight END) AS `__old::_weight`, …   -- the old row
            max(__src) AS __touched
     FROM (state UNION ALL Δ) GROUP BY key
 
 and materializes it with ``localCheckpoint`` (lineage cut, blocks on the executors). Everything
-else is a view of that result: the new state (keys whose ``_w`` is not 0), the delta a later
+else is a view of that result: the new state (keys whose ``_weight`` is not 0), the delta a later
 join step needs (new − old), the touched keys' new and old rows that give the answer's changes,
 and the state's changelog for the checkpoint. With adaptive execution off, Spark keeps the
 result hash-partitioned on the state's key, so the next batch's merge — and the joins of a
 delta with the state — shuffle only the batch's rows (seed 000 §2, "Merging States").
 
-The changelog of a batch holds the new row of every key it touched; a row whose ``_w`` is 0
+The changelog of a batch holds the new row of every key it touched; a row whose ``_weight`` is 0
 marks a key that left. Replaying logs keeps each key's latest row, which works for every monoid.
 """
 
@@ -183,7 +183,7 @@ class StateStore:
         return lowering.delta_rows(self.table(name), views.name(merged, "merged_" + name))
 
     def log_view(self, name: str, merged: DataFrame, views: Views) -> str:
-        """The changelog rows of the batch: the touched keys' new rows (``_w`` 0: the key left)."""
+        """The changelog rows of the batch: the touched keys' new rows (``_weight`` 0: the key left)."""
         return lowering.changelog(self.table(name), views.name(merged, "merged_" + name))
 
     # -- durable form ----------------------------------------------------------------------------
@@ -199,7 +199,7 @@ class StateStore:
 
     def restore(self, logs: list[tuple[int, str]], views: Views) -> None:
         """Rebuild every durable state from packed changelogs (batch, directory), oldest first:
-        each key's latest row wins, and a key whose latest row has ``_w`` 0 is gone."""
+        each key's latest row wins, and a key whose latest row has ``_weight`` 0 is gone."""
         if not logs:
             return
         every = views.name(self.spark.sql(lowering.changelogs(logs)), "logs")
