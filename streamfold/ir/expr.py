@@ -237,6 +237,3 @@ def and_all(preds: Sequence[Expr]) -> Expr | None:
 def call(op: str, *args: Expr, type: DataType) -> Call:
     return Call(op, tuple(args), type)
 
-
-def contains_agg(e: Expr) -> bool:
-    return any(isinstance(n, Agg) for n in e.walk())

@@ -395,8 +395,8 @@ class Engine:
         if every and (batch + 1) % every == 0 and self.store.durable():
             views = Views(self.spark, "compact")
             try:
-                # Small states are collected and written by the driver (as a batch's outputs are):
-                # 0.88 s → 0.1 s for a 10,000-key groupBy state.
+                # Small states are collected and written by the driver, as a batch's outputs are
+                # (a Spark write's fixed cost dominates a small state: docs/benchmarks.md).
                 small = self._rows_bound(self.store.durable()) <= SMALL_ROWS
                 emit(self.spark.sql(self.store.pack_sql(self.store.current, views)),
                      self.checkpoint.base_dir(batch), small)

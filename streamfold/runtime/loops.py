@@ -7,7 +7,7 @@ batch ends). The engine's batch loop knows none of them; it looks the interprete
 step's class in :data:`INTERPRETERS`.
 
 * :class:`FixpointLoop` — ``WITH RECURSIVE``: semi-naive rounds until no row is new;
-* :class:`ExactLoop` — ``WITH ITERATIVE`` in mode ``EXACT``: the n steps from the start over the
+* :class:`ExactIterationLoop` — ``WITH ITERATIVE`` in mode ``EXACT``: the n steps from the start over the
   loop's input states, up to ten nested in one statement, then the new value minus the kept one;
 * :class:`DiffusionLoop` — mode ``DIFFUSION`` (seed 000 Algorithm 1): the step's delta plan once
   per round against the states as the batch found them, merged once after the last round.
@@ -142,7 +142,7 @@ class FixpointLoop(_DeltaLoop):
                 release(df)
 
 
-class ExactLoop(_DeltaLoop):
+class ExactIterationLoop(_DeltaLoop):
     """An exact iteration's change this batch (see :class:`ExactIteration`): its steps from the
     start over the inputs' states after the merge — a few steps per statement, each statement
     over the last one's checkpoint — and the last value minus the one kept."""
@@ -274,7 +274,7 @@ class DiffusionLoop(LoopInterpreter):
 
 
 INTERPRETERS: dict[type, type[LoopInterpreter]] = {
-    Fixpoint: FixpointLoop, ExactIteration: ExactLoop, Diffusion: DiffusionLoop,
+    Fixpoint: FixpointLoop, ExactIteration: ExactIterationLoop, Diffusion: DiffusionLoop,
 }
 
 
