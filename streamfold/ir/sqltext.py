@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .expr import Column, Expr
-from .printer import _Printer, display_name, quote
+from .printer import ExprPrinter, display_name, quote
 from .rel import (
     Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Iterate, Join, Limit, LoopRef, Once, Recursive, Project, Rel, Scan, SetOp, Sort, SortKey,
     StateScan, Union, written_name,
@@ -79,7 +79,7 @@ class _Writer:
         self.leaf = leaf
         self.join_hint = join_hint if leaf is not None else None
         self.spark = leaf is not None
-        self.p = _Printer(spark=self.spark)
+        self.p = ExprPrinter(spark=self.spark)
         self._aliases = 0
 
     # -- helpers ---------------------------------------------------------------------------------
