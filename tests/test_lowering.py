@@ -1,22 +1,26 @@
-"""Golden fixtures for the runtime's SQL (``runtime/lowering.py``): query in, every statement the
-runtime writes for its plan out. No Spark: leaves and views are named after what they hold
-(``delta_S``, ``old_agg``, ``merged_agg``), states' columns take the plan's types in Spark's
-spelling. Run ``pytest --update-golden`` after a deliberate change and review the diff."""
+"""Golden fixtures for the runtime's SQL (``runtime/lowering.py``): an explain fixture's query in,
+every statement the runtime writes for its plan out (``tests/fixtures/lowering/NAME.txt``). No
+Spark: leaves and views are named after what they hold (``delta_S``, ``old_agg``, ``merged_agg``),
+states' columns take the plan's types in Spark's spelling. Run ``pytest --update-golden`` after a
+deliberate change and review the diff."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 import streamfold
-from streamfold.ir.rel import DeltaScan, LoopRef, Once, Rel, Scan, StateScan
+from streamfold.ir.rel import Once, Rel
 from streamfold.ir.types import DataType
 from streamfold.plan.model import Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Step
 from streamfold.runtime import lowering
 from streamfold.runtime.lowering import AnswerLowering, StateTable
+from streamfold.runtime.views import leaf_hint
 
-from .golden import check, fixtures, load
+from .golden import FIXTURES, check, load
+
+# The queries whose statements are golden: explain fixtures that together use every statement.
+QUERIES = ("seed_groupby", "seed_join_groupby", "count_distinct", "global_aggregate", "top_k", "distinct",
+           "recursive", "iterative", "diffusion", "not_in", "stream_static_join", "aggregate_of_aggregate")
 
 
 def _type(t: DataType) -> str:
@@ -27,17 +31,11 @@ def _type(t: DataType) -> str:
 
 
 def _leaf(rel: Rel) -> str:
-    if isinstance(rel, DeltaScan):
-        return f"delta_{rel.table.split('#')[0]}"
-    if isinstance(rel, Scan):
-        return f"table_{rel.table}"
-    if isinstance(rel, LoopRef):
-        return f"loop_{rel.name.split('#')[0].replace('/', '_')}"
+    """A leaf as the runtime names its view (a static relation as a delta: its statement)."""
     if isinstance(rel, Once):
         inner = lowering.program(rel.input, _leaf)
         return lowering.subquery(lowering.once(inner, [f.name for f in rel.input.schema], keep=not rel.later))
-    assert isinstance(rel, StateScan)
-    return f"{rel.version}_{rel.state}"
+    return leaf_hint(rel)
 
 
 def _step(step: Step) -> list[str]:
@@ -102,10 +100,10 @@ def lowered(plan: IncrementalPlan) -> str:
     return "\n".join(out) + "\n"
 
 
-@pytest.mark.parametrize("path", fixtures("lowering"), ids=lambda p: p.stem)
-def test_lowering(request: pytest.FixtureRequest, path: Path) -> None:
-    fx = load(path)
-    check(request, path, lowered(streamfold.compile(fx.sql, fx.schemas, fx.tables)))
+@pytest.mark.parametrize("name", QUERIES)
+def test_lowering(request: pytest.FixtureRequest, name: str) -> None:
+    fx = load(FIXTURES / "explain" / f"{name}.sql")
+    check(request, FIXTURES / "lowering" / f"{name}.sql", lowered(streamfold.compile(fx.sql, fx.schemas, fx.tables)))
 
 
 def test_join_hints_hash_the_delta_side_and_broadcast_touched_keys() -> None:
