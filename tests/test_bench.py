@@ -82,7 +82,7 @@ def test_quick_pagerank_in_two_modes_with_errors(spark, tmp_path):
     """--mode runs each mode as a system; --errors measures every answer against NumPy: exact mode
     to rounding, diffusion (approximate by design) reported, not checked."""
     opts = _options("pagerank", "--quick", "--out", str(tmp_path), "--max-wait", "0", "--mode", "exact,diffusion",
-                    "--errors", "--systems", "streamfold")
+                    "--errors", "--systems", "streamfold", "--increments", "1")
     doc = run_bench(opts, spark=spark)
     exact, diffusion = doc["systems"]["streamfold"], doc["systems"]["streamfold-diffusion"]
     assert exact["status"] == diffusion["status"] == "ok", (exact.get("error"), diffusion.get("error"))
