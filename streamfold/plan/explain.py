@@ -8,12 +8,13 @@ the monoid that merges it), h (the per-batch program, one SQL statement per stat
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
-from ..ir.rel import Iterate, Recursive, SortKey
-from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, IncrementalPlan, Repeat, State
+from ..ir.rel import DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan
+from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, IncrementalPlan, Repeat, State, Step
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -105,8 +106,8 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
              "static": st.static}
             for st in plan.states
         ],
-        "init": [{"state": s.state, "sql": rel_sql(s.program)} for s in plan.init],
-        "delta": [{"state": s.state, "temp": s.temp, "sql": rel_sql(s.program),
+        "init": [{"state": s.state, "sql": rel_sql(s.program), "reads": step_reads(s)} for s in plan.init],
+        "delta": [{"state": s.state, "temp": s.temp, "sql": rel_sql(s.program), "reads": step_reads(s),
                    "fixpoint": None if s.fixpoint is None else {
                        "loop": s.fixpoint.loop.split("#")[0], "incremental": s.fixpoint.incremental,
                        "base": rel_sql(s.fixpoint.base), "step": rel_sql(s.fixpoint.step),
@@ -135,10 +136,37 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             "limit": a.limit, "offset": a.offset,
             "output": [{"column": i, "name": o} for i, o in zip(a.output, a.output_names)],
             "changes": a.changes, "change_states": list(a.change_states), "touched_key": list(a.touched_key),
+            "reads": _reads((a.rows,)),
         },
         "notes": list(plan.notes),
         "logical": rel_sql(plan.logical),
     }
+
+
+def step_reads(step: Step) -> dict[str, list[Any]]:
+    """What a step reads: the sources (their new rows, or a static table whole) and the states
+    with the version of each (``old``, ``new``, ``delta``, ``merged``), in order of first use —
+    the edges of the plan drawn as a graph."""
+    programs = list(step.reads())
+    if step.fixpoint is not None:
+        programs += [step.fixpoint.base, step.fixpoint.step, *step.fixpoint.seeds]
+    if step.repeat is not None:
+        programs += [step.repeat.start, step.repeat.step]
+    return _reads(programs)
+
+
+def _reads(programs: Iterable[Rel]) -> dict[str, list[Any]]:
+    sources: list[str] = []
+    states: list[dict[str, str]] = []
+    for program in programs:
+        for node in program.walk():
+            if isinstance(node, (Scan, DeltaScan)) and node.table not in sources:
+                sources.append(node.table)
+            elif isinstance(node, StateScan):
+                read = {"state": node.state, "version": node.version}
+                if read not in states:
+                    states.append(read)
+    return {"sources": sources, "states": states}
 
 
 def _loop_text(it: Iterate | Recursive) -> list[str]:
