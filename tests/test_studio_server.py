@@ -258,3 +258,35 @@ def test_the_text_bindings_and_log_survive_a_restart_of_the_studio(workspace):
     with open(os.path.join(workspace.query_dir(qid), "query.sql"), encoding="utf-8") as fh:
         assert fh.read() == "-- kept\nSELECT * FROM orders"
     assert json.loads(open(os.path.join(workspace.query_dir(qid), "query.json")).read())["id"] == qid
+
+
+# -- a run, on Spark -----------------------------------------------------------------------------
+@pytest.mark.spark
+def test_a_run_that_meets_a_bad_file_fails_with_its_coded_error_in_the_shared_state(workspace, spark):
+    import time
+
+    studio = Studio(workspace, token=TOKEN, spark=spark)
+    with TestClient(create_app(studio)) as client:
+        qid = new_query(client, "SELECT region, sum(amount) AS total FROM orders GROUP BY region")
+
+        def status_after(batch: int) -> dict:
+            deadline = time.monotonic() + 180
+            while True:
+                run = client.get(f"/api/queries/{qid}", **auth()).json()["run"]
+                if run["status"] == "failed" or run["last_batch"] >= batch:
+                    return run
+                assert time.monotonic() < deadline, run
+                time.sleep(0.2)
+
+        assert client.post(f"/api/queries/{qid}/run", json={"actor": "ann"}, **auth()).json()["run"]["run"] == 1
+        assert status_after(0)["status"] == "running"
+        page = client.get(f"/api/queries/{qid}/answer", **auth()).json()
+        assert {r[0]: r[1] for r in page["rows"]} == {"eu": 10, "us": 20}
+        with open(os.path.join(workspace.root, "orders", "0002.parquet"), "wb") as fh:
+            fh.write(b"not parquet")
+        run = status_after(1)
+        assert run["status"] == "failed" and run["last_batch"] == 0
+        assert run["error"]["code"] == "UNREADABLE_FILE" and "0002.parquet" in run["error"]["message"]
+        state = client.get(f"/api/queries/{qid}", **auth()).json()
+        assert [(e["actor"], e["level"]) for e in state["log"]][-2:] == [("ann", "info"), ("streamfold", "error")]
+        assert [c["batch"] for c in state["timeline"]] == [0]

@@ -206,25 +206,25 @@ def create_app(studio: Studio) -> FastAPI:
         return {"compiles": studio.compiler.stats.compiles, "cache_hits": studio.compiler.stats.hits,
                 "sessions": len(studio.sessions)}
 
-    @app.websocket("/ws/doc/{qid}")
-    async def doc(ws: WebSocket, qid: str) -> None:
+    async def opened(ws: WebSocket, qid: str) -> QuerySession | None:
+        """The session a WebSocket asks for, once accepted; None (closed) for an unknown query."""
         try:
             s = studio.session(qid)
         except StreamfoldError:
             await ws.close(code=1008)
-            return
+            return None
         await ws.accept()
-        await s.room.serve(ws)
+        return s
+
+    @app.websocket("/ws/doc/{qid}")
+    async def doc(ws: WebSocket, qid: str) -> None:
+        if (s := await opened(ws, qid)) is not None:
+            await s.room.serve(ws)
 
     @app.websocket("/ws/events/{qid}")
     async def events(ws: WebSocket, qid: str, name: str = "someone") -> None:
-        try:
-            s = studio.session(qid)
-        except StreamfoldError:
-            await ws.close(code=1008)
-            return
-        await ws.accept()
-        await s.serve_events(ws, name[:40])
+        if (s := await opened(ws, qid)) is not None:
+            await s.serve_events(ws, name[:40])
 
     return app
 

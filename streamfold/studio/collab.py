@@ -37,7 +37,7 @@ class DocRoom:
     """One query's shared text and the peers editing it. Used from the event loop only."""
 
     def __init__(self, saved: bytes | None, text: str, on_change: Callable[[str], None]) -> None:
-        self.doc = Doc()
+        self.doc: Doc = Doc()
         self.text = self.doc.get(TEXT_NAME, type=Text)
         if saved:
             self.doc.apply_update(saved)

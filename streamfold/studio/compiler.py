@@ -37,6 +37,7 @@ class Input:
 
     @property
     def schema(self) -> str:
+        """``"col TYPE, …"`` as ``streamfold.start(schemas=…)`` takes it."""
         return ", ".join(f"`{c}` {t}" for c, t in self.columns)
 
     def to_json(self) -> dict[str, Any]:

@@ -39,11 +39,6 @@ class SourceDir:
     columns: tuple[tuple[str, str], ...] = ()  # (name, SQL type)
     error: dict[str, object] | None = None  # why the columns are unknown (a coded error)
 
-    @property
-    def schema(self) -> str:
-        """``"col TYPE, …"`` as ``streamfold.start(schemas=…)`` takes it."""
-        return ", ".join(f"`{c}` {t}" for c, t in self.columns)
-
     def to_json(self) -> dict[str, object]:
         return {"path": self.path, "name": self.name, "format": self.format, "files": self.files,
                 "columns": [{"name": c, "type": t} for c, t in self.columns], "error": self.error}
@@ -100,9 +95,9 @@ class SourceScanner:
             hit = self._cache.get(key)
         if hit is not None:
             return SourceDir(rel, name, fmt, len(entries), hit.columns, hit.error)
+        error: dict[str, object] | None = None
         try:
             columns = tuple((c, t.sql()) for c, t in read_columns(first, fmt))
-            error = None
         except StreamfoldError as e:
             columns, error = (), {"code": e.code, "message": e.message, "hint": e.hint, "params": e.params}
         result = SourceDir(rel, name, fmt, len(entries), columns, error)

@@ -56,6 +56,12 @@ export class SharedEditor {
           lintGutter(), EditorView.lineWrapping,
           keymap.of([...yUndoManagerKeymap, ...defaultKeymap, indentWithTab]),
           yCollab(this.text, this.provider.awareness, { undoManager }),
+          // Everyone's name stays over their cursor (y-codemirror shows it on hover only), with
+          // room above the first line for it.
+          EditorView.theme({
+            '.cm-ySelectionInfo': { opacity: 1, fontFamily: 'system-ui, sans-serif', padding: '0 3px' },
+            '.cm-content': { paddingTop: '1em' },
+          }),
         ],
       }),
     });

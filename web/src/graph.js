@@ -3,7 +3,7 @@
 
 import { svg } from './api.js';
 
-const W = 150, H = 50, GAP_X = 46, GAP_Y = 22, PAD = 12;
+const W = 150, H = 50, GAP_X = 36, GAP_Y = 22, PAD = 8;
 
 export function drawGraph(container, graph, commit) {
   container.replaceChildren();
@@ -39,7 +39,7 @@ export function drawGraph(container, graph, commit) {
     root.append(svg('g', { class: `node node-${n.kind}`, 'data-node': n.id, transform: `translate(${x},${y})` },
       svg('rect', { width: W, height: H, rx: 6 }),
       svg('text', { x: 8, y: 17, class: 'node-label', text: n.label }),
-      svg('text', { x: 8, y: 31, class: 'node-detail', text: clip(n.detail, 24) }),
+      svg('text', { x: 8, y: 31, class: 'node-detail', text: clip(n.detail, 25) }),
       svg('text', { x: 8, y: 44, class: 'node-count', text: count }),
       svg('title', { text: `${n.label}\n${n.detail}` })));
   }
@@ -59,7 +59,7 @@ function nodeCount(n, commit) {
     return rows === undefined ? '' : `${rows.toLocaleString()} rows`;
   }
   if (n.kind === 'answer') {
-    return `${(commit.snapshot_rows ?? 0).toLocaleString()} rows, ${(commit.change_rows ?? 0).toLocaleString()} changed`;
+    return `${(commit.snapshot_rows ?? 0).toLocaleString()} rows, ${(commit.change_rows ?? 0).toLocaleString()} in changes`;
   }
   return '';
 }

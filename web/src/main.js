@@ -46,6 +46,7 @@ async function main() {
 
   editor = new SharedEditor($('editor'), queryId, user, () => document.body.classList.add('synced'));
   editor.text.observe(() => showCompile());
+  window.streamfoldStudio = { editor, state }; // for the browser tests and the console
   table = new ResultTable($('table'), queryId, (label) => { chart.toggleLabel(label); table.picked = new Set(chart.labels.map(String)); table.render(); });
   chart = new Chart($('chart'), queryId);
   $('run').onclick = () => act('run');
