@@ -15,6 +15,8 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
+from streamfold.errors import UsageError
+from streamfold.studio import listen
 from streamfold.studio.app import Studio, create_app
 from streamfold.studio.compiler import compile_text, resolve_inputs
 from streamfold.studio.workspace import Workspace
@@ -290,3 +292,33 @@ def test_a_run_that_meets_a_bad_file_fails_with_its_coded_error_in_the_shared_st
         state = client.get(f"/api/queries/{qid}", **auth()).json()
         assert [(e["actor"], e["level"]) for e in state["log"]][-2:] == [("ann", "info"), ("streamfold", "error")]
         assert [c["batch"] for c in state["timeline"]] == [0]
+
+
+# -- the command ---------------------------------------------------------------------------------
+def test_streamfold_studio_listens_on_loopback_prints_its_url_with_the_token_and_stops_on_ctrl_c(workspace):
+    import re
+    import signal
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, "-m", "streamfold", "studio", "--workspace", workspace.root,
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]  # type: ignore[union-attr]
+        url = re.search(r"open (http://127\.0\.0\.1:(\d+)/\?token=(\S+))", lines[1])
+        assert url, lines
+        port = int(url.group(2))
+        with urllib.request.urlopen(url.group(1), timeout=30) as r:  # listening before it printed
+            assert r.status == 200 and url.group(3) in r.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/queries", timeout=5)
+        assert refused.value.code == 401
+        with pytest.raises(UsageError) as busy:
+            listen("127.0.0.1", port)
+        assert busy.value.code == "PORT_IN_USE"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130  # as `streamfold run` exits when interrupted
+    assert "interrupted" in proc.stderr.read()  # type: ignore[union-attr]

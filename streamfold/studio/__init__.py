@@ -25,13 +25,15 @@ __all__ = ["listen", "serve"]
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (port 0: a free one), or ``PORT_IN_USE``."""
+    """A socket listening on ``host:port`` (port 0: a free one), or ``PORT_IN_USE``. It listens
+    before the server starts, so the URL works as soon as it is printed (connections wait)."""
     from ..errors import UsageError
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(2048)
     except OSError as e:
         sock.close()
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror}", code="PORT_IN_USE",
