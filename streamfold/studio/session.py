@@ -154,10 +154,11 @@ class QuerySession:
     async def inputs(self) -> tuple[Input, ...]:
         return await asyncio.to_thread(resolve_inputs, self.workspace, self.meta.bindings)
 
-    async def compile(self) -> dict[str, Any]:
+    async def compile(self, inputs: tuple[Input, ...] | None = None) -> dict[str, Any]:
         """Compile the current text (through the studio's cache) and send the result to all."""
         text = self.room.value
-        inputs = await self.inputs()
+        if inputs is None:
+            inputs = await self.inputs()
         result = await asyncio.to_thread(self.studio.compiler.compile, text, inputs)
         if text == self.room.value:  # else a newer edit's compile is on its way
             self.compiled = result
@@ -183,14 +184,15 @@ class QuerySession:
         if self.run.status in ("starting", "running", "stopping"):
             raise UsageError(f"the query is already {self.run.status}", code="RUN_ACTIVE",
                              params={"status": self.run.status}, hint="stop it first")
-        result = await self.compile()
+        inputs = await self.inputs()
+        result = await self.compile(inputs)
         if not result["ok"]:
             err = result["error"]
             self.note(actor, "run", "the query does not compile; nothing was started", err)
             raise UsageError(f"the query does not compile: [{err['code']}] {err['message']}",
                              code="QUERY_DOES_NOT_COMPILE", params={"error": err["code"]}, hint=err["hint"])
         used = {i["name"].lower() for i in result["inputs"]}
-        spec = RunSpec(result["text"], tuple(i for i in await self.inputs() if i.name.lower() in used))
+        spec = RunSpec(result["text"], tuple(i for i in inputs if i.name.lower() in used))
         run = await asyncio.to_thread(self.workspace.new_run, self.id, spec.to_json())
         resumed = run == self.run.run
         self.results = Results(self._output(run))
