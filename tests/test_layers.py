@@ -19,7 +19,8 @@ ALLOWED = {
     "verify": {"sql"},
     "bench": {"ir", "sql", "passes", "plan", "runtime", "verify"},
     "demo": {"bench", "runtime", "verify"},
-    "cli": {"plan", "sql", "runtime", "bench", "demo"},
+    "studio": {"__init__", "ir", "runtime"},
+    "cli": {"plan", "sql", "runtime", "bench", "demo", "studio"},
     "__init__": {"ir", "plan", "sql", "runtime"},
     "__main__": {"cli"},
 }

@@ -8,11 +8,12 @@ the monoid that merges it), h (the per-batch program, one SQL statement per stat
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
-from ..ir.rel import WEIGHT, Iterate, Recursive, SortKey, written_name
+from ..ir.rel import WEIGHT, DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan, written_name
 from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, Step, Temp
 
 
@@ -102,7 +103,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
              "static": st.static}
             for st in plan.states
         ],
-        "init": [{"state": s.state, "sql": rel_sql(s.program)} for s in plan.init],
+        "init": [{"state": s.state, "sql": rel_sql(s.program), "reads": step_reads(s)} for s in plan.init],
         "delta": [_step_dict(s) for s in plan.delta],
         "merge": [
             {"state": st.name, "key": list(st.key_names),
@@ -117,6 +118,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             "limit": a.limit, "offset": a.offset,
             "output": [{"column": i, "name": o} for i, o in zip(a.output, a.output_names)],
             "changes": a.changes, "change_states": list(a.change_states), "touched_key": list(a.touched_key),
+            "reads": _reads((a.rows,)),
         },
         "notes": list(plan.notes),
         "logical": rel_sql(plan.logical),
@@ -127,7 +129,7 @@ def _step_dict(s: Step) -> dict[str, Any]:
     """A step of h as JSON: its kind (``merge``, ``temp``, ``fixpoint``, ``exact``, ``diffusion``),
     the program it reads and, for a loop, the loop's parts."""
     out: dict[str, Any] = {"state": s.state, "kind": _KINDS[type(s)], "temp": isinstance(s, Temp),
-                           "sql": rel_sql(s.program)}
+                           "sql": rel_sql(s.program), "reads": step_reads(s)}
     if isinstance(s, Fixpoint):
         out["fixpoint"] = {"loop": written_name(s.loop), "incremental": s.incremental, "base": rel_sql(s.base),
                            "step": rel_sql(s.step), "seeds": [rel_sql(x) for x in s.seeds]}
@@ -144,6 +146,32 @@ def _step_dict(s: Step) -> dict[str, Any]:
 
 _KINDS: dict[type, str] = {Merge: "merge", Temp: "temp", Fixpoint: "fixpoint", ExactIteration: "exact",
                            Diffusion: "diffusion"}
+
+
+def step_reads(step: Step) -> dict[str, list[Any]]:
+    """What a step reads: the sources (their new rows, or a static table whole) and the states
+    with the version of each (``old``, ``new``, ``delta``, ``merged``), in order of first use —
+    the edges of the plan drawn as a graph."""
+    programs = list(step.reads())
+    if isinstance(step, Fixpoint):
+        programs += [step.base, step.step, *step.seeds]
+    if isinstance(step, ExactIteration):
+        programs += [step.start, step.step]
+    return _reads(programs)
+
+
+def _reads(programs: Iterable[Rel]) -> dict[str, list[Any]]:
+    sources: list[str] = []
+    states: list[dict[str, str]] = []
+    for program in programs:
+        for node in program.walk():
+            if isinstance(node, (Scan, DeltaScan)) and node.table not in sources:
+                sources.append(node.table)
+            elif isinstance(node, StateScan):
+                read = {"state": node.state, "version": node.version}
+                if read not in states:
+                    states.append(read)
+    return {"sources": sources, "states": states}
 
 
 def _loop_text(it: Iterate | Recursive) -> list[str]:
