@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
 from collections.abc import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .oracle import bag_diff, duckdb_answer, weighted_bag
+from streamfold.verify import changes_difference, compare, duckdb_answer
 
 SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64())])
 
@@ -72,7 +71,7 @@ def check_every_commit(out: str, feed: Feed, original: str, source: str = "S",
     sqls = versions(out, original)
     records = commits(out)
     consumed: list[str] = []
-    before: Counter = Counter()
+    previous: list[tuple] = []
     for b, record in enumerate(records):
         consumed += record["inputs"].get(source, [])
         version = record.get("query_version", 1)
@@ -81,13 +80,12 @@ def check_every_commit(out: str, feed: Feed, original: str, source: str = "S",
         else:
             expected = duckdb_answer(sqls[version], {source: [feed.tables[n] for n in consumed]})
         snapshot = read_dir(os.path.join(out, "snapshots", f"{b:06d}"))
-        problem = bag_diff(snapshot, expected)
-        assert problem is None, f"batch {b} (query version {version}): {problem}"
-        if record.get("reset"):
-            before = Counter()
-        for row in read_dir(os.path.join(out, "changes", f"{b:06d}")):
-            before[next(iter(weighted_bag([row[:-1]])))] += row[-1]
-        assert +before == weighted_bag(snapshot) and not -before, f"batch {b}: snapshot ≠ previous snapshot + changes"
+        check = compare(snapshot, expected)
+        assert check.matches, f"batch {b} (query version {version}): {check.detail}"
+        changes = read_dir(os.path.join(out, "changes", f"{b:06d}"))
+        problem = changes_difference([] if record.get("reset") else previous, snapshot, changes)
+        assert problem is None, f"batch {b}: snapshot ≠ previous snapshot + changes: {problem}"
+        previous = snapshot
     assert sorted(n for r in records for n in r["inputs"].get(source, [])) == sorted(
         set(n for r in records for n in r["inputs"].get(source, []))), "no file is applied twice"
     return records

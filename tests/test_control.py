@@ -15,7 +15,7 @@ import streamfold
 from streamfold.errors import StreamfoldError
 
 from .controlled import Feed, check_every_commit, wait_for
-from .oracle import duckdb_answer
+from streamfold.verify import duckdb_answer
 
 pytestmark = pytest.mark.spark
 
@@ -155,7 +155,7 @@ def test_changes_state_and_after_breakpoints_stop_where_their_conditions_hold(sp
         assert code_of(lambda: q.add_breakpoint("source", "S", "nope > 1")) == "BREAKPOINT_BAD_CONDITION"
         assert code_of(lambda: q.add_breakpoint("source", "S", "(SELECT 1) = 1")) == "BREAKPOINT_BAD_CONDITION"
         assert code_of(lambda: q.add_breakpoint("source", "T", "v > 1")) == "BREAKPOINT_UNKNOWN_TARGET"
-        assert code_of(lambda: q.add_breakpoint("state", "nope", "_w > 1")) == "BREAKPOINT_UNKNOWN_TARGET"
+        assert code_of(lambda: q.add_breakpoint("state", "nope", "_weight > 1")) == "BREAKPOINT_UNKNOWN_TARGET"
         assert code_of(lambda: q.add_breakpoint("sometimes")) == "BREAKPOINT_BAD_KIND"
 
         on_changes = q.add_breakpoint("changes", condition="s > 100 AND _weight > 0")
@@ -166,11 +166,11 @@ def test_changes_state_and_after_breakpoints_stop_where_their_conditions_hold(sp
         q.wait_for_batch(1, timeout=180)
         q.remove_breakpoint(on_changes["id"])
 
-        q.add_breakpoint("state", "agg", "_w >= 3")
+        q.add_breakpoint("state", "agg", "_weight >= 3")
         feed.put([(2, 1), (2, 2)])
         wait_for(lambda: paused(q), what="the state breakpoint")
         rows = q.status()["breakpoint"]["rows"]
-        assert [(r["S.k"], r["_w"]) for r in rows] == [(2, 3)]
+        assert [(r["S.k"], r["_weight"]) for r in rows] == [(2, 3)]
         q.resume()
         q.wait_for_batch(2, timeout=180)
         assert code_of(lambda: q.remove_breakpoint("b99")) == "BREAKPOINT_UNKNOWN"
@@ -200,7 +200,7 @@ def test_inspect_reads_the_snapshot_the_states_and_the_last_batch_and_refuses_an
         q.wait_for_batch(1, timeout=180)
         assert q.inspect("SELECT k, s, n FROM snapshot ORDER BY k")["rows"] == [[1, 11, 2], [2, 8, 2]]
         assert q.inspect("SELECT * FROM changes ORDER BY k, _weight")["rows"] == [[2, 7, 1, -1], [2, 8, 2, 1]]
-        state = q.inspect("SELECT `S.k`, _w, `sum(S.v)` FROM agg ORDER BY 1")
+        state = q.inspect("SELECT `S.k`, _weight, `sum(S.v)` FROM agg ORDER BY 1")
         assert state["rows"] == [[1, 2, 11], [2, 2, 8]] and state["batch"] == 1 and state["committed"]
         assert q.inspect("WITH d AS (SELECT * FROM delta_S) SELECT k, v, _weight FROM d")["rows"] == [[2, 1, 1]]
         assert q.inspect_pandas("SELECT k FROM snapshot ORDER BY k")["k"].tolist() == [1, 2]

@@ -25,7 +25,7 @@ import statistics
 import time
 from typing import Any
 
-from .check import compare, read_rows
+from ..verify import compare, read_rows
 from .data import write_pairs
 
 PAUSE_SQL = "SELECT x, count(DISTINCT y) AS d, avg(y) AS a, max(y) AS m FROM S GROUP BY x"
@@ -53,7 +53,7 @@ def bench_pause(history: int, pauses: int, out: str, master: str | None) -> dict
 
     from ..control.client import ControlClient
     from ..runtime.session import get_spark
-    from .check import duckdb_answer
+    from ..verify import duckdb_answer
 
     root = os.path.join(out, "pause")
     shutil.rmtree(root, ignore_errors=True)

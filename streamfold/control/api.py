@@ -9,9 +9,12 @@ as methods, calling the controller directly.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..runtime.query import Query, launch, make_config
+from ..runtime.engine import Engine
+from ..runtime.query import Query, compile_sql, input_catalog, make_config
+from ..runtime.session import get_spark
 from .controller import Controller
 from .pause import GRACE_S
 from .server import LOOPBACK, Endpoint
@@ -19,8 +22,6 @@ from .server import LOOPBACK, Endpoint
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
-
-    from ..runtime.engine import Engine
 
 
 class ControlledQuery(Query):
@@ -108,22 +109,18 @@ def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[
     until_idle = options.pop("until_idle", None)
     config = make_config(sql, sources, output, tables, formats, schemas, checkpoint=checkpoint, trigger=trigger,
                          until_idle=until_idle, **options)
-    controller = Controller(config, grace=pause_grace)
-
-    def make(engine: Engine, session: SparkSession) -> ControlledQuery:
+    session = spark if spark is not None else get_spark(master)
+    catalog = input_catalog(session, config)  # every input's, so a new query may read any of them
+    controller = Controller(config, partial(compile_sql, catalog=catalog), grace=pause_grace)
+    engine = Engine(session, compile_sql(config.sql, catalog), config, progress=progress, control=controller)
+    query = ControlledQuery(engine, session, controller)
+    try:
         controller.attach(engine)
-        query = ControlledQuery(engine, session, controller)
         if endpoint:
-            try:
-                query.endpoint = Endpoint(controller, config.output, control_host, control_port)
-            except BaseException:
-                engine.close()
-                raise
-        return query
-
-    query = launch(config, spark, master, background=False, progress=progress, control=controller,
-                   make_query=make)
+            query.endpoint = Endpoint(controller, config.output, control_host, control_port)
+    except BaseException:
+        engine.close()
+        raise
     if background:
         query.start_background(trigger, until_idle)
-    assert isinstance(query, ControlledQuery)
     return query

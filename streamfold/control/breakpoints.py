@@ -31,10 +31,11 @@ from sqlglot import exp
 
 from ..errors import UsageError
 from ..ir.rel import WEIGHT
-from ..runtime import files
+from ..runtime import files, lowering
 from ..runtime.checkpoint import batch_name
 from ..runtime.inputs import first_line
 from ..runtime.sources import read_files
+from ..runtime.views import Views
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -105,13 +106,19 @@ def parse_condition(condition: str) -> None:
 
 
 def check_condition(spark: SparkSession, condition: str, schema: StructType) -> None:
-    """Analyse the condition over empty rows of ``schema`` (names and types are checked)."""
+    """Analyse the condition's statement over empty rows of ``schema`` (names and types are
+    checked; nothing runs)."""
     from ..runtime.sources import empty_frame
 
+    views = Views(spark, "breakpoint")
+    columns = [f.name for f in schema.fields]
     try:
-        empty_frame(spark, schema).where(condition).schema  # noqa: B018 - analysis only
+        relation = views.name(empty_frame(spark, schema), "empty")
+        spark.sql(lowering.breakpoint_rows(relation, columns, condition, 1)).schema  # noqa: B018 - analysis only
     except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
-        raise condition_error(condition, first_line(e), columns=[f.name for f in schema.fields]) from None
+        raise condition_error(condition, first_line(e), columns=columns) from None
+    finally:
+        views.drop()
 
 
 def target_schema(engine: Engine, kind: str, target: str | None) -> StructType:
@@ -135,26 +142,30 @@ def target_schema(engine: Engine, kind: str, target: str | None) -> StructType:
     return cast("StructType", spark_struct(engine.answer.columns(weight=True)))
 
 
-def rows_meeting(engine: Engine, bp: Breakpoint, pending: Pending) -> DataFrame | None:
+def rows_meeting(engine: Engine, bp: Breakpoint, pending: Pending, views: Views) -> DataFrame | None:
     """The batch's rows that meet ``bp``'s condition (None: it has none to look at)."""
     spark = engine.spark
+    with_file = False
     if bp.kind == "source":
         source = next((s for s in engine.plan.streams if s.name.lower() == (bp.target or "").lower()), None)
         names = pending.inputs.get(source.name, []) if source is not None else []
         if source is None or not names:
             return None
         spec = engine.specs[source.name.lower()]
-        df = read_files(spark, spec, source, [os.path.join(spec.path, n) for n in names])
-        cols = [c for c, _ in source.columns] + [WEIGHT]
         # read afresh (not the batch's cached frame) so that each row names its file
-        df = df.selectExpr(*[f"`{c}`" for c in cols], "input_file_name() AS _file")
+        df = read_files(spark, spec, source, [os.path.join(spec.path, n) for n in names])
+        columns, with_file = [c for c, _ in source.columns] + [WEIGHT], True
     elif bp.kind == "changes":
         df = spark.read.parquet(pending.changes_path)
+        columns = df.columns
     else:
         if bp.target not in pending.states:
             return None
         df = pending.touched(bp.target or "")
-    return df.where(bp.condition or "true").limit(MAX_ROWS + 1)
+        columns = df.columns
+    statement = lowering.breakpoint_rows(views.name(df, f"{bp.kind}_{bp.id}"), columns, bp.condition or "true",
+                                         MAX_ROWS + 1, files=with_file)
+    return spark.sql(statement)
 
 
 def evaluate(engine: Engine, bp: Breakpoint, pending: Pending, output_root: str) -> Hit | None:
@@ -163,10 +174,14 @@ def evaluate(engine: Engine, bp: Breakpoint, pending: Pending, output_root: str)
         if bp.batch != pending.batch:
             return None
         return _record(Hit(bp, pending.batch, [], 0, {}, None), None, output_root)
-    df = rows_meeting(engine, bp, pending)
-    if df is None:
-        return None
-    table = df.toArrow()
+    views = Views(engine.spark, "breakpoint")
+    try:
+        df = rows_meeting(engine, bp, pending, views)
+        if df is None:
+            return None
+        table = df.toArrow()
+    finally:
+        views.drop()
     if table.num_rows == 0:
         return None
     hit_files: dict[str, list[str]] = {}

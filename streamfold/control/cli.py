@@ -113,7 +113,7 @@ def show(action: str, result: Any, args: argparse.Namespace) -> str:
     if action == "inspect":
         note = "" if result["committed"] else " (not committed yet)"
         head = f"batch {batch_name(result['batch'])}{note}\n" if result["batch"] >= 0 else ""
-        more = f"… more rows (--limit)\n" if result["truncated"] else ""
+        more = "… more rows (--limit)\n" if result["truncated"] else ""
         return head + table([c["name"] for c in result["columns"]], result["rows"]) + more
     if action == "reconfigure":
         out = (f"version {result['version']} ({result['semantics']}) applies {result['applies']}: "

@@ -39,14 +39,20 @@ from .reconfigure import Prepared, normalize_semantics, prepare
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ..plan.model import IncrementalPlan
     from ..runtime.engine import Engine, QueryConfig
 
 T = TypeVar("T")
 
 
 class Controller:
-    def __init__(self, config: QueryConfig, grace: float = GRACE_S) -> None:
+    """``compile`` turns a query text into its plan over the run's inputs (coded errors if it
+    cannot be): the engine receives plans, and a reconfiguration brings a new text."""
+
+    def __init__(self, config: QueryConfig, compile: Callable[[str], IncrementalPlan],  # noqa: A002
+                 grace: float = GRACE_S) -> None:
         self.config = config
+        self.compile = compile
         self.log = ControlLog(os.path.join(config.checkpoint_dir, "control.log"))
         self.replayed = replay(self.log.records())
         self.events = Events()
@@ -121,18 +127,17 @@ class Controller:
         return self.engine
 
     # -- the seam (the query's threads) ----------------------------------------------------------
-    def query_at(self, batch: int) -> str | None:
+    def plan_at(self, batch: int) -> IncrementalPlan | None:
         found = self.replayed.query_at(batch)
-        return found.sql if found is not None else None
+        return self.compile(found.sql) if found is not None else None
 
     def wait_if_paused(self) -> bool:
         engine = self._engine()
         return self.gate.park(engine.next_batch, None)
 
-    def boundary(self, engine: Engine) -> Boundary:
+    def boundary(self, batch: int) -> Boundary:
         if self.gate.requested_at is not None:
             return Boundary.HOLD
-        batch = engine.next_batch
         self.gate.batch(True, batch)
         with self._lock:
             replaying, self._replaying = self._replaying, []
@@ -258,7 +263,7 @@ class Controller:
         engine = self._engine()
         started = time.monotonic()
         try:
-            prepared = prepared or prepare(engine, sql, semantics, self.mixed)
+            prepared = prepared or prepare(engine, self.compile(sql), semantics, self.mixed)
             history = self._history(prepared) if prepared.rebuild else None
         except StreamfoldError as e:
             self._failed(version, batch, e)
@@ -489,7 +494,7 @@ class Controller:
         if busy:
             raise ControlError("a reconfiguration is already waiting to apply", code="RECONFIGURE_PENDING",
                                hint="one reconfiguration at a time: wait for its batch to commit (resume if paused)")
-        prepared = prepare(engine, sql, how, self.mixed)  # coded errors: the running query goes on
+        prepared = prepare(engine, self.compile(sql), how, self.mixed)  # coded errors: the running query goes on
         if prepared.rebuild:
             self._history(prepared)
         with self._lock:

@@ -5,7 +5,7 @@ The relations a query may read (:func:`relations`)::
     snapshot      the answer after the last batch
     changes       that batch's changes, with _weight
     <state>       each state of the plan by its explain name (e.g. agg, in_x), with its key,
-                  its monoid columns and _w
+                  its monoid columns and _weight
     delta_<S>     that batch's new rows of stream S, with _weight
 
 While the query is paused before a commit (at a breakpoint, or a pause there), "the last batch"

@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import __version__
 
 
 class ControlLog:
@@ -138,8 +137,3 @@ def replay(records: list[dict[str, Any]]) -> Replay:
     out.versions = sorted(applied.values(), key=lambda v: v.number)
     out.received = sorted(received.values(), key=lambda r: r["version"])
     return out
-
-
-def header() -> dict[str, Any]:
-    """Fields every run's first record carries (which streamfold wrote the log)."""
-    return {"streamfold": __version__, "pid": os.getpid()}

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
-from ..ir.rel import DeltaScan, Rel, StateScan
-from ..plan.model import IncrementalPlan, State, Step
+from ..ir.rel import DeltaScan, StateScan
+from ..plan.model import LOOPS, IncrementalPlan, State, Step
 
 if TYPE_CHECKING:
     from ..runtime.engine import Engine
@@ -63,14 +63,14 @@ def normalize_semantics(value: str | None) -> str:
     return text
 
 
-def prepare(engine: Engine, sql: str, semantics: str, mixed: frozenset[str]) -> Prepared:
-    """Compile ``sql`` and decide what each of its states takes from the running plan; coded
-    errors if it does not compile, or if ``semantics`` cannot be kept."""
+def prepare(engine: Engine, plan: IncrementalPlan, semantics: str, mixed: frozenset[str]) -> Prepared:
+    """Decide what each of ``plan``'s states takes from the running plan; coded errors if Spark
+    rejects the query, or if ``semantics`` cannot be kept."""
     from ..runtime.engine import spark_output_schema
+    from ..sql import Catalog
 
-    plan = engine.compile(sql)
     scratch = engine.spark.newSession()  # its temp views are its own
-    spark_output_schema(scratch, plan, engine.catalog)
+    spark_output_schema(scratch, plan, Catalog(plan.sources))
     old = engine.plan
     stored = [s for s in plan.states if not s.static]
     if semantics == "restate":
@@ -123,7 +123,7 @@ def transforms(old: IncrementalPlan, new: IncrementalPlan) -> dict[str, str]:
             if c.name in had and (had[c.name].type != c.type or had[c.name].monoid != c.monoid):
                 raise refuse(f"column {c.name} changes type or merge")
         step, old_step = new_steps[name], old_steps.get(name)
-        if step != old_step and (_is_loop(step) or (old_step is not None and _is_loop(old_step))):
+        if step != old_step and (isinstance(step, LOOPS) or isinstance(old_step, LOOPS)):
             raise refuse("it is an iteration's, and iterations are not changed while they run")
         padded = any(c.name not in had for c in state.columns)
         if (step != old_step or padded) and sources[name] & weighted:
@@ -149,31 +149,15 @@ def _same(old: IncrementalPlan, new: IncrementalPlan, name: str) -> bool:
     return _steps(old).get(name) == _steps(new).get(name) and _defs(old).get(name) == _defs(new).get(name)
 
 
-def _rels(step: Step) -> list[Rel]:
-    rels: list[Rel] = [step.program]
-    if step.fixpoint is not None:
-        rels += [step.fixpoint.base, step.fixpoint.step, *step.fixpoint.seeds]
-    if step.repeat is not None:
-        rels += [step.repeat.start, step.repeat.step]
-    if step.diffusion is not None:
-        rels += [step.diffusion.start, step.diffusion.output]
-        for sub in step.diffusion.steps:
-            rels += _rels(sub)
-    return rels
-
-
 def _reads(step: Step) -> set[str]:
-    return {n.state for r in _rels(step) for n in r.walk() if isinstance(n, StateScan) and n.state != step.state}
-
-
-def _is_loop(step: Step) -> bool:
-    return step.fixpoint is not None or step.repeat is not None or step.diffusion is not None
+    """The other states ``step`` reads."""
+    return {n.state for r in step.reads() for n in r.walk() if isinstance(n, StateScan) and n.state != step.state}
 
 
 def _sources(plan: IncrementalPlan) -> dict[str, set[str]]:
     """Per step, the stream sources its rows come from, through the states it reads."""
     steps = _steps(plan)
-    direct = {n: {d.table.lower() for r in _rels(s) for d in r.walk() if isinstance(d, DeltaScan)}
+    direct = {n: {d.table.lower() for r in s.reads() for d in r.walk() if isinstance(d, DeltaScan)}
               for n, s in steps.items()}
     out = {n: set(v) for n, v in direct.items()}
     changed = True

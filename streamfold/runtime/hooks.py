@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from .engine import Engine
+    from ..plan.model import IncrementalPlan
 
 T = TypeVar("T")
 
@@ -84,15 +84,15 @@ class Pending:
 
 
 class BatchControl(Protocol):
-    def query_at(self, batch: int) -> str | None:
-        """The query text in effect after committed batch ``batch`` if a reconfiguration changed
-        it (None: the query the run was started with)."""
+    def plan_at(self, batch: int) -> IncrementalPlan | None:
+        """The plan in effect after committed batch ``batch`` if a reconfiguration changed the
+        query (None: the plan the run was started with)."""
 
     def wait_if_paused(self) -> bool:
         """Block while the query is paused between batches; True if it waited."""
 
-    def boundary(self, engine: Engine) -> Boundary:
-        """Before a poll: whether to run a batch now (may install a new plan first)."""
+    def boundary(self, batch: int) -> Boundary:
+        """Before a poll for batch ``batch``: whether to run it now (may install a new plan first)."""
 
     def done(self) -> None:
         """After the poll and the batch, if any, that :meth:`boundary` allowed."""
@@ -116,13 +116,13 @@ class BatchControl(Protocol):
 class NoControl:
     """The batch loop without a controller: every point passes through."""
 
-    def query_at(self, batch: int) -> str | None:
+    def plan_at(self, batch: int) -> IncrementalPlan | None:
         return None
 
     def wait_if_paused(self) -> bool:
         return False
 
-    def boundary(self, engine: Engine) -> Boundary:
+    def boundary(self, batch: int) -> Boundary:
         return Boundary.RUN
 
     def done(self) -> None:

@@ -9,11 +9,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from ..plan import IncrementalPlan, incrementalize
+from ..sql import Catalog, bind
 from .checkpoint import batch_name
 from .engine import BatchResult, Engine, QueryConfig
-from .hooks import BatchControl, Boundary, QueryStopped
+from .hooks import Boundary, QueryStopped
 from .session import get_spark
-from .sources import FORMATS, InputSpec
+from .sources import FORMATS, InputSpec, infer_schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,7 +48,7 @@ class Query:
         control = self.engine.control
         with self._lock:
             try:
-                decision = control.boundary(self.engine)
+                decision = control.boundary(self.engine.next_batch)
                 if decision is Boundary.HOLD:
                     return None
                 inputs = self.engine.poll()
@@ -191,27 +193,36 @@ def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mappi
     return QueryConfig(sql=sql, sources=specs, output=output, tables=table_specs, **options)
 
 
+def compile_config(spark: SparkSession, config: QueryConfig) -> IncrementalPlan:
+    """The incremental plan of the configured query: each input's schema (given, or read from its
+    files), then the query bound against them and incrementalized (coded errors if it cannot be)."""
+    return compile_sql(config.sql, input_catalog(spark, config))
+
+
+def input_catalog(spark: SparkSession, config: QueryConfig) -> Catalog:
+    """Every configured input's schema, given or read from its files."""
+    return Catalog([infer_schema(s, spark) for s in config.inputs])
+
+
+def compile_sql(sql: str, catalog: Catalog) -> IncrementalPlan:
+    """``sql`` bound against ``catalog`` and incrementalized (coded errors if it cannot be)."""
+    return incrementalize(bind(sql, catalog))
+
+
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],
           formats: Mapping[str, str], schemas: Mapping[str, str], checkpoint: str | None, trigger: float,
           spark: SparkSession | None, master: str | None, background: bool,
           progress: Callable[[str], None] | None = None, **options: Any) -> Query:
+    """Compile the query and start its engine (see :func:`streamfold.start`)."""
     until_idle = options.pop("until_idle", None)
     config = make_config(sql, sources, output, tables, formats, schemas, checkpoint=checkpoint, trigger=trigger,
                          until_idle=until_idle, **options)
-    return launch(config, spark, master, background, progress)
-
-
-def launch(config: QueryConfig, spark: SparkSession | None, master: str | None, background: bool,
-           progress: Callable[[str], None] | None = None, control: BatchControl | None = None,
-           make_query: Callable[[Engine, SparkSession], Query] = Query) -> Query:
-    """The engine for ``config`` on ``spark`` (or a session on ``master``), under ``control``, as
-    the query ``make_query`` makes of it; polling in a background thread if ``background``."""
     session = spark if spark is not None else get_spark(master)
-    engine = Engine(session, config, progress=progress, control=control)
-    query = make_query(engine, session)
+    engine = Engine(session, compile_config(session, config), config, progress=progress)
+    query = Query(engine, session)
     if background:
-        query.start_background(config.trigger, config.until_idle)
+        query.start_background(trigger, until_idle)
     return query
 
 
-__all__ = ["Query", "batch_name", "launch", "start"]
+__all__ = ["Query", "batch_name", "start"]
