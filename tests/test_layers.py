@@ -22,7 +22,7 @@ ALLOWED = {
     "verify": {"sql"},
     "bench": {"ir", "sql", "passes", "plan", "runtime", "verify", "control"},
     "demo": {"bench", "runtime", "verify"},
-    "studio": {"__init__", "ir", "runtime"},
+    "studio": {"__init__", "ir", "runtime", "control"},
     "cli": {"plan", "sql", "runtime", "bench", "demo", "studio", "control"},
     "__init__": {"ir", "plan", "sql", "runtime", "control"},
     "__main__": {"cli"},
