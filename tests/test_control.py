@@ -229,6 +229,10 @@ def test_restate_keeps_shared_states_rebuilds_the_others_from_history_and_commit
         done = q.reconfigure(threshold, wait=True)
         assert (done["kept_states"], done["rebuilt_states"], done["result"]["batch"]) == (["agg"], [], 1)
         assert q.commit(1)["inputs"] == {"S": []} and q.commit(1)["query_version"] == 2
+        # no file came: the new answer is committed from the kept states, h not run, nothing read
+        q.wait_for_batch(1, timeout=60)
+        first_under_new = next(r for r in q.results if r.batch == 1)
+        assert [p for p in first_under_new.timings if p.startswith(("h ", "read"))] == []
         feed.put([(1, 2), (3, 1)])
         q.wait_for_batch(2, timeout=180)
 
