@@ -1,0 +1,201 @@
+"""Maintained views: a compiled program's inputs and views, kept up to date batch by batch.
+
+A batch gives, per changed input, its factored change ``ΔX = U·V``. :meth:`Views.apply`
+runs the batch's trigger program — every let with the *old* views, then ``x ⊕= U_x·V_x`` for
+every changed view (seed 001 Fig. 5.12e) — or, when the cost model says re-evaluating is cheaper
+(a change of high rank: Table 5.3's crossover), updates the inputs and re-evaluates.
+
+**Drift.** A long chain of low-rank updates in floating point drifts from what re-evaluation
+gives (the thesis does not discuss it). Every ``drift_every`` batches each view is checked
+against its own statement with a random probe vector r (Freivalds' check, O(n²) per view):
+``x·r`` against ``op(a, b)·r`` evaluated right to left from the other views — for an inverse,
+``a·(x·r)`` against r. A view whose relative residual passes ``drift_tolerance`` is *re-anchored*:
+it and every view after it are re-evaluated exactly, and the report records the residuals, the
+views re-anchored and how far each had drifted from its exact value.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .compiler import Compiled
+from .evaluate import evaluate
+from .ir import Add, Expr, Inv, Mul, Scale, Var
+from .machine import Machine
+from .trigger import Change, Trigger
+
+DRIFT_TOLERANCE = 1e-9
+DRIFT_EVERY = 10
+
+
+@dataclass(frozen=True)
+class InputChange:
+    """One input's change in a batch: ``ΔX = u·v`` (``structure`` says what u and v are)."""
+
+    input: str
+    u: Any
+    v: Any
+    rank: int
+    structure: str
+
+    @property
+    def change(self) -> Change:
+        return Change(self.input, self.rank, self.structure)
+
+
+@dataclass
+class Report:
+    """What one batch did (the runtime writes it into the commit)."""
+
+    strategy: str  # "incremental" or "reevaluate"
+    ranks: dict[str, int]
+    cost: int  # operations of the strategy taken (the cost model's count)
+    incremental_cost: int
+    reeval_cost: int
+    estimate_s: dict[str, float]  # the machine model's estimate of both strategies
+    deltas: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # view → (u, v|None) applied
+    drift: dict[str, float] = field(default_factory=dict)  # residual per view, when checked
+    reanchored: dict[str, float] = field(default_factory=dict)  # view → its drift from the exact value
+    seconds: float = 0.0
+
+
+class Views:
+    """The inputs and every view of a compiled program, on a back-end."""
+
+    def __init__(self, compiled: Compiled, backend: Any, *, strategy: str = "auto",
+                 drift_tolerance: float = DRIFT_TOLERANCE, drift_every: int = DRIFT_EVERY,
+                 machine: Machine | None = None) -> None:
+        self.compiled = compiled
+        self.backend = backend
+        self.ring = compiled.program.semiring
+        self.strategy = strategy
+        self.drift_tolerance = drift_tolerance
+        self.drift_every = drift_every
+        self.machine = machine or Machine()
+        self.values: dict[str, Any] = {}
+        self.batches = 0  # batches applied since the start (for the drift schedule)
+
+    # -- loading -----------------------------------------------------------------------------------
+    def load(self, inputs: Mapping[str, Any]) -> None:
+        """Set the inputs and evaluate every view (the initialization phase)."""
+        for name in self.compiled.program.input_names:
+            self.values[name] = inputs[name]
+        self.reevaluate()
+
+    def restore(self, values: Mapping[str, Any]) -> None:
+        self.values = dict(values)
+
+    def reevaluate(self, start: int = 0) -> None:
+        """Evaluate the views from statement ``start`` on, from the inputs and earlier views."""
+        for s in self.compiled.anf.statements[start:]:
+            self.values[s.name] = self.backend.materialize(evaluate(s.expr, self.values, self.backend))
+
+    def outputs(self) -> dict[str, Any]:
+        return {out: self.values[name] for out, name in self.compiled.anf.outputs}
+
+    # -- a batch -----------------------------------------------------------------------------------
+    def choose(self, changes: list[InputChange]) -> tuple[str, Trigger]:
+        trigger = self.compiled.trigger(tuple(c.change for c in changes))
+        if self.strategy in ("incremental", "reevaluate"):
+            return self.strategy, trigger
+        inc = self.machine.trigger_seconds(trigger, self.compiled)
+        full = self.machine.reeval_seconds(self.compiled)
+        return ("incremental" if inc < full else "reevaluate"), trigger
+
+    def apply(self, changes: list[InputChange], check_drift: bool | None = None) -> Report:
+        start = time.perf_counter()
+        strategy, trigger = self.choose(changes)
+        report = Report(strategy, {c.input: c.rank for c in changes},
+                        trigger.cost if strategy == "incremental" else trigger.reeval_cost, trigger.cost,
+                        trigger.reeval_cost,
+                        {"incremental": self.machine.trigger_seconds(trigger, self.compiled),
+                         "reevaluate": self.machine.reeval_seconds(self.compiled)})
+        if strategy == "incremental":
+            self._incremental(trigger, changes, report)
+        else:
+            for c in changes:
+                self.backend.update(self.values[c.input], c.u, c.v)
+                report.deltas[c.input] = (c.u, c.v)
+            self.reevaluate()
+        self.batches += 1
+        due = self.drift_every > 0 and self.batches % self.drift_every == 0
+        if strategy == "incremental" and (check_drift if check_drift is not None else due):
+            self.check_drift(report)
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def _incremental(self, trigger: Trigger, changes: list[InputChange], report: Report) -> None:
+        env = dict(self.values)
+        for c in changes:
+            env[f"U_{c.input}"] = c.u
+            env[f"V_{c.input}"] = c.v
+        memo: dict[Expr, Any] = {}
+        for let in trigger.lets:  # with the old views
+            env[let.name] = evaluate(let.expr, env, self.backend, memo)
+        updates = [(f.view, env[f.u], None if f.v is None else env[f.v]) for f in trigger.factored]
+        for view, u, v in updates:
+            self.values[view] = self.backend.update(self.values[view], u, v)
+            report.deltas[view] = (u, v)
+
+    # -- drift -------------------------------------------------------------------------------------
+    def residuals(self, seed: int = 0) -> dict[str, float]:
+        """Each view against its statement, probed with a random vector (see the module doc)."""
+        ring, backend = self.ring, self.backend
+        rng = np.random.default_rng(seed)
+        out: dict[str, float] = {}
+        for s in self.compiled.anf.statements:
+            m = self.compiled.anf.metas[s.name]
+            r = _probe(rng, m.cols, ring.name)
+            env = {**self.values, "__r": r}
+            memo: dict[Expr, Any] = {}
+            if isinstance(s.expr, Inv):  # a·(x·r) must give r back
+                got = backend.to_numpy(evaluate(Mul(s.expr.arg, Mul(Var(s.name), Var("__r"))), env, backend, memo))
+                out[s.name] = ring.distance(got, r)
+                continue
+            lhs = backend.to_numpy(evaluate(Mul(Var(s.name), Var("__r")), env, backend, memo))
+            rhs = backend.to_numpy(evaluate(_push(s.expr, Var("__r")), env, backend, memo))
+            out[s.name] = ring.distance(lhs, rhs)
+        return out
+
+    def check_drift(self, report: Report | None = None) -> dict[str, float]:
+        """Probe every view; re-anchor from the first one past the tolerance. Returns the residuals."""
+        if self.ring.exact:
+            return {}
+        res = self.residuals(self.batches)
+        if report is not None:
+            report.drift = res
+        bad = [i for i, s in enumerate(self.compiled.anf.statements) if res[s.name] > self.drift_tolerance]
+        if bad:
+            self.reanchor(bad[0], report)
+        return res
+
+    def reanchor(self, start: int = 0, report: Report | None = None) -> None:
+        """Re-evaluate the views from statement ``start`` on, recording how far each had drifted."""
+        before = {s.name: self.backend.to_numpy(self.values[s.name]).copy()
+                  for s in self.compiled.anf.statements[start:]}
+        self.reevaluate(start)
+        if report is not None:
+            report.reanchored = {n: self.ring.distance(old, self.backend.to_numpy(self.values[n]))
+                                 for n, old in before.items()}
+
+
+def _probe(rng: np.random.Generator, n: int, ring: str) -> np.ndarray:
+    if ring == "boolean":
+        return rng.random((n, 1)) < 0.5
+    return rng.standard_normal((n, 1))
+
+
+def _push(e: Expr, r: Expr) -> Expr:
+    """``e·r`` with the product pushed inside, so only matrix–vector products are computed."""
+    if isinstance(e, Mul):
+        return _push(e.left, _push(e.right, r))
+    if isinstance(e, Add):
+        return Add(_push(e.left, r), _push(e.right, r))
+    if isinstance(e, Scale):
+        return Scale(e.coef, _push(e.arg, r))
+    return Mul(e, r)

@@ -1,0 +1,145 @@
+"""The NumPy back-end: matrices that fit one machine, products by BLAS.
+
+Matrices are ``ndarray``s of the semiring's dtype. A batch of row updates arrives as a
+:class:`Selector` ``S`` (n×k, ``S[rows[j], j]`` = the semiring's one) times the k changed rows,
+and products with a selector are gathers: ``Sᵀ·M = M[rows]``, ``M·S = M[:, rows]``, and the
+update ``X ⊕= S·D`` is ``X[rows] ⊕= D`` — O(k·m) instead of O(n·m). A selector meets anything
+else (a stack, a sum) as the dense matrix it stands for.
+
+Updates happen in place, a slice of rows at a time (:meth:`Semiring.add_into`), so updating an
+n×n view by a rank-k product needs no n×n temporary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BatchError
+from .semiring import Semiring
+
+# A k×k capacitance (Woodbury) or a re-evaluated inverse whose condition number passes this is
+# refused: the update would make the inverted matrix singular (or nearly: its inverse would
+# carry no correct digit).
+MAX_CONDITION = 1e12
+
+
+@dataclass(frozen=True)
+class Selector:
+    """The n×k matrix with the semiring's one at ``(rows[j], j)`` (``transposed``: its k×n transpose)."""
+
+    rows: np.ndarray
+    n: int
+    transposed: bool = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        k = len(self.rows)
+        return (k, self.n) if self.transposed else (self.n, k)
+
+    @property
+    def T(self) -> Selector:  # noqa: N802
+        return Selector(self.rows, self.n, not self.transposed)
+
+    def dense(self, ring: Semiring) -> np.ndarray:
+        out = ring.zeros(self.n, len(self.rows))
+        out[self.rows, np.arange(len(self.rows))] = ring.one
+        return out.T if self.transposed else out
+
+
+class NumpyBackend:
+    name = "numpy"
+
+    def __init__(self, ring: Semiring) -> None:
+        self.ring = ring
+
+    def dense(self, a: np.ndarray | Selector) -> np.ndarray:
+        return a.dense(self.ring) if isinstance(a, Selector) else a
+
+    # -- constants -------------------------------------------------------------------------------
+    def zeros(self, rows: int, cols: int) -> np.ndarray:
+        return self.ring.zeros(rows, cols)
+
+    def identity(self, n: int) -> np.ndarray:
+        return self.ring.identity(n)
+
+    def fill(self, rows: int, cols: int, value: float) -> np.ndarray:
+        return self.ring.full(rows, cols, value)
+
+    def diag(self, n: int, value: float) -> np.ndarray:
+        return self.ring.diag(n, value)
+
+    # -- operations ------------------------------------------------------------------------------
+    def mul(self, a: np.ndarray | Selector, b: np.ndarray | Selector) -> np.ndarray:
+        if isinstance(a, Selector) and a.transposed:  # Sᵀ·M: the rows of M
+            return self.dense(b)[a.rows]
+        if isinstance(b, Selector) and not b.transposed:  # M·S: the columns of M
+            return self.dense(a)[:, b.rows]
+        return self.ring.matmul(self.dense(a), self.dense(b))
+
+    def add(self, a: np.ndarray | Selector, b: np.ndarray | Selector) -> np.ndarray:
+        return self.ring.add(self.dense(a), self.dense(b))
+
+    def scale(self, coef: float, a: np.ndarray | Selector) -> np.ndarray:
+        return self.ring.scale(coef, self.dense(a))
+
+    def transpose(self, a: np.ndarray | Selector) -> np.ndarray | Selector:
+        return a.T
+
+    def inv(self, a: np.ndarray | Selector) -> np.ndarray:
+        m = self.dense(a)
+        try:
+            out = np.linalg.inv(m)
+        except np.linalg.LinAlgError:
+            raise _singular(m.shape[0]) from None
+        if m.shape[0] <= 64:
+            if np.linalg.cond(m) > MAX_CONDITION:
+                raise _singular(m.shape[0])
+        else:  # a probe instead of an O(n³) condition number: m·(m⁻¹·r) must give r back
+            r = np.random.default_rng(0).standard_normal(m.shape[0])
+            if np.linalg.norm(m @ (out @ r) - r) > 1e-6 * np.linalg.norm(r):
+                raise _singular(m.shape[0])
+        return out
+
+    def hstack(self, a: np.ndarray | Selector, b: np.ndarray | Selector) -> np.ndarray:
+        return np.hstack([self.dense(a), self.dense(b)])
+
+    def vstack(self, a: np.ndarray | Selector, b: np.ndarray | Selector) -> np.ndarray:
+        return np.vstack([self.dense(a), self.dense(b)])
+
+    # -- views -----------------------------------------------------------------------------------
+    def update(self, view: np.ndarray, u: np.ndarray | Selector, v: np.ndarray | Selector | None) -> np.ndarray:
+        """``view ⊕= u·v`` (``view ⊕= u`` when v is None) in place; returns the view."""
+        ring = self.ring
+        if v is None:
+            dense = self.dense(u)
+            if ring.name == "arithmetic":
+                view += dense
+            else:
+                view[...] = ring.add(view, dense)
+        elif isinstance(u, Selector) and not u.transposed:
+            ring.add_rows(view, u.rows, self.dense(v))
+        elif isinstance(v, Selector) and v.transposed:
+            ring.add_cols(view, v.rows, self.dense(u))
+        else:
+            ring.add_into(view, self.dense(u), self.dense(v))
+        return view
+
+    def materialize(self, a: np.ndarray | Selector) -> np.ndarray:
+        """A view's value: an array that owns its memory (it is updated in place, and a transpose
+        or a gather may share memory with another view)."""
+        a = self.dense(a)
+        if a.base is not None or not a.flags.writeable or not a.flags.c_contiguous:
+            return np.array(a, copy=True, order="C")
+        return a
+
+    def to_numpy(self, a: np.ndarray | Selector) -> np.ndarray:
+        return self.dense(a)
+
+
+def _singular(n: int) -> BatchError:
+    return BatchError(f"a {n}×{n} matrix to invert is singular (or too close to singular to invert exactly)",
+                      code="NON_INVERTIBLE_UPDATE", params={"size": n},
+                      hint="the inputs make an inverted matrix singular (e.g. XᵀX with fewer independent rows than "
+                           "columns); this batch is not applied — fix or drop the files it names")
