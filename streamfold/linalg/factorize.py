@@ -97,9 +97,9 @@ class _Phase:
         full = min(meta.rows, meta.cols)
         # Both sides charge what their rank costs the statements that read this delta.
         if dense_cost + meta.entries + full * self.unit[view] <= cost + rank * self.unit[view] or rank >= full:
-            self.let(d_name(view), dense_expr)
+            d = self.let(d_name(view), dense_expr)
             rules = ("MULT-ASSOC",) if any(len(m.atoms) > 2 for m in monos) else ()
-            return Factored(view, d_name(view), None, min(meta.rows, meta.cols), rules, dense_cost, meta.entries,
+            return Factored(view, d.name, None, min(meta.rows, meta.cols), rules, dense_cost, meta.entries,
                             reeval)
         us, vs, rules = [], [], set()
         for left, right, _ in groups:
@@ -199,8 +199,8 @@ class _Phase:
         if any(f is not None and f.v is None for _, f in sides):  # a dense side: the stack is dense
             parts = [Var(f.u) if f is not None else Zeros(m.rows, m.cols) for m, f in sides]
             d_expr = type(expr)(parts[0], parts[1])
-            self.let(d_name(view), d_expr)
-            return Factored(view, d_name(view), None, min(meta.rows, meta.cols), (), self.infer.cost(d_expr),
+            d = self.let(d_name(view), d_expr)
+            return Factored(view, d.name, None, min(meta.rows, meta.cols), (), self.infer.cost(d_expr),
                             meta.entries, reeval)
         (ma, fa), (mb, fb) = sides
         ka, kb = (fa.rank if fa else 0), (fb.rank if fb else 0)

@@ -29,6 +29,7 @@ class Machine:
     bandwidth: float = 4.0e9  # bytes per second
     rates: dict[str, float] = field(default_factory=lambda: dict(RATES))
     _reeval: dict[int, float] = field(default_factory=dict)
+    _triggers: dict[int, tuple[Trigger, float]] = field(default_factory=dict)  # the trigger kept: ids stay unique
 
     def _seconds(self, ops: int, nbytes: int, ring: str) -> float:
         return max(ops / self.rates[ring], nbytes / self.bandwidth)
@@ -54,6 +55,12 @@ class Machine:
         return total
 
     def trigger_seconds(self, trigger: Trigger, compiled: Compiled) -> float:
+        key = id(trigger)
+        if key not in self._triggers:
+            self._triggers[key] = (trigger, self._trigger_seconds(trigger, compiled))
+        return self._triggers[key][1]
+
+    def _trigger_seconds(self, trigger: Trigger, compiled: Compiled) -> float:
         ring = compiled.program.semiring.name
         infer = Inferrer(compiled.anf.metas)
         for c in trigger.changes:

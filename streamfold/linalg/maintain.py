@@ -26,6 +26,7 @@ import numpy as np
 from .compiler import Compiled
 from .evaluate import evaluate
 from .ir import Add, Expr, Inv, Mul, Scale, Var
+from .lazy import MAX_RANK, MIN_ENTRIES, LazyBackend
 from .machine import Machine
 from .trigger import Change, Trigger
 
@@ -61,6 +62,7 @@ class Report:
     deltas: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # view → (u, v|None) applied
     drift: dict[str, float] = field(default_factory=dict)  # residual per view, when checked
     reanchored: dict[str, float] = field(default_factory=dict)  # view → its drift from the exact value
+    replaced: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # output view → (old, new) re-evaluated
     seconds: float = 0.0
 
 
@@ -69,9 +71,9 @@ class Views:
 
     def __init__(self, compiled: Compiled, backend: Any, *, strategy: str = "auto",
                  drift_tolerance: float = DRIFT_TOLERANCE, drift_every: int = DRIFT_EVERY,
-                 machine: Machine | None = None) -> None:
+                 machine: Machine | None = None, lazy_entries: int = MIN_ENTRIES, lazy_rank: int = MAX_RANK) -> None:
         self.compiled = compiled
-        self.backend = backend
+        self.backend = LazyBackend(backend, lazy_entries, lazy_rank)
         self.ring = compiled.program.semiring
         self.strategy = strategy
         self.drift_tolerance = drift_tolerance
@@ -90,13 +92,37 @@ class Views:
     def restore(self, values: Mapping[str, Any]) -> None:
         self.values = dict(values)
 
-    def reevaluate(self, start: int = 0) -> None:
-        """Evaluate the views from statement ``start`` on, from the inputs and earlier views."""
+    def reevaluate(self, start: int = 0, report: Report | None = None) -> None:
+        """Evaluate the views from statement ``start`` on, from the inputs and earlier views
+        (the old values of outputs are kept in ``report.replaced``)."""
+        self._settle(self._recompute(start), report, measure=False)
+
+    def _recompute(self, start: int) -> dict[str, Any]:
+        old: dict[str, Any] = {}
         for s in self.compiled.anf.statements[start:]:
+            if s.name in self.values:
+                old[s.name] = self.values[s.name]
             self.values[s.name] = self.backend.materialize(evaluate(s.expr, self.values, self.backend))
+        return old
+
+    def _settle(self, old: dict[str, Any], report: Report | None, measure: bool) -> None:
+        """Record what re-evaluated views replaced; free the old values."""
+        outputs = {name for _, name in self.compiled.anf.outputs}
+        for name, value in old.items():
+            if report is not None and measure:
+                report.reanchored[name] = self.backend.distance(value, self.values[name])
+            if report is not None and name in outputs:
+                report.replaced[name] = (value, self.values[name])
+            else:
+                self.backend.release(value)
 
     def outputs(self) -> dict[str, Any]:
-        return {out: self.values[name] for out, name in self.compiled.anf.outputs}
+        """Each output's value on the back-end (pending updates applied)."""
+        return {out: self.value(name) for out, name in self.compiled.anf.outputs}
+
+    def value(self, name: str) -> Any:
+        """An input's or a view's value, with its pending updates applied."""
+        return self.backend.flush(self.values[name])
 
     # -- a batch -----------------------------------------------------------------------------------
     def choose(self, changes: list[InputChange]) -> tuple[str, Trigger]:
@@ -119,9 +145,9 @@ class Views:
             self._incremental(trigger, changes, report)
         else:
             for c in changes:
-                self.backend.update(self.values[c.input], c.u, c.v)
+                self.values[c.input] = self.backend.update(self.values[c.input], c.u, c.v)
                 report.deltas[c.input] = (c.u, c.v)
-            self.reevaluate()
+            self.reevaluate(0, report)
         self.batches += 1
         due = self.drift_every > 0 and self.batches % self.drift_every == 0
         if strategy == "incremental" and (check_drift if check_drift is not None else due):
@@ -176,12 +202,7 @@ class Views:
 
     def reanchor(self, start: int = 0, report: Report | None = None) -> None:
         """Re-evaluate the views from statement ``start`` on, recording how far each had drifted."""
-        before = {s.name: self.backend.to_numpy(self.values[s.name]).copy()
-                  for s in self.compiled.anf.statements[start:]}
-        self.reevaluate(start)
-        if report is not None:
-            report.reanchored = {n: self.ring.distance(old, self.backend.to_numpy(self.values[n]))
-                                 for n, old in before.items()}
+        self._settle(self._recompute(start), report, measure=True)
 
 
 def _probe(rng: np.random.Generator, n: int, ring: str) -> np.ndarray:

@@ -137,6 +137,27 @@ class NumpyBackend:
     def to_numpy(self, a: np.ndarray | Selector) -> np.ndarray:
         return self.dense(a)
 
+    def from_numpy(self, a: np.ndarray) -> np.ndarray:
+        return self.materialize(a.astype(self.ring.dtype, copy=False))
+
+    def change(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+        return self.ring.change(old, new)
+
+    def distance(self, a: np.ndarray, b: np.ndarray) -> float:
+        """Relative difference of ``a`` from ``b`` (see :meth:`Semiring.distance`)."""
+        return self.ring.distance(self.dense(a), self.dense(b))
+
+    # -- files -----------------------------------------------------------------------------------
+    def save(self, a: np.ndarray, stem: str) -> None:
+        """Write a value as ``stem.npy`` (the caller publishes the directory it is in)."""
+        np.save(stem + ".npy", self.dense(a))
+
+    def load(self, stem: str) -> np.ndarray:
+        return np.load(stem + ".npy")
+
+    def release(self, a: object) -> None:
+        """Nothing to free: NumPy arrays go with their last reference."""
+
 
 def _singular(n: int) -> BatchError:
     return BatchError(f"a {n}×{n} matrix to invert is singular (or too close to singular to invert exactly)",

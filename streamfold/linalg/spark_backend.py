@@ -1,0 +1,408 @@
+"""The Spark back-end: large matrices as row blocks on the executors, thin factors on the driver.
+
+A :class:`DistMatrix` is an RDD with one row block per partition (block i in partition i, so
+two matrices of the same shape line up and combine without a shuffle). A matrix smaller than
+``local_entries`` stays a NumPy array on the driver: the factors U, V of a delta always do —
+their width is the change's rank.
+
+What a trigger program does to a distributed view needs no shuffle (seed 001 §5.6.1: "thin
+factors are broadcast"): ``X·U`` maps each block to ``block·U`` and collects the n×k result,
+``V·X`` sums ``V[:, rows]·block`` over the blocks, a selector gathers rows or columns, and the
+update ``X ⊕= U·V`` maps each block to ``block ⊕ U[rows]·V``, U and V broadcast. Only
+re-evaluation multiplies two distributed matrices, by a join on the inner block index and a sum
+per result block (a shuffle, as any distributed product).
+
+A transpose is a flag (``Xᵀ·U`` sums ``blockᵀ·U[rows]``); a distributed matrix is transposed for
+real (re-blocked, a shuffle) only where an operation needs it. Refused with
+``SPARK_UNSUPPORTED``: inverting, or vertically stacking, a matrix too large for the driver.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import LinalgError
+from .numpy_backend import NumpyBackend, Selector
+from .semiring import Semiring
+
+LOCAL_ENTRIES = 4_000_000  # matrices with fewer entries stay on the driver (32 MB of doubles)
+BLOCK_BYTES = 32 << 20  # the size of a row block
+
+
+@dataclass
+class DistMatrix:
+    rdd: Any  # RDD[(block index, ndarray)], block i in partition i
+    rows: int
+    cols: int
+    block: int  # rows per block
+    transposed: bool = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.cols, self.rows) if self.transposed else (self.rows, self.cols)
+
+    @property
+    def blocks(self) -> int:
+        return -(-self.rows // self.block)
+
+    @property
+    def T(self) -> DistMatrix:  # noqa: N802
+        return DistMatrix(self.rdd, self.rows, self.cols, self.block, not self.transposed)
+
+
+class SparkBackend:
+    name = "spark"
+
+    def __init__(self, ring: Semiring, spark: Any, local_entries: int = LOCAL_ENTRIES,
+                 block_rows: int | None = None) -> None:
+        self.ring = ring
+        self.spark = spark
+        self.sc = spark.sparkContext
+        self.local = NumpyBackend(ring)
+        self.local_entries = local_entries
+        self.block_rows = block_rows
+
+    # -- shapes and placement ------------------------------------------------------------------------
+    def _block(self, cols: int) -> int:
+        return self.block_rows or max(1, BLOCK_BYTES // (8 * max(1, cols)))
+
+    def _big(self, rows: int, cols: int) -> bool:
+        return rows * cols >= self.local_entries
+
+    def _persist(self, rdd: Any) -> Any:
+        from pyspark import StorageLevel
+
+        rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
+        rdd.localCheckpoint()  # a view replaces its predecessor: no lineage back to it
+        rdd.count()
+        return rdd
+
+    def _blocks(self, rows: int, cols: int, make: Any) -> DistMatrix:
+        block = self._block(cols)
+        nb = -(-rows // block)
+        rdd = self.sc.parallelize(range(nb), nb).map(lambda i: (i, make(i * block, min(rows, (i + 1) * block))))
+        return DistMatrix(self._persist(rdd), rows, cols, block)
+
+    def from_numpy(self, a: np.ndarray) -> Any:
+        a = np.asarray(a, dtype=self.ring.dtype)
+        if not self._big(*a.shape):
+            return self.local.materialize(a)
+        block = self._block(a.shape[1])
+        parts = [(i, a[s:s + block].copy()) for i, s in enumerate(range(0, a.shape[0], block))]
+        rdd = self.sc.parallelize(parts, len(parts))
+        return DistMatrix(self._persist(rdd), a.shape[0], a.shape[1], block)
+
+    def _realize(self, a: DistMatrix) -> DistMatrix:
+        """A transposed distributed matrix re-blocked by its own rows (a shuffle)."""
+        if not a.transposed:
+            return a
+        rows, cols = a.shape  # of the transpose
+        block = self._block(cols)
+
+        def pieces(item: tuple[int, np.ndarray]) -> list[tuple[int, tuple[int, np.ndarray]]]:
+            i, b = item
+            t = b.T
+            return [(j, (i, t[j * block:(j + 1) * block])) for j in range(-(-rows // block))]
+
+        def assemble(parts: Any) -> np.ndarray:
+            return np.hstack([p for _, p in sorted(parts, key=lambda x: x[0])])
+
+        nb = -(-rows // block)
+        rdd = a.rdd.flatMap(pieces).groupByKey(nb, lambda i: i).mapValues(assemble)
+        return DistMatrix(self._persist(rdd), rows, cols, block)
+
+    # -- constants -----------------------------------------------------------------------------------
+    def zeros(self, rows: int, cols: int) -> Any:
+        ring = self.ring
+        if not self._big(rows, cols):
+            return self.local.zeros(rows, cols)
+        return self._blocks(rows, cols, lambda s, e: ring.zeros(e - s, cols))
+
+    def identity(self, n: int) -> Any:
+        return self.diag(n, self.ring.one)
+
+    def diag(self, n: int, value: float) -> Any:
+        ring = self.ring
+        if not self._big(n, n):
+            return self.local.diag(n, value)
+
+        def make(s: int, e: int) -> np.ndarray:
+            b = ring.zeros(e - s, n)
+            b[np.arange(e - s), np.arange(s, e)] = ring.coerce(value)
+            return b
+
+        return self._blocks(n, n, make)
+
+    def fill(self, rows: int, cols: int, value: float) -> Any:
+        ring = self.ring
+        if not self._big(rows, cols):
+            return self.local.fill(rows, cols, value)
+        return self._blocks(rows, cols, lambda s, e: ring.full(e - s, cols, value))
+
+    # -- operations ----------------------------------------------------------------------------------
+    def mul(self, a: Any, b: Any) -> Any:
+        da, db = isinstance(a, DistMatrix), isinstance(b, DistMatrix)
+        if not da and not db:
+            rows, cols = a.shape[0], b.shape[1]
+            if self._big(rows, cols):
+                return self._outer(self.local.dense(a), b)
+            return self.local.mul(a, b)
+        if da and not db:
+            return self._dist_local(a, b)
+        if db and not da:
+            return self._local_dist(a, b)
+        return self._dist_dist(a, b)
+
+    def _outer(self, u: np.ndarray, v: Any) -> DistMatrix:
+        """A product of local factors too large for the driver, made block by block."""
+        ring, vv = self.ring, self.sc.broadcast(self.local.dense(v))
+        ub = self.sc.broadcast(u)
+        return self._blocks(u.shape[0], vv.value.shape[1], lambda s, e: ring.matmul(ub.value[s:e], vv.value))
+
+    def _dist_local(self, a: DistMatrix, b: Any) -> Any:
+        ring, block = self.ring, a.block
+        if not a.transposed:  # (n×p)·(p×k): each block times b
+            if isinstance(b, Selector) and not b.transposed:
+                rows = b.rows
+                return self._collect(a.rdd.mapValues(lambda x: x[:, rows]), a.rows, len(rows))
+            bb = self.sc.broadcast(self.local.dense(b))
+            out = a.rdd.mapValues(lambda x: ring.matmul(x, bb.value))
+            if self._big(a.rows, bb.value.shape[1]):
+                return DistMatrix(self._persist(out), a.rows, bb.value.shape[1], block)
+            return self._collect(out, a.rows, bb.value.shape[1])
+        # aᵀ·b with a (n×p) by row blocks: Σ blockᵀ·b[rows of the block]
+        bd = self.local.dense(b)
+        bb = self.sc.broadcast(bd)
+
+        def part(item: tuple[int, np.ndarray]) -> np.ndarray:
+            i, x = item
+            return ring.matmul(x.T, bb.value[i * block:i * block + x.shape[0]])
+
+        return self._sum(a.rdd.map(part), a.cols, bd.shape[1])
+
+    def _local_dist(self, a: Any, b: DistMatrix) -> Any:
+        ring, block = self.ring, b.block
+        if b.transposed:  # a·bᵀ = (b·aᵀ)ᵀ
+            return self.local.transpose(self._dist_local(b.T, self.local.transpose(a)))
+        if isinstance(a, Selector) and a.transposed:  # the rows of b
+            wanted = a.rows
+
+            def rows_of(item: tuple[int, np.ndarray]) -> list[tuple[int, np.ndarray]]:
+                i, x = item
+                here = (wanted >= i * block) & (wanted < i * block + x.shape[0])
+                return [(int(k), x[int(r) - i * block]) for k, r in zip(np.flatnonzero(here), wanted[here])]
+
+            got = dict(b.rdd.flatMap(rows_of).collect())
+            return np.vstack([got[k] for k in range(len(wanted))]) if wanted.size else self.local.zeros(0, b.cols)
+        ad = self.local.dense(a)
+        ab = self.sc.broadcast(ad)
+
+        def part(item: tuple[int, np.ndarray]) -> np.ndarray:
+            i, x = item
+            return ring.matmul(ab.value[:, i * block:i * block + x.shape[0]], x)
+
+        return self._sum(b.rdd.map(part), ad.shape[0], b.cols)
+
+    def _dist_dist(self, a: DistMatrix, b: DistMatrix) -> Any:
+        ring = self.ring
+        if a.transposed and not b.transposed and a.block == b.block and a.rows == b.rows:
+            # aᵀ·b over the same row blocks: Σ blockᵀ·block, no shuffle of the inputs
+            rows, cols = a.cols, b.cols
+            parts = a.rdd.zip(b.rdd).map(lambda ab: ring.matmul(ab[0][1].T, ab[1][1]))
+            if not self._big(rows, cols):
+                return self._sum(parts, rows, cols)
+            block = self._block(cols)
+            nb = -(-rows // block)
+
+            def split(m: np.ndarray) -> list[tuple[int, np.ndarray]]:
+                return [(j, m[j * block:(j + 1) * block]) for j in range(nb)]
+
+            out = parts.flatMap(split).reduceByKey(ring.add, nb, lambda i: i)
+            return DistMatrix(self._persist(out), rows, cols, block)
+        a, b = self._realize(a), self._realize(b)
+        if a.cols != b.rows:
+            raise LinalgError(f"internal: product of {a.shape} and {b.shape}", code="INTERNAL")
+        inner, count = b.block, b.blocks  # (closures must not hold a DistMatrix: it holds an RDD)
+
+        def pieces(item: tuple[int, np.ndarray]) -> list[tuple[int, tuple[int, np.ndarray]]]:
+            i, x = item
+            return [(j, (i, x[:, j * inner:(j + 1) * inner])) for j in range(count)]
+
+        joined = a.rdd.flatMap(pieces).join(b.rdd)
+        products = joined.map(lambda kv: (kv[1][0][0], ring.matmul(kv[1][0][1], kv[1][1])))
+        out = products.reduceByKey(ring.add, a.blocks, lambda i: i)
+        return DistMatrix(self._persist(out), a.rows, b.cols, a.block)
+
+    def _collect(self, rdd: Any, rows: int, cols: int) -> np.ndarray:
+        parts = sorted(rdd.collect(), key=lambda kv: kv[0])
+        return np.vstack([p for _, p in parts]) if parts else self.local.zeros(rows, cols)
+
+    def _sum(self, rdd: Any, rows: int, cols: int) -> np.ndarray:
+        return rdd.treeReduce(self.ring.add)  # type: ignore[no-any-return]
+
+    def add(self, a: Any, b: Any) -> Any:
+        ring = self.ring
+        da, db = isinstance(a, DistMatrix), isinstance(b, DistMatrix)
+        if not da and not db:
+            return self.local.add(a, b)
+        if da and db:
+            a, b = self._realize(a), self._realize(b)
+            if a.block != b.block:
+                b = self._reblock(b, a.block)
+            rdd = a.rdd.zip(b.rdd).map(lambda ab: (ab[0][0], ring.add(ab[0][1], ab[1][1])))
+            return DistMatrix(self._persist(rdd), a.rows, a.cols, a.block)
+        dist, loc = (self._realize(a), b) if da else (self._realize(b), a)
+        lb, block = self.sc.broadcast(self.local.dense(loc)), dist.block
+        rdd = dist.rdd.map(lambda kv: (kv[0], ring.add(kv[1], lb.value[kv[0] * block:kv[0] * block + kv[1].shape[0]])))
+        return DistMatrix(self._persist(rdd), dist.rows, dist.cols, block)
+
+    def _reblock(self, a: DistMatrix, block: int) -> DistMatrix:
+        return self._realize(self._realize(a.T).T) if block != a.block else a
+
+    def scale(self, coef: float, a: Any) -> Any:
+        if not isinstance(a, DistMatrix):
+            return self.local.scale(coef, a)
+        ring = self.ring
+        rdd = a.rdd.mapValues(lambda x: ring.scale(coef, x))
+        return DistMatrix(self._persist(rdd), a.rows, a.cols, a.block, a.transposed)
+
+    def transpose(self, a: Any) -> Any:
+        return a.T
+
+    def inv(self, a: Any) -> Any:
+        if isinstance(a, DistMatrix):
+            if self._big(*a.shape):
+                raise LinalgError(f"the inverse of a distributed {a.shape[0]}×{a.shape[1]} matrix",
+                                  code="SPARK_UNSUPPORTED", params={"operation": "inverse", "shape": list(a.shape)},
+                                  hint="the Spark back-end inverts matrices that fit the driver (e.g. XᵀX of a tall X); "
+                                       "use --backend numpy for this program")
+            a = self.to_numpy(a)
+        return self.local.inv(a)
+
+    def hstack(self, a: Any, b: Any) -> Any:
+        if not isinstance(a, DistMatrix) and not isinstance(b, DistMatrix):
+            return self.local.hstack(a, b)
+        return self._stack_small("horizontal stack", a, b, self.local.hstack)
+
+    def vstack(self, a: Any, b: Any) -> Any:
+        if not isinstance(a, DistMatrix) and not isinstance(b, DistMatrix):
+            return self.local.vstack(a, b)
+        return self._stack_small("vertical stack", a, b, self.local.vstack)
+
+    def _stack_small(self, what: str, a: Any, b: Any, stack: Any) -> Any:
+        rows = a.shape[0] + b.shape[0] if what.startswith("vertical") else a.shape[0]
+        cols = a.shape[1] if what.startswith("vertical") else a.shape[1] + b.shape[1]
+        if self._big(rows, cols):
+            raise LinalgError(f"a {what} of distributed matrices ({rows}×{cols})", code="SPARK_UNSUPPORTED",
+                              params={"operation": what, "shape": [rows, cols]},
+                              hint="stack thin matrices, or use --backend numpy for this program")
+        return stack(self.to_numpy(a), self.to_numpy(b))
+
+    # -- views ---------------------------------------------------------------------------------------
+    def update(self, view: Any, u: Any, v: Any) -> Any:
+        if not isinstance(view, DistMatrix):
+            if v is None and isinstance(u, DistMatrix):
+                return self.add(view, u)
+            return self.local.update(view, u, v)
+        view = self._realize(view)
+        ring, block = self.ring, view.block
+        if v is None:  # a dense delta
+            out = self.add(view, u)
+            self.release(view)
+            return out
+        if isinstance(u, Selector) and not u.transposed:
+            rows, vb = u.rows, self.sc.broadcast(self.local.dense(v))
+
+            def add_rows(item: tuple[int, np.ndarray]) -> tuple[int, np.ndarray]:
+                i, x = item
+                here = (rows >= i * block) & (rows < i * block + x.shape[0])
+                if not here.any():
+                    return item
+                x = x.copy()
+                ring.add_rows(x, rows[here] - i * block, vb.value[here])
+                return i, x
+
+            rdd = view.rdd.map(add_rows)
+        else:
+            ub, vb = self.sc.broadcast(self.local.dense(u)), self.sc.broadcast(self.local.dense(v))
+
+            def add_product(item: tuple[int, np.ndarray]) -> tuple[int, np.ndarray]:
+                i, x = item
+                x = x.copy()
+                ring.add_into(x, ub.value[i * block:i * block + x.shape[0]], vb.value)
+                return i, x
+
+            rdd = view.rdd.map(add_product)
+        out = DistMatrix(self._persist(rdd), view.rows, view.cols, block)
+        self.release(view)
+        return out
+
+    def materialize(self, a: Any) -> Any:
+        if isinstance(a, DistMatrix):
+            return self._realize(a)
+        if self._big(*a.shape) and not isinstance(a, Selector):
+            return self.from_numpy(self.local.dense(a))
+        return self.local.materialize(a)
+
+    def release(self, a: Any) -> None:
+        if isinstance(a, DistMatrix):
+            a.rdd.unpersist()
+
+    def dense(self, a: Any) -> Any:
+        return a if isinstance(a, DistMatrix) else self.local.dense(a)
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        if isinstance(a, DistMatrix):
+            out = self._collect(a.rdd, a.rows, a.cols)
+            return out.T if a.transposed else out
+        return self.local.dense(a)
+
+    def change(self, old: Any, new: Any) -> Any:
+        if isinstance(old, DistMatrix) and isinstance(new, DistMatrix):
+            ring = self.ring
+            rdd = self._realize(old).rdd.zip(self._realize(new).rdd).map(
+                lambda ab: (ab[0][0], ring.change(ab[0][1], ab[1][1])))
+            return DistMatrix(self._persist(rdd), new.rows, new.cols, new.block)
+        return self.ring.change(self.to_numpy(old), self.to_numpy(new))
+
+    def distance(self, a: Any, b: Any) -> float:
+        if isinstance(a, DistMatrix) and isinstance(b, DistMatrix) and self.ring.name == "arithmetic":
+            pairs = self._realize(a).rdd.zip(self._realize(b).rdd)
+            diff, norm = pairs.map(lambda ab: (float(np.sum((ab[0][1] - ab[1][1]) ** 2)),
+                                               float(np.sum(ab[1][1] ** 2)))).reduce(
+                lambda x, y: (x[0] + y[0], x[1] + y[1]))
+            return float(np.sqrt(diff / norm)) if norm > 0 else float(np.sqrt(diff))
+        return self.ring.distance(self.to_numpy(a), self.to_numpy(b))
+
+    # -- files ---------------------------------------------------------------------------------------
+    def save(self, a: Any, stem: str) -> None:
+        """A local matrix as ``stem.npy``; a distributed one as ``stem/rows-<start>.npy``, written
+        by the executors (a path every executor can reach: local mode, or a shared file system)."""
+        if not isinstance(a, DistMatrix):
+            self.local.save(a, stem)
+            return
+        a = self._realize(a)
+        os.makedirs(stem, exist_ok=True)
+        block = a.block
+
+        def write(item: tuple[int, np.ndarray]) -> None:
+            i, x = item
+            np.save(os.path.join(stem, f"rows-{i * block}.npy"), x)
+
+        a.rdd.foreach(write)
+
+    def load(self, stem: str) -> Any:
+        if not os.path.isdir(stem):
+            return self.from_numpy(self.local.load(stem)) if self._big(*np.load(stem + ".npy", mmap_mode="r").shape) \
+                else self.local.load(stem)
+        names = sorted((int(n[5:-4]), n) for n in os.listdir(stem) if n.startswith("rows-") and n.endswith(".npy"))
+        first = np.load(os.path.join(stem, names[0][1]), mmap_mode="r")
+        block, cols = first.shape
+        rows = names[-1][0] + np.load(os.path.join(stem, names[-1][1]), mmap_mode="r").shape[0]
+        paths = [os.path.join(stem, n) for _, n in names]
+        rdd = self.sc.parallelize(list(enumerate(paths)), len(paths)).mapValues(np.load)
+        return DistMatrix(self._persist(rdd), rows, cols, block)
