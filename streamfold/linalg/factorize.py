@@ -26,6 +26,7 @@ stack block-wise (``[U_aV_a, U_bV_b] = [U_a, U_b]·[[V_a, 0]; [0, V_b]]``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from ..errors import LinalgError
 from .anf import Anf
@@ -162,20 +163,29 @@ class _Phase:
         return (total(list(left), self.infer, self.ring)[1] + total(list(right), self.infer, self.ring)[1]
                 + meta.entries * inner)
 
+    def _delta_of(self, atom: Expr) -> _Delta | None:
+        """The factored delta of an operand (a name or a transposed name), as expressions."""
+        if isinstance(atom, Var) and atom.name in self.factored:
+            f = self.factored[atom.name]
+            return _Delta(Var(f.u), None if f.v is None else Var(f.v), f.rank)
+        if isinstance(atom, Transpose) and isinstance(atom.arg, Var) and atom.arg.name in self.factored:
+            f = self.factored[atom.arg.name]
+            if f.v is None:
+                return _Delta(Transpose(Var(f.u)), None, f.rank)
+            return _Delta(Transpose(Var(f.v)), Transpose(Var(f.u)), f.rank)  # (U·V)ᵀ = Vᵀ·Uᵀ
+        return None
+
     def _inverse(self, view: str, expr: Inv, meta: Meta, reeval: int) -> Factored:
         arg = expr.arg
-        inner = self.factored.get(arg.name) if isinstance(arg, Var) else None
+        inner = self._delta_of(arg)
         if inner is None:
             raise LinalgError(f"internal: the inverse {view} changes but its operand has no delta", code="INTERNAL")
         x = Var(view)
         if inner.v is not None:
-            k = inner.rank
-            u, v = Var(inner.u), Var(inner.v)
-            w_expr = Mul(x, u)
-            c_expr = Scale(-1.0, Inv(Add(Identity(k), Mul(v, Var(f"W_{view}")))))
+            k, u, v = inner.rank, inner.u, inner.v
             mark = len(self.lets)
-            w = self.let(f"W_{view}", w_expr)
-            c = self.let(f"C_{view}", c_expr)
+            w = self.let(f"W_{view}", Mul(x, u))
+            c = self.let(f"C_{view}", Scale(-1.0, Inv(Add(Identity(k), Mul(v, w)))))
             vx, _ = chain((c, v, x), self.infer)
             vv = self.let(v_name(view), vx)
             spent = self.infer.cost(*(s.expr for s in self.lets[mark:]))
@@ -186,50 +196,50 @@ class _Phase:
             del self.lets[mark:]
             new_arg: Expr = Add(arg, Mul(u, v))
         else:
-            new_arg = Add(arg, Var(inner.u))
+            new_arg = Add(arg, inner.u)
         d = self.let(d_name(view), Add(Inv(new_arg), Scale(-1.0, x)))
         return Factored(view, d.name, None, meta.rows, (), self.infer.cost(self.lets[-1].expr), meta.entries, reeval)
 
     def _stack(self, view: str, expr: HStack | VStack, meta: Meta, reeval: int) -> Factored:
-        sides = []
-        for operand in (expr.left, expr.right):
-            m = self.infer(operand)
-            f = self.factored.get(operand.name) if isinstance(operand, Var) else None
-            sides.append((m, f))
-        if any(f is not None and f.v is None for _, f in sides):  # a dense side: the stack is dense
-            parts = [Var(f.u) if f is not None else Zeros(m.rows, m.cols) for m, f in sides]
+        ma, mb = self.infer(expr.left), self.infer(expr.right)
+        da, db = self._delta_of(expr.left), self._delta_of(expr.right)
+        if (da is not None and da.v is None) or (db is not None and db.v is None):  # a dense side: dense
+            parts = [Zeros(m.rows, m.cols) if d is None else d.u if d.v is None else Mul(d.u, d.v)
+                     for m, d in ((ma, da), (mb, db))]
             d_expr = type(expr)(parts[0], parts[1])
             d = self.let(d_name(view), d_expr)
             return Factored(view, d.name, None, min(meta.rows, meta.cols), (), self.infer.cost(d_expr),
                             meta.entries, reeval)
-        (ma, fa), (mb, fb) = sides
-        ka, kb = (fa.rank if fa else 0), (fb.rank if fb else 0)
-
-        def blocks(f: Factored | None, which: str) -> Expr | None:
-            return None if f is None else Var(f.u if which == "u" else f.v)  # type: ignore[arg-type]
-
+        ka, kb = (da.rank if da else 0), (db.rank if db else 0)
         if isinstance(expr, HStack):  # [UaVa, UbVb] = [Ua, Ub]·[[Va, 0]; [0, Vb]]
-            us = [b for b in (blocks(fa, "u"), blocks(fb, "u")) if b is not None]
-            u_expr = us[0] if len(us) == 1 else HStack(us[0], us[1])
+            us = [d.u for d in (da, db) if d is not None]
             rows = []
-            if fa:
-                rows.append(HStack(Var(fa.v), Zeros(ka, mb.cols)))  # type: ignore[arg-type]
-            if fb:
-                rows.append(HStack(Zeros(kb, ma.cols), Var(fb.v)))  # type: ignore[arg-type]
+            if da is not None:
+                rows.append(HStack(da.v, Zeros(ka, mb.cols)))
+            if db is not None:
+                rows.append(HStack(Zeros(kb, ma.cols), db.v))
+            u_expr = us[0] if len(us) == 1 else HStack(us[0], us[1])
             v_expr = rows[0] if len(rows) == 1 else VStack(rows[0], rows[1])
         else:  # [UaVa; UbVb] = [[Ua, 0]; [0, Ub]]·[Va; Vb]
             cols = []
-            if fa:
-                cols.append(VStack(Var(fa.u), Zeros(mb.rows, ka)))
-            if fb:
-                cols.append(VStack(Zeros(ma.rows, kb), Var(fb.u)))
+            if da is not None:
+                cols.append(VStack(da.u, Zeros(mb.rows, ka)))
+            if db is not None:
+                cols.append(VStack(Zeros(ma.rows, kb), db.u))
+            vs = [d.v for d in (da, db) if d is not None]
             u_expr = cols[0] if len(cols) == 1 else HStack(cols[0], cols[1])
-            vs = [b for b in (blocks(fa, "v"), blocks(fb, "v")) if b is not None]
             v_expr = vs[0] if len(vs) == 1 else VStack(vs[0], vs[1])
         u = self.let(u_name(view), u_expr)
         v = self.let(v_name(view), v_expr)
         return Factored(view, u.name, v.name, ka + kb, ("FACTORIZATION",), self.infer.cost(u_expr, v_expr),
                         _update_cost(meta, ka + kb, "dense"), reeval)
+
+
+@dataclass(frozen=True)
+class _Delta:
+    u: Expr
+    v: Expr | None  # None: ``u`` is the whole (dense) delta
+    rank: int
 
 
 _Group = tuple[tuple[Monomial, ...], tuple[Monomial, ...], int]  # (P side, Q side, inner dimension)

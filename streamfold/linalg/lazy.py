@@ -40,6 +40,19 @@ class Pending:
         return self.base.shape  # type: ignore[no-any-return]
 
 
+@dataclass
+class Transposed:
+    """The transpose of a pending view: it reads the view, and flushing it flushes the view
+    (the transposed base shares the view's memory, so it must never be updated itself)."""
+
+    of: Pending
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        rows, cols = self.of.shape
+        return (cols, rows)
+
+
 def _thin(a: Any, limit: int) -> bool:
     return min(a.shape) <= limit
 
@@ -59,7 +72,7 @@ class LazyBackend:
         fn = getattr(self.inner, name)
 
         def flushed(*args: Any) -> Any:
-            return fn(*(self.flush(a) if isinstance(a, Pending) else a for a in args))
+            return fn(*(self.flush(a) if isinstance(a, (Pending, Transposed)) else a for a in args))
 
         return flushed
 
@@ -72,7 +85,20 @@ class LazyBackend:
             p._stacked = (u, v)
         return p._stacked
 
+    def _parts(self, a: Pending | Transposed) -> tuple[Any, Any, Any, int]:
+        """``(base, U, V, rank)`` with the value ``base ⊕ U·V`` (U, V None when nothing is pending)."""
+        if isinstance(a, Transposed):
+            base, u, v, rank = self._parts(a.of)
+            t = self.inner.transpose
+            return t(base), (None if v is None else t(v)), (None if u is None else t(u)), rank
+        if not a.rank:
+            return a.base, None, None, 0
+        u, v = self._factors(a)
+        return a.base, u, v, a.rank
+
     def flush(self, a: Any) -> Any:
+        if isinstance(a, Transposed):
+            return self.inner.transpose(self.flush(a.of))
         if not isinstance(a, Pending):
             return a
         if a.rank:
@@ -85,26 +111,30 @@ class LazyBackend:
     # -- operations that read a pending view as it is ------------------------------------------------
     def mul(self, a: Any, b: Any) -> Any:
         inner = self.inner
-        if isinstance(a, Pending) and not isinstance(b, Pending) and _thin(b, self.max_rank) and b.shape[1] <= b.shape[0]:
-            if not a.rank:
-                return inner.mul(a.base, b)
-            u, v = self._factors(a)
-            return inner.add(inner.mul(a.base, b), inner.mul(u, inner.mul(v, b)))
-        if isinstance(b, Pending) and not isinstance(a, Pending) and _thin(a, self.max_rank) and a.shape[0] <= a.shape[1]:
-            if not b.rank:
-                return inner.mul(a, b.base)
-            u, v = self._factors(b)
-            return inner.add(inner.mul(a, b.base), inner.mul(inner.mul(a, u), v))
+        lazy_a, lazy_b = isinstance(a, (Pending, Transposed)), isinstance(b, (Pending, Transposed))
+        if lazy_a and not lazy_b and _thin(b, self.max_rank) and b.shape[1] <= b.shape[0]:
+            base, u, v, rank = self._parts(a)
+            if not rank:
+                return inner.mul(base, b)
+            return inner.add(inner.mul(base, b), inner.mul(u, inner.mul(v, b)))
+        if lazy_b and not lazy_a and _thin(a, self.max_rank) and a.shape[0] <= a.shape[1]:
+            base, u, v, rank = self._parts(b)
+            if not rank:
+                return inner.mul(a, base)
+            return inner.add(inner.mul(a, base), inner.mul(inner.mul(a, u), v))
         return inner.mul(self.flush(a), self.flush(b))
 
     def transpose(self, a: Any) -> Any:
         if isinstance(a, Pending):
-            t = self.inner.transpose
-            return Pending(t(a.base), [t(v) for v in a.vs], [t(u) for u in a.us], a.rank)
+            return Transposed(a)
+        if isinstance(a, Transposed):
+            return a.of
         return self.inner.transpose(a)
 
     def update(self, view: Any, u: Any, v: Any) -> Any:
         inner = self.inner
+        if isinstance(view, Transposed):
+            raise TypeError("a transposed view is never updated")
         if v is None or (isinstance(u, Selector) and not u.transposed) or (isinstance(v, Selector) and v.transposed):
             if isinstance(view, Pending):  # a dense delta, or rows or columns changed: into the base
                 view.base = inner.update(view.base, u, v)
@@ -126,9 +156,7 @@ class LazyBackend:
         return self.inner.materialize(self.flush(a))
 
     def to_numpy(self, a: Any) -> Any:
-        if isinstance(a, Pending):
-            return self.inner.to_numpy(self.flush(a))
-        return self.inner.to_numpy(a)
+        return self.inner.to_numpy(self.flush(a))
 
     def dense(self, a: Any) -> Any:
         return self.inner.dense(self.flush(a))

@@ -44,9 +44,9 @@ def _show(e: Expr, need: int) -> str:
         right = e.right
         if isinstance(right, Scale) and right.coef < 0:
             inner = right.arg if right.coef == -1 else Scale(-right.coef, right.arg)
-            text = f"{_show(e.left, _ADD)} − {_show(inner, _MUL)}"
+            text = f"{_show(e.left, _ADD)} − {_show(inner, _ADD + 1)}"
         else:
-            text = f"{_show(e.left, _ADD)} + {_show(right, _ADD)}"
+            text = f"{_show(e.left, _ADD)} + {_show(right, _ADD + 1)}"
         return _paren(text, _ADD, need)
     if isinstance(e, Mul):
         return _paren(f"{_show(e.left, _MUL)}·{_show(e.right, _MUL + 1)}", _MUL, need)
@@ -54,10 +54,11 @@ def _show(e: Expr, need: int) -> str:
         if e.coef == -1:
             return _paren(f"−{_show(e.arg, _MUL + 1)}", _MUL, need)
         return _paren(f"{number(e.coef)}·{_show(e.arg, _MUL + 1)}", _MUL, need)
-    if isinstance(e, Transpose):
-        return f"{_show(e.arg, _POST + 1)}ᵀ"
-    if isinstance(e, Inv):
-        return f"{_show(e.arg, _POST + 1)}⁻¹"
+    if isinstance(e, (Transpose, Inv)):
+        inner = _show(e.arg, _POST + 1)
+        if isinstance(e.arg, (Transpose, Inv)):  # (Aᵀ)⁻¹, not Aᵀ⁻¹
+            inner = f"({inner})"
+        return inner + ("ᵀ" if isinstance(e, Transpose) else "⁻¹")
     if isinstance(e, HStack):
         return "[" + ", ".join(show(p) for p in _parts(e, HStack)) + "]"
     if isinstance(e, VStack):

@@ -185,7 +185,8 @@ class LinalgRun:
         paths = {n: [os.path.join(self.config.sources[n], f) for f in fs] for n, fs in inputs.items()}
         try:
             self.progress(f"batch {batch_name(batch)}: reading")
-            changes, _ = batch_changes(paths, shapes, self.program.semiring)
+            symmetric = frozenset(d.name for d in self.program.inputs if d.symmetric)
+            changes, _ = batch_changes(paths, shapes, self.program.semiring, symmetric)
             if batch == 0:
                 report = self._load(changes)
             else:

@@ -78,6 +78,21 @@ class Accumulated:
         if len(touched):
             self.add_rows(touched, m[touched])
 
+    def symmetric(self) -> bool:
+        """Whether the change is symmetric: what a symmetric input's updates must be."""
+        if not self.index:
+            return True
+        rows = np.fromiter(self.index, dtype=np.int64, count=len(self.index))
+        slots = np.fromiter(self.index.values(), dtype=np.int64, count=len(self.index))
+        order = np.argsort(rows)
+        rows, data = rows[order], self.data[slots[order]]
+        outside = np.ones(self.cols, dtype=bool)
+        outside[rows] = False
+        if (data[:, outside] != self.ring.zero).any():
+            return False
+        block = data[:, rows]
+        return bool(np.array_equal(block, block.T))
+
     def change(self, name: str) -> InputChange | None:
         """The factored change (None if nothing changed)."""
         if not self.index:
@@ -210,15 +225,20 @@ def _check_values(v: np.ndarray, ring: Semiring, path: str, source: str, entries
                             params={"file": path, "source": source})
 
 
-def batch_changes(files: dict[str, list[str]], shapes: dict[str, tuple[int, int]], ring: Semiring) -> \
-        tuple[list[InputChange], dict[str, Accumulated]]:
-    """Read a batch: per source, its files (full paths, in order), factored."""
+def batch_changes(files: dict[str, list[str]], shapes: dict[str, tuple[int, int]], ring: Semiring,
+                  symmetric: frozenset[str] = frozenset()) -> tuple[list[InputChange], dict[str, Accumulated]]:
+    """Read a batch: per source, its files (full paths, in order), factored. The change to an
+    input declared symmetric must be symmetric (the compiler relied on Xᵀ = X)."""
     changes, accs = [], {}
     for name, paths in files.items():
         rows, cols = shapes[name]
         acc = Accumulated.empty(rows, cols, ring)
         for p in paths:
             read_update(p, acc, name)
+        if name in symmetric and not acc.symmetric():
+            raise BadInputError(f"the batch's change to {name} is not symmetric, and {name} is declared symmetric",
+                                code="NOT_SYMMETRIC", params={"source": name, "files": paths},
+                                hint=f"update (i, j) and (j, i) of {name} alike, in the same batch")
         accs[name] = acc
         c = acc.change(name)
         if c is not None:
