@@ -161,12 +161,23 @@ class Views:
             env[f"U_{c.input}"] = c.u
             env[f"V_{c.input}"] = c.v
         memo: dict[Expr, Any] = {}
-        for let in trigger.lets:  # with the old views
-            env[let.name] = evaluate(let.expr, env, self.backend, memo)
+        for let in trigger.lets:  # with the old views; kept, as the updates replace the old views
+            env[let.name] = self.backend.keep(evaluate(let.expr, env, self.backend, memo))
         updates = [(f.view, env[f.u], None if f.v is None else env[f.v]) for f in trigger.factored]
         for view, u, v in updates:
             self.values[view] = self.backend.update(self.values[view], u, v)
             report.deltas[view] = (u, v)
+        used = {id(x) for _, u, v in updates for x in (u, v)}
+        for let in trigger.lets:
+            if id(env[let.name]) not in used:
+                self.backend.release(env[let.name])
+
+    def done(self, report: Report) -> None:
+        """Free what a batch's report holds (its factors), once they are written."""
+        for u, v in report.deltas.values():
+            self.backend.release(u)
+            if v is not None:
+                self.backend.release(v)
 
     # -- drift -------------------------------------------------------------------------------------
     def residuals(self, seed: int = 0) -> dict[str, float]:

@@ -138,7 +138,8 @@ class NumpyBackend:
         return self.dense(a)
 
     def from_numpy(self, a: np.ndarray) -> np.ndarray:
-        return self.materialize(a.astype(self.ring.dtype, copy=False))
+        """A value of the back-end's own (a copy: views are updated in place)."""
+        return np.array(a, dtype=self.ring.dtype, order="C", copy=True)
 
     def change(self, old: np.ndarray, new: np.ndarray) -> np.ndarray:
         return self.ring.change(old, new)
@@ -154,6 +155,10 @@ class NumpyBackend:
 
     def load(self, stem: str) -> np.ndarray:
         return np.load(stem + ".npy")
+
+    def keep(self, a: np.ndarray | Selector) -> np.ndarray | Selector:
+        """A value that must outlive the views it was computed from: NumPy's already does."""
+        return a
 
     def release(self, a: object) -> None:
         """Nothing to free: NumPy arrays go with their last reference."""

@@ -62,6 +62,9 @@ class LinalgConfig:
     master: str | None = None
     local_limit: int = LOCAL_LIMIT
     lazy_entries: int | None = None  # views this large defer low-rank updates (default: lazy.MIN_ENTRIES)
+    spark_local_entries: int | None = None  # Spark: matrices smaller than this stay on the driver
+    spark_block_rows: int | None = None  # Spark: rows per block (default: 32 MB blocks)
+    spark_thin: int | None = None  # Spark: matrices this thin stay on the driver (default 256)
 
     @property
     def checkpoint_dir(self) -> str:
@@ -102,7 +105,10 @@ def make_backend(kind: str, prog: Program, config: LinalgConfig, spark: Any = No
     from ..runtime.session import get_spark
     from .spark_backend import SparkBackend
 
-    return SparkBackend(prog.semiring, spark or get_spark(config.master))
+    sized = {k: v for k, v in (("local_entries", config.spark_local_entries),
+                               ("block_rows", config.spark_block_rows), ("thin", config.spark_thin))
+             if v is not None}
+    return SparkBackend(prog.semiring, spark or get_spark(config.master), **sized)
 
 
 class LinalgRun:
@@ -207,6 +213,7 @@ class LinalgRun:
         base = batch == 0 or report.strategy == "reevaluate" or bool(report.reanchored)
         self._write_state(batch, report, base)
         self._write_outputs(batch, report)
+        self.views.done(report)
         duration = time.monotonic() - start
         self.output.commit(batch, self._record(batch, inputs, report, duration))
         for name, names in inputs.items():

@@ -31,6 +31,7 @@ from .semiring import Semiring
 
 LOCAL_ENTRIES = 4_000_000  # matrices with fewer entries stay on the driver (32 MB of doubles)
 BLOCK_BYTES = 32 << 20  # the size of a row block
+THIN = 256  # a matrix with at most this many rows or columns stays on the driver
 
 
 @dataclass
@@ -40,6 +41,7 @@ class DistMatrix:
     cols: int
     block: int  # rows per block
     transposed: bool = False
+    kept: bool = False  # persisted and checkpointed (a view); else computed when read
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -58,22 +60,25 @@ class SparkBackend:
     name = "spark"
 
     def __init__(self, ring: Semiring, spark: Any, local_entries: int = LOCAL_ENTRIES,
-                 block_rows: int | None = None) -> None:
+                 block_rows: int | None = None, thin: int = THIN) -> None:
         self.ring = ring
         self.spark = spark
         self.sc = spark.sparkContext
         self.local = NumpyBackend(ring)
         self.local_entries = local_entries
         self.block_rows = block_rows
+        self.thin = thin
 
     # -- shapes and placement ------------------------------------------------------------------------
     def _block(self, cols: int) -> int:
         return self.block_rows or max(1, BLOCK_BYTES // (8 * max(1, cols)))
 
     def _big(self, rows: int, cols: int) -> bool:
-        return rows * cols >= self.local_entries
+        """Distributed: large, and not a thin factor (a factor's width is a change's rank)."""
+        return rows * cols >= self.local_entries and min(rows, cols) > self.thin
 
     def _persist(self, rdd: Any) -> Any:
+        """Keep an RDD (a view): memory or disk, its lineage cut, computed now."""
         from pyspark import StorageLevel
 
         rdd = rdd.persist(StorageLevel.MEMORY_AND_DISK)
@@ -85,16 +90,16 @@ class SparkBackend:
         block = self._block(cols)
         nb = -(-rows // block)
         rdd = self.sc.parallelize(range(nb), nb).map(lambda i: (i, make(i * block, min(rows, (i + 1) * block))))
-        return DistMatrix(self._persist(rdd), rows, cols, block)
+        return DistMatrix(self._persist(rdd), rows, cols, block, kept=True)
 
     def from_numpy(self, a: np.ndarray) -> Any:
         a = np.asarray(a, dtype=self.ring.dtype)
         if not self._big(*a.shape):
-            return self.local.materialize(a)
+            return self.local.from_numpy(a)
         block = self._block(a.shape[1])
         parts = [(i, a[s:s + block].copy()) for i, s in enumerate(range(0, a.shape[0], block))]
         rdd = self.sc.parallelize(parts, len(parts))
-        return DistMatrix(self._persist(rdd), a.shape[0], a.shape[1], block)
+        return DistMatrix(self._persist(rdd), a.shape[0], a.shape[1], block, kept=True)
 
     def _realize(self, a: DistMatrix) -> DistMatrix:
         """A transposed distributed matrix re-blocked by its own rows (a shuffle)."""
@@ -113,7 +118,7 @@ class SparkBackend:
 
         nb = -(-rows // block)
         rdd = a.rdd.flatMap(pieces).groupByKey(nb, lambda i: i).mapValues(assemble)
-        return DistMatrix(self._persist(rdd), rows, cols, block)
+        return DistMatrix(rdd, rows, cols, block)
 
     # -- constants -----------------------------------------------------------------------------------
     def zeros(self, rows: int, cols: int) -> Any:
@@ -172,7 +177,7 @@ class SparkBackend:
             bb = self.sc.broadcast(self.local.dense(b))
             out = a.rdd.mapValues(lambda x: ring.matmul(x, bb.value))
             if self._big(a.rows, bb.value.shape[1]):
-                return DistMatrix(self._persist(out), a.rows, bb.value.shape[1], block)
+                return DistMatrix(out, a.rows, bb.value.shape[1], block)
             return self._collect(out, a.rows, bb.value.shape[1])
         # aᵀ·b with a (n×p) by row blocks: Σ blockᵀ·b[rows of the block]
         bd = self.local.dense(b)
@@ -222,7 +227,7 @@ class SparkBackend:
                 return [(j, m[j * block:(j + 1) * block]) for j in range(nb)]
 
             out = parts.flatMap(split).reduceByKey(ring.add, nb, lambda i: i)
-            return DistMatrix(self._persist(out), rows, cols, block)
+            return DistMatrix(out, rows, cols, block)
         a, b = self._realize(a), self._realize(b)
         if a.cols != b.rows:
             raise LinalgError(f"internal: product of {a.shape} and {b.shape}", code="INTERNAL")
@@ -235,7 +240,7 @@ class SparkBackend:
         joined = a.rdd.flatMap(pieces).join(b.rdd)
         products = joined.map(lambda kv: (kv[1][0][0], ring.matmul(kv[1][0][1], kv[1][1])))
         out = products.reduceByKey(ring.add, a.blocks, lambda i: i)
-        return DistMatrix(self._persist(out), a.rows, b.cols, a.block)
+        return DistMatrix(out, a.rows, b.cols, a.block)
 
     def _collect(self, rdd: Any, rows: int, cols: int) -> np.ndarray:
         parts = sorted(rdd.collect(), key=lambda kv: kv[0])
@@ -254,11 +259,11 @@ class SparkBackend:
             if a.block != b.block:
                 b = self._reblock(b, a.block)
             rdd = a.rdd.zip(b.rdd).map(lambda ab: (ab[0][0], ring.add(ab[0][1], ab[1][1])))
-            return DistMatrix(self._persist(rdd), a.rows, a.cols, a.block)
+            return DistMatrix(rdd, a.rows, a.cols, a.block)
         dist, loc = (self._realize(a), b) if da else (self._realize(b), a)
         lb, block = self.sc.broadcast(self.local.dense(loc)), dist.block
         rdd = dist.rdd.map(lambda kv: (kv[0], ring.add(kv[1], lb.value[kv[0] * block:kv[0] * block + kv[1].shape[0]])))
-        return DistMatrix(self._persist(rdd), dist.rows, dist.cols, block)
+        return DistMatrix(rdd, dist.rows, dist.cols, block)
 
     def _reblock(self, a: DistMatrix, block: int) -> DistMatrix:
         return self._realize(self._realize(a.T).T) if block != a.block else a
@@ -268,7 +273,7 @@ class SparkBackend:
             return self.local.scale(coef, a)
         ring = self.ring
         rdd = a.rdd.mapValues(lambda x: ring.scale(coef, x))
-        return DistMatrix(self._persist(rdd), a.rows, a.cols, a.block, a.transposed)
+        return DistMatrix(rdd, a.rows, a.cols, a.block, a.transposed)
 
     def transpose(self, a: Any) -> Any:
         return a.T
@@ -286,21 +291,59 @@ class SparkBackend:
     def hstack(self, a: Any, b: Any) -> Any:
         if not isinstance(a, DistMatrix) and not isinstance(b, DistMatrix):
             return self.local.hstack(a, b)
-        return self._stack_small("horizontal stack", a, b, self.local.hstack)
+        rows, cols = a.shape[0], a.shape[1] + b.shape[1]
+        if not self._big(rows, cols):
+            return self.local.hstack(self.to_numpy(a), self.to_numpy(b))
+        # block by block: a distributed side as it is, a local side sliced to the block's rows
+        base = self._realize(a) if isinstance(a, DistMatrix) else self._realize(b)
+        block = base.block
+        other = [self._reblock(self._realize(x), block) if isinstance(x, DistMatrix) else
+                 self.sc.broadcast(self.local.dense(x)) for x in (a, b)]
+        dists = [o for o in other if isinstance(o, DistMatrix)]
+        rdd = dists[0].rdd if len(dists) == 1 else dists[0].rdd.zip(dists[1].rdd).map(
+            lambda pq: (pq[0][0], (pq[0][1], pq[1][1])))
+        sides = [None if isinstance(o, DistMatrix) else o for o in other]
+
+        def join(item: tuple[int, Any]) -> tuple[int, np.ndarray]:
+            i, got = item
+            parts = list(got) if isinstance(got, tuple) else [got]
+            n = parts[0].shape[0]
+            return i, np.hstack([parts.pop(0) if side is None else side.value[i * block:i * block + n]
+                                 for side in sides])
+
+        return DistMatrix(rdd.map(join), rows, cols, block)
 
     def vstack(self, a: Any, b: Any) -> Any:
         if not isinstance(a, DistMatrix) and not isinstance(b, DistMatrix):
             return self.local.vstack(a, b)
-        return self._stack_small("vertical stack", a, b, self.local.vstack)
+        rows, cols = a.shape[0] + b.shape[0], a.shape[1]
+        if not self._big(rows, cols):
+            return self.local.vstack(self.to_numpy(a), self.to_numpy(b))
+        block = self._block(cols)
+        parts = []  # (first row in the stack, rows of a block) → the stack's blocks, a shuffle
+        for m, offset in ((a, 0), (b, a.shape[0])):
+            m = self._realize(m) if isinstance(m, DistMatrix) else self.from_numpy(self.local.dense(m))
+            if not isinstance(m, DistMatrix):
+                m = DistMatrix(self.sc.parallelize([(0, m)], 1), m.shape[0], m.shape[1], m.shape[0])
+            src = m.block
+            parts.append(m.rdd.map(lambda kv, src=src, offset=offset: (offset + kv[0] * src, kv[1])))
 
-    def _stack_small(self, what: str, a: Any, b: Any, stack: Any) -> Any:
-        rows = a.shape[0] + b.shape[0] if what.startswith("vertical") else a.shape[0]
-        cols = a.shape[1] if what.startswith("vertical") else a.shape[1] + b.shape[1]
-        if self._big(rows, cols):
-            raise LinalgError(f"a {what} of distributed matrices ({rows}×{cols})", code="SPARK_UNSUPPORTED",
-                              params={"operation": what, "shape": [rows, cols]},
-                              hint="stack thin matrices, or use --backend numpy for this program")
-        return stack(self.to_numpy(a), self.to_numpy(b))
+        def pieces(item: tuple[int, np.ndarray]) -> list[tuple[int, tuple[int, np.ndarray]]]:
+            start, x = item
+            out, r = [], 0
+            while r < x.shape[0]:
+                target = (start + r) // block
+                take = min(x.shape[0] - r, (target + 1) * block - (start + r))
+                out.append((target, (start + r, x[r:r + take])))
+                r += take
+            return out
+
+        def assemble(got: Any) -> np.ndarray:
+            return np.vstack([x for _, x in sorted(got, key=lambda p: p[0])])
+
+        nb = -(-rows // block)
+        rdd = parts[0].union(parts[1]).flatMap(pieces).groupByKey(nb, lambda i: i).mapValues(assemble)
+        return DistMatrix(rdd, rows, cols, block)
 
     # -- views ---------------------------------------------------------------------------------------
     def update(self, view: Any, u: Any, v: Any) -> Any:
@@ -311,11 +354,11 @@ class SparkBackend:
         view = self._realize(view)
         ring, block = self.ring, view.block
         if v is None:  # a dense delta
-            out = self.add(view, u)
+            out = self.materialize(self.add(view, u))
             self.release(view)
             return out
         if isinstance(u, Selector) and not u.transposed:
-            rows, vb = u.rows, self.sc.broadcast(self.local.dense(v))
+            rows, vb = u.rows, self.sc.broadcast(self.to_numpy(v))
 
             def add_rows(item: tuple[int, np.ndarray]) -> tuple[int, np.ndarray]:
                 i, x = item
@@ -328,7 +371,8 @@ class SparkBackend:
 
             rdd = view.rdd.map(add_rows)
         else:
-            ub, vb = self.sc.broadcast(self.local.dense(u)), self.sc.broadcast(self.local.dense(v))
+            # the factors are thin: on the driver (collected, in the rare case they were not)
+            ub, vb = self.sc.broadcast(self.to_numpy(u)), self.sc.broadcast(self.to_numpy(v))
 
             def add_product(item: tuple[int, np.ndarray]) -> tuple[int, np.ndarray]:
                 i, x = item
@@ -337,16 +381,23 @@ class SparkBackend:
                 return i, x
 
             rdd = view.rdd.map(add_product)
-        out = DistMatrix(self._persist(rdd), view.rows, view.cols, block)
+        out = DistMatrix(self._persist(rdd), view.rows, view.cols, block, kept=True)
         self.release(view)
         return out
 
     def materialize(self, a: Any) -> Any:
         if isinstance(a, DistMatrix):
-            return self._realize(a)
+            a = self._realize(a)
+            if not a.kept:
+                a = DistMatrix(self._persist(a.rdd), a.rows, a.cols, a.block, kept=True)
+            return a
         if self._big(*a.shape) and not isinstance(a, Selector):
             return self.from_numpy(self.local.dense(a))
         return self.local.materialize(a)
+
+    def keep(self, a: Any) -> Any:
+        """A distributed value computed now and kept: the views it was computed from may go."""
+        return self.materialize(a) if isinstance(a, DistMatrix) else a
 
     def release(self, a: Any) -> None:
         if isinstance(a, DistMatrix):
@@ -366,7 +417,7 @@ class SparkBackend:
             ring = self.ring
             rdd = self._realize(old).rdd.zip(self._realize(new).rdd).map(
                 lambda ab: (ab[0][0], ring.change(ab[0][1], ab[1][1])))
-            return DistMatrix(self._persist(rdd), new.rows, new.cols, new.block)
+            return DistMatrix(rdd, new.rows, new.cols, new.block)
         return self.ring.change(self.to_numpy(old), self.to_numpy(new))
 
     def distance(self, a: Any, b: Any) -> float:
@@ -405,4 +456,4 @@ class SparkBackend:
         rows = names[-1][0] + np.load(os.path.join(stem, names[-1][1]), mmap_mode="r").shape[0]
         paths = [os.path.join(stem, n) for _, n in names]
         rdd = self.sc.parallelize(list(enumerate(paths)), len(paths)).mapValues(np.load)
-        return DistMatrix(self._persist(rdd), rows, cols, block)
+        return DistMatrix(self._persist(rdd), rows, cols, block, kept=True)
