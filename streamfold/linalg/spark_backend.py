@@ -32,6 +32,7 @@ from .semiring import Semiring
 LOCAL_ENTRIES = 4_000_000  # matrices with fewer entries stay on the driver (32 MB of doubles)
 BLOCK_BYTES = 32 << 20  # the size of a row block
 THIN = 256  # a matrix with at most this many rows or columns stays on the driver
+PANEL_BYTES = 64 << 20  # a column panel of a distributed product's right side, fetched to the driver
 
 
 @dataclass
@@ -231,16 +232,38 @@ class SparkBackend:
         a, b = self._realize(a), self._realize(b)
         if a.cols != b.rows:
             raise LinalgError(f"internal: product of {a.shape} and {b.shape}", code="INTERNAL")
-        inner, count = b.block, b.blocks  # (closures must not hold a DistMatrix: it holds an RDD)
+        return self._panels(a, b)
 
-        def pieces(item: tuple[int, np.ndarray]) -> list[tuple[int, tuple[int, np.ndarray]]]:
+    def _panels(self, a: DistMatrix, b: DistMatrix) -> DistMatrix:
+        """A·B for two distributed matrices, by column panels of B: B is re-blocked by columns
+        once (a shuffle of B), then each panel — as large as ``PANEL_BYTES`` — is fetched to the
+        driver alone and broadcast, and every block of A is multiplied by it; the blocks of the
+        product are the panels' results side by side. A is never moved; B moves once."""
+        ring, rows = self.ring, b.rows
+        width = max(1, min(b.cols, PANEL_BYTES // (8 * max(1, rows))))
+        count = -(-b.cols // width)
+
+        def slices(item: tuple[int, np.ndarray]) -> list[tuple[int, tuple[int, np.ndarray]]]:
             i, x = item
-            return [(j, (i, x[:, j * inner:(j + 1) * inner])) for j in range(count)]
+            return [(j, (i, x[:, j * width:(j + 1) * width])) for j in range(count)]
 
-        joined = a.rdd.flatMap(pieces).join(b.rdd)
-        products = joined.map(lambda kv: (kv[1][0][0], ring.matmul(kv[1][0][1], kv[1][1])))
-        out = products.reduceByKey(ring.add, a.blocks, lambda i: i)
-        return DistMatrix(out, a.rows, b.cols, a.block)
+        def assemble(parts: Any) -> np.ndarray:
+            return np.vstack([x for _, x in sorted(parts, key=lambda p: p[0])])
+
+        by_column = b.rdd.flatMap(slices).groupByKey(count, lambda j: j).mapValues(assemble)
+        by_column = self._persist(by_column)
+        try:
+            products = []
+            for j in range(count):
+                panel = self.sc.runJob(by_column, lambda it: [x for _, x in it], [j])[0]
+                pb = self.sc.broadcast(panel)
+                products.append(a.rdd.mapValues(lambda x, pb=pb: ring.matmul(x, pb.value)))
+            out = products[0]
+            for more in products[1:]:
+                out = out.zip(more).map(lambda pq: (pq[0][0], np.hstack([pq[0][1], pq[1][1]])))
+            return DistMatrix(self._persist(out), a.rows, b.cols, a.block, kept=True)
+        finally:
+            by_column.unpersist()
 
     def _collect(self, rdd: Any, rows: int, cols: int) -> np.ndarray:
         parts = sorted(rdd.collect(), key=lambda kv: kv[0])
