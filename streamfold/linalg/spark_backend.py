@@ -87,7 +87,9 @@ class SparkBackend:
         rdd.count()
         return rdd
 
-    def _blocks(self, rows: int, cols: int, make: Any) -> DistMatrix:
+    def generate(self, rows: int, cols: int, make: Any) -> DistMatrix:
+        """A distributed matrix made on the executors, block by block: ``make(start, stop)``
+        returns rows start..stop (it runs on an executor: it must hold no RDD)."""
         block = self._block(cols)
         nb = -(-rows // block)
         rdd = self.sc.parallelize(range(nb), nb).map(lambda i: (i, make(i * block, min(rows, (i + 1) * block))))
@@ -126,7 +128,7 @@ class SparkBackend:
         ring = self.ring
         if not self._big(rows, cols):
             return self.local.zeros(rows, cols)
-        return self._blocks(rows, cols, lambda s, e: ring.zeros(e - s, cols))
+        return self.generate(rows, cols, lambda s, e: ring.zeros(e - s, cols))
 
     def identity(self, n: int) -> Any:
         return self.diag(n, self.ring.one)
@@ -141,13 +143,13 @@ class SparkBackend:
             b[np.arange(e - s), np.arange(s, e)] = ring.coerce(value)
             return b
 
-        return self._blocks(n, n, make)
+        return self.generate(n, n, make)
 
     def fill(self, rows: int, cols: int, value: float) -> Any:
         ring = self.ring
         if not self._big(rows, cols):
             return self.local.fill(rows, cols, value)
-        return self._blocks(rows, cols, lambda s, e: ring.full(e - s, cols, value))
+        return self.generate(rows, cols, lambda s, e: ring.full(e - s, cols, value))
 
     # -- operations ----------------------------------------------------------------------------------
     def mul(self, a: Any, b: Any) -> Any:
@@ -167,7 +169,7 @@ class SparkBackend:
         """A product of local factors too large for the driver, made block by block."""
         ring, vv = self.ring, self.sc.broadcast(self.local.dense(v))
         ub = self.sc.broadcast(u)
-        return self._blocks(u.shape[0], vv.value.shape[1], lambda s, e: ring.matmul(ub.value[s:e], vv.value))
+        return self.generate(u.shape[0], vv.value.shape[1], lambda s, e: ring.matmul(ub.value[s:e], vv.value))
 
     def _dist_local(self, a: DistMatrix, b: Any) -> Any:
         ring, block = self.ring, a.block
