@@ -6,7 +6,9 @@ each batch goes through the update files' factoring (:mod:`streamfold.linalg.upd
 maintained views, and every output is compared with the oracle's re-evaluation of the program
 over the inputs so far. Modes: the trigger program alone; with views kept lazily (pending
 low-rank updates, flushed often); with a drift check re-anchoring every batch; and the runtime's
-own choice between trigger and re-evaluation.
+own choice between trigger and re-evaluation. The lazy and re-anchoring modes also fuse the
+products that read one view (:mod:`streamfold.linalg.fusion`), with thresholds small enough for
+these matrices.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def _stacks():
 
 
 PROGRAMS = {
-    "ols": lambda: load_program(str(EXAMPLES / "ols.py"), {"n": "12", "m": "4", "responses": "2"}),
+    "ols": lambda: load_program(str(EXAMPLES / "ols.py"), {"n": "30", "m": "10", "responses": "2"}),
     "power": lambda: load_program(str(EXAMPLES / "matrix_power.py"), {"n": "8", "squarings": "3"}),
     "gradient_descent": lambda: load_program(str(EXAMPLES / "gradient_descent.py"),
                                              {"n": "10", "m": "5", "p": "3", "steps": "4", "rate": "0.01"}),
@@ -47,9 +49,9 @@ PROGRAMS = {
 }
 MODES = {
     "trigger": {"strategy": "incremental", "drift_every": 0, "lazy_entries": 10**12},
-    "lazy": {"strategy": "incremental", "drift_every": 0, "lazy_entries": 0, "lazy_rank": 3},
+    "lazy": {"strategy": "incremental", "drift_every": 0, "lazy_entries": 0, "lazy_rank": 3, "fuse": (4, 4)},
     "reanchor": {"strategy": "incremental", "drift_every": 1, "drift_tolerance": 0.0, "lazy_entries": 0,
-                 "lazy_rank": 3},
+                 "lazy_rank": 3, "fuse": (4, 4)},
     "auto": {},
 }
 
@@ -137,3 +139,16 @@ def test_every_batch_equals_reevaluation(name: str, mode: str, seed: int, cuts: 
         assert_matches(views.outputs(), reevaluate(prog, inputs), ring.name, f"batch {b} ({report.strategy}): ")
     if mode == "reanchor" and ring.name == "arithmetic":
         assert reanchored, "a zero drift tolerance re-anchors at every check"
+
+
+def test_the_modes_cover_woodbury_reinversion_and_fused_products() -> None:
+    """The OLS program above takes Woodbury's formula at ranks 1–2 and re-inverts beyond, and its
+    three products with the inverse are fused into one pass (so the tests exercise all three)."""
+    from streamfold.linalg import fusion
+    from streamfold.linalg.trigger import Change
+
+    compiled = compile_program(PROGRAMS["ols"]())
+    ranks = {k: compiled.trigger((Change("X", k),)).of("x1").rules for k in (1, 2, 3)}
+    assert ranks == {1: ("WOODBURY",), 2: ("WOODBURY",), 3: ()}
+    groups = fusion.plan(compiled.trigger((Change("X", 1),)), compiled.anf.metas, *MODES["lazy"]["fuse"])
+    assert [(g.view, len(g.members)) for g in groups] == [("x1", 3)]

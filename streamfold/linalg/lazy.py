@@ -124,6 +124,19 @@ class LazyBackend:
             return inner.add(inner.mul(a, base), inner.mul(inner.mul(a, u), v))
         return inner.mul(self.flush(a), self.flush(b))
 
+    def products(self, x: Any, right: list[Any], left: list[Any]) -> tuple[list[Any], list[Any]]:
+        """Several thin products with one view in one pass over its base, then each corrected
+        by the pending part: ``B·T ⊕ U·(V·T)``, ``S·B ⊕ (S·U)·V``."""
+        inner = self.inner
+        if not isinstance(x, (Pending, Transposed)):
+            return inner.products(x, right, left)  # type: ignore[no-any-return]
+        base, u, v, rank = self._parts(x)
+        r_out, l_out = inner.products(base, right, left)
+        if rank:
+            r_out = [inner.add(o, inner.mul(u, inner.mul(v, t))) for o, t in zip(r_out, right)]
+            l_out = [inner.add(o, inner.mul(inner.mul(s, u), v)) for o, s in zip(l_out, left)]
+        return r_out, l_out
+
     def transpose(self, a: Any) -> Any:
         if isinstance(a, Pending):
             return Transposed(a)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from . import fusion
 from .compiler import Compiled
 from .evaluate import evaluate
 from .ir import Add, Expr, Inv, Mul, Scale, Var
@@ -71,7 +72,8 @@ class Views:
 
     def __init__(self, compiled: Compiled, backend: Any, *, strategy: str = "auto",
                  drift_tolerance: float = DRIFT_TOLERANCE, drift_every: int = DRIFT_EVERY,
-                 machine: Machine | None = None, lazy_entries: int = MIN_ENTRIES, lazy_rank: int = MAX_RANK) -> None:
+                 machine: Machine | None = None, lazy_entries: int = MIN_ENTRIES, lazy_rank: int = MAX_RANK,
+                 fuse: tuple[int, int] = (fusion.LARGE, fusion.THIN)) -> None:
         self.compiled = compiled
         self.backend = LazyBackend(backend, lazy_entries, lazy_rank)
         self.ring = compiled.program.semiring
@@ -80,6 +82,8 @@ class Views:
         self.drift_every = drift_every
         self.machine = machine or Machine()
         self.values: dict[str, Any] = {}
+        self._groups: dict[int, list[fusion.Group]] = {}  # per trigger (kept alive by the compiled program)
+        self.fuse = fuse  # (views at least this large, operands at most this thin)
         self.batches = 0  # batches applied since the start (for the drift schedule)
 
     # -- loading -----------------------------------------------------------------------------------
@@ -161,8 +165,15 @@ class Views:
             env[f"U_{c.input}"] = c.u
             env[f"V_{c.input}"] = c.v
         memo: dict[Expr, Any] = {}
-        for let in trigger.lets:  # with the old views; kept, as the updates replace the old views
-            env[let.name] = self.backend.keep(evaluate(let.expr, env, self.backend, memo))
+        groups = self._groups.get(id(trigger))
+        if groups is None:
+            groups = self._groups[id(trigger)] = fusion.plan(trigger, self.compiled.anf.metas, *self.fuse)
+        for i, let in enumerate(trigger.lets):  # with the old views; kept, as the updates replace them
+            for g in groups:
+                if g.first_let == i:
+                    fusion.run_group(g, env, memo, self.backend, evaluate, trigger.lets)
+            if let.name not in env:
+                env[let.name] = self.backend.keep(evaluate(let.expr, env, self.backend, memo))
         updates = [(f.view, env[f.u], None if f.v is None else env[f.v]) for f in trigger.factored]
         for view, u, v in updates:
             self.values[view] = self.backend.update(self.values[view], u, v)

@@ -108,6 +108,30 @@ class NumpyBackend:
     def vstack(self, a: np.ndarray | Selector, b: np.ndarray | Selector) -> np.ndarray:
         return np.vstack([self.dense(a), self.dense(b)])
 
+    def products(self, x: np.ndarray, right: list[np.ndarray], left: list[np.ndarray]) -> \
+            tuple[list[np.ndarray], list[np.ndarray]]:
+        """``x·Tᵢ`` for each right operand and ``Sⱼ·x`` for each left one, reading x once: the
+        right operands side by side, the left ones stacked, and x streamed a slice of rows at a
+        time when there are both (each slice still in cache for the second product)."""
+        ring = self.ring
+        r = np.hstack([self.dense(t) for t in right]) if right else None
+        s = np.vstack([self.dense(t) for t in left]) if left else None
+        if r is not None and s is None:
+            r_out, l_out = ring.matmul(x, r), None
+        elif s is not None and r is None:
+            r_out, l_out = None, ring.matmul(s, x)
+        else:
+            assert r is not None and s is not None
+            step = max(64, (8 << 20) // (8 * max(1, x.shape[1])))
+            r_out = np.empty((x.shape[0], r.shape[1]), dtype=np.result_type(x, r))
+            l_out = None
+            for start in range(0, x.shape[0], step):
+                part = x[start:start + step]
+                r_out[start:start + step] = ring.matmul(part, r)
+                piece = ring.matmul(s[:, start:start + step], part)
+                l_out = piece if l_out is None else ring.add(l_out, piece)
+        return _split(r_out, [t.shape[1] for t in right], axis=1), _split(l_out, [t.shape[0] for t in left], axis=0)
+
     # -- views -----------------------------------------------------------------------------------
     def update(self, view: np.ndarray, u: np.ndarray | Selector, v: np.ndarray | Selector | None) -> np.ndarray:
         """``view ⊕= u·v`` (``view ⊕= u`` when v is None) in place; returns the view."""
@@ -162,6 +186,13 @@ class NumpyBackend:
 
     def release(self, a: object) -> None:
         """Nothing to free: NumPy arrays go with their last reference."""
+
+
+def _split(a: np.ndarray | None, sizes: list[int], axis: int) -> list[np.ndarray]:
+    if a is None:
+        return []
+    cuts = np.cumsum(sizes)[:-1]
+    return list(np.split(a, cuts, axis=axis))
 
 
 def _singular(n: int) -> BatchError:

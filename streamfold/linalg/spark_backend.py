@@ -267,6 +267,32 @@ class SparkBackend:
         finally:
             by_column.unpersist()
 
+    def products(self, x: Any, right: list[Any], left: list[Any]) -> tuple[list[Any], list[Any]]:
+        """Thin products with one distributed view in one pass over its blocks: each block gives
+        its rows of ``x·[T…]`` and its share of ``[S…]·x`` (summed on the driver)."""
+        if not isinstance(x, DistMatrix):
+            return self.local.products(self.local.dense(x), right, left)
+        x = self._realize(x)
+        ring, block = self.ring, x.block
+        r = self.sc.broadcast(np.hstack([self.to_numpy(t) for t in right])) if right else None
+        s = self.sc.broadcast(np.vstack([self.to_numpy(t) for t in left])) if left else None
+
+        def part(item: tuple[int, np.ndarray]) -> tuple[int, Any, Any]:
+            i, b = item
+            return (i, None if r is None else ring.matmul(b, r.value),
+                    None if s is None else ring.matmul(s.value[:, i * block:i * block + b.shape[0]], b))
+
+        parts = sorted(x.rdd.map(part).collect(), key=lambda p: p[0])
+        r_out = np.vstack([p[1] for p in parts]) if r is not None else None
+        l_out = None
+        for p in parts:
+            if p[2] is not None:
+                l_out = p[2] if l_out is None else ring.add(l_out, p[2])
+        widths = [t.shape[1] for t in right]
+        heights = [t.shape[0] for t in left]
+        return (list(np.split(r_out, np.cumsum(widths)[:-1], axis=1)) if right else [],
+                list(np.split(l_out, np.cumsum(heights)[:-1], axis=0)) if left else [])
+
     def _collect(self, rdd: Any, rows: int, cols: int) -> np.ndarray:
         parts = sorted(rdd.collect(), key=lambda kv: kv[0])
         return np.vstack([p for _, p in parts]) if parts else self.local.zeros(rows, cols)
