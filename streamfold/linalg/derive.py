@@ -73,7 +73,7 @@ def derive(anf: Anf, changed: Collection[str]) -> Derived:
             delta = da if db is None else db if da is None else Add(da, db)
         elif isinstance(e, Mul):
             da, db = d(e.left), d(e.right)
-            terms = []
+            terms: list[Expr] = []
             if da is not None:
                 terms.append(Mul(da, e.right))
             if db is not None:

@@ -102,23 +102,23 @@ class _Phase:
             rules = ("MULT-ASSOC",) if any(len(m.atoms) > 2 for m in monos) else ()
             return Factored(view, d.name, None, min(meta.rows, meta.cols), rules, dense_cost, meta.entries,
                             reeval)
-        us, vs, rules = [], [], set()
+        us, vs, used = [], [], set()
         for left, right, _ in groups:
             us.append(total(list(left), self.infer, self.ring)[0])
             vs.append(total(list(right), self.infer, self.ring)[0])
             if len(left) > 1 or len(right) > 1:
-                rules.add("DISTRIB")
+                used.add("DISTRIB")
             if any(len(m.atoms) > 2 for m in left + right):
-                rules.add("MULT-ASSOC")
+                used.add("MULT-ASSOC")
         if len(groups) > 1:
-            rules.add("FACTORIZATION")
+            used.add("FACTORIZATION")
         u_expr, v_expr = us[0], vs[0]
         for u, v in zip(us[1:], vs[1:]):
             u_expr, v_expr = HStack(u_expr, u), VStack(v_expr, v)
         u = self.let(u_name(view), u_expr)
         v = self.let(v_name(view), v_expr)
         spent = self.infer.cost(u_expr, v_expr)
-        return Factored(view, u.name, v.name, rank, tuple(sorted(rules)), spent,
+        return Factored(view, u.name, v.name, rank, tuple(sorted(used)), spent,
                         _update_cost(meta, rank, "dense"), reeval)
 
     def _best_partition(self, monos: list[Monomial], meta: Meta, unit: int) -> tuple[list[_Group], int, int]:
@@ -211,12 +211,14 @@ class _Phase:
             return Factored(view, d.name, None, min(meta.rows, meta.cols), (), self.infer.cost(d_expr),
                             meta.entries, reeval)
         ka, kb = (da.rank if da else 0), (db.rank if db else 0)
+        u_expr: Expr
+        v_expr: Expr
         if isinstance(expr, HStack):  # [UaVa, UbVb] = [Ua, Ub]·[[Va, 0]; [0, Vb]]
             us = [d.u for d in (da, db) if d is not None]
-            rows = []
-            if da is not None:
+            rows: list[Expr] = []
+            if da is not None and da.v is not None:
                 rows.append(HStack(da.v, Zeros(ka, mb.cols)))
-            if db is not None:
+            if db is not None and db.v is not None:
                 rows.append(HStack(Zeros(kb, ma.cols), db.v))
             u_expr = us[0] if len(us) == 1 else HStack(us[0], us[1])
             v_expr = rows[0] if len(rows) == 1 else VStack(rows[0], rows[1])
@@ -226,7 +228,7 @@ class _Phase:
                 cols.append(VStack(da.u, Zeros(mb.rows, ka)))
             if db is not None:
                 cols.append(VStack(Zeros(ma.rows, kb), db.u))
-            vs = [d.v for d in (da, db) if d is not None]
+            vs = [d.v for d in (da, db) if d is not None and d.v is not None]
             u_expr = cols[0] if len(cols) == 1 else HStack(cols[0], cols[1])
             v_expr = vs[0] if len(vs) == 1 else VStack(vs[0], vs[1])
         u = self.let(u_name(view), u_expr)

@@ -93,8 +93,8 @@ def plan(trigger: Trigger, anf_metas: dict[str, Meta], large: int = LARGE, thin:
     for i, s in enumerate(lets):
         for node in s.expr.walk():
             if isinstance(node, Mul) and (got := _member(node, views, symmetric)) is not None:
-                m = infer(got[1].thin)
-                if min(m.rows, m.cols) <= thin and m.structure not in (SELECTOR, SELECTOR_T):
+                meta = infer(got[1].thin)
+                if min(meta.rows, meta.cols) <= thin and meta.structure not in (SELECTOR, SELECTOR_T):
                     found.setdefault(got[0], {}).setdefault(node, (i, got[1]))
     groups = []
     for view, members in found.items():
@@ -103,14 +103,14 @@ def plan(trigger: Trigger, anf_metas: dict[str, Meta], large: int = LARGE, thin:
         containing = {i for i, _ in members.values()}
         group = Group(view, first_let=min(containing))
         needed: set[int] = set()
-        for _, m in sorted(members.values(), key=lambda im: im[0]):
-            deps = {index[n.name] for n in m.thin.walk() if isinstance(n, Var) and n.name in index}
+        for _, member in sorted(members.values(), key=lambda im: im[0]):
+            deps = {index[n.name] for n in member.thin.walk() if isinstance(n, Var) and n.name in index}
             closure = set(deps)
             for d in deps:
                 closure |= reads[d]
             if closure & containing:  # its operand needs a product of the group
                 continue
-            group.members.append(m)
+            group.members.append(member)
             needed |= closure
         if len(group.members) >= 2:
             group.needs = sorted(needed)

@@ -122,7 +122,7 @@ class NumpyBackend:
             r_out, l_out = None, ring.matmul(s, x)
         else:
             assert r is not None and s is not None
-            step = max(64, (8 << 20) // (8 * max(1, x.shape[1])))
+            step = max(16, (1 << 20) // (8 * max(1, x.shape[1])))  # a slice of about 1 MB: in cache for the second product
             r_out = np.empty((x.shape[0], r.shape[1]), dtype=np.result_type(x, r))
             l_out = None
             for start in range(0, x.shape[0], step):

@@ -55,10 +55,10 @@ def _show(e: Expr, need: int) -> str:
             return _paren(f"−{_show(e.arg, _MUL + 1)}", _MUL, need)
         return _paren(f"{number(e.coef)}·{_show(e.arg, _MUL + 1)}", _MUL, need)
     if isinstance(e, (Transpose, Inv)):
-        inner = _show(e.arg, _POST + 1)
+        text = _show(e.arg, _POST + 1)
         if isinstance(e.arg, (Transpose, Inv)):  # (Aᵀ)⁻¹, not Aᵀ⁻¹
-            inner = f"({inner})"
-        return inner + ("ᵀ" if isinstance(e, Transpose) else "⁻¹")
+            text = f"({text})"
+        return text + ("ᵀ" if isinstance(e, Transpose) else "⁻¹")
     if isinstance(e, HStack):
         return "[" + ", ".join(show(p) for p in _parts(e, HStack)) + "]"
     if isinstance(e, VStack):

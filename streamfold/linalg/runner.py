@@ -37,6 +37,7 @@ from ..runtime.checkpoint import Checkpoint, OutputDir, batch_name
 from ..runtime.sources import list_inputs
 from .api import Program
 from .compiler import Compiled, compile_program
+from .lazy import MIN_ENTRIES
 from .maintain import DRIFT_EVERY, DRIFT_TOLERANCE, Report, Views
 from .printer import show
 from .program_file import load_program
@@ -131,9 +132,9 @@ class LinalgRun:
             list_inputs(config.sources[n])  # SOURCE_NOT_FOUND now rather than at the first poll
         self.backend_name = choose_backend(self.program, self.compiled, config)
         self.backend = make_backend(self.backend_name, self.program, config, spark)
-        lazy = {} if config.lazy_entries is None else {"lazy_entries": config.lazy_entries}
         self.views = Views(self.compiled, self.backend, strategy=config.strategy,
-                           drift_tolerance=config.drift_tolerance, drift_every=config.drift_every, **lazy)
+                           drift_tolerance=config.drift_tolerance, drift_every=config.drift_every,
+                           lazy_entries=MIN_ENTRIES if config.lazy_entries is None else config.lazy_entries)
         self.output = OutputDir(config.output)
         self.checkpoint = Checkpoint(config.checkpoint_dir)
         self.checkpoint.claim(self._identity())

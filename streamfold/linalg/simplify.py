@@ -150,9 +150,9 @@ def _rule(e: Expr, infer: Inferrer, ring: Semiring) -> Expr | None:
             return a
         return None
     if isinstance(e, Mul):
-        a, b = infer(e.left), infer(e.right)
-        if a.structure == ZERO or b.structure == ZERO:
-            return Zeros(a.rows, b.cols)
+        ml, mr = infer(e.left), infer(e.right)
+        if ml.structure == ZERO or mr.structure == ZERO:
+            return Zeros(ml.rows, mr.cols)
         if isinstance(e.left, Identity):
             return e.right
         if isinstance(e.right, Identity):

@@ -290,8 +290,8 @@ class SparkBackend:
                 l_out = p[2] if l_out is None else ring.add(l_out, p[2])
         widths = [t.shape[1] for t in right]
         heights = [t.shape[0] for t in left]
-        return (list(np.split(r_out, np.cumsum(widths)[:-1], axis=1)) if right else [],
-                list(np.split(l_out, np.cumsum(heights)[:-1], axis=0)) if left else [])
+        return (list(np.split(r_out, np.cumsum(widths)[:-1], axis=1)) if r_out is not None else [],
+                list(np.split(l_out, np.cumsum(heights)[:-1], axis=0)) if l_out is not None else [])
 
     def _collect(self, rdd: Any, rows: int, cols: int) -> np.ndarray:
         parts = sorted(rdd.collect(), key=lambda kv: kv[0])
