@@ -146,7 +146,8 @@ class Views:
                         {"incremental": self.machine.trigger_seconds(trigger, self.compiled),
                          "reevaluate": self.machine.reeval_seconds(self.compiled)})
         if strategy == "incremental":
-            self._incremental(trigger, changes, report)
+            with self.backend.thin_products():
+                self._incremental(trigger, changes, report)
         else:
             for c in changes:
                 self.values[c.input] = self.backend.update(self.values[c.input], c.u, c.v)
@@ -155,7 +156,8 @@ class Views:
         self.batches += 1
         due = self.drift_every > 0 and self.batches % self.drift_every == 0
         if strategy == "incremental" and (check_drift if check_drift is not None else due):
-            self.check_drift(report)
+            with self.backend.thin_products():  # probes are matrix–vector products
+                self.check_drift(report)
         report.seconds = time.perf_counter() - start
         return report
 

@@ -12,6 +12,7 @@ n×n view by a rank-k product needs no n×n temporary.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -179,6 +180,17 @@ class NumpyBackend:
 
     def load(self, stem: str) -> np.ndarray:
         return np.load(stem + ".npy")
+
+    def thin_products(self) -> AbstractContextManager[object]:
+        """The context a trigger program runs in: one BLAS thread. Its products are thin and
+        bound by memory, which more threads do not widen; on a busy machine their
+        synchronisation made a 4×2000 by 2000×2000 product 18× slower with two threads than
+        with one (docs/benchmarks.md)."""
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - a pinned dependency
+            return nullcontext()
+        return threadpool_limits(1, user_api="blas")
 
     def keep(self, a: np.ndarray | Selector) -> np.ndarray | Selector:
         """A value that must outlive the views it was computed from: NumPy's already does."""

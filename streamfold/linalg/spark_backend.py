@@ -446,6 +446,10 @@ class SparkBackend:
             return self.from_numpy(self.local.dense(a))
         return self.local.materialize(a)
 
+    def thin_products(self) -> Any:
+        """The driver's share of a trigger program (factors, k×k inverses): one BLAS thread."""
+        return self.local.thin_products()
+
     def keep(self, a: Any) -> Any:
         """A distributed value computed now and kept: the views it was computed from may go."""
         return self.materialize(a) if isinstance(a, DistMatrix) else a
