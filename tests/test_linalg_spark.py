@@ -34,7 +34,7 @@ def test_distributed_views_equal_reevaluation_after_every_batch(spark) -> None: 
         ring = prog.semiring
         backend = SparkBackend(ring, spark, local_entries=40, block_rows=5, thin=3)
         views = Views(compile_program(prog), backend, strategy="incremental", drift_every=2,
-                      lazy_entries=0, lazy_rank=3)
+                      lazy_entries=0, lazy_rank=3, fuse=(4, 4))
         inputs = {d.name: rng.standard_normal((d.rows, d.cols)) * 0.3 for d in prog.inputs}
         views.load({n: backend.from_numpy(m) for n, m in inputs.items()})
         assert any(isinstance(v, DistMatrix) for v in views.values.values()), "the views are distributed"
