@@ -20,6 +20,7 @@ from typing import Any
 
 from .ir import Expr, Mul, Transpose, Var
 from .meta import SELECTOR, SELECTOR_T, Inferrer, Meta
+from .numpy_backend import Selector
 from .trigger import Trigger
 
 
@@ -121,8 +122,6 @@ def plan(trigger: Trigger, anf_metas: dict[str, Meta], large: int = LARGE, thin:
 def run_group(group: Group, env: dict[str, Any], memo: dict[Expr, Any], backend: Any,
               evaluate: Callable[..., Any], lets: tuple[Any, ...]) -> None:
     """Compute a group's products in one pass over its view; their values go into ``memo``."""
-    from .numpy_backend import Selector
-
     for i in group.needs:
         let = lets[i]
         if let.name not in env:
