@@ -252,13 +252,14 @@ class LinalgRun:
         def changes(d: str) -> None:
             if batch == 0:
                 return
+            backend = self.views.backend  # view values may be pending (lazy) ones
             for out, view in outputs.items():
                 if view in report.replaced:
                     old, new = report.replaced[view]
-                    self.backend.save(self.backend.change(old, new), os.path.join(d, out + ".u"))
-                    self.backend.release(old)
+                    backend.save(backend.change(old, new), os.path.join(d, out + ".u"))
+                    backend.release(old)
                 elif view in report.deltas:
-                    save_factors_one(d, out, *report.deltas[view], self.backend)
+                    save_change(d, out, *report.deltas[view], backend)
 
         write_dir(self.output.changes_path(batch), changes)
 
@@ -307,13 +308,16 @@ class LinalgRun:
             time.sleep(trigger)
 
 
-def save_factors_one(directory: str, name: str, u: Any, v: Any, backend: Any) -> None:
-    """An output's change as dense files: ``name.u.npy`` (and ``name.v.npy``)."""
+def save_change(directory: str, name: str, u: Any, v: Any, backend: Any) -> None:
+    """An output's change: ``name.u.npy`` and ``name.v.npy`` (thin factors, a selector written
+    out in full), or ``name.u`` alone for a dense change (row blocks if it is distributed)."""
     import numpy as np
 
+    if v is None:
+        backend.save(u, os.path.join(directory, name + ".u"))
+        return
     np.save(os.path.join(directory, name + ".u.npy"), backend.to_numpy(u))
-    if v is not None:
-        np.save(os.path.join(directory, name + ".v.npy"), backend.to_numpy(v))
+    np.save(os.path.join(directory, name + ".v.npy"), backend.to_numpy(v))
 
 
 def main_run(config: LinalgConfig, trigger: float, until_idle: float | None, quiet: bool) -> int:

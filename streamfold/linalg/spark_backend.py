@@ -239,8 +239,8 @@ class SparkBackend:
     def _panels(self, a: DistMatrix, b: DistMatrix) -> DistMatrix:
         """A·B for two distributed matrices, by column panels of B: B is re-blocked by columns
         once (a shuffle of B), then each panel — as large as ``PANEL_BYTES`` — is fetched to the
-        driver alone and broadcast, and every block of A is multiplied by it; the blocks of the
-        product are the panels' results side by side. A is never moved; B moves once."""
+        driver alone and broadcast; each block of A is multiplied by every panel, the results
+        side by side. A is never moved; B moves once; the driver holds one panel at a time."""
         ring, rows = self.ring, b.rows
         width = max(1, min(b.cols, PANEL_BYTES // (8 * max(1, rows))))
         count = -(-b.cols // width)
@@ -254,18 +254,18 @@ class SparkBackend:
 
         by_column = b.rdd.flatMap(slices).groupByKey(count, lambda j: j).mapValues(assemble)
         by_column = self._persist(by_column)
+        panels = []
         try:
-            products = []
-            for j in range(count):
-                panel = self.sc.runJob(by_column, lambda it: [x for _, x in it], [j])[0]
-                pb = self.sc.broadcast(panel)
-                products.append(a.rdd.mapValues(lambda x, pb=pb: ring.matmul(x, pb.value)))
-            out = products[0]
-            for more in products[1:]:
-                out = out.zip(more).map(lambda pq: (pq[0][0], np.hstack([pq[0][1], pq[1][1]])))
-            return DistMatrix(self._persist(out), a.rows, b.cols, a.block, kept=True)
+            for j in range(count):  # one panel on the driver at a time
+                panels.append(self.sc.broadcast(self.sc.runJob(by_column, lambda it: [x for _, x in it], [j])[0]))
         finally:
             by_column.unpersist()
+        # each block of A is read once and multiplied by every panel (an executor holds them all)
+        out = a.rdd.mapValues(lambda x: np.hstack([ring.matmul(x, p.value) for p in panels]))
+        result = DistMatrix(self._persist(out), a.rows, b.cols, a.block, kept=True)
+        for p in panels:
+            p.unpersist()
+        return result
 
     def products(self, x: Any, right: list[Any], left: list[Any]) -> tuple[list[Any], list[Any]]:
         """Thin products with one distributed view in one pass over its blocks: each block gives
