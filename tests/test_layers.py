@@ -17,14 +17,15 @@ ALLOWED = {
     "plan": {"ir", "sql", "passes"},
     "runtime": {"ir", "sql", "passes", "plan"},
     "verify": {"sql"},
-    "bench": {"ir", "sql", "passes", "plan", "runtime", "verify"},
+    "linalg": {"runtime"},
+    "bench": {"ir", "sql", "passes", "plan", "runtime", "verify", "linalg"},
     "demo": {"bench", "runtime", "verify"},
     "studio": {"__init__", "ir", "runtime"},
-    "cli": {"plan", "sql", "runtime", "bench", "demo", "studio"},
+    "cli": {"plan", "sql", "runtime", "bench", "demo", "studio", "linalg"},
     "__init__": {"ir", "plan", "sql", "runtime"},
     "__main__": {"cli"},
 }
-SPARK_PARTS = {"runtime", "bench"}
+SPARK_PARTS = {"runtime", "bench", "linalg"}
 
 
 def _modules() -> dict[str, Path]:
