@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .errors import StreamfoldError, UsageError
 
@@ -117,49 +117,69 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .bench.cli import add_parser as add_bench
     from .control.cli import add_parser as add_control
+    from .linalg.cli import add_parser as add_linalg
 
     add_control(sub)
     add_bench(sub)
+    add_linalg(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:2] == ["bench", "linalg"]:  # its own options (streamfold/bench/linalg.py)
+        from .bench.linalg import main as bench_linalg
+
+        return _guarded(lambda: bench_linalg(words[2:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    return _guarded(lambda: _dispatch(args, argv))
+
+
+def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    if args.command == "explain":
+        return _explain(args)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo(args.dir, batches=args.batches, scale=args.scale, master=args.master)
+    if args.command == "control":
+        from .control.cli import main as control
+
+        return control(args, _query_text)
+    if args.command == "studio":
+        from .studio import serve
+
+        serve(args.workspace, port=args.port, host=args.host, master=args.master)
+        return EXIT_OK
+    if args.command == "bench":
+        from .bench.cli import main as bench
+
+        return bench(args, list(argv) if argv is not None else None)
+    if args.command == "linalg":
+        from .linalg.cli import main as linalg
+
+        return linalg(args)
+    return EXIT_USAGE
+
+
+def _guarded(run: Callable[[], int]) -> int:
+    """Run a command; a coded error is printed and becomes its exit code."""
+    from .errors import BatchError
+
     try:
-        if args.command == "explain":
-            return _explain(args)
-        if args.command == "run":
-            return _run(args)
-        if args.command == "demo":
-            from .demo import run_demo
-
-            return run_demo(args.dir, batches=args.batches, scale=args.scale, master=args.master)
-        if args.command == "control":
-            from .control.cli import main as control
-
-            return control(args, _query_text)
-        if args.command == "studio":
-            from .studio import serve
-
-            serve(args.workspace, port=args.port, host=args.host, master=args.master)
-            return EXIT_OK
-        if args.command == "bench":
-            from .bench.cli import main as bench
-
-            return bench(args, list(argv) if argv is not None else None)
+        return run()
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except StreamfoldError as e:
         print(f"error: {e}", file=sys.stderr)
-        from .errors import BatchError
-
         return EXIT_FAILED if isinstance(e, BatchError) else EXIT_USAGE
-    return EXIT_USAGE
 
 
 def _explain(args: argparse.Namespace) -> int:

@@ -130,6 +130,13 @@ class CheckpointError(StreamfoldError):
     default_code = "CHECKPOINT_ERROR"
 
 
+class LinalgError(StreamfoldError):
+    """A matrix program that cannot be compiled or maintained exactly: mismatched dimensions, an
+    operation its semiring lacks (inverse, subtraction), a deletion a semiring cannot undo."""
+
+    default_code = "LINALG_ERROR"
+
+
 class BatchError(StreamfoldError):
     """A batch failed while running; names the batch and the step, and chains the cause."""
 

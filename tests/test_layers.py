@@ -20,15 +20,17 @@ ALLOWED = {
     # a reconfiguration's query; the runtime never imports it.
     "control": {"ir", "sql", "plan", "runtime"},
     "verify": {"sql"},
-    "bench": {"ir", "sql", "passes", "plan", "runtime", "verify", "control"},
+    "linalg": {"runtime"},
+    "bench": {"ir", "sql", "passes", "plan", "runtime", "verify", "control", "linalg"},
     "demo": {"bench", "runtime", "verify"},
     "studio": {"__init__", "ir", "runtime", "control"},
-    "cli": {"plan", "sql", "runtime", "bench", "demo", "studio", "control"},
+    "cli": {"plan", "sql", "runtime", "bench", "demo", "studio", "control", "linalg"},
     "__init__": {"ir", "plan", "sql", "runtime", "control"},
     "__main__": {"cli"},
 }
-# control drives a running query's Spark session: it cancels its jobs, evaluates breakpoints, inspects
-SPARK_PARTS = {"runtime", "bench", "control"}
+# control drives a running query's Spark session (cancels its jobs, evaluates breakpoints, runs
+# inspections); linalg has a Spark back-end
+SPARK_PARTS = {"runtime", "bench", "control", "linalg"}
 
 
 def _modules() -> dict[str, Path]:
