@@ -257,6 +257,30 @@ def test_restate_keeps_shared_states_rebuilds_the_others_from_history_and_commit
     check_every_commit(out, feed, first)
 
 
+def test_a_reconfiguration_received_while_paused_after_a_commit_applies_at_the_next_batch(spark, tmp_path):
+    """A pause that lands after a batch's commit (in its compaction) must not redo that batch."""
+    q, feed, out = start(spark, tmp_path)
+    committed = q.controller.committed
+
+    def then_pause(batch: int, record: dict) -> None:  # the engine's thread: compaction comes next
+        committed(batch, record)
+        if batch == 0:
+            q.pause(wait=False)
+
+    q.controller.committed = then_pause
+    try:
+        feed.put([(1, 5), (2, 6)])
+        wait_for(lambda: paused(q), what="the pause after batch 0's commit")
+        assert q.status()["pause"]["step"] == "compact"
+        q.reconfigure(f"{SQL} HAVING count(*) > 0")
+        q.resume()
+        q.wait_for_batch(1, timeout=180)
+    finally:
+        q.stop()
+    records = check_every_commit(out, feed, SQL)
+    assert [r["query_version"] for r in records] == [1, 2] and records[1]["inputs"] == {"S": []}
+
+
 def test_from_now_on_applies_the_new_logic_to_the_rows_after_the_boundary(spark, tmp_path):
     old = "SELECT k, sum(v) AS s, count(*) AS n FROM S WHERE v > 10 GROUP BY k"
     new = "SELECT k, sum(v) AS s, count(*) AS n, max(v) AS m FROM S WHERE v > 5 GROUP BY k"
