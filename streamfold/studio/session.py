@@ -87,6 +87,7 @@ class QuerySession:
         self.log: list[dict[str, Any]] = self.workspace.read_log(qid, LOG_KEPT)
         self.handle: RunHandle | None = None
         self.control: dict[str, Any] | None = None  # the running query's controller status
+        self._pause_asked = False  # a page asked for the pause the controller is taking (logged by its actor)
         self.results: Results | None = None
         self._compile_task: asyncio.Task[None] | None = None
         self._save_task: asyncio.Task[None] | None = None
@@ -270,9 +271,12 @@ class QuerySession:
         if handle is None or self.run.status != "running":
             raise UsageError("the query is not running", code="NOT_RUNNING", params={"status": self.run.status},
                              hint="run it first; control acts on a running query")
+        if action == "pause":
+            self._pause_asked = True
         try:
             result = await asyncio.to_thread(handle.act, action, **args)
         except StreamfoldError as e:
+            self._pause_asked = False
             if action != "inspect":
                 self.note(actor, action.replace("_", " "), f"{action.replace('_', ' ')} was refused", error_json(e))
             raise
@@ -301,8 +305,11 @@ class QuerySession:
                           "paused before its commit")
             elif kind == "state" and e["state"] == "paused":
                 where = status.get("pause") or {}
+                if self._pause_asked or where.get("reason") == "breakpoint":  # logged by its actor, or as the hit
+                    self._pause_asked = False
+                    continue
                 self.note("streamfold", "paused", f"paused at batch {where.get('batch', e['batch'])}, "
-                          f"{where.get('step') or 'between batches'}")
+                          f"{where.get('step') or 'between batches'} (reason: {where.get('reason')})")
             elif kind == "reconfigured":
                 self.note("streamfold", "reconfigured", f"query version {e['version']} ({e['semantics']}) applied at "
                           f"batch {e['batch']}: kept {', '.join(e['kept_states']) or 'no state'}, "
