@@ -183,16 +183,23 @@ class SubqueryExpr(Expr):
 
 
 def outer_columns(rel: Any) -> frozenset[str]:
-    """Names of the enclosing query's columns a (sub)query reads."""
-    names: set[str] = set()
+    """Names of the enclosing queries' columns a (sub)query reads.
+
+    A subquery nested in it may read the (sub)query's own columns as outer ones; those are not
+    outer here. Field names are unique across a bound query, so a name any node inside defines
+    is one of its own.
+    """
+    read: set[str] = set()
+    own: set[str] = set()
     for node in rel.walk():
+        own.update(f.name for f in node.schema)
         for e in _node_exprs(node):
             for x in e.walk():
                 if isinstance(x, OuterColumn):
-                    names.add(x.name)
+                    read.add(x.name)
                 elif isinstance(x, SubqueryExpr):
-                    names |= outer_columns(x.rel)
-    return frozenset(names)
+                    read.update(outer_columns(x.rel))
+    return frozenset(read - own)
 
 
 def _node_exprs(node: Any) -> list[Expr]:
