@@ -420,7 +420,7 @@ class _QueryBinder:
                 keys.append((name, e))
 
         lift = _Lifter(keys, self, scope, aggs)
-        select_binder = ExprBinder(scope, "SELECT", on_agg)
+        select_binder = ExprBinder(scope, "SELECT", on_agg, subquery=self.subquery_hook(ctes))
         exprs: list[tuple[str, Expr]] = []
         for i, (name, item, ref) in enumerate(items):
             bound = ref if ref is not None else select_binder.bind(_unalias(item))
@@ -429,7 +429,7 @@ class _QueryBinder:
         having = None
         if having_node is not None:
             having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=self.subquery_hook(ctes)).boolean(having_node.this),
-                          having_node.this)
+                          having_node.this, having=True)
 
         def order_bind(n: exp.Expression) -> Expr:
             return lift(ExprBinder(scope, "ORDER BY", on_agg).bind(n), n)
@@ -821,18 +821,15 @@ class _Lifter:
         self.binder = binder
         self.scope = scope
 
-    def __call__(self, e: Expr, node: exp.Expression) -> Expr:
-        return self._lift(e, node)
+    def __call__(self, e: Expr, node: exp.Expression, having: bool = False) -> Expr:
+        return self._lift(e, node, having)
 
-    def _lift(self, e: Expr, node: exp.Expression) -> Expr:
+    def _lift(self, e: Expr, node: exp.Expression, having: bool = False) -> Expr:
         if e in self.keys:
             return self.keys[e]
         if isinstance(e, SubqueryExpr):
-            if outer_columns(e.rel):
-                raise self.binder.err(UnsupportedError, "UNSUPPORTED_SUBQUERY",
-                                      "a correlated subquery after GROUP BY is not supported", node,
-                                      "correlate it in WHERE, before grouping", construct="subquery")
-            return e.with_children(tuple(self._lift(k, node) for k in e.children())) if e.children() else e
+            self._correlated(e, node, having)
+            return e.with_children(tuple(self._lift(k, node, having) for k in e.children())) if e.children() else e
         if isinstance(e, Column):
             if e.name in self.aggs.values():
                 return e
@@ -840,7 +837,25 @@ class _Lifter:
         kids = e.children()
         if not kids:
             return e
-        return e.with_children(tuple(self._lift(k, node) for k in kids))
+        return e.with_children(tuple(self._lift(k, node, having) for k in kids))
+
+    def _correlated(self, e: SubqueryExpr, node: exp.Expression, having: bool) -> None:
+        """A subquery after GROUP BY may read this block's group keys, in HAVING (as Spark allows):
+        the Aggregate outputs a column key under its own name."""
+        own = {f.name for entry in self.scope.entries for f in entry.columns.values()}
+        own |= {f.name for f in self.scope.merged.values()}
+        read = outer_columns(e.rel) & own
+        if not read:
+            return
+        if not having:
+            raise self.binder.err(UnsupportedError, "UNSUPPORTED_SUBQUERY",
+                                  "a correlated subquery in the select list or ORDER BY after GROUP BY is not "
+                                  "supported", node, "correlate it in HAVING or WHERE (Spark refuses it here too)",
+                                  construct="subquery")
+        keys = {k.name for x, k in self.keys.items() if isinstance(x, Column) and x.name == k.name}
+        missing = sorted(read - keys)
+        if missing:
+            raise self._not_aggregated(Column(missing[0], e.type), node)
 
     def _not_aggregated(self, col: Column, node: exp.Expression) -> SqlError:
         short = col.name.split(".", 1)[-1]
