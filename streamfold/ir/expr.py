@@ -157,9 +157,14 @@ class OuterColumn(Expr):
     type: DataType
 
 
+# ``(a, b) IN (SELECT x, y …)``: the left side of a row IN is a Call of this op over its values.
+ROW = "row"
+
+
 @dataclass(frozen=True, slots=True)
 class SubqueryExpr(Expr):
-    """A subquery used as a value: ``scalar`` (one value), ``exists``, or ``in`` (``arg IN (…)``).
+    """A subquery used as a value: ``scalar`` (one value), ``exists``, or ``in`` (``arg IN (…)``;
+    ``arg`` is a :data:`ROW` call when a row of values is compared with the subquery's columns).
 
     ``rel`` is the bound subquery; it may read columns of the enclosing query as
     :class:`OuterColumn`. The ``unnest_subqueries`` pass turns every one into a join.

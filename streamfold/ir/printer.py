@@ -11,7 +11,7 @@ import datetime as dt
 import decimal as pydecimal
 import math
 import re
-from .expr import Agg, Call, Case, Cast, Column, Expr, Literal
+from .expr import Agg, Call, Case, Cast, Column, Expr, Literal, OuterColumn, SubqueryExpr
 
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DISPLAY_NAME = re.compile(r"[A-Za-z_Δ][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -102,6 +102,19 @@ class _Printer:
             return f"{e.fn}({'DISTINCT ' if e.distinct else ''}{inner})"
         if isinstance(e, Call):
             return self.call(e, top)
+        if isinstance(e, OuterColumn):  # a correlated reference reads as in SQL: by its name
+            return self.name(e.name)
+        if isinstance(e, SubqueryExpr) and not self.spark:  # before unnesting: for people only
+            from .sqltext import rel_sql
+
+            inner = "(" + " ".join(line.strip() for line in rel_sql(e.rel).split("\n")) + ")"
+            if e.kind == "exists":
+                return "EXISTS " + inner
+            if e.kind == "in":
+                assert e.arg is not None
+                text = f"{self.expr(e.arg)} IN {inner}"
+                return text if top else f"({text})"
+            return inner
         raise TypeError(f"cannot print {type(e).__name__}")
 
     def call(self, e: Call, top: bool) -> str:

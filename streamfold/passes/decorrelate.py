@@ -59,7 +59,11 @@ def theta(kind: str, corr: Correlation, rel: Rel, n: int, arg: Expr | None = Non
 
     matched = Join(outer_values, corr.rel, "inner", and_all([localize(p, d_names) for p in corr.preds]))
     match = Column(f"{prefix}match", INT)
-    inner_cols = corr.rel.schema
+    # the inner columns the aggregate reads: IN's value, the scalar's arguments, none for EXISTS
+    read = {corr.rel.schema[0].name} if kind == "in" else set()
+    if agg is not None:
+        read |= {c for _, a in agg.aggs for c in a.columns()}
+    inner_cols = tuple(f for f in corr.rel.schema if f.name in read)
     rows = Union((
         Project(matched, d_cols + tuple((f.name, f.ref()) for f in inner_cols) + ((match.name, Literal(1, INT)),)),
         Project(outer_values, d_cols + tuple((f.name, Literal(None, f.type)) for f in inner_cols)
@@ -79,7 +83,7 @@ def theta(kind: str, corr: Correlation, rel: Rel, n: int, arg: Expr | None = Non
             out = {"exists": Call(">", (rows_col, ZERO), BOOLEAN)}
         else:
             assert arg is not None
-            y = inner_cols[0].ref()
+            y = corr.rel.schema[0].ref()
             hit = Case(((Call("=", (y, Column(f"{prefix}x", arg.type)), BOOLEAN), Literal(1, INT)),), None, INT)
             aggs_ += [(f"{prefix}values", Agg("count", (y,), False, BIGINT)),
                       (f"{prefix}hits", Agg("count", (hit,), False, BIGINT))]
@@ -89,8 +93,8 @@ def theta(kind: str, corr: Correlation, rel: Rel, n: int, arg: Expr | None = Non
                 "nulls": Call(">", (rows_col, Column(f"{prefix}values", BIGINT)), BOOLEAN),
             }
         grouped = Aggregate(rows, d_cols, tuple(aggs_))
-    per_value = Project(grouped, tuple((name, Column(name, e.type)) for name, e in d_cols)
-                        + tuple((prefix + name, e) for name, e in out.items()))
+    per_value: Rel = Project(grouped, tuple((name, Column(name, e.type)) for name, e in d_cols)
+                             + tuple((prefix + name, e) for name, e in out.items()))
     if kind != "scalar":
         per_value = Distinct(per_value)
     joined = Join(rel, per_value, "inner", and_all(links))

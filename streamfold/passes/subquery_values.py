@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, SubqueryExpr, and_all
+from ..ir.expr import ROW, Agg, Call, Case, Column, Expr, Literal, SubqueryExpr, and_all
 from ..ir.rel import Aggregate, Distinct, Filter, Join, Project, Rel
 from ..ir.types import BIGINT, BOOLEAN
 from . import decorrelate
@@ -81,10 +81,19 @@ def _value(sq: SubqueryExpr, rel: Rel, n: int, unnest: Unnest, strict: bool) -> 
             return cols["exists"], joined
         return _exists(corr, rel, n)
     assert sq.kind == "in" and sq.arg is not None
+    if len(in_row(sq.arg)) > 1:
+        raise unsupported("a row IN (subquery) inside an expression, or a row NOT IN",
+                          "use `(a, b) IN (SELECT …)` as a condition of WHERE, or write EXISTS (SELECT … WHERE "
+                          "x = a AND y = b): Spark's NULL rules for comparing rows differ from SQL's")
     if corr.pairs is None:
         cols, joined = decorrelate.theta("in", corr, rel, n, arg=sq.arg)
         return in_value(sq.arg, cols["found"], cols["nonempty"], cols["nulls"]), joined
     return _in(sq.arg, corr, rel, n)
+
+
+def in_row(arg: Expr) -> tuple[Expr, ...]:
+    """The values IN compares with the subquery's columns: one, or a row's."""
+    return arg.args if isinstance(arg, Call) and arg.op == ROW else (arg,)
 
 
 def in_value(x: Expr, found: Expr, nonempty: Expr, nulls: Expr) -> Expr:
@@ -102,8 +111,8 @@ def _keys(corr: Correlation, n: int, name: str = "key") -> tuple[tuple[tuple[str
     """The correlation keys as named inner expressions, and the join conditions outer = key."""
     assert corr.pairs is not None
     keys = tuple((f"_sq{n}.{name}{i}", inner) for i, (inner, _) in enumerate(corr.pairs))
-    conds = [Call("=", (localize(outer), Column(k, inner.type)), BOOLEAN)
-             for (k, inner), (_, outer) in zip(keys, corr.pairs)]
+    conds: list[Expr] = [Call("=", (localize(outer), Column(k, inner.type)), BOOLEAN)
+                         for (k, inner), (_, outer) in zip(keys, corr.pairs)]
     return keys, conds
 
 
@@ -190,4 +199,4 @@ def over_no_rows(value: Expr, agg: Aggregate) -> Expr:
     return value.substitute({n: Literal(0 if n in counts else None, a.type) for n, a in agg.aggs})
 
 
-__all__ = ["aggregate_of", "in_value", "over_no_rows", "unnest_values"]
+__all__ = ["aggregate_of", "in_row", "in_value", "over_no_rows", "unnest_values"]

@@ -33,7 +33,7 @@ from ..ir.expr import Call, Column, Expr, Literal, SubqueryExpr, and_all, conjun
 from ..ir.rel import Aggregate, Filter, Join, Project, Rel
 from ..ir.types import BOOLEAN, INT
 from .correlation import Correlation, correlate, localize, unsupported
-from .subquery_values import unnest_values
+from .subquery_values import in_row, unnest_values
 
 _COMPARE = {"=", "<>", "<", "<=", ">", ">="}
 _STRICT = {"+", "-", "*", "/", "%", "neg", "div"}
@@ -98,7 +98,7 @@ def _match_join(c: Expr, rel: Rel, names: Iterator[int]) -> Rel | None:
     if not (isinstance(sq, SubqueryExpr) and sq.kind in ("exists", "in")):
         return None
     corr = correlate(_unnest(sq.rel, names), rel)
-    if negated and sq.kind == "in" and corr.preds:
+    if negated and sq.kind == "in" and (corr.preds or len(in_row(sq.arg)) > 1):  # type: ignore[arg-type]
         return None  # NOT IN's NULL rules per correlation key: evaluated as a value
     n = next(names)
     return Join(rel, *_match_side(sq, corr, n, negated))
@@ -113,9 +113,10 @@ def _match_side(sq: SubqueryExpr, corr: Correlation, n: int, negated: bool) -> t
     exprs: list[tuple[str, Expr]] = [(c, sub.field(c).ref()) for c in needed]
     if sq.kind == "in":
         assert sq.arg is not None
-        value = f"_sq{n}.in"
-        exprs.insert(0, (value, sub.schema[0].ref()))
-        conds.insert(0, Call("=", (sq.arg, Column(value, sub.schema[0].type)), BOOLEAN))
+        row = in_row(sq.arg)
+        compared = [(f"_sq{n}.in{i}" if len(row) > 1 else f"_sq{n}.in", f) for i, f in enumerate(sub.schema[:len(row)])]
+        exprs[:0] = [(name, f.ref()) for name, f in compared]
+        conds[:0] = [Call("=", (x, Column(name, f.type)), BOOLEAN) for x, (name, f) in zip(row, compared)]
     right = Project(sub, tuple(exprs) or ((f"_sq{n}.one", Literal(1, INT)),))
     if negated and sq.kind == "in":
         return right, "null_aware_anti", and_all(conds)

@@ -26,6 +26,7 @@ from ..ir.expr import Literal
 from ..ir.types import BIGINT
 from ..plan.model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, Repeat, Step
 from ..sql import Catalog, bind
+from ..sql.bind import check_output_names
 from ..sql.iterate import spark_schema_sql
 from . import files
 from .answer import AnswerSql
@@ -152,6 +153,7 @@ class Engine:
             raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
                                    sql=self.plan.sql, params={"error": first_line(e)},
                                    hint="streamfold answers what the Spark batch query answers; fix it for Spark") from None
+        check_output_names(schema.names, self.plan.sql)
         if len(schema.fields) != len(self.plan.answer.output):
             raise StreamfoldError(
                 f"internal: Spark sees {len(schema.fields)} output columns, the plan {len(self.plan.answer.output)}",

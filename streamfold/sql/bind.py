@@ -48,6 +48,13 @@ def bind(sql: str, catalog: Catalog) -> BoundQuery:
         rel, names = _QueryBinder(sql, catalog, loops).query(tree, {})
     except SqlError as e:
         raise e.with_sql(sql) from None
+    check_output_names(names, sql)
+    return BoundQuery(rel, tuple(names), sql, catalog)
+
+
+def check_output_names(names: list[str], sql: str) -> None:
+    """Refuse two output columns with one name (outputs are Parquet files). The runtime checks
+    Spark's own names too, which for unnamed subqueries (``scalarsubquery(k)``) can collide."""
     lowered = [n.lower() for n in names]
     for n in names:
         if lowered.count(n.lower()) > 1:
@@ -55,7 +62,6 @@ def bind(sql: str, catalog: Catalog) -> BoundQuery:
                 f"the query outputs two columns named `{n}`", code="DUPLICATE_OUTPUT_COLUMN", sql=sql,
                 params={"column": n}, hint="give them distinct names with AS; outputs are written as Parquet",
             )
-    return BoundQuery(rel, tuple(names), sql, catalog)
 
 
 @dataclass
