@@ -97,6 +97,8 @@ def _match_join(c: Expr, rel: Rel, names: Iterator[int]) -> Rel | None:
     sq = c.args[0] if negated else c  # type: ignore[attr-defined]
     if not (isinstance(sq, SubqueryExpr) and sq.kind in ("exists", "in")):
         return None
+    if sq.arg is not None and _has_subquery(sq.arg):
+        return None  # `(SELECT …) IN (…)`: the value first, so IN is a value too
     corr = correlate(_unnest(sq.rel, names), rel)
     if negated and sq.kind == "in" and (corr.preds or len(in_row(sq.arg)) > 1):  # type: ignore[arg-type]
         return None  # NOT IN's NULL rules per correlation key: evaluated as a value

@@ -126,20 +126,24 @@ class ExprBinder:
         span = span_of(node)
         if len(parts) == 1:
             return self.scope.resolve(None, parts[0], span)
-        try:
-            base = self.scope.resolve(parts[0], parts[1], span)
-            rest = parts[2:]
-        except BindError as qualified:
-            if qualified.code != "UNKNOWN_TABLE_ALIAS":
-                raise
-            try:
-                base = self.scope.resolve(None, parts[0], span)
-            except BindError:
-                raise qualified from None
-            rest = parts[1:]
+        base: Expr
+        base, rest = self.scope.resolve_path(parts, span)
+        if len(rest) == len(parts) - 1 and base.type.name != "STRUCT" and self._outer_alias(parts[0]):
+            raise self._mismatch(node, f"`{parts[0]}` here is the column `{parts[0]}` of the subquery's own "
+                                 f"table, a {base.type}, not the enclosing query's table `{parts[0]}`",
+                                 f"Spark looks in the subquery's tables first: give the outer `{parts[0]}` "
+                                 "another alias and use it", actual=base.type.sql())
         for name in rest:
             base = self._field(base, name, node)
         return base
+
+    def _outer_alias(self, alias: str) -> bool:
+        scope = self.scope.parent
+        while scope is not None:
+            if scope.entry(alias) is not None:
+                return True
+            scope = scope.parent
+        return False
 
     def _field(self, base: Expr, name: str, node: exp.Expression) -> Expr:
         """Field ``name`` of the STRUCT ``base``."""

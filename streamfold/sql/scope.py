@@ -49,6 +49,27 @@ class Scope:
                 raise e from None
             return OuterColumn(found.name, found.type)
 
+    def resolve_path(self, parts: list[str], span: Span | None) -> tuple[Column | OuterColumn, list[str]]:
+        """``a.b.c…`` as (a column, the struct fields still to read): here ``a`` is a table alias
+        (``b`` its column) or else a STRUCT column (``b`` its field); only when it is neither here
+        is it looked up in the enclosing query — Spark's order, so ``s.k`` in a subquery over a
+        table with a column ``s`` is that column's field even if the outer query has a table ``s``."""
+        try:
+            return self._resolve_here(parts[0], parts[1], span), parts[2:]
+        except BindError as qualified:
+            if qualified.code != "UNKNOWN_TABLE_ALIAS":
+                raise
+            try:
+                return self._resolve_here(None, parts[0], span), parts[1:]
+            except BindError as plain:
+                if self.parent is None or plain.code != "UNKNOWN_COLUMN":
+                    raise qualified from None
+                try:
+                    found, rest = self.parent.resolve_path(parts, span)
+                except BindError:
+                    raise qualified from None
+                return OuterColumn(found.name, found.type), rest
+
     def _resolve_here(self, table: str | None, column: str, span: Span | None) -> Column:
         key = column.lower()
         if table is not None:
