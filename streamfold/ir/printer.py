@@ -11,6 +11,9 @@ import datetime as dt
 import decimal as pydecimal
 import math
 import re
+from collections.abc import Callable
+from typing import Any
+
 from .expr import Agg, Call, Case, Cast, Column, Expr, Literal, OuterColumn, SubqueryExpr
 
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -67,8 +70,12 @@ def sql(e: Expr, spark: bool = False) -> str:
 
 
 class _Printer:
-    def __init__(self, spark: bool) -> None:
+    """``relation`` prints a subquery's relation (``sqltext`` gives it; a bound query has
+    subqueries until the ``unnest_subqueries`` pass, and the pass fixtures show them)."""
+
+    def __init__(self, spark: bool, relation: Callable[[Any], str] | None = None) -> None:
         self.spark = spark
+        self.relation = relation
 
     def name(self, n: str) -> str:
         return quote(n) if self.spark else display_name(n)
@@ -104,10 +111,8 @@ class _Printer:
             return self.call(e, top)
         if isinstance(e, OuterColumn):  # a correlated reference reads as in SQL: by its name
             return self.name(e.name)
-        if isinstance(e, SubqueryExpr) and not self.spark:  # before unnesting: for people only
-            from .sqltext import rel_sql
-
-            inner = "(" + " ".join(line.strip() for line in rel_sql(e.rel).split("\n")) + ")"
+        if isinstance(e, SubqueryExpr) and self.relation is not None:  # before unnesting: for people only
+            inner = "(" + " ".join(line.strip() for line in self.relation(e.rel).split("\n")) + ")"
             if e.kind == "exists":
                 return "EXISTS " + inner
             if e.kind == "in":

@@ -82,7 +82,7 @@ class _Writer:
     def __init__(self, leaf: Leaf | None) -> None:
         self.leaf = leaf
         self.spark = leaf is not None
-        self.p = _Printer(spark=self.spark)
+        self.p = _Printer(spark=self.spark, relation=None if self.spark else rel_sql)
         self._aliases = 0
 
     # -- helpers ---------------------------------------------------------------------------------

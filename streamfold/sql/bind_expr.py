@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir import functions
-from ..ir.expr import ROW, Agg, Call, Case, Cast, Column, Expr, Literal, SubqueryExpr
+from ..ir.expr import ROW, Agg, Call, Case, Cast, Expr, Literal, SubqueryExpr
 from ..ir.types import (
     BIGINT, BOOLEAN, DATE, DOUBLE, INT, NULL, STRING, TIMESTAMP, DataType, arithmetic_type, avg_type,
     common_type, decimal, parse_type, struct, sum_type,
