@@ -151,8 +151,10 @@ def _in(x: Expr, corr: Correlation, rel: Rel, n: int) -> tuple[Expr, Rel]:
     hit_keys, hit_conds = _keys(corr, n, "hkey")
     present = Filter(corr.rel, Call("IS NOT NULL", (y,), BOOLEAN))
     hits = Distinct(Project(present, hit_keys + ((value.name, y), (f"{prefix}found", TRUE))))
-    joined = _attach(rel, totals, conds)
-    joined = Join(joined, hits, "left", and_all(hit_conds + [Call("=", (x, value), BOOLEAN)]))
+    # hits first: the left join's rows are then the outer rows themselves, and a flip of the
+    # totals (an uncorrelated subquery's one row) reaches the outer rows once, in the last join
+    joined = Join(rel, hits, "left", and_all(hit_conds + [Call("=", (x, value), BOOLEAN)]))
+    joined = _attach(joined, totals, conds)
     return in_value(x, Column(f"{prefix}found", BOOLEAN), Column(f"{prefix}nonempty", BOOLEAN),
                     Column(f"{prefix}nulls", BOOLEAN)), joined
 
