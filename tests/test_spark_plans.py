@@ -18,7 +18,7 @@ import pytest
 
 import streamfold
 from streamfold.ir.rel import WEIGHT
-from streamfold.runtime.lower import Views
+from streamfold.runtime.views import Views
 from streamfold.sql import Catalog
 
 from .golden import fixtures, load

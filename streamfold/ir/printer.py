@@ -66,11 +66,13 @@ def literal_sql(value: object, type_sql: str, type_name: str) -> str:
 
 def sql(e: Expr, spark: bool = False) -> str:
     """Render a scalar expression. ``spark=True``: exact Spark SQL; otherwise for reading."""
-    return _Printer(spark).expr(e, top=True)
+    return ExprPrinter(spark).expr(e, top=True)
 
 
-class _Printer:
-    """``relation`` prints a subquery's relation (``sqltext`` gives it; a bound query has
+class ExprPrinter:
+    """Expressions as SQL: for reading, or (``spark``) exact Spark SQL; ``sqltext`` prints relations with it.
+
+    ``relation`` prints a subquery's relation (``sqltext`` gives it; a bound query has
     subqueries until the ``unnest_subqueries`` pass, and the pass fixtures show them)."""
 
     def __init__(self, spark: bool, relation: Callable[[Any], str] | None = None) -> None:

@@ -26,7 +26,7 @@ the planner (its inner join with a non-equality condition is a filtered cross jo
 from __future__ import annotations
 
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all
-from ..ir.rel import Aggregate, Distinct, Join, Project, Rel, Union
+from ..ir.rel import Aggregate, Distinct, Join, JoinKind, Project, Rel, Union
 from ..ir.rename import freshen
 from ..ir.types import BIGINT, BOOLEAN, INT
 from .correlation import Correlation, localize
@@ -57,7 +57,7 @@ def theta(kind: str, corr: Correlation, rel: Rel, n: int, arg: Expr | None = Non
     outer_values = Distinct(Project(copy, tuple(d_exprs)))
     d_cols = tuple((f.name, f.ref()) for f in outer_values.schema)
 
-    matched = Join(outer_values, corr.rel, "inner", and_all([localize(p, d_names) for p in corr.preds]))
+    matched = Join(outer_values, corr.rel, JoinKind.INNER, and_all([localize(p, d_names) for p in corr.preds]))
     match = Column(f"{prefix}match", INT)
     # the inner columns the aggregate reads: IN's value, the scalar's arguments, none for EXISTS
     read = {corr.rel.schema[0].name} if kind == "in" else set()
@@ -97,7 +97,7 @@ def theta(kind: str, corr: Correlation, rel: Rel, n: int, arg: Expr | None = Non
                              + tuple((prefix + name, e) for name, e in out.items()))
     if kind != "scalar":
         per_value = Distinct(per_value)
-    joined = Join(rel, per_value, "inner", and_all(links))
+    joined = Join(rel, per_value, JoinKind.INNER, and_all(links))
     return {name: Column(prefix + name, e.type) for name, e in out.items()}, joined
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..ir.expr import ROW, Agg, Call, Case, Column, Expr, Literal, SubqueryExpr, and_all
-from ..ir.rel import Aggregate, Distinct, Filter, Join, Project, Rel
+from ..ir.rel import Aggregate, Distinct, Filter, Join, JoinKind, Project, Rel
 from ..ir.types import BIGINT, BOOLEAN
 from . import decorrelate
 from .correlation import Correlation, Unnest, correlate, localize, unsupported
@@ -123,7 +123,7 @@ def _key_cols(keys: tuple[tuple[str, Expr], ...]) -> tuple[tuple[str, Expr], ...
 def _attach(rel: Rel, flags: Rel, conds: list[Expr]) -> Rel:
     """Each outer row with its key's row of ``flags`` (NULLs if none); one row per outer row."""
     cond = and_all(conds)
-    return Join(rel, flags, "left", cond) if cond is not None else Join(rel, flags, "cross", None)
+    return Join(rel, flags, JoinKind.LEFT, cond) if cond is not None else Join(rel, flags, JoinKind.CROSS, None)
 
 
 def _exists(corr: Correlation, rel: Rel, n: int) -> tuple[Expr, Rel]:
@@ -132,7 +132,7 @@ def _exists(corr: Correlation, rel: Rel, n: int) -> tuple[Expr, Rel]:
         counted = Aggregate(corr.rel, (), ((f"{prefix}rows", COUNT_STAR),))
         flag = Distinct(Project(counted, ((f"{prefix}exists", Call(">", (Column(f"{prefix}rows", BIGINT), ZERO),
                                                                         BOOLEAN)),)))
-        return Column(f"{prefix}exists", BOOLEAN), Join(rel, flag, "cross", None)
+        return Column(f"{prefix}exists", BOOLEAN), Join(rel, flag, JoinKind.CROSS, None)
     keys, conds = _keys(corr, n)
     present = Distinct(Project(corr.rel, keys + ((f"{prefix}present", TRUE),)))
     return Call("IS NOT NULL", (Column(f"{prefix}present", BOOLEAN),), BOOLEAN), _attach(rel, present, conds)
@@ -153,7 +153,7 @@ def _in(x: Expr, corr: Correlation, rel: Rel, n: int) -> tuple[Expr, Rel]:
     hits = Distinct(Project(present, hit_keys + ((value.name, y), (f"{prefix}found", TRUE))))
     # hits first: the left join's rows are then the outer rows themselves, and a flip of the
     # totals (an uncorrelated subquery's one row) reaches the outer rows once, in the last join
-    joined = Join(rel, hits, "left", and_all(hit_conds + [Call("=", (x, value), BOOLEAN)]))
+    joined: Rel = Join(rel, hits, JoinKind.LEFT, and_all(hit_conds + [Call("=", (x, value), BOOLEAN)]))
     joined = _attach(joined, totals, conds)
     return in_value(x, Column(f"{prefix}found", BOOLEAN), Column(f"{prefix}nonempty", BOOLEAN),
                     Column(f"{prefix}nulls", BOOLEAN)), joined
@@ -165,7 +165,7 @@ def _scalar(corr: Correlation, agg: Aggregate, value: Expr, rel: Rel, n: int, st
     out_name = f"_sq{n}.value"
     if not corr.pairs:
         single = Project(Aggregate(corr.rel, (), agg.aggs), ((out_name, value),))
-        return single.schema[0].ref(), Join(rel, single, "cross", None)
+        return single.schema[0].ref(), Join(rel, single, JoinKind.CROSS, None)
     keys, conds = _keys(corr, n)
     grouped = Aggregate(corr.rel, keys, agg.aggs)
     exprs: list[tuple[str, Expr]] = [(out_name, value), *_key_cols(keys)]
@@ -176,8 +176,8 @@ def _scalar(corr: Correlation, agg: Aggregate, value: Expr, rel: Rel, n: int, st
     derived = Project(grouped, tuple(exprs))
     column = Column(out_name, value.type)
     if not count_bug and strict:
-        return column, Join(rel, derived, "inner", and_all(conds))
-    joined = Join(rel, derived, "left", and_all(conds))
+        return column, Join(rel, derived, JoinKind.INNER, and_all(conds))
+    joined = Join(rel, derived, JoinKind.LEFT, and_all(conds))
     if not count_bug:
         return column, joined
     absent = Call("IS NULL", (Column(f"_sq{n}.present", BOOLEAN),), BOOLEAN)

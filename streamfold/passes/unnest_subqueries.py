@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from functools import partial
 
 from ..ir.expr import Call, Column, Expr, Literal, SubqueryExpr, and_all, conjuncts
-from ..ir.rel import Aggregate, Filter, Join, Project, Rel
+from ..ir.rel import Aggregate, Filter, Join, JoinKind, Project, Rel
 from ..ir.types import BOOLEAN, INT
 from .correlation import Correlation, correlate, localize, unsupported
 from .subquery_values import in_row, unnest_values
@@ -106,7 +106,7 @@ def _match_join(c: Expr, rel: Rel, names: Iterator[int]) -> Rel | None:
     return Join(rel, *_match_side(sq, corr, n, negated))
 
 
-def _match_side(sq: SubqueryExpr, corr: Correlation, n: int, negated: bool) -> tuple[Rel, str, Expr | None]:
+def _match_side(sq: SubqueryExpr, corr: Correlation, n: int, negated: bool) -> tuple[Rel, JoinKind, Expr | None]:
     """The right side of the semi/anti join, its kind and its condition."""
     sub = corr.rel
     conds = [localize(p) for p in corr.preds]
@@ -121,8 +121,8 @@ def _match_side(sq: SubqueryExpr, corr: Correlation, n: int, negated: bool) -> t
         conds[:0] = [Call("=", (x, Column(name, f.type)), BOOLEAN) for x, (name, f) in zip(row, compared)]
     right = Project(sub, tuple(exprs) or ((f"_sq{n}.one", Literal(1, INT)),))
     if negated and sq.kind == "in":
-        return right, "null_aware_anti", and_all(conds)
-    return right, "anti" if negated else "semi", and_all(conds)
+        return right, JoinKind.NULL_AWARE_ANTI, and_all(conds)
+    return right, JoinKind.ANTI if negated else JoinKind.SEMI, and_all(conds)
 
 
 def _null_rejecting(c: Expr) -> frozenset[int]:
