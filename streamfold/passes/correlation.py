@@ -47,6 +47,8 @@ def correlate(sub: Rel, outer: Rel) -> Correlation:
     """``sub`` taken apart; refused when it reads columns ``outer`` does not have (a query
     further out), since only the enclosing query's rows can be joined with it."""
     inner, preds = pull(sub)
+    if outer_columns(inner):
+        raise outside_where()
     beyond = sorted({x.name for p in preds for x in p.walk() if isinstance(x, OuterColumn)} - set(outer.names))
     if beyond:
         raise unsupported("a subquery correlated with a query further out than the one around it",
@@ -87,6 +89,13 @@ def pull(rel: Rel) -> tuple[Rel, list[Expr]]:
         raise unsupported(f"a correlated reference inside a {type(rel).__name__.lower()} of a subquery",
                           "correlate in the subquery's WHERE")
     return rel, []
+
+
+def outside_where() -> UnsupportedError:
+    """An outer column read where no join can evaluate it: the subquery's output or aggregate."""
+    return unsupported("a correlated reference outside the subquery's WHERE and HAVING (in its select list "
+                       "or an aggregate)", "compute that part in the query around the subquery, or correlate "
+                       "in the subquery's WHERE")
 
 
 def is_correlated(e: Expr) -> bool:

@@ -39,7 +39,7 @@ from ..ir.expr import ROW, Agg, Call, Case, Column, Expr, Literal, SubqueryExpr,
 from ..ir.rel import Aggregate, Distinct, Filter, Join, JoinKind, Project, Rel
 from ..ir.types import BIGINT, BOOLEAN
 from . import decorrelate
-from .correlation import Correlation, Unnest, correlate, localize, unsupported
+from .correlation import Correlation, Unnest, correlate, is_correlated, localize, outside_where, unsupported
 
 COUNT_STAR = Agg("count", (), False, BIGINT)
 TRUE = Literal(True, BOOLEAN)
@@ -69,6 +69,8 @@ def _value(sq: SubqueryExpr, rel: Rel, n: int, unnest: Unnest, strict: bool) -> 
     sub = unnest(sq.rel)
     if sq.kind == "scalar":
         agg, value = aggregate_of(sub)
+        if is_correlated(value) or any(is_correlated(a) for _, a in agg.aggs):
+            raise outside_where()
         corr = correlate(agg.input, rel)
         if corr.pairs is None:
             cols, joined = decorrelate.theta("scalar", corr, rel, n, agg=agg, value=value)
