@@ -111,7 +111,8 @@ QUERIES = [
 SUBQUERY_SHAPES = [
     ("exists-under-or", "SELECT a, b FROM R WHERE b > 2 OR EXISTS (SELECT 1 FROM S WHERE S.k = R.a)", "RS", False),
     ("not-exists-uncorrelated-under-or", "SELECT a, s FROM R WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.v > 3) OR a = 1", "RS", False),
-    ("in-not-in-values", "SELECT a, b, a IN (SELECT k FROM S), b NOT IN (SELECT v FROM S WHERE S.w > 0) FROM R", "RS", False),
+    ("in-not-in-values", "SELECT a, b, CASE WHEN a IN (SELECT k FROM S) THEN 1 ELSE 0 END AS i, "
+     "b NOT IN (SELECT v FROM S WHERE S.w > 0) AS n FROM R", "RS", False),
     ("not-in-correlated-value", "SELECT a, b, b NOT IN (SELECT v FROM S WHERE S.k = R.a) AS fresh FROM R", "RS", False),
     ("exists-under-case", "SELECT a, CASE WHEN EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v > 1) THEN 'y' ELSE 'n' END FROM R",
      "RS", False),
