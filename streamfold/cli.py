@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from .errors import StreamfoldError, UsageError
 
@@ -87,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compact-every", type=int, default=20, metavar="N",
                      help="write a full copy of the state every N batches (default 20)")
     run.add_argument("--quiet", action="store_true", help="no per-batch lines")
+    run.add_argument("--profile", action="store_true",
+                     help="print each batch's waterfall (phases, Spark jobs and stages, py4j calls) and write "
+                          "it to DIR/_profile/<batch>.json")
 
     ex = sub.add_parser("explain", help="show the incremental plan (states, h, ⊗, a)",
                         description="Compile QUERY and print its incremental plan. Needs no Spark for Parquet "
@@ -233,12 +237,18 @@ def _run(args: argparse.Namespace) -> int:
         schemas=_parse_schemas(args.schema), checkpoint=args.checkpoint, trigger=args.trigger, spark=spark,
         master=args.master, background=False, progress=status, partitions=args.partitions,
         on_bad_file=args.on_bad_file, keep_snapshots=args.keep_snapshots, compact_every=args.compact_every,
+        profile=args.profile,
     )
 
     def report(result: object) -> None:
         status.clear()
         if not args.quiet:
             print(result.line(), flush=True)  # type: ignore[attr-defined]
+        waterfall = result.waterfall()  # type: ignore[attr-defined]
+        if waterfall is not None:
+            _write_profile(args.output, waterfall)
+            if not args.quiet:
+                print("\n".join(waterfall.lines()), flush=True)
 
     query.on_batch = report
     if query.last_batch >= 0:
@@ -249,6 +259,16 @@ def _run(args: argparse.Namespace) -> int:
         status.close()
         query.stop()
     return EXIT_OK
+
+
+def _write_profile(output: str, waterfall: Any) -> None:
+    """A batch's waterfall as ``OUTPUT/_profile/<batch>.json`` (read by tools; not part of the answer)."""
+    import json
+
+    directory = os.path.join(output, "_profile")
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{waterfall.batch:06d}.json"), "w", encoding="utf-8") as fh:
+        json.dump(waterfall.to_json(), fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ from .batch import BatchReads, parallel
 from .checkpoint import Checkpoint, OutputDir, batch_name
 from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
 from .inputs import BatchReader, first_line
+from .profile import Profiler, Waterfall
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
@@ -59,6 +60,7 @@ class QueryConfig:
     on_bad_file: str = "stop"  # or "quarantine"
     compact_every: int = 20
     keep_snapshots: int | None = None  # prune older snapshots, keeping this many
+    profile: bool = False  # record each batch's waterfall (BatchResult.waterfall)
 
     @property
     def checkpoint_dir(self) -> str:
@@ -79,6 +81,11 @@ class BatchResult:
     change_rows: int
     state_rows: dict[str, int]
     timings: dict[str, float] = field(default_factory=dict)
+    profile: Callable[[], Waterfall] | None = field(default=None, repr=False, compare=False)
+
+    def waterfall(self) -> Waterfall | None:
+        """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
+        return self.profile() if self.profile is not None else None
 
     def line(self) -> str:
         ins = "  ".join(f"{n} +{r}" for n, r in self.rows.items())
@@ -114,6 +121,8 @@ class Engine:
             kind: interpreter(LoopEnv(self.spark, self.store, self.progress)) for kind, interpreter in INTERPRETERS.items()}
         self._tables: dict[str, DataFrame] = {}
         self._timings: dict[str, float] = {}
+        self.profiler = Profiler(self.spark) if config.profile else None
+        self.store.part = self._part
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
         self._levels = _levels(plan.delta)
         self._reread = _read_more_than_once(plan.delta)
@@ -222,9 +231,14 @@ class Engine:
         """Time a part of the batch (reported in BatchResult.timings and by ``bench``)."""
         t = time.monotonic()
         try:
-            yield
+            with self._part(name):
+                yield
         finally:
             self._timings[name] = self._timings.get(name, 0.0) + time.monotonic() - t
+
+    def _part(self, name: str) -> AbstractContextManager[None]:
+        """A span of the batch's waterfall only (a phase, or a part of one), when profiling."""
+        return self.profiler.phase(name) if self.profiler is not None else nullcontext()
 
     # -- polling ---------------------------------------------------------------------------------
     def poll(self) -> dict[str, list[str]] | None:
@@ -262,6 +276,8 @@ class Engine:
     def _run(self, batch: int, inputs: dict[str, list[str]]) -> BatchResult:
         start = time.monotonic()
         self._timings = {}
+        if self.profiler is not None:
+            self.profiler.begin()
         views = Views(self.spark, f"b{batch}")
         with self._phase("read"):
             frames, rows, cached = self.reader.read(inputs, cache=self._reread)
@@ -294,34 +310,43 @@ class Engine:
                                                               held + sum(rows.values()))
             self.store.count_rows()
             duration = time.monotonic() - start
-            self.output.commit(batch, {
-                "batch": batch, "inputs": inputs, "duration_s": round(duration, 4), "rows": rows,
-                "snapshot_rows": snap_rows, "change_rows": change_rows,
-                "state_rows": {n: r for n, r in self._state_rows().items()},
-                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            })
+            with self._phase("commit"):
+                self.output.commit(batch, {
+                    "batch": batch, "inputs": inputs, "duration_s": round(duration, 4), "rows": rows,
+                    "snapshot_rows": snap_rows, "change_rows": change_rows,
+                    "state_rows": {n: r for n, r in self._state_rows().items()},
+                    "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                })
             committed = True
             # The next batch reads each state through this view (analysed now, before the
             # batch's temp views are dropped).
             current: dict[str, tuple[DataFrame, DataFrame | None]] = {}
-            for n, df in reads.merged.items():
-                new = reads.new[n]
-                assert isinstance(new, str)
-                current[n] = (self.store.as_frame(new), df)
+            with self._part("next batch's state views"):
+                for n, df in reads.merged.items():
+                    new = reads.new[n]
+                    assert isinstance(new, str)
+                    current[n] = (self.store.as_frame(new), df)
         finally:
-            views.drop()
-            for df in temps:
-                release(df)
-            for df in cached:
-                df.unpersist()
-            if not committed:
-                for df in reads.merged.values():
-                    release(df)
+            with self._part("drop views, release"):
+                self._release(views, temps, cached, None if committed else reads.merged)
         self.store.replace(current)
         with self._phase("compact"):
             self._after_commit(batch)
+        profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
-                           self._state_rows(), dict(self._timings))
+                           self._state_rows(), dict(self._timings), profile)
+
+    @staticmethod
+    def _release(views: Views, temps: list[DataFrame], cached: list[DataFrame],
+                 merged: dict[str, DataFrame] | None) -> None:
+        """What a batch held: its temp views, temp results, cached input; its merges if it failed."""
+        views.drop()
+        for df in temps:
+            release(df)
+        for df in cached:
+            df.unpersist()
+        for df in (merged or {}).values():
+            release(df)
 
     def _step(self, batch: int, step: Step, reads: BatchReads, views: Views,
               eager: bool) -> list[tuple[Step | None, DataFrame]]:
@@ -351,10 +376,11 @@ class Engine:
         states: dict[str, DataFrame | str] = {**self.store.current, **new}
         durable = self.store.durable()
         try:
-            snapshot = self.answer.snapshot(states, views)
-            changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
-            logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
-            log = self.store.pack_sql(logs, views) if durable else None
+            with self._part("outputs' SQL (views)"):
+                snapshot = self.answer.snapshot(states, views)
+                changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
+                logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
+                log = self.store.pack_sql(logs, views) if durable else None
             outputs = [(snapshot, self.output.snapshot_path(batch)), (changes, self.output.changes_path(batch))]
             if log is not None:
                 outputs.append((log, self.checkpoint.delta_dir(batch)))
@@ -370,7 +396,8 @@ class Engine:
                 reads = bound if eager else lazy_reads
                 tasks = 1 if reads <= ONE_TASK_ROWS else None if self.plan.answer.order else self._cores
                 written = emit_together(self.spark, [(sql, target, cols)
-                                                     for (sql, target), cols in zip(outputs, schemas)], tasks)
+                                                     for (sql, target), cols in zip(outputs, schemas)], tasks,
+                                        self._part)
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
