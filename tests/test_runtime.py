@@ -379,6 +379,9 @@ def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, t
         assert len(waterfall.jobs) >= 1  # this batch's jobs only, read from Spark's status store
         assert all(0 <= j.start_s <= j.end_s <= waterfall.total_s + 0.1 for j in waterfall.jobs)
         assert all(st.tasks >= 1 for j in waterfall.jobs for st in j.stages)
+        # One job of two stages: the batch's rows read and shuffled on the key, then merged into the
+        # state and answered. A third would be the state shuffled: it stays partitioned on its key.
+        assert [len([s for s in j.stages if s.status != "SKIPPED"]) for j in waterfall.jobs] == [2]
         assert waterfall.py4j_calls == sum(c for _, c, _ in waterfall.py4j_methods) > 0
         saved = json.loads(json.dumps(waterfall.to_json()))
         assert Waterfall.from_json(saved).to_json() == saved  # what bench's waterfall.txt is printed from
