@@ -200,13 +200,18 @@ class Profiler:
         self.counter = py4j_counter(spark)
         self._spans: list[Span] = []
         self._local = threading.local()  # each thread's nesting depth (steps of h run side by side)
+        self._open = 0  # how deep the thread that began the batch is: where other threads' spans sit
         self._t0 = 0.0
         self._epoch0 = 0.0
+        self._owner = threading.get_ident()
         self._start: tuple[int, float, dict[str, tuple[int, float]]] = (0, 0.0, {})
         self._last_job = -1
 
     def begin(self) -> None:
         self._spans = []
+        self._owner = threading.get_ident()
+        self._local = threading.local()
+        self._open = 0
         self._t0 = time.monotonic()
         self._epoch0 = time.time()
         self._start = self.counter.snapshot()
@@ -215,12 +220,19 @@ class Profiler:
     def phase(self, name: str) -> Iterator[None]:
         calls, secs, _ = self.counter.snapshot()
         start = time.monotonic() - self._t0
-        depth = getattr(self._local, "depth", 0)
+        depth = getattr(self._local, "depth", None)
+        owner = threading.get_ident() == self._owner
+        if depth is None:  # the batch's thread starts at 0; another runs a part of its open phase
+            depth = 0 if owner else self._open
         self._local.depth = depth + 1
+        if owner:
+            self._open = depth + 1
         try:
             yield
         finally:
             self._local.depth = depth
+            if owner:
+                self._open = depth
             c, s, _ = self.counter.snapshot()
             self._spans.append(Span(name, start, time.monotonic() - self._t0, c - calls, s - secs, depth))
 
