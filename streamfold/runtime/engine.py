@@ -29,6 +29,7 @@ from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedErro
 from ..ir.rel import DeltaScan, StateScan
 from ..plan.model import LOOPS, Diffusion, IncrementalPlan, Step, Temp
 from ..sql import Catalog
+from ..sql.bind import check_output_names
 from ..sql.iterate import spark_schema_sql
 from . import files
 from .answer import AnswerSql
@@ -687,6 +688,7 @@ def spark_output_schema(spark: SparkSession, plan: IncrementalPlan, catalog: Cat
         raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
                                sql=plan.sql, params={"error": first_line(e)},
                                hint="streamfold answers what the Spark batch query answers; fix it for Spark") from None
+    check_output_names(schema.names, plan.sql)
     if len(schema.fields) != len(plan.answer.output):
         raise StreamfoldError(
             f"internal: Spark sees {len(schema.fields)} output columns, the plan {len(plan.answer.output)}",
