@@ -17,6 +17,7 @@ Jobs are read after the batch's clock stops, so reading them is not part of the 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -262,7 +263,8 @@ class Profiler:
             ids = sorted(i for i in sc.statusTracker().getJobIdsForGroup(None) if i > self._last_job)
             store = sc._jsc.sc().statusStore()  # type: ignore[union-attr]
             seq = sc._jvm.scala.jdk.javaapi.CollectionConverters  # type: ignore[union-attr]
-            since, until = epoch0 * 1000 - 50, (epoch0 + total) * 1000 + 50
+            # Spark's times are whole milliseconds: a job of this batch may read as up to 1 ms early.
+            since, until = math.floor(epoch0 * 1000), math.ceil((epoch0 + total) * 1000)
             jobs = []
             for i in ids:
                 try:
@@ -291,7 +293,8 @@ class Profiler:
 
 
 def _rel(epoch0: float, ms: float | None) -> float | None:
-    return None if ms is None else ms / 1000 - epoch0
+    """Seconds from the batch's start of a time Spark recorded (at least 0: see the rounding above)."""
+    return None if ms is None else max(0.0, ms / 1000 - epoch0)
 
 
 def _ms(option: Any) -> float | None:
