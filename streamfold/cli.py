@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .errors import StreamfoldError, UsageError
 
@@ -87,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compact-every", type=int, default=20, metavar="N",
                      help="write a full copy of the state every N batches (default 20)")
     run.add_argument("--quiet", action="store_true", help="no per-batch lines")
+    run.add_argument("--profile", action="store_true",
+                     help="print each batch's waterfall (phases, Spark jobs and stages, py4j calls) and write "
+                          "it to DIR/_profile/<batch>.json")
     run.add_argument("--control-host", default="127.0.0.1", metavar="HOST",
                      help="the address the control endpoint listens on (default 127.0.0.1: this machine only)")
     run.add_argument("--control-port", type=int, default=0, metavar="PORT",
@@ -263,6 +267,7 @@ def _run(args: argparse.Namespace) -> int:
         schemas=_parse_schemas(args.schema), checkpoint=args.checkpoint, trigger=args.trigger, spark=spark,
         master=args.master, background=False, progress=status, partitions=args.partitions,
         on_bad_file=args.on_bad_file, keep_snapshots=args.keep_snapshots, compact_every=args.compact_every,
+        profile=args.profile,
         control_host=args.control_host, control_port=args.control_port,
     )
 
@@ -270,6 +275,11 @@ def _run(args: argparse.Namespace) -> int:
         status.clear()
         if not args.quiet:
             print(result.line(), flush=True)  # type: ignore[attr-defined]
+        waterfall = result.waterfall()  # type: ignore[attr-defined]
+        if waterfall is not None:
+            _write_profile(args.output, waterfall)
+            if not args.quiet:
+                print("\n".join(waterfall.lines()), flush=True)
 
     query.on_batch = report
     if query.last_batch >= 0:
@@ -285,6 +295,16 @@ def _run(args: argparse.Namespace) -> int:
         status.close()
         query.stop()
     return EXIT_OK
+
+
+def _write_profile(output: str, waterfall: Any) -> None:
+    """A batch's waterfall as ``OUTPUT/_profile/<batch>.json`` (read by tools; not part of the answer)."""
+    import json
+
+    directory = os.path.join(output, "_profile")
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{waterfall.batch:06d}.json"), "w", encoding="utf-8") as fh:
+        json.dump(waterfall.to_json(), fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -21,7 +22,7 @@ def _options(*argv: str):
 @pytest.mark.spark
 @pytest.mark.slow
 def test_quick_groupby_all_systems(spark, tmp_path):
-    opts = _options("groupby", "--quick", "--out", str(tmp_path), "--max-wait", "0")
+    opts = _options("groupby", "--quick", "--out", str(tmp_path), "--max-wait", "0", "--profile")
     assert opts.systems == ["streamfold", "recompute", "spark-streaming"]
     run_bench(opts, spark=spark)
     out = tmp_path / "groupby"
@@ -40,6 +41,8 @@ def test_quick_groupby_all_systems(spark, tmp_path):
         assert rec["check"]["matches_duckdb"] is True, (name, rec["check"])
     sf = doc["systems"]["streamfold"]["increments"][1]
     assert {"read", "write"} <= set(sf["timings"])
+    assert sf["waterfall"]["jobs"] and sf["waterfall"]["py4j_calls"] > 0  # --profile
+    assert (out / "waterfall.txt").read_text().count(" waterfall: ") == n + 1
     assert doc["systems"]["spark-streaming"]["describe"]["output_mode"] == "complete"
     assert doc["warm_up"] == {"history_rows_per_source": 20_000, "increment_rows_per_source": 2_000, "increments": 2}
     md = (out / "results.md").read_text()
@@ -93,6 +96,20 @@ def test_quick_pagerank_in_diffusion_mode_with_errors(spark, tmp_path):
     assert diffusion["describe"]["iteration_mode"] == "diffusion"
     md = (tmp_path / "pagerank" / "results.md").read_text()
     assert "## Error against NumPy" in md and "approximate by design" in md
+
+
+def test_generated_data_is_kept_and_reused(tmp_path):
+    from streamfold.bench.data import cached
+
+    w = _options("groupby-100m", "--history", "300", "--increment", "20", "--increments", "2").workload
+    first = cached(w, str(tmp_path), progress=False)
+    assert w.history_files == 100 and len(first.files[0]["S"]) == 100 and first.rows[1] == {"S": 20}
+    stamps = {p: os.stat(p).st_mtime_ns for inc in first.files for ps in inc.values() for p in ps}
+    again = cached(w, str(tmp_path), progress=False)
+    assert again.files == first.files and again.rows == first.rows
+    assert stamps == {p: os.stat(p).st_mtime_ns for p in stamps}  # not written again
+    other = cached(w.sized(increments=3), str(tmp_path), progress=False)
+    assert len(other.files) == 4 and other.files[0]["S"][0] != first.files[0]["S"][0]
 
 
 def test_answer_keys_for_upserts():

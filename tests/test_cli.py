@@ -62,7 +62,7 @@ def test_run_until_idle_end_to_end(tmp_path):
     pq.write_table(pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [1.0, 2.0, 5.0]}), src / "0.parquet")
     proc = subprocess.run(
         [sys.executable, "-m", "streamfold", "run", "SELECT k, avg(v) AS m FROM S GROUP BY k ORDER BY k",
-         "--source", f"S={src}", "--output", str(out), "--until-idle", "1", "--trigger", "0.2"],
+         "--source", f"S={src}", "--output", str(out), "--until-idle", "1", "--trigger", "0.2", "--profile"],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -70,3 +70,6 @@ def test_run_until_idle_end_to_end(tmp_path):
     rows = pq.read_table(out / "snapshots" / "000000").to_pylist()
     assert rows == [{"k": 1, "m": 1.5}, {"k": 2, "m": 5.0}]
     assert os.path.exists(out / "commits" / "000000.json")
+    assert "batch 000000 waterfall:" in proc.stdout and "py4j by method:" in proc.stdout
+    profile = json.loads((out / "_profile" / "000000.json").read_text())
+    assert profile["jobs"] and {"read", "write", "commit"} <= {p["name"] for p in profile["phases"]}

@@ -369,3 +369,38 @@ def test_nothing_cached_accumulates(spark, tmp_path):
     finally:
         q.stop()
     assert cached() == 0
+
+
+def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, tmp_path):
+    from streamfold.runtime.profile import Waterfall
+
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "a.parquet", [(1, 5), (2, 7)])
+    q = start(spark, tmp, "SELECT k, sum(v) AS total FROM S GROUP BY k", profile=True)
+    try:
+        q.process_available()
+        put(src, "b.parquet", [(1, 1)])
+        result = q.process_available()
+        waterfall = result.waterfall()
+        assert waterfall.batch == 1 and waterfall is result.waterfall()  # built once
+        names = [s.name for s in waterfall.spans]
+        assert {"read", "write", "commit", "plan + job + Arrow"} <= set(names)
+        assert all(0 <= s.start_s <= s.end_s <= waterfall.total_s + 1e-3 for s in waterfall.spans)
+        assert len(waterfall.jobs) >= 1  # this batch's jobs only, read from Spark's status store
+        assert all(0 <= j.start_s <= j.end_s <= waterfall.total_s + 0.1 for j in waterfall.jobs)
+        assert all(st.tasks >= 1 for j in waterfall.jobs for st in j.stages)
+        # One job of two stages: the batch's rows read and shuffled on the key, then merged into the
+        # state and answered. A third would be the state shuffled: it stays partitioned on its key.
+        assert [len([s for s in j.stages if s.status != "SKIPPED"]) for j in waterfall.jobs] == [2]
+        assert waterfall.py4j_calls == sum(c for _, c, _ in waterfall.py4j_methods) > 0
+        saved = json.loads(json.dumps(waterfall.to_json()))
+        assert Waterfall.from_json(saved).to_json() == saved  # what bench's waterfall.txt is printed from
+        assert waterfall.lines()[0].startswith("batch 000001 waterfall:")
+    finally:
+        q.stop()
+    q = start(spark, tmp + "/unprofiled", "SELECT k, sum(v) AS total FROM S GROUP BY k", sources={"S": src})
+    try:
+        assert q.process_available().waterfall() is None
+    finally:
+        q.stop()

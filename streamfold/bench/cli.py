@@ -46,6 +46,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="before measuring, each system runs the query over small data with N increments, untimed, "
                         "so none is charged for warming the shared JVM (default 10, with --quick 2; 0: measure "
                         "cold). groupby and join-groupby only")
+    p.add_argument("--profile", action="store_true",
+                   help="streamfold's waterfall per increment (phases, Spark jobs and stages, py4j calls), in "
+                        "results.json and waterfall.txt")
     p.add_argument("--reps", type=int, metavar="N",
                    help="pause: pauses during batch 0 (default 5); reconfigure: reconfigurations, each against a "
                         "restart (default 4)")
@@ -120,6 +123,7 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
     return BenchOptions(workload=workload, systems=systems, out=args.out, quick=args.quick, memory=args.memory,
                         streaming_mode=args.streaming_mode, master=args.master, load_limit=args.max_load,
                         max_wait_s=args.max_wait, command=command, warm_up=warm_up, errors=args.errors,
+                        profile=args.profile,
                         label=f"{workload.name}-memory" if args.memory else None)
 
 

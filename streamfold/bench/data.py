@@ -91,6 +91,29 @@ class DataSet:
         return out
 
 
+def cached(workload: Workload, out: str, progress: bool = True) -> DataSet:
+    """The workload's random pairs (``generator`` "pairs"), generated once under
+    ``out/data/<name and sizes>/`` and reused by later runs (a manifest written last marks a
+    complete set: 100M rows take minutes to write)."""
+    import json
+
+    key = (f"{workload.name}-h{workload.history}x{workload.history_files}-i{workload.increment}x{workload.increments}"
+           f"-s{workload.seed}")
+    root = os.path.join(out, "data", key)
+    manifest = os.path.join(root, "manifest.json")
+    if os.path.exists(manifest):
+        with open(manifest, encoding="utf-8") as fh:
+            saved = json.load(fh)
+        if all(os.path.exists(p) for inc in saved["files"] for paths in inc.values() for p in paths):
+            return DataSet(saved["files"], saved["rows"])
+    shutil.rmtree(root, ignore_errors=True)
+    data = generate(workload, root, progress)
+    with open(manifest + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump({"files": data.files, "rows": data.rows}, fh)
+    os.rename(manifest + ".tmp", manifest)
+    return data
+
+
 def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
     """Write the workload's files under ``root`` (random pairs with a fixed seed, or the user's files)."""
     if workload.generator == "files":

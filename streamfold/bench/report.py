@@ -7,6 +7,7 @@ import os
 import statistics
 from typing import Any
 
+from ..runtime.profile import Waterfall
 from .plot import plot_latency, plot_memory
 
 PHASE_ORDER = ("read", "write", "compact")
@@ -21,6 +22,11 @@ def write_outputs(results: dict[str, Any], directory: str) -> None:
     with open(os.path.join(directory, "results.md"), "w", encoding="utf-8") as fh:
         fh.write(markdown(results))
     plot_latency(results, os.path.join(directory, "plot.png"))
+    waterfalls = [r["waterfall"] for rec in results["systems"].values() for r in rec.get("increments", [])
+                  if r.get("waterfall")]
+    if waterfalls:
+        with open(os.path.join(directory, "waterfall.txt"), "w", encoding="utf-8") as fh:
+            fh.write("\n\n".join("\n".join(Waterfall.from_json(w).lines()) for w in waterfalls) + "\n")
     if any(r.get("memory_summary") for r in results["systems"].values()):
         plot_memory(results, os.path.join(directory, "memory.png"))
 

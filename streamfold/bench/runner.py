@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..verify import compare, duckdb_answer
-from .data import DataSet, appear, generate
+from .data import DataSet, appear, cached, generate
 from .machine import jvm_heap_mb, jvm_pid, load_average, machine_info, rss_mb, wait_for_quiet
 from .systems import Context, Rejected, System, system_class
 from .workloads import Workload
@@ -51,6 +51,7 @@ class BenchOptions:
     label: str | None = None  # the output directory's name (default: the workload's)
     warm_up: int = 10  # increments of each system's warm-up round (0: measure a cold JVM)
     errors: bool = False  # measure each answer against the NumPy reference after every increment
+    profile: bool = False  # streamfold's waterfall per increment (its spans, Spark jobs, py4j calls)
 
     @property
     def directory(self) -> str:
@@ -81,7 +82,7 @@ def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     say(f"[{w.name}] generating data: {w.history:,} history rows and {w.increments} × {w.increment:,} rows "
         f"per source" if w.generator == "pairs" else f"[{w.name}] replaying the files of {', '.join(w.files)}")
-    data = generate(w, os.path.join(work, "data"))
+    data = cached(w, opts.out) if w.generator == "pairs" else generate(w, os.path.join(work, "data"))
     schemas = {s: spark.read.parquet(paths[0]).schema for s, paths in data.files[0].items() if paths}
     _warm_up(spark, os.path.join(work, "warmup"))
     warm = warm_up_workload(w, opts.warm_up)
@@ -96,8 +97,8 @@ def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
     pids = {"python": os.getpid(), "jvm": jvm_pid(spark)}
     systems: dict[str, dict[str, Any]] = {}
     for name, cls in classes.items():
-        ctx = Context(spark, w, {}, os.path.join(work, name), schemas, {"streaming_mode": opts.streaming_mode},
-                      dict(data.tables))
+        ctx = Context(spark, w, {}, os.path.join(work, name), schemas,
+                      {"streaming_mode": opts.streaming_mode, "profile": opts.profile}, dict(data.tables))
         systems[name] = _run_system(cls, ctx, data, expected, opts, pids)
         systems[name]["load_average_after"] = load_average()
     results: dict[str, Any] = {
@@ -170,6 +171,7 @@ def _run_system(cls: type[System], ctx: Context, data: DataSet, expected: list[t
         record["setup_s"] = round(time.monotonic() - t0, 4)
         detail = system.process(0)
         latency = time.monotonic() - t0
+        detail.update(system.after())
         _measure_error(detail, system, ctx, data, 0, opts)
         _record(record, cls.name, 0, latency, detail, data, opts, ctx, pids)
         for inc in range(1, w.increments + 1):
@@ -178,6 +180,7 @@ def _run_system(cls: type[System], ctx: Context, data: DataSet, expected: list[t
             t = time.monotonic()
             detail = system.process(inc)
             latency = time.monotonic() - t
+            detail.update(system.after())
             if cls.counts_jobs:
                 detail["spark_jobs"] = _last_job(ctx.spark) - jobs
             _measure_error(detail, system, ctx, data, inc, opts)

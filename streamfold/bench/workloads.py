@@ -132,6 +132,9 @@ WORKLOADS: dict[str, Workload] = {
         Workload("groupby-10m", GROUPBY_SQL, (Source("S", ("x", "y")),), 10_000_000, 40_000, 9, ("x",),
                  history_files=10,
                  description="groupBy with a 10M-row history: how an increment's cost grows with the history"),
+        Workload("groupby-100m", GROUPBY_SQL, (Source("S", ("x", "y")),), 100_000_000, 40_000, 9, ("x",),
+                 history_files=100,
+                 description="groupBy with a 100M-row history (100 files, generated once under bench-out/data/)"),
         # The seed's sizes (000 §11): 5K nodes / 50K edges plus 100 nodes and edges per increment;
         # 1M points plus 10K per increment.
         Workload("pagerank", "", (Source("edges", ("src", "dst")),), 50_000, 100, 9, ("node",),
@@ -151,6 +154,7 @@ QUICK: dict[str, Callable[[Workload], Workload]] = {
     "groupby": lambda w: w.sized(20_000, 2_000, 3),
     "join-groupby": lambda w: w.sized(5_000, 1_000, 3),
     "groupby-10m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
+    "groupby-100m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "pagerank": lambda w: w.sized(300, 5, 2).with_steps(2),
     "kmeans": lambda w: w.sized(60, 10, 2).with_steps(2),
 }

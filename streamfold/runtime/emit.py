@@ -13,9 +13,12 @@ from typing import TYPE_CHECKING
 
 from . import files
 from .lowering import stack
+from .profile import Part, no_part
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
+
 
 SMALL_ROWS = 1_000_000  # results up to this many rows are collected and written on the driver
 # A job that reads fewer rows than this runs as one task. Every task pays a fixed cost (its plan
@@ -43,7 +46,7 @@ def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
 
 
 def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str]]]],
-                  tasks: int | None = None) -> list[int]:
+                  tasks: int | None = None, part: Part = no_part) -> list[int]:
     """Write several small results computed by one Spark job (of ``tasks`` tasks, if given).
 
     ``parts`` are (SQL, target directory, its (column, Spark type) pairs). The results are stacked into one
@@ -52,27 +55,31 @@ def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str
     Row order within a part is kept (UNION ALL concatenates its inputs' partitions in order),
     so an ordered snapshot stays ordered — and so does coalescing into one task, which reads its
     inputs' partitions in order (with more tasks, partitions are grouped by locality: ``tasks``
-    above 1 is for unordered results only).
+    above 1 is for unordered results only). ``part`` names the steps for a profile.
     """
+    names = [[c for c, _ in cols] for _, _, cols in parts]
+    with part("analyse outputs"):
+        stacked = spark.sql(stack([(sql, cols) for sql, _, cols in parts]))  # type: ignore[attr-defined]
+        if tasks is not None:
+            stacked = stacked.coalesce(tasks)
+    with part("plan + job + Arrow"):
+        table = stacked.toArrow()
+    with part("write files"):
+        return [_write_part(table, k, names[k], final) for k, (_, final, _) in enumerate(parts)]
+
+
+def _write_part(table: pa.Table, k: int, cols: list[str], final: str) -> int:
+    """Part ``k`` of a stacked table as the Parquet directory ``final``; its rows."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    names = [[c for c, _ in cols] for _, _, cols in parts]
-    stacked = spark.sql(stack([(sql, cols) for sql, _, cols in parts]))  # type: ignore[attr-defined]
-    if tasks is not None:
-        stacked = stacked.coalesce(tasks)
-    table = stacked.toArrow()
-    written = []
-    for k, (_, final, _) in enumerate(parts):
-        cols = names[k]
-        part = table.filter(pc.equal(table.column("__part"), k)).select([f"{k}::{c}" for c in cols])
-        part = part.rename_columns(cols)
-        tmp = files.temp_dir_for(final)
-        os.makedirs(tmp)
-        pq.write_table(part, os.path.join(tmp, "part-00000.parquet"))
-        files.publish_dir(tmp, final)
-        written.append(part.num_rows)
-    return written
+    part = table.filter(pc.equal(table.column("__part"), k)).select([f"{k}::{c}" for c in cols])
+    part = part.rename_columns(cols)
+    tmp = files.temp_dir_for(final)
+    os.makedirs(tmp)
+    pq.write_table(part, os.path.join(tmp, "part-00000.parquet"))
+    files.publish_dir(tmp, final)
+    return part.num_rows
 
 
 def parquet_dir_rows(directory: str) -> int:

@@ -22,7 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ from .checkpoint import Checkpoint, OutputDir, batch_name
 from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
+from .profile import Profiler, Waterfall
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
@@ -68,6 +69,7 @@ class QueryConfig:
     on_bad_file: str = "stop"  # or "quarantine"
     compact_every: int = 20
     keep_snapshots: int | None = None  # prune older snapshots, keeping this many
+    profile: bool = False  # record each batch's waterfall (BatchResult.waterfall)
 
     @property
     def checkpoint_dir(self) -> str:
@@ -88,6 +90,11 @@ class BatchResult:
     change_rows: int
     state_rows: dict[str, int]
     timings: dict[str, float] = field(default_factory=dict)
+    profile: Callable[[], Waterfall] | None = field(default=None, repr=False, compare=False)
+
+    def waterfall(self) -> Waterfall | None:
+        """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
+        return self.profile() if self.profile is not None else None
 
     def line(self) -> str:
         ins = "  ".join(f"{n} +{r}" for n, r in self.rows.items())
@@ -119,6 +126,7 @@ class Engine:
         self.recovery = self.checkpoint.recover(self.output, [s.name for s in plan.streams])
         self._tables: dict[str, DataFrame] = {}
         self._timings: dict[str, float] = {}
+        self.profiler = Profiler(self.spark) if config.profile else None
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
         self._boundary: Installed | None = None  # a plan installed for the next batch, until it commits
         current = self.control.plan_at(self.recovery.last_committed)
@@ -135,6 +143,7 @@ class Engine:
         self.catalog = Catalog(plan.sources)
         self.output_schema = spark_output_schema(self.spark, plan, self.catalog)
         self.store = StateStore(self.spark, plan.states)
+        self.store.part = self._part
         self.answer = AnswerSql(plan, self.output_schema, self.store)
         self.reader = BatchReader(self.spark, plan.streams, self.specs, self.catalog)
         self.loops: dict[type, LoopInterpreter] = {
@@ -231,9 +240,14 @@ class Engine:
         """Time a part of the batch (reported in BatchResult.timings and by ``bench``)."""
         t = time.monotonic()
         try:
-            yield
+            with self._part(name):
+                yield
         finally:
             self._timings[name] = self._timings.get(name, 0.0) + time.monotonic() - t
+
+    def _part(self, name: str) -> AbstractContextManager[None]:
+        """A span of the batch's waterfall only (a phase, or a part of one), when profiling."""
+        return self.profiler.phase(name) if self.profiler is not None else nullcontext()
 
     # -- polling ---------------------------------------------------------------------------------
     def poll(self) -> dict[str, list[str]] | None:
@@ -283,6 +297,8 @@ class Engine:
     def _run(self, batch: int, inputs: dict[str, list[str]]) -> BatchResult:
         start = time.monotonic()
         self._timings = {}
+        if self.profiler is not None:
+            self.profiler.begin()
         views = Views(self.spark, f"b{batch}")
         # A newly installed plan that changes only the answer, with no new files: h would merge
         # nothing into the kept states, so it does not run; the batch commits the new answer over
@@ -324,24 +340,20 @@ class Engine:
                 "state_rows": {n: r for n, r in self._state_rows().items()},
                 "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra,
             }
-            self.output.commit(batch, record)
+            with self._phase("commit"):
+                self.output.commit(batch, record)
             committed = True
             # The next batch reads each state through this view (analysed now, before the
             # batch's temp views are dropped).
             current: dict[str, tuple[DataFrame, DataFrame | None]] = {}
-            for n, df in reads.merged.items():
-                new = reads.new[n]
-                assert isinstance(new, str)
-                current[n] = (self.store.as_frame(new), df)
+            with self._part("next batch's state views"):
+                for n, df in reads.merged.items():
+                    new = reads.new[n]
+                    assert isinstance(new, str)
+                    current[n] = (self.store.as_frame(new), df)
         finally:
-            views.drop()
-            for df in temps:
-                release(df)
-            for df in cached:
-                df.unpersist()
-            if not committed:
-                for df in reads.merged.values():
-                    release(df)
+            with self._part("drop views, release"):
+                self._release(views, temps, cached, None if committed else reads.merged)
         self.store.replace(current)
         boundary, self._boundary = self._boundary, None
         if boundary is not None:
@@ -350,8 +362,21 @@ class Engine:
         with self._phase("compact"):
             restated = boundary is not None and boundary.whole
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
+        profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
-                           self._state_rows(), dict(self._timings))
+                           self._state_rows(), dict(self._timings), profile)
+
+    @staticmethod
+    def _release(views: Views, temps: list[DataFrame], cached: list[DataFrame],
+                 merged: dict[str, DataFrame] | None) -> None:
+        """What a batch held: its temp views, temp results, cached input; its merges if it failed."""
+        views.drop()
+        for df in temps:
+            release(df)
+        for df in cached:
+            df.unpersist()
+        for df in (merged or {}).values():
+            release(df)
 
     def _apply_h(self, batch: int, reads: BatchReads, views: Views, eager: bool, temps: list[DataFrame],
                  given: Mapping[str, DataFrame] | None = None, label: str = "") -> None:
@@ -421,22 +446,23 @@ class Engine:
         durable = self.store.durable()
         boundary = self._boundary
         try:
-            snapshot = self.answer.snapshot(states, views)
-            if boundary is None:
-                changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
-            else:  # a newly installed plan's first batch: its changes from the old plan's last answer
-                changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark), views)
-            logs: dict[str, DataFrame | str]
-            if boundary is not None and not merged and not boundary.whole:  # h did not run: no state changed
-                logs = {n: self.store.empty(n) for n in durable}
-                log_dir = self.checkpoint.delta_dir(batch)
-            elif boundary is None or not boundary.whole:
-                logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
-                log_dir = self.checkpoint.delta_dir(batch)
-            else:  # its states whole: a restart restores them without the old plan's changelogs
-                logs = {n: states[n] for n in durable}
-                log_dir = self.checkpoint.base_dir(batch)
-            log = self.store.pack_sql(logs, views) if durable else None
+            with self._part("outputs' SQL (views)"):
+                snapshot = self.answer.snapshot(states, views)
+                if boundary is None:
+                    changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
+                else:  # a newly installed plan's first batch: its changes from the old plan's last answer
+                    changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark), views)
+                logs: dict[str, DataFrame | str]
+                if boundary is not None and not merged and not boundary.whole:  # h did not run: no state changed
+                    logs = {n: self.store.empty(n) for n in durable}
+                    log_dir = self.checkpoint.delta_dir(batch)
+                elif boundary is None or not boundary.whole:
+                    logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
+                    log_dir = self.checkpoint.delta_dir(batch)
+                else:  # its states whole: a restart restores them without the old plan's changelogs
+                    logs = {n: states[n] for n in durable}
+                    log_dir = self.checkpoint.base_dir(batch)
+                log = self.store.pack_sql(logs, views) if durable else None
             outputs = [(snapshot, self.output.snapshot_path(batch)), (changes, self.output.changes_path(batch))]
             if log is not None:
                 outputs.append((log, log_dir))
@@ -452,7 +478,8 @@ class Engine:
                 reads = bound if eager else lazy_reads
                 tasks = 1 if reads <= ONE_TASK_ROWS else None if self.plan.answer.order else self._cores
                 written = emit_together(self.spark, [(sql, target, cols)
-                                                     for (sql, target), cols in zip(outputs, schemas)], tasks)
+                                                     for (sql, target), cols in zip(outputs, schemas)], tasks,
+                                        self._part)
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..plan.model import State
 from . import lowering
 from .lowering import StateTable
+from .profile import Part, no_part
 from .sources import empty_frame
 from .views import Views, output_rows
 
@@ -122,6 +123,7 @@ class StateStore:
         self._backing: dict[str, DataFrame] = {}  # the materialized DataFrame behind it
         self.rows: dict[str, int | None] = {}
         self._executed: dict[str, DataFrame] = {}  # merges whose row counts are read once they ran
+        self.part: Part = no_part  # names the steps of a merge for a profile (the engine sets it)
 
     # -- shape -----------------------------------------------------------------------------------
     def declare(self, name: str, schema: StructType) -> None:
@@ -151,11 +153,13 @@ class StateStore:
     def merge(self, name: str, delta_sql: str, views: Views, eager: bool = True) -> DataFrame:
         """The merge of ``name`` with the delta ``delta_sql`` computes (now, or by the first job
         that reads it)."""
-        old = views.relation(self.current[name], f"old_{name}") + " _old"
-        df = self.spark.sql(lowering.merge(self.table(name), old, delta_sql))
-        if not self.defs[name].key:
-            df = df.coalesce(1)
-        merged = materialize(df, eager)
+        with self.part(f"analyse ⊗ {name}"):
+            old = views.relation(self.current[name], f"old_{name}") + " _old"
+            df = self.spark.sql(lowering.merge(self.table(name), old, delta_sql))
+            if not self.defs[name].key:
+                df = df.coalesce(1)
+        with self.part(f"checkpoint ⊗ {name}" + ("" if eager else " (lazy: plans it)")):
+            merged = materialize(df, eager)
         self._executed[name] = df
         return merged
 

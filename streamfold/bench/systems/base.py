@@ -56,6 +56,10 @@ class System(ABC):
     def answer(self) -> list[tuple]:
         """The last committed answer, as rows."""
 
+    def after(self) -> dict[str, Any]:
+        """Details of the increment just timed that cost time to gather (read after the clock stops)."""
+        return {}
+
     def describe(self) -> dict[str, Any]:
         """How the system ran (mode, settings), for the report."""
         return {}

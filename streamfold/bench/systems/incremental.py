@@ -30,15 +30,21 @@ class StreamfoldSystem(System):
         sql = w.sql if self.mode == "exact" else w.in_mode(self.mode)
         self.query = start(sql, self.ctx.dirs, os.path.join(self.ctx.work, "out"),
                            tables=dict(self.ctx.tables), formats={}, schemas={}, checkpoint=None, trigger=1.0,
-                           spark=self.ctx.spark, master=None, background=False)
+                           spark=self.ctx.spark, master=None, background=False,
+                           profile=bool(self.ctx.options.get("profile")))
 
     def process(self, increment: int) -> dict[str, Any]:
         result = self.query.process_available()
         if result is None:
             raise RuntimeError(f"streamfold found no new file for increment {increment}")
+        self.result = result
         return {"timings": {k: round(v, 4) for k, v in result.timings.items()},
                 "engine_s": round(result.duration_s, 4), "state_rows": result.state_rows,
                 "snapshot_rows": result.snapshot_rows, "change_rows": result.change_rows}
+
+    def after(self) -> dict[str, Any]:
+        waterfall = self.result.waterfall()
+        return {"waterfall": waterfall.to_json()} if waterfall is not None else {}
 
     def answer(self) -> list[tuple]:
         return read_rows(self.query.engine.output.snapshot_path(self.query.last_batch))
