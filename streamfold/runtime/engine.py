@@ -32,6 +32,7 @@ from .answer import AnswerSql
 from ..ir.printer import quote
 from .checkpoint import Checkpoint, OutputDir, batch_name
 from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
+from .failures import batch_failure
 from .inputs import BatchReader, first_line
 from .lower import Resolve, Views, to_sql
 from .session import default_partitions, engine_session
@@ -107,6 +108,7 @@ class Engine:
         self._timings: dict[str, float] = {}
         self._batch_rows: dict[str, int] = {}  # the rows each source gave the batch being run
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
+        self._local = self.spark.sparkContext.master.startswith("local")  # driver and executor are one JVM
         self._levels = _levels(self.plan.delta)
         self._reread = _read_more_than_once(self.plan.delta)
         self._declare_states()
@@ -340,9 +342,9 @@ class Engine:
                 "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             })
             committed = True
-            # The next batch reads each state through this view (analysed now, before the
-            # batch's temp views are dropped).
-            current = {n: (self.store.as_frame(_text(new[n])), merged[n]) for n in merged}
+            # The next batch reads each state through a view of its merge (analysed now, before
+            # the batch's temp views are dropped), planned with its true size.
+            current = {n: (self.store.next_version(n, merged[n], views), merged[n]) for n in merged}
         finally:
             views.drop()
             for df in temps:
@@ -383,8 +385,7 @@ class Engine:
         except StreamfoldError:
             raise
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
-            raise BatchError(f"batch {batch} failed computing Δ{step.state}: {first_line(e)}", code="BATCH_FAILED",
-                             params={"batch": batch, "step": f"Δ{step.state}"}) from e
+            raise batch_failure(batch, f"Δ{step.state}", f"computing Δ{step.state}", e, self._local) from e
 
     def _fixpoint(self, batch: int, step: Step, fx: Fixpoint, resolve: Resolve, views: Views) -> DataFrame:
         """A recursive CTE's change this batch, by semi-naive rounds (see :class:`Fixpoint`)."""
@@ -630,8 +631,7 @@ class Engine:
                 written += _parallel([lambda sql=sql, target=target: emit(self.spark.sql(sql), target, False)
                                       for sql, target in outputs[1:]])
         except Exception as e:  # noqa: BLE001
-            raise BatchError(f"batch {batch} failed writing its answer: {first_line(e)}", code="BATCH_FAILED",
-                             params={"batch": batch, "step": "write"}) from e
+            raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
         return written[0], written[1]
 
     def _rows_bound(self, names: Iterable[str]) -> int:

@@ -229,6 +229,23 @@ class StateStore:
     def as_frame(self, sql: str) -> DataFrame:
         return self.spark.sql(sql)
 
+    def next_version(self, name: str, merged: DataFrame, views: Views) -> DataFrame:
+        """The state after this batch as the next batch reads it: the new rows of the merge's
+        result (:meth:`new_view`), planned with the result's true size.
+
+        Why the size is set again here: a merge checkpointed lazily (a small batch: the merge and
+        the outputs are one job) keeps its plan's estimate, and Spark estimates a join as the
+        product of its sides, so a state fed by a join (a join's output, an aggregate over one)
+        carried the product of every input's size into the next batch, whose estimate multiplied
+        it again — 10^4 bytes, then 10^17, then the cap, for 40 rows of TPC-H Q21's ``left``.
+        With those estimates each batch planned more sort-merge joins with runtime bloom filters
+        (each an extra job, and a bit array of 1–8 MB serialized into every task of its stage):
+        task binaries of 0, 15, then 56 MB, until the driver ran out of memory serializing one.
+        Once the batch has run, its merges' row counts are known (:meth:`count_rows`).
+        """
+        sized = _with_size(merged, self.rows.get(name))
+        return self.as_frame(self.new_view(name, sized, views))
+
     def new_view(self, name: str, merged: DataFrame, views: Views) -> str:
         """The state after the merge: every key whose row count is not zero."""
         cols = [quote(f.name) for f in self.schemas[name].fields]
