@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from .errors import StreamfoldError, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+VERBOSE_HELP = ("on a failed batch, print its whole chain of causes (Python and Java) and the innermost Java "
+                "stack (also: STREAMFOLD_VERBOSE=1)")
 
 
 def _query_text(arg: str) -> str:
@@ -69,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="streamfold",
         description="Write a batch SQL query once; get an exact, continuously maintained answer on Spark.",
     )
+    parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="maintain a query's answer as new files arrive",
@@ -87,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--compact-every", type=int, default=20, metavar="N",
                      help="write a full copy of the state every N batches (default 20)")
     run.add_argument("--quiet", action="store_true", help="no per-batch lines")
+    run.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
 
     ex = sub.add_parser("explain", help="show the incremental plan (states, h, ⊗, a)",
                         description="Compile QUERY and print its incremental plan. Needs no Spark for Parquet "
@@ -133,7 +137,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         from .errors import BatchError
 
-        return EXIT_FAILED if isinstance(e, BatchError) else EXIT_USAGE
+        if isinstance(e, BatchError):
+            if e.causes and (args.verbose or os.environ.get("STREAMFOLD_VERBOSE", "") not in ("", "0")):
+                print(e.chain(), file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_USAGE
     return EXIT_USAGE
 
 
