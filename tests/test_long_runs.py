@@ -1,0 +1,76 @@
+"""Long runs: what a batch plans with stays the size of the data, batch after batch (issue 17).
+
+TPC-H Q21 ran out of driver memory by its fourth batch: a state fed by a join, checkpointed
+lazily, carried its plan's size estimate (the product of the join's sides) into the next batch,
+which multiplied it again; the plans that followed grew until serializing one took the heap.
+These tests run that shape — a join's rows kept as a state (the rows an EXISTS filters), read by
+the next batch's join, and an aggregate over it — for eight small batches with deletions.
+The full-size runs are ``streamfold bench soak`` (docs/benchmarks.md, "Long runs").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import streamfold
+from streamfold.bench.soak import executions_after, state_estimates
+
+from .oracle import bag_diff, duckdb_answer
+
+pytestmark = pytest.mark.spark
+
+QUERY = """SELECT s.k, count(*) AS n FROM S s JOIN T t ON s.a = t.a
+WHERE EXISTS (SELECT * FROM U u WHERE u.a = s.a AND u.b <> s.b) GROUP BY s.k"""
+SOURCES = ("S", "T", "U")
+BATCHES = 8
+SCHEMA = "k BIGINT, a BIGINT, b BIGINT, _weight BIGINT"
+
+
+def _batches(seed: int = 7) -> list[dict[str, pa.Table]]:
+    """80 rows per source and batch; from batch 2 on, each also deletes 8 of the rows of two batches before."""
+    rng = np.random.default_rng(seed)
+    out: list[dict[str, pa.Table]] = []
+    for b in range(BATCHES):
+        batch = {}
+        for s in SOURCES:
+            cols = {"k": rng.integers(0, 10, 80), "a": rng.integers(0, 40, 80), "b": rng.integers(0, 4, 80)}
+            table = pa.table({**cols, "_weight": np.ones(80, dtype=np.int64)})
+            if b >= 2:  # rows inserted two batches before (each batch's rows are deleted from once)
+                earlier = out[b - 2][s].slice(0, 80)
+                gone = earlier.take(rng.choice(80, 8, replace=False))
+                table = pa.concat_tables([table, gone.set_column(3, "_weight", pa.array(-np.ones(8, dtype=np.int64)))])
+            batch[s] = table
+        out.append(batch)
+    return out
+
+
+def test_states_are_planned_with_their_true_size_and_plans_stay_flat(spark, tmp_path):
+    data = _batches()
+    dirs = {s: tmp_path / s for s in SOURCES}
+    for d in dirs.values():
+        d.mkdir()
+    q = streamfold.start(QUERY, {s: str(d) for s, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
+                         background=False, schemas={s: SCHEMA for s in SOURCES})
+    plan_chars = []
+    try:
+        _, last = executions_after(spark, -1)
+        for b, batch in enumerate(data):
+            for s, table in batch.items():
+                pq.write_table(table, dirs[s] / f"{b:06d}.parquet")
+            assert q.process_available() is not None
+            plans, last = executions_after(spark, last)
+            plan_chars.append(sum(plans))
+            for name, (rows, planned) in state_estimates(q).items():
+                width = 8 * (len(q.engine.store.schemas[name].fields) + 2)  # BIGINT columns and the row's header
+                assert planned <= 2 * ((rows or 0) + 1) * width, (
+                    f"batch {b}: state {name} of {rows} rows is planned as {planned:.3g} bytes")
+            prefix = {s: [d[s] for d in data[: b + 1]] for s in SOURCES}
+            actual = list(q.snapshot_pandas().itertuples(index=False, name=None))
+            assert bag_diff(actual, duckdb_answer(QUERY, prefix)) is None, f"batch {b} differs from DuckDB"
+    finally:
+        q.stop()
+    reference = plan_chars[3]
+    assert all(abs(c - reference) <= 0.1 * reference for c in plan_chars[3:]), plan_chars
