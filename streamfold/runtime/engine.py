@@ -107,6 +107,8 @@ class Engine:
         self._tables: dict[str, DataFrame] = {}
         self._timings: dict[str, float] = {}
         self._batch_rows: dict[str, int] = {}  # the rows each source gave the batch being run
+        self._unchanged: set[str] = set()  # the states and temps the batch being run leaves as they were
+        self._temp_schemas: dict[str, StructType] = {}
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
         self._local = self.spark.sparkContext.master.startswith("local")  # driver and executor are one JVM
         self._levels = _levels(self.plan.delta)
@@ -190,6 +192,7 @@ class Engine:
                 df = self.spark.sql(to_sql(program, resolve, views))
                 if step.temp:
                     deltas[step.state] = df
+                    self._temp_schemas[step.state] = df.schema
                 else:
                     self.store.declare(step.state, df.schema)
                     deltas[step.state] = self.store.empty(step.state)
@@ -303,6 +306,7 @@ class Engine:
         with self._phase("read"):
             frames, rows, cached = self.reader.read(inputs, cache=self._reread)
         self._batch_rows = rows
+        self._unchanged = set()
         merged: dict[str, DataFrame] = {}
         new: dict[str, DataFrame | str] = {}
         deltas: dict[str, DataFrame | str] = {}
@@ -344,7 +348,8 @@ class Engine:
             committed = True
             # The next batch reads each state through a view of its merge (analysed now, before
             # the batch's temp views are dropped), planned with its true size.
-            current = {n: (self.store.next_version(n, merged[n], views), merged[n]) for n in merged}
+            current = {n: (self.store.next_version(n, merged[n], views), merged[n])
+                       for n in merged if n not in self._unchanged}
         finally:
             views.drop()
             for df in temps:
@@ -366,6 +371,11 @@ class Engine:
         step gives the results of its body's steps too, and DataFrames to hold (step None)."""
         self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
         resolve = ctx.resolver(self, views)
+        if self._reads_nothing_new(batch, step):
+            self._unchanged.add(step.state)
+            if step.temp:
+                return [(step, empty_frame(self.spark, self._temp_schemas[step.state]))]
+            return [(step, self.store.unchanged(step.state, views))]
         try:
             loop = step.fixpoint or step.repeat
             if loop is not None:  # a loop finds the delta
@@ -386,6 +396,27 @@ class Engine:
             raise
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
             raise batch_failure(batch, f"Δ{step.state}", f"computing Δ{step.state}", e, self._local) from e
+
+    def _reads_nothing_new(self, batch: int, step: Step) -> bool:
+        """Whether nothing ``step`` reads changed this batch, so that its delta is empty: no stream
+        it reads as a delta brought rows, and every state it reads at this batch's versions (delta,
+        merged, new) was left unchanged. A delta program is a homomorphism of the changes it reads,
+        so over none it gives nothing (or rows that merge as the identity): the state stays as it
+        is, without a job — a source whose only file came in batch 0, a dimension table given as a
+        source, costs no merge per batch. Loops decide for themselves; batch 0 reads ``Once``.
+        """
+        if batch == 0 or step.fixpoint or step.repeat or step.diffusion:
+            return False
+        for node in step.program.walk():
+            if isinstance(node, DeltaScan) and self._batch_rows.get(self.catalog[node.table].name, 1):
+                return False
+            if isinstance(node, StateScan) and node.version != "old" and node.state not in self._unchanged:
+                state = self.store.defs.get(node.state)  # None for a temp
+                if state is None or not state.static:
+                    return False
+            if isinstance(node, (Once, LoopRef)):
+                return False
+        return True
 
     def _fixpoint(self, batch: int, step: Step, fx: Fixpoint, resolve: Resolve, views: Views) -> DataFrame:
         """A recursive CTE's change this batch, by semi-naive rounds (see :class:`Fixpoint`)."""

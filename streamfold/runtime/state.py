@@ -208,6 +208,15 @@ class StateStore:
         self._executed[name] = df
         return merged
 
+    def unchanged(self, name: str, views: Views) -> DataFrame:
+        """What :meth:`merge` gives for an empty delta, without a job: every key's new row is its
+        old row, and no key is touched (so the delta, changes and changelog views are empty, and
+        Spark drops the joins that read them)."""
+        cols = [quote(k) for k in self._keys(name)] + [quote(v.name) for v in self._values(name)]
+        cols += [f"{quote(v.name)} AS {quote(OLD + v.name)}" for v in self._values(name)]
+        cols.append(f"0 AS {TOUCHED}")
+        return self.spark.sql(f"SELECT {', '.join(cols)} FROM {views.relation(self.current[name], 'same_' + name)}")
+
     def count_rows(self) -> None:
         """Read the row counts of the merges that ran, from their plans' metrics."""
         for name, df in self._executed.items():
