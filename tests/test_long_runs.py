@@ -56,12 +56,13 @@ def test_states_are_planned_with_their_true_size_and_plans_stay_flat(spark, tmp_
                          background=False, schemas={s: SCHEMA for s in SOURCES})
     plan_chars = []
     try:
-        _, last = executions_after(spark, -1)
+        _, last, _ = executions_after(spark, -1)
         for b, batch in enumerate(data):
             for s, table in batch.items():
                 pq.write_table(table, dirs[s] / f"{b:06d}.parquet")
             assert q.process_available() is not None
-            plans, last = executions_after(spark, last)
+            plans, last, complete = executions_after(spark, last)
+            assert complete, f"batch {b} ran more Spark executions than Spark keeps"
             plan_chars.append(sum(plans))
             for name, (rows, planned) in state_estimates(q).items():
                 width = 8 * (len(q.engine.store.schemas[name].fields) + 2)  # BIGINT columns and the row's header

@@ -66,6 +66,7 @@ class BatchFigures:
     executions: int
     planned_bytes: int  # the sizes Spark plans the states with, summed
     state_rows: int
+    plans_complete: bool  # False: Spark had dropped some of the batch's executions (retention)
     exact: bool
     difference: str | None = None
 
@@ -236,23 +237,34 @@ def tpch_input(name: str, split: dict[str, Any], dimensions: str) -> SoakInput:
 
 # -- measuring ----------------------------------------------------------------------------------------
 def live_heap_mb(spark: Any) -> float | None:
-    """The JVM's live heap: after a full collection, a moment for Spark's cleaner, and another."""
+    """The JVM's live heap: Python's garbage freed first (its proxies keep JVM objects live), then a
+    full collection, a moment for Spark's cleaner to drop the blocks it freed, and another."""
+    import gc
+
+    gc.collect()
     jvm_heap_mb(spark, collect=True)
     time.sleep(0.3)
     return jvm_heap_mb(spark, collect=True)
 
 
-def executions_after(spark: Any, last: int) -> tuple[list[int], int]:
-    """The lengths of the physical plans of the Spark SQL executions after id ``last``; the last id."""
+# Spark keeps this many SQL executions' plans for its status store (streamfold keeps 50): enough
+# for every execution of a batch (an exact PageRank batch runs over 50), at most a few MB of text.
+RETAINED_EXECUTIONS = 400
+
+
+def executions_after(spark: Any, last: int) -> tuple[list[int], int, bool]:
+    """The lengths of the physical plans of the Spark SQL executions after id ``last``, the last
+    id, and whether Spark still had all of them (none dropped for its retention limit)."""
     listed = spark._jsparkSession.sharedState().statusStore().executionsList()
-    lengths, top = [], last
+    lengths, ids = [], []
     for i in range(listed.size()):
         e = listed.apply(i)
         eid = int(e.executionId())
         if eid > last:
             lengths.append(len(e.physicalPlanDescription() or ""))
-            top = max(top, eid)
-    return lengths, top
+            ids.append(eid)
+    complete = not ids or min(ids) == last + 1 or last < 0
+    return lengths, max(ids, default=last), complete
 
 
 def state_estimates(query: Any) -> dict[str, tuple[int | None, int]]:
@@ -337,7 +349,7 @@ def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], No
         os.makedirs(d)
     record: dict[str, Any] = {"workload": soak.name, "status": "ok", "batches": []}
     query = oracle = None
-    _, last = executions_after(spark, -1)
+    _, last, _ = executions_after(spark, -1)
     try:
         order = run.order_spec(unrolled_sql(soak.sql))
         oracle = _Oracle(soak)
@@ -351,14 +363,15 @@ def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], No
             result = query.process_available()
             if result is None:
                 raise RuntimeError(f"batch {b} made no batch")
-            plans, last = executions_after(spark, last)
+            plans, last, complete = executions_after(spark, last)
             estimates = state_estimates(query)
             heap = live_heap_mb(spark)
             actual = [tuple(run.py_value(v) for v in r) for r in query.snapshot_pandas().itertuples(index=False, name=None)]
             difference = run.answer_difference(actual, oracle.answer(b), order)
             figures = BatchFigures(b, round(result.duration_s, 3), heap, sum(plans), max(plans, default=0), len(plans),
                                    sum(p for _, p in estimates.values()),
-                                   sum(r or 0 for r, _ in estimates.values()), difference is None, difference)
+                                   sum(r or 0 for r, _ in estimates.values()), complete, difference is None,
+                                   difference)
             record["batches"].append(asdict(figures))
             say(f"{soak.name}: batch {b} {result.duration_s:.2f}s heap {heap} MB plans {sum(plans):,} chars "
                 f"({len(plans)}) planned {figures.planned_bytes:,} B {'ok' if difference is None else 'DIFFERS: ' + difference}")
@@ -430,7 +443,7 @@ def run_soak(opts: SoakOptions, spark: Any = None, say: Callable[[str], None] | 
     if spark is None:
         from ..runtime.session import get_spark
 
-        spark = get_spark(opts.master)
+        spark = get_spark(opts.master, settings={"spark.sql.ui.retainedExecutions": str(RETAINED_EXECUTIONS)})
     data_root = os.path.join(opts.out, "soak-data")
     split = None
     results: dict[str, Any] = {"command": list(opts.command), "machine": machine_info(spark),

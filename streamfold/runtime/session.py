@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -11,8 +12,10 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 
 
-def get_spark(master: str | None = None, app_name: str = "streamfold", progress: bool = False) -> SparkSession:
-    """The active Spark session, or a new one on ``master`` (``local[*]`` by default)."""
+def get_spark(master: str | None = None, app_name: str = "streamfold", progress: bool = False,
+              settings: Mapping[str, str] | None = None) -> SparkSession:
+    """The active Spark session, or a new one on ``master`` (``local[*]`` by default) with
+    streamfold's settings, then ``settings``."""
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession
 
@@ -58,6 +61,8 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         # Replaced states are released explicitly; let the cleaner also drop what Python frees.
         .config("spark.cleaner.periodicGC.interval", "1min")
     )
+    for key, value in (settings or {}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     _quiet_python_loggers()
     spark.sparkContext.setLogLevel(os.environ.get("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR"))
