@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test check bench clean
+.PHONY: setup demo test test-fast check bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -13,10 +13,15 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q
 
-# Static checks (not part of `make test`): types.
+# The tests not marked slow: a developer's loop (a few minutes); `make test` runs everything, as CI does.
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow"
+
+# Static checks (not part of `make test`): types and lint, each tool pinned.
 check: setup
-	$(PY) -m pip install -q mypy==2.4.1
+	$(PY) -m pip install -q mypy==2.4.1 ruff==0.17.5
 	$(PY) -m mypy streamfold
+	$(PY) -m ruff check streamfold tests
 
 bench: setup
 	$(PY) -m streamfold bench groupby

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Set up streamfold in .venv: a Java 17 runtime (apt-get, only if `java` is missing or too old),
-# a Python virtual environment with the pinned packages, and streamfold itself (editable).
+# a Python virtual environment with the pinned packages, and streamfold itself (editable); then
+# the studio's page (Node.js and npm from apt-get if missing, `npm ci` from web/package-lock.json,
+# an esbuild bundle into streamfold/studio/static/) and Debian's Chromium for its browser tests
+# (skipped with STREAMFOLD_SKIP_BROWSER=1; the tests then say they were skipped and why).
 # Idempotent: a second run checks and does nothing more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +13,13 @@ VENV=.venv
 STAMP="$VENV/.setup-stamp"
 
 say() { printf '[setup] %s\n' "$*"; }
+
+APT_UPDATED=
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || { say "apt-get is not available: install $* by hand"; return 1; }
+  if [ -z "$APT_UPDATED" ]; then as_root apt-get update -qq; APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
@@ -25,23 +35,18 @@ java_major() {
 if [ "$(java_major)" -lt 17 ]; then
   command -v apt-get >/dev/null 2>&1 || { say "Java 17 is missing and apt-get is not available: install a Java 17 runtime"; exit 1; }
   say "installing a Java 17 runtime with apt-get"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  apt_install openjdk-17-jre-headless
 fi
 say "java: $(java -version 2>&1 | head -n 1)"
 
 # 2. The virtual environment with pinned packages.
 want="$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && "$VENV/bin/python" -c "import streamfold, pyspark" 2>/dev/null; then
-  say "environment is up to date ($VENV)"
-  exit 0
-fi
+python_env() {
 if [ ! -x "$VENV/bin/python" ]; then
   if ! "$PYTHON" -m venv "$VENV" 2>/dev/null; then
     command -v apt-get >/dev/null 2>&1 || { say "python venv support is missing"; exit 1; }
     say "installing python3-venv with apt-get"
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq python3-venv >/dev/null
+    apt_install python3-venv
     rm -rf "$VENV"
     "$PYTHON" -m venv "$VENV"
   fi
@@ -54,4 +59,45 @@ if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps 
   cat "$log"; say "installing streamfold failed"; exit 1
 fi
 echo "$want" > "$STAMP"
-say "done: $("$VENV/bin/python" -c 'import pyspark, sqlglot, pandas; print("pyspark", pyspark.__version__, "· sqlglot", sqlglot.__version__, "· pandas", pandas.__version__)')"
+say "python: $("$VENV/bin/python" -c 'import pyspark, sqlglot, pandas; print("pyspark", pyspark.__version__, "· sqlglot", sqlglot.__version__, "· pandas", pandas.__version__)')"
+}
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && "$VENV/bin/python" -c "import streamfold, pyspark" 2>/dev/null; then
+  say "python environment is up to date ($VENV)"
+else
+  python_env
+fi
+
+# 3. The studio's page: npm packages from the lock file, bundled by esbuild. Rebuilt only when the
+#    lock file, the package list or a source file changed (or the bundle is missing).
+WEB=web
+BUNDLE=streamfold/studio/static/app.js
+web_hash() { cat "$WEB/package.json" "$WEB/package-lock.json" $(find "$WEB/src" -type f | sort) | sha256sum | cut -d' ' -f1; }
+if [ -f "$BUNDLE" ] && [ "$(cat "$BUNDLE.stamp" 2>/dev/null)" = "$(web_hash)" ]; then
+  say "studio page is up to date ($BUNDLE)"
+else
+  if ! command -v npm >/dev/null 2>&1; then
+    say "installing Node.js and npm with apt-get (for the studio's page)"
+    apt_install nodejs npm
+  fi
+  lock="$(sha256sum "$WEB/package-lock.json" | cut -d' ' -f1)"
+  if [ "$(cat "$WEB/node_modules/.lock-stamp" 2>/dev/null)" != "$lock" ]; then
+    say "npm ci in $WEB (node $(node --version))"
+    (cd "$WEB" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$lock" > "$WEB/node_modules/.lock-stamp"
+  fi
+  (cd "$WEB" && npm run --silent build)
+  web_hash > "$BUNDLE.stamp"
+  say "studio page built ($BUNDLE, $(( $(wc -c < "$BUNDLE") / 1024 )) KB)"
+fi
+
+# 4. Chromium for the studio's browser tests (Debian's package; Playwright drives it, and never
+#    downloads a browser of its own).
+if [ -x /usr/bin/chromium ]; then
+  say "chromium: $(/usr/bin/chromium --version 2>/dev/null | head -n 1)"
+elif [ -n "${STREAMFOLD_SKIP_BROWSER:-}" ]; then
+  say "chromium is missing and STREAMFOLD_SKIP_BROWSER is set: the browser tests will be skipped"
+else
+  say "installing Debian's chromium with apt-get (for the studio's browser tests)"
+  apt_install chromium || say "chromium could not be installed: the browser tests will be skipped"
+fi
+say "done"

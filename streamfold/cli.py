@@ -105,6 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="data size relative to the seed's (1M-row groupBy history, 40K increments)")
     demo.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
 
+    studio = sub.add_parser("studio", help="a local web page to write, run and watch queries together",
+                            description="Serve the studio on 127.0.0.1 (a random token in the URL it prints). "
+                                        "Sources are the workspace's directories; queries and their outputs "
+                                        "are kept in WORKSPACE/.studio/.")
+    studio.add_argument("--workspace", default=".", metavar="DIR", help="the workspace directory (default .)")
+    studio.add_argument("--port", type=int, default=8765, metavar="N", help="port (default 8765; 0 picks a free one)")
+    studio.add_argument("--host", default="127.0.0.1", metavar="H",
+                        help="address to listen on (default 127.0.0.1: this machine only)")
+    studio.add_argument("--master", metavar="URL", help="Spark master for runs (default local[*])")
+
     from .bench.cli import add_parser as add_bench
 
     add_bench(sub)
@@ -126,6 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .demo import run_demo
 
             return run_demo(args.dir, batches=args.batches, scale=args.scale, master=args.master)
+        if args.command == "studio":
+            from .studio import serve
+
+            serve(args.workspace, port=args.port, host=args.host, master=args.master)
+            return EXIT_OK
         if args.command == "bench":
             from .bench.cli import main as bench
 

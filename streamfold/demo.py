@@ -12,66 +12,35 @@ import os
 import shutil
 import statistics
 import sys
-from dataclasses import dataclass
+from typing import Any
 
 from .bench.data import write_pairs
-from .bench.systems.recompute import recompute_answer
+from .bench.workloads import WORKLOADS, Workload
 from .runtime.checkpoint import batch_name
+from .verify import compare, read_rows, recompute
+
+# The seed's two workloads (bench's of the same queries and sizes), by the names the seed gives them.
+DEMO_WORKLOADS = {"groupby": "groupBy", "join-groupby": "join-groupBy"}
 
 
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    sql: str
-    sources: dict[str, tuple[str, str]]  # source -> (column names)
-    history: int  # rows per source in batch 0
-    increment: int  # rows per source per later batch
-
-
-WORKLOADS = (
-    Workload("groupBy", "SELECT x, avg(y) AS avg_y FROM S GROUP BY x", {"S": ("x", "y")}, 1_000_000, 40_000),
-    Workload("join-groupBy", "SELECT x.A, avg(y.D) AS avg_d FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A",
-             {"S1": ("A", "B"), "S2": ("C", "D")}, 100_000, 40_000),
-)
-
-
-def recompute(spark: object, workload: Workload, dirs: dict[str, str], target: str) -> float:
-    """Seconds to compute the query from scratch over all files so far and write its answer."""
-    return recompute_answer(spark, workload.sql, dirs, target)
-
-
-def _read(path: str) -> list[tuple]:
-    import pyarrow.parquet as pq
-
-    return sorted(tuple(r.values()) for r in pq.read_table(path).to_pylist())
-
-
-def _same(a: list[tuple], b: list[tuple]) -> bool:
-    import math
-
-    return len(a) == len(b) and all(
-        x[0] == y[0] and (x[1] == y[1] or (x[1] is not None and y[1] is not None and math.isclose(x[1], y[1], rel_tol=1e-9)))
-        for x, y in zip(a, b)
-    )
-
-
-def run_workload(spark: object, workload: Workload, root: str, batches: int, scale: float, seed: int) -> dict:
+def run_workload(spark: Any, workload: Workload, root: str, batches: int, scale: float, seed: int) -> dict:
     from .runtime.query import start
 
-    base = os.path.join(root, workload.name)
+    title = DEMO_WORKLOADS.get(workload.name, workload.name)
+    base = os.path.join(root, title)
     shutil.rmtree(base, ignore_errors=True)
-    dirs = {name: os.path.join(base, "in", name) for name in workload.sources}
+    dirs = {s.name: os.path.join(base, "in", s.name) for s in workload.sources}
     for d in dirs.values():
         os.makedirs(d)
     history = max(1, int(workload.history * scale))
     increment = max(1, int(workload.increment * scale))
-    print(f"\n{workload.name}: {workload.sql}")
+    print(f"\n{title}: {workload.sql}")
     print(f"  {len(dirs)} source(s); batch 0 = {history:,} rows each, then {batches - 1} increments of "
           f"{increment:,} rows each (random integer pairs in [0, 10000])")
     print(f"  {'batch':>5}  {'rows so far':>12}  {'streamfold':>10}  {'recompute':>9}  {'speed-up':>8}  "
           f"{'equal':>5}  answer (first rows by key)")
-    for k, (name, cols) in enumerate(workload.sources.items()):
-        write_pairs(os.path.join(dirs[name], "000.parquet"), cols, history, seed + k)
+    for k, source in enumerate(workload.sources):
+        write_pairs(os.path.join(dirs[source.name], "000.parquet"), source.columns, history, seed + k)
     query = start(workload.sql, dirs, os.path.join(base, "out"), tables={}, formats={}, schemas={},
                   checkpoint=None, trigger=1.0, spark=spark, master=None, background=False)
     times: list[tuple[float, float]] = []
@@ -79,25 +48,26 @@ def run_workload(spark: object, workload: Workload, root: str, batches: int, sca
     try:
         for b in range(batches):
             if b > 0:
-                for k, (name, cols) in enumerate(workload.sources.items()):
-                    write_pairs(os.path.join(dirs[name], f"{b:03d}.parquet"), cols, increment, seed + 100 * b + k)
+                for k, source in enumerate(workload.sources):
+                    write_pairs(os.path.join(dirs[source.name], f"{b:03d}.parquet"), source.columns, increment,
+                                seed + 100 * b + k)
                 total += increment
             result = query.process_available()
             assert result is not None
-            full = recompute(spark, workload, dirs, os.path.join(base, "recompute"))
-            mine = _read(query.engine.output.snapshot_path(b))
-            equal = _same(mine, _read(os.path.join(base, "recompute")))
+            full = recompute(spark, workload.sql, dirs, os.path.join(base, "recompute")).seconds
+            mine = sorted(read_rows(query.engine.output.snapshot_path(b)))
+            equal = compare(mine, read_rows(os.path.join(base, "recompute"))).matches
             head = ", ".join(f"({r[0]}, {r[1]:.2f})" for r in mine[:3])
             print(f"  {batch_name(b)[-5:]:>5}  {total:>12,}  {result.duration_s:>9.2f}s  {full:>8.2f}s  "
                   f"{full / result.duration_s:>7.1f}×  {'yes' if equal else 'NO':>5}  {head} …", flush=True)
             if not equal:
-                raise AssertionError(f"{workload.name}: batch {b} differs from the recomputed answer")
+                raise AssertionError(f"{title}: batch {b} differs from the recomputed answer")
             times.append((result.duration_s, full))
     finally:
         query.stop()
     later = times[1:] or times
     return {
-        "workload": workload.name,
+        "workload": title,
         "incremental_median_s": statistics.median(t for t, _ in later),
         "recompute_median_s": statistics.median(r for _, r in later),
         "output": os.path.join(base, "out"),
@@ -114,7 +84,7 @@ def run_demo(root: str = "demo-out", batches: int = 10, scale: float = 1.0, mast
     print("starting Spark…", flush=True)
     spark = get_spark(master)
     os.makedirs(root, exist_ok=True)
-    summary = [run_workload(spark, w, root, batches, scale, seed) for w in WORKLOADS]
+    summary = [run_workload(spark, WORKLOADS[name], root, batches, scale, seed) for name in DEMO_WORKLOADS]
     print("\nper increment (batches 1–9, median):")
     for s in summary:
         speed = s["recompute_median_s"] / s["incremental_median_s"]

@@ -6,16 +6,14 @@ when the query's ORDER BY is total), and snapshot(t) = snapshot(t−1) + changes
 
 from __future__ import annotations
 
-import datetime as dt
 import os
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .oracle import WEIGHT, bag_diff, close, duckdb_answer, weighted_bag
+from streamfold.verify import WEIGHT, changes_difference, compare, duckdb_answer, python_value
 
 ARROW = {"INT": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "STRING": pa.string(),
          "DATE": pa.date32(), "BOOLEAN": pa.bool_()}
@@ -111,28 +109,14 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
                 assert result is None, "a poll without new files must not make a batch"
                 continue
             assert result is not None and result.batch == run.batches
-            snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False, name=None)]
-            snapshot = [tuple(_py(v) for v in r) for r in snapshot]
+            snapshot = _rows(query.snapshot_pandas())
             expected = duckdb_answer(sql, prefix, duckdb_sql=oracle_sql)
-            problem = bag_diff(snapshot, expected)
-            assert problem is None, f"batch {run.batches}: snapshot differs from DuckDB: {problem}\nquery: {sql}"
+            result = compare(snapshot, expected, positional=ordered)
+            assert result.matches, f"batch {run.batches}: snapshot differs from DuckDB: {result.detail}\nquery: {sql}"
             if check is not None:
                 check(run.batches, snapshot, prefix)
-            if ordered:
-                assert len(snapshot) == len(expected)
-                for a, e in zip(snapshot, expected):
-                    assert all(close(x, y) for x, y in zip(a, e)), \
-                        f"batch {run.batches}: order differs\nactual:   {snapshot}\nexpected: {expected}"
-            changes = [tuple(_py(v) for v in r) for r in query.changes_pandas().itertuples(index=False, name=None)]
-            assert all(r[-1] != 0 for r in changes), "a changes row with weight 0"
-            diff = weighted_bag(snapshot)
-            diff.subtract(weighted_bag(previous))
-            got: Counter = Counter()
-            for r in changes:
-                got[tuple(weighted_bag([r[:-1]]))[0]] += r[-1]
-            want = {k: v for k, v in diff.items() if v}
-            have = {k: v for k, v in got.items() if v}
-            assert have == want, f"batch {run.batches}: changes are not snapshot(t) - snapshot(t-1)\n{have}\n{want}"
+            problem = changes_difference(previous, snapshot, _rows(query.changes_pandas()))
+            assert problem is None, f"batch {run.batches}: changes are not snapshot(t) - snapshot(t-1): {problem}"
             previous = snapshot
             run.snapshots.append(snapshot)
             run.batches += 1
@@ -141,21 +125,6 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
     return run
 
 
-def _py(v: object) -> object:
-    """pandas values back to plain Python (NaN from nullable ints becomes None)."""
-    import math
-
-    import numpy as np
-    import pandas as pd
-
-    if v is None or v is pd.NaT:
-        return None
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, pd.Timestamp):
-        return v.to_pydatetime()
-    if isinstance(v, dt.datetime) and v.tzinfo is not None:
-        return v.replace(tzinfo=None)
-    return v
+def _rows(frame) -> list[tuple]:
+    """A pandas answer as rows of plain Python values."""
+    return [tuple(python_value(v) for v in r) for r in frame.itertuples(index=False, name=None)]

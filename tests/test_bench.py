@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from streamfold.bench.check import compare
 from streamfold.bench.cli import options
 from streamfold.bench.custom import answer_keys
 from streamfold.bench.runner import run_bench
@@ -20,6 +19,7 @@ def _options(*argv: str):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_quick_groupby_all_systems(spark, tmp_path):
     opts = _options("groupby", "--quick", "--out", str(tmp_path), "--max-wait", "0")
     assert opts.systems == ["streamfold", "recompute", "spark-streaming"]
@@ -48,6 +48,7 @@ def test_quick_groupby_all_systems(spark, tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_quick_kmeans_static_table_and_unrolled_baselines(spark, tmp_path):
     """An iterative workload: streamfold runs the example (exact mode) with its static table;
     recompute and DuckDB run the same query unrolled; Spark streaming's refusal is recorded."""
@@ -67,11 +68,31 @@ def test_quick_kmeans_static_table_and_unrolled_baselines(spark, tmp_path):
     assert "```sql" in md and "rejected" in md
 
 
-def test_compare_is_a_bag_comparison_with_float_tolerance():
-    assert compare([(1, 0.1 + 0.2), (2, None)], [(2, None), (1, 0.3)]).matches
-    assert not compare([(1, 1.0)], [(1, 1.0), (1, 1.0)]).matches
-    check = compare([(1, 1.0)], [(1, 1.0 + 1e-6)])
-    assert not check.matches and "DuckDB has" in (check.detail or "")
+def test_modes_are_systems_of_their_own():
+    assert _options("pagerank", "--mode", "exact,diffusion").systems == [
+        "streamfold", "streamfold-diffusion", "recompute", "spark-streaming"]
+    assert _options("kmeans", "--mode", "differential", "--systems", "streamfold,recompute").systems == [
+        "streamfold-differential", "recompute"]
+    assert "MODE DIFFUSION KEY (x0, y0)" in _options("kmeans").workload.in_mode("diffusion")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_quick_pagerank_in_diffusion_mode_with_errors(spark, tmp_path):
+    """--mode diffusion runs as a system of its own, approximate: reported, not checked; --errors
+    measures its answer against NumPy's after every increment (exact on the first batch, which
+    runs the steps from the start)."""
+    opts = _options("pagerank", "--quick", "--out", str(tmp_path), "--max-wait", "0", "--mode", "diffusion",
+                    "--errors", "--systems", "streamfold", "--increments", "1")
+    assert opts.systems == ["streamfold-diffusion"]
+    doc = run_bench(opts, spark=spark)
+    diffusion = doc["systems"]["streamfold-diffusion"]
+    assert diffusion["status"] == "ok", diffusion.get("error")
+    assert not diffusion["exact"] and [r["increment"] for r in diffusion["increments"]] == [0, 1]
+    assert diffusion["increments"][0]["error"] < 1e-9 and diffusion["increments"][1]["error"] >= 0
+    assert diffusion["describe"]["iteration_mode"] == "diffusion"
+    md = (tmp_path / "pagerank" / "results.md").read_text()
+    assert "## Error against NumPy" in md and "approximate by design" in md
 
 
 def test_answer_keys_for_upserts():
@@ -90,6 +111,9 @@ def test_answer_keys_for_upserts():
     (["groupby", "--steps", "3"], "BAD_OPTION"),
     (["kmeans", "--steps", "0"], "BAD_SIZE"),
     (["groupby", "--warm-up", "-1"], "BAD_SIZE"),
+    (["groupby", "--mode", "exact"], "BAD_OPTION"),
+    (["pagerank", "--mode", "fast"], "BAD_OPTION"),
+    (["groupby", "--errors"], "BAD_OPTION"),
 ])
 def test_usage_mistakes_are_coded(argv, code):
     with pytest.raises(UsageError) as e:
@@ -146,6 +170,7 @@ def test_quiet_means_a_low_load_or_idle_cpus(monkeypatch):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_heap_in_use_is_read_after_a_full_collection(spark):
     """``System.gc()`` only starts a concurrent cycle in streamfold's JVM (ExplicitGCInvokesConcurrent),
     after which old regions still hold garbage; the memory figure asks the JVM for a full collection."""

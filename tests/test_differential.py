@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from .streams import Source, check_stream
 from .strategies import stream, table_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 R_COLS = (("a", "INT"), ("b", "INT"), ("c", "DOUBLE"), ("s", "STRING"), ("d", "DATE"))
 S_COLS = (("k", "INT"), ("v", "INT"), ("w", "DOUBLE"))

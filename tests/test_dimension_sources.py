@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamfold
+from streamfold.verify import compare, duckdb_answer
 from streamfold.ir.rel import DeltaScan, StateScan
 from streamfold.runtime.query import Query
 
-from .oracle import bag_diff, duckdb_answer
 
 pytestmark = pytest.mark.spark
 
@@ -58,7 +58,8 @@ def test_a_dimension_given_as_a_source_answers_as_a_table_does_and_is_not_merged
             assert as_source.process_available() is not None and as_table.process_available() is not None
             expected = duckdb_answer(QUERY, {"F": batches, **{n: [t] for n, t in dims.items()}})
             for q in (as_source, as_table):
-                assert bag_diff(list(q.snapshot_pandas().itertuples(index=False, name=None)), expected) is None
+                check = compare(list(q.snapshot_pandas().itertuples(index=False, name=None)), expected)
+                assert check.matches, f"batch {b}: {check.detail}"
             store = as_source.engine.store
             if b == 0:  # the states that read only the dimensions, as batch 0 left them
                 dimension_states = {n: store.current[n] for n in store.current

@@ -25,7 +25,8 @@ from streamfold.errors import StreamfoldError
 from streamfold.sql import Catalog, bind
 from streamfold.sql.iterate import extract, unrolled_sql
 
-from .oracle import net_rows
+from streamfold.verify import net_rows
+
 from .streams import Source, check_stream
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -114,6 +115,7 @@ EXACT_MODES = pytest.mark.parametrize("mode", ["exact", "differential"])
 
 
 # -- on Spark ------------------------------------------------------------------------------------
+@pytest.mark.slow
 @EXACT_MODES
 def test_pagerank_exact_equals_numpy(spark, tmp_path, mode):
     steps = 3
@@ -133,6 +135,7 @@ def test_pagerank_exact_equals_numpy(spark, tmp_path, mode):
                  check=against_numpy)
 
 
+@pytest.mark.slow
 @EXACT_MODES
 def test_kmeans_exact_equals_numpy(spark, tmp_path, mode):
     steps = 3
@@ -176,6 +179,7 @@ def reach(times: int, select: str = "SELECT node FROM reach") -> str:
     """
 
 
+@pytest.mark.slow
 def test_iteration_with_a_growing_set(spark, tmp_path):
     """A loop whose step filters and unions: reachability from node 0 in at most 3 hops, over
     edges that come and go (DuckDB checks every batch)."""
@@ -186,6 +190,7 @@ def test_iteration_with_a_growing_set(spark, tmp_path):
     check_stream(spark, str(tmp_path), sql, [source], batches)
 
 
+@pytest.mark.slow
 def test_exact_loop_runs_only_in_batches_that_change_what_it_reads(spark, tmp_path):
     """MODE EXACT steps from the start in a batch with rows for a stream the loop reads, and in
     no other; the snapshot is DuckDB's after every batch either way."""
@@ -203,6 +208,7 @@ def test_exact_loop_runs_only_in_batches_that_change_what_it_reads(spark, tmp_pa
     assert stepped == ["batch 000000", "batch 000002"], said
 
 
+@pytest.mark.slow
 def test_exact_loop_resumes_from_its_checkpoint(spark, tmp_path):
     """Stopped after two batches and started again, an exact PageRank goes on from the value it
     kept: the third batch's snapshot is still NumPy's PageRank of all edges."""
@@ -244,6 +250,7 @@ def test_examples_name_ten_steps():
 REACHABLE = (EXAMPLES / "reachability.sql")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("deletions", [False, True], ids=["insert-only", "deletions"])
 def test_transitive_closure_equals_duckdb_and_python(spark, tmp_path, deletions):
     rng = random.Random(21 if deletions else 8)
@@ -260,14 +267,15 @@ def test_transitive_closure_equals_duckdb_and_python(spark, tmp_path, deletions)
     check_stream(spark, str(tmp_path), REACHABLE.read_text(), [source], batches, check=against_python)
 
 
+@pytest.mark.slow
 def test_a_recursion_without_fixpoint_stops_with_a_coded_error(spark, tmp_path, monkeypatch):
     """A step that makes new values forever stops the batch with NO_FIXPOINT, and commits nothing."""
     import pyarrow.parquet as pq
 
     import streamfold
-    import streamfold.runtime.engine as engine
+    import streamfold.runtime.loops as loops
 
-    monkeypatch.setattr(engine, "FIXPOINT_MAX_ROUNDS", 3)
+    monkeypatch.setattr(loops, "FIXPOINT_MAX_ROUNDS", 3)
     sql = "WITH RECURSIVE r (n) AS (SELECT src FROM edges UNION SELECT n + 1 FROM r) SELECT n FROM r"
     source = Source("edges", (("src", "BIGINT"), ("dst", "BIGINT")))
     (tmp_path / "edges").mkdir()
@@ -308,6 +316,7 @@ def _run_batches(spark, tmp_path, sql: str, batches: list[list[tuple]]):
         query.stop()
 
 
+@pytest.mark.slow
 def test_pagerank_diffusion_is_warm_started_pagerank(spark, tmp_path):
     """Diffusion (seed 000 Algorithm 1) on PageRank: the first batch is the exact n-step answer
     (nothing to start from); each later batch runs n more steps from the previous answer, new
@@ -340,6 +349,7 @@ def test_pagerank_diffusion_is_warm_started_pagerank(spark, tmp_path):
         previous = got
 
 
+@pytest.mark.slow
 def test_diffusion_key_must_name_one_row(spark, tmp_path):
     sql = ("WITH ITERATIVE r (a, b) AS (SELECT src, dst FROM edges STEP SELECT a, b FROM r TIMES 1 "
            "MODE DIFFUSION KEY (a)) SELECT a, b FROM r")

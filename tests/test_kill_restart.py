@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from .oracle import bag_diff, duckdb_answer
+from streamfold.verify import compare, duckdb_answer
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -68,12 +68,12 @@ def test_sigkill_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_pat
         written += 1
     env = {**os.environ, "STREAMFOLD_DRIVER_MEMORY": "1g"}
     kills = 0
-    for attempt in range(5):
+    for _ in range(5):
         proc = subprocess.Popen(_command(src, out, 60), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True, env=env)
         stop = threading.Event()
 
-        def feed() -> None:
+        def feed(stop: threading.Event = stop) -> None:
             nonlocal written
             while not stop.is_set() and written < len(files) - 4:
                 time.sleep(rng.uniform(0.3, 1.5))
@@ -106,6 +106,6 @@ def test_sigkill_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_pat
         prefix = [by_name[n] for n in consumed]
         snapshot = pq.read_table(os.path.join(out, "snapshots", f"{b:06d}")).to_pylist()
         actual = [tuple(r.values()) for r in snapshot]
-        problem = bag_diff(actual, duckdb_answer(SQL, {"S": prefix}))
-        assert problem is None, f"batch {b} after restarts: {problem}"
+        result = compare(actual, duckdb_answer(SQL, {"S": prefix}))
+        assert result.matches, f"batch {b} after restarts: {result.detail}"
     assert sorted(consumed) == sorted(by_name), "every file is applied exactly once"

@@ -21,10 +21,8 @@ from streamfold.bench.iterative import (
     kmeans_stream,
     rmat_edges,
     rmat_stream,
-    write_edges,
-    write_points,
-    write_stream,
 )
+from streamfold.bench.data import write_edges, write_points, write_stream
 from streamfold.bench.reference import kmeans, pagerank, transitive_closure
 
 # -- R-MAT ---------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 import streamfold
 from streamfold.errors import BadInputError, CheckpointError, SourceError
 
-from .oracle import bag_diff, duckdb_answer
+from streamfold.verify import compare, duckdb_answer
 
 pytestmark = pytest.mark.spark
 
@@ -80,6 +80,7 @@ def test_output_names_and_types_are_sparks(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.slow
 def test_order_by_is_the_order_of_the_snapshot_file(spark, tmp_path):
     tmp = str(tmp_path)
     put(os.path.join(tmp, "S"), "a.parquet", [(i % 7, i) for i in range(50)])
@@ -94,6 +95,7 @@ def test_order_by_is_the_order_of_the_snapshot_file(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ordered", [False, True])
 def test_a_batch_outputs_in_several_tasks(spark, tmp_path, monkeypatch, ordered):
     """A small batch's outputs are computed by one task (every other test), a larger one's by a
@@ -119,11 +121,12 @@ def test_a_batch_outputs_in_several_tasks(spark, tmp_path, monkeypatch, ordered)
             seen.append(pa.Table.from_pylist([dict(zip(weighted.names, r)) for r in rows], schema=weighted))
             q.process_available()
             got, expected = rows_of(q), duckdb_answer(sql, {"S": seen})
-            assert got == expected if ordered else bag_diff(got, expected) is None, (got, expected)
+            assert compare(got, expected, positional=ordered).matches, (got, expected)
     finally:
         q.stop()
 
 
+@pytest.mark.slow
 def test_csv_and_json_sources_with_inferred_schemas(spark, tmp_path):
     tmp = str(tmp_path)
     csv_dir, json_dir = os.path.join(tmp, "C"), os.path.join(tmp, "J")
@@ -147,6 +150,7 @@ def test_csv_and_json_sources_with_inferred_schemas(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.slow
 def test_nested_json_source_with_arrays_and_structs(spark, tmp_path):
     """JSON with nested values: the schema is inferred (ARRAY, STRUCT), LATERAL VIEW explodes the
     array, field access reads the struct, and the answer keeps up as files arrive."""
@@ -172,6 +176,7 @@ def test_nested_json_source_with_arrays_and_structs(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.slow
 def test_a_bad_file_stops_the_run_and_nothing_is_committed(spark, tmp_path):
     tmp = str(tmp_path)
     src = os.path.join(tmp, "C")
@@ -197,6 +202,7 @@ def test_a_bad_file_stops_the_run_and_nothing_is_committed(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.slow
 def test_quarantine_sets_the_bad_file_aside_and_goes_on(spark, tmp_path):
     tmp = str(tmp_path)
     src = os.path.join(tmp, "S")
@@ -218,6 +224,7 @@ def test_quarantine_sets_the_bad_file_aside_and_goes_on(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.slow
 def test_file_schema_problems_are_named(spark, tmp_path):
     tmp = str(tmp_path)
     src = os.path.join(tmp, "S")
@@ -250,6 +257,7 @@ def test_a_checkpoint_of_another_query_is_refused(spark, tmp_path):
     assert info.value.code == "CHECKPOINT_MISMATCH"
 
 
+@pytest.mark.slow
 def test_resume_after_stop_with_compaction(spark, tmp_path):
     tmp = str(tmp_path)
     src = os.path.join(tmp, "S")
@@ -271,11 +279,12 @@ def test_resume_after_stop_with_compaction(spark, tmp_path):
         put(src, "3.parquet", [(1, 7)])
         seen.append(pa.Table.from_pylist([{"k": 1, "v": 7}], schema=SCHEMA))
         assert q.process_available().batch == 3
-        assert bag_diff(rows_of(q), duckdb_answer(sql, {"S": seen})) is None
+        assert compare(rows_of(q), duckdb_answer(sql, {"S": seen})).matches
     finally:
         q.stop()
 
 
+@pytest.mark.slow
 def test_keep_snapshots_prunes_old_ones(spark, tmp_path):
     tmp = str(tmp_path)
     src = os.path.join(tmp, "S")
@@ -291,6 +300,7 @@ def test_keep_snapshots_prunes_old_ones(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.slow
 def test_static_table_join_is_not_listed_in_inputs(spark, tmp_path):
     tmp = str(tmp_path)
     put(os.path.join(tmp, "S"), "0.parquet", [(1, 10), (2, 20), (1, 1)])
@@ -305,6 +315,7 @@ def test_static_table_join_is_not_listed_in_inputs(spark, tmp_path):
         q.stop()
 
 
+@pytest.mark.slow
 def test_background_api_waits_for_batches(spark, tmp_path):
     tmp = str(tmp_path)
     src = os.path.join(tmp, "S")
@@ -326,6 +337,7 @@ def test_missing_source_directory_is_a_clear_error(spark, tmp_path):
     assert info.value.code in ("SOURCE_NOT_FOUND", "SCHEMA_UNKNOWN")
 
 
+@pytest.mark.slow
 def test_nothing_cached_accumulates(spark, tmp_path):
     """States and deltas of past batches are released: cached blocks stay bounded."""
     tmp = str(tmp_path)

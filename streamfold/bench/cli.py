@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from ..errors import UsageError
-from .systems import NAMES
-from .workloads import WORKLOADS, get_workload, quick
+from .systems import MODE_SYSTEMS, NAMES
+from .workloads import MODES, WORKLOADS, get_workload, quick
 
 MEMORY_INCREMENTS = 200  # the memory target is judged between increment 20 and 200
 
@@ -32,6 +32,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--increments", type=int, metavar="N",
                    help=f"number of increments (default 9; with --memory {MEMORY_INCREMENTS})")
     p.add_argument("--steps", type=int, metavar="N", help="steps of the query's iteration (pagerank, kmeans: default 10)")
+    p.add_argument("--mode", metavar="MODES",
+                   help=f"pagerank, kmeans: the iteration's modes streamfold runs in, comma-separated from "
+                        f"{', '.join(MODES)} (default exact); each is a system of its own "
+                        f"({', '.join(MODE_SYSTEMS.values())})")
+    p.add_argument("--errors", action="store_true",
+                   help="pagerank, kmeans: after every increment, each system's answer against NumPy's over all the "
+                        "data so far (PageRank: L1 distance of the rank vectors; k-means: the largest distance from "
+                        "a centroid to the nearest exact one), a column per system in results.md")
     p.add_argument("--warm-up", type=int, metavar="N", dest="warm_up",
                    help="before measuring, each system runs the query over small data with N increments, untimed, "
                         "so none is charged for warming the shared JVM (default 10, with --quick 2; 0: measure "
@@ -91,10 +99,22 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
         raise UsageError("--increments must be at least 1", code="BAD_SIZE", params={"value": workload.increments})
     default = "streamfold" if args.memory else ",".join(NAMES)
     systems = [s.strip() for s in (args.systems or default).split(",") if s.strip()]
-    unknown = [s for s in systems if s not in NAMES]
+    known = NAMES + tuple(MODE_SYSTEMS.values())
+    unknown = [s for s in systems if s not in known]
     if unknown or not systems:
         raise UsageError(f"unknown system {unknown[0]!r}" if unknown else "--systems is empty", code="UNKNOWN_SYSTEM",
-                         hint=f"a comma-separated list of {', '.join(NAMES)}")
+                         hint=f"a comma-separated list of {', '.join(known)}")
+    if args.mode is not None:
+        modes = [m.strip().lower() for m in args.mode.split(",") if m.strip()]
+        for m in modes or [""]:
+            workload.in_mode(m)  # an unknown mode, or a workload without an iteration: a usage error
+        at = systems.index("streamfold") if "streamfold" in systems else 0
+        systems = [s for s in systems if s != "streamfold"]
+        systems[at:at] = [MODE_SYSTEMS[m] for m in dict.fromkeys(modes)]
+    if args.errors:
+        from .accuracy import check_measurable
+
+        check_measurable(workload)
     warm_up = args.warm_up if args.warm_up is not None else 2 if args.quick else 10
     if warm_up < 0:
         raise UsageError(f"--warm-up must be 0 or more, not {warm_up}", code="BAD_SIZE",
@@ -103,7 +123,7 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
     command = ["streamfold", *(argv if argv is not None else sys.argv[1:])]
     return BenchOptions(workload=workload, systems=systems, out=args.out, quick=args.quick, memory=args.memory,
                         streaming_mode=args.streaming_mode, master=args.master, load_limit=args.max_load,
-                        max_wait_s=args.max_wait, command=command, warm_up=warm_up,
+                        max_wait_s=args.max_wait, command=command, warm_up=warm_up, errors=args.errors,
                         label=f"{workload.name}-memory" if args.memory else None)
 
 
@@ -147,10 +167,15 @@ def summarize(results: dict[str, Any], directory: str) -> int:
     print(f"{results['workload']}: median latency per increment (1–{results['sizes']['increments']})")
     for name, rec in results["systems"].items():
         check = rec.get("check")
-        if rec["status"] == "ok" and check:
+        error = next((r["error"] for r in reversed(rec["increments"]) if r.get("error") is not None), None)
+        shown = f"   error {error:.1e}" if error is not None else ""
+        if rec["status"] == "ok" and check and not rec.get("exact", True):
+            print(f"  {name:<16} {rec['median_s']:.3f} s   history {rec['history_s']:.2f} s   "
+                  f"approximate by design{shown}")
+        elif rec["status"] == "ok" and check:
             ok &= bool(check["matches_duckdb"])
             print(f"  {name:<16} {rec['median_s']:.3f} s   history {rec['history_s']:.2f} s   "
-                  f"matches DuckDB: {'yes' if check['matches_duckdb'] else 'no'}")
+                  f"matches DuckDB: {'yes' if check['matches_duckdb'] else 'no'}{shown}")
         else:
             ok &= rec["status"] == "rejected"
             print(f"  {name:<16} {rec['status']}: {rec.get('error') or next(iter(rec.get('rejections', {}).values()), '').splitlines()[0]}")

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from .workloads import Workload
+
+import numpy as np
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,6 +40,38 @@ def write_table(path: str, table: pa.Table) -> None:
     tmp = os.path.join(directory, "." + name)
     pq.write_table(table, tmp)
     os.rename(tmp, path)
+
+
+def write_edges(path: str, edges: np.ndarray) -> None:
+    """An ``(m, 2)`` edge array as one Parquet file with columns ``src BIGINT, dst BIGINT``, atomically."""
+    import pyarrow as pa
+
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    write_table(path, pa.table({"src": pa.array(edges[:, 0], pa.int64()), "dst": pa.array(edges[:, 1], pa.int64())}))
+
+
+def write_points(path: str, points: np.ndarray) -> None:
+    """An ``(n, 2)`` point (or centroid) array as one Parquet file with columns ``x DOUBLE, y DOUBLE``, atomically."""
+    import pyarrow as pa
+
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    write_table(path, pa.table({"x": pa.array(points[:, 0], pa.float64()), "y": pa.array(points[:, 1], pa.float64())}))
+
+
+def write_stream(directory: str, batches: Sequence[np.ndarray],
+                 write: Callable[[str, np.ndarray], None] = write_edges) -> list[str]:
+    """Each batch as one file ``<batch:06d>-000.parquet`` in ``directory`` (created), in order; their paths.
+
+    The names sort in batch order and match :func:`generate`'s, so a source directory
+    filled all at once is read as batch 0, and one filled file by file as one batch per file.
+    """
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for i, batch in enumerate(batches):
+        path = os.path.join(directory, f"{i:06d}-000.parquet")
+        write(path, batch)
+        paths.append(path)
+    return paths
 
 
 @dataclass(frozen=True)
@@ -92,6 +127,7 @@ def _iterative(workload: Workload, root: str) -> DataSet:
 
     (source,) = workload.sources
     tables: dict[str, str] = {}
+    write: Callable[[str, np.ndarray], None]
     if workload.generator == "rmat":
         try:
             batches = iterative.rmat_stream(max(workload.history // 10, 2), workload.history, workload.increments,
@@ -100,16 +136,16 @@ def _iterative(workload: Workload, root: str) -> DataSet:
             raise UsageError(f"pagerank cannot make this graph: {e}", code="BAD_SIZE",
                              params={"history": workload.history, "increment": workload.increment},
                              hint="the graph has history/10 nodes and R-MAT needs room: use --history 300 or more") from None
-        write = iterative.write_edges
+        write = write_edges
     else:
         batches = iterative.kmeans_stream(workload.history, workload.increments, workload.increment, workload.seed)
-        write = iterative.write_points
+        write = write_points
         for table in workload.tables:  # the initial centroids
             tables[table.name] = os.path.join(root, table.name)
             os.makedirs(tables[table.name], exist_ok=True)
             write(os.path.join(tables[table.name], "000000-000.parquet"),
                   iterative.kmeans_initial_centroids(seed=workload.seed))
-    paths = iterative.write_stream(os.path.join(root, source.name), batches, write)
+    paths = write_stream(os.path.join(root, source.name), batches, write)
     return DataSet([{source.name: [p]} for p in paths], [{source.name: len(b)} for b in batches], tables)
 
 

@@ -7,19 +7,14 @@ graph generator parameters a=0.30, b=0.25, c=0.25, and d=0.20": an initial graph
 so the expected centroids are (3, 3), (3, 7), (7, 3) and (7, 7); 1M initial points, 10 steps.
 
 Everything here is NumPy with a fixed seed, and no Spark: the same arguments give the same arrays,
-so a test computes its expected answer (:mod:`.reference`) from exactly the rows it streams. The
-writers make each Parquet file appear atomically (:func:`.data.write_table`), since a source
-directory is polled while it is written to.
+so a test computes its expected answer (:mod:`.reference`) from exactly the rows it streams.
+:mod:`.data` writes them as Parquet files.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
-
 import numpy as np
 
-from .data import write_table
 from .workloads import SEED
 
 #: The seed's R-MAT (Kronecker) quadrant probabilities a, b, c, d.
@@ -174,38 +169,6 @@ def kmeans_initial_centroids(k: int = 4, seed: int = SEED) -> np.ndarray:
     rng = np.random.default_rng(seed)
     offsets = rng.uniform(0.2, 0.8, (k, 2)) * rng.choice([-1.0, 1.0], (k, 2))
     return SQUARE_CENTRES[np.arange(k) % len(SQUARE_CENTRES)] + offsets
-
-
-def write_edges(path: str, edges: np.ndarray) -> None:
-    """An ``(m, 2)`` edge array as one Parquet file with columns ``src BIGINT, dst BIGINT``, atomically."""
-    import pyarrow as pa
-
-    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    write_table(path, pa.table({"src": pa.array(edges[:, 0], pa.int64()), "dst": pa.array(edges[:, 1], pa.int64())}))
-
-
-def write_points(path: str, points: np.ndarray) -> None:
-    """An ``(n, 2)`` point (or centroid) array as one Parquet file with columns ``x DOUBLE, y DOUBLE``, atomically."""
-    import pyarrow as pa
-
-    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-    write_table(path, pa.table({"x": pa.array(points[:, 0], pa.float64()), "y": pa.array(points[:, 1], pa.float64())}))
-
-
-def write_stream(directory: str, batches: Sequence[np.ndarray],
-                 write: Callable[[str, np.ndarray], None] = write_edges) -> list[str]:
-    """Each batch as one file ``<batch:06d>-000.parquet`` in ``directory`` (created), in order; their paths.
-
-    The names sort in batch order and match :func:`.data.generate`'s, so a source directory
-    filled all at once is read as batch 0, and one filled file by file as one batch per file.
-    """
-    os.makedirs(directory, exist_ok=True)
-    paths = []
-    for i, batch in enumerate(batches):
-        path = os.path.join(directory, f"{i:06d}-000.parquet")
-        write(path, batch)
-        paths.append(path)
-    return paths
 
 
 def _points(n: int, rng: np.random.Generator) -> np.ndarray:

@@ -117,7 +117,8 @@ def seed_input(name: str, root: str, batches: int, quick: bool) -> SoakInput:
     import numpy as np
 
     from . import iterative
-    from .workloads import GROUPBY_SQL, JOIN_GROUPBY_SQL, _example
+    from .data import write_points
+    from .workloads import GROUPBY_SQL, JOIN_GROUPBY_SQL, example_sql
 
     rng = np.random.default_rng(SEED)
     scale = 10 if quick else 1
@@ -143,32 +144,19 @@ def seed_input(name: str, root: str, batches: int, quick: bool) -> SoakInput:
                          schemas={"S1": "A INT, B INT, _weight BIGINT", "S2": "C INT, D INT, _weight BIGINT"})
     if name == "pagerank":
         streams = {"edges": _churn(f"{d}/edges", edges(500 // scale), 3_000 // scale, 50, batches, rng)}
-        return SoakInput(name, _example("pagerank"), streams, schemas={"edges": "src BIGINT, dst BIGINT, _weight BIGINT"})
+        return SoakInput(name, example_sql("pagerank"), streams, schemas={"edges": "src BIGINT, dst BIGINT, _weight BIGINT"})
     if name == "kmeans":
         streams = {"points": _churn(f"{d}/points", points, 5_000 // scale, 200 // scale, batches, rng)}
         os.makedirs(f"{d}/centroids0", exist_ok=True)
-        iterative.write_points(f"{d}/centroids0/000000.parquet", iterative.kmeans_initial_centroids(seed=SEED))
-        return SoakInput(name, _example("kmeans"), streams, tables={"centroids0": f"{d}/centroids0"},
+        write_points(f"{d}/centroids0/000000.parquet", iterative.kmeans_initial_centroids(seed=SEED))
+        return SoakInput(name, example_sql("kmeans"), streams, tables={"centroids0": f"{d}/centroids0"},
                          schemas={"points": "x DOUBLE, y DOUBLE, _weight BIGINT"})
     if name == "reachability":
         streams = {"edges": _churn(f"{d}/edges", edges(150 // scale), 150 // scale, 5, batches, rng)}
-        return SoakInput(name, _example("reachability"), streams,
+        return SoakInput(name, example_sql("reachability"), streams,
                          schemas={"edges": "src BIGINT, dst BIGINT, _weight BIGINT"})
     raise UsageError(f"unknown soak workload {name!r}", code="UNKNOWN_WORKLOAD", params={"workload": name},
                      hint=f"use q01 … q22 or one of {', '.join(SEED_WORKLOADS)}")
-
-
-def _tpch() -> Any:
-    """``benchmarks/tpch`` of the repository (read like ``examples/``): its data and runner modules."""
-    root = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    if not os.path.isdir(os.path.join(root, "benchmarks", "tpch")):
-        raise UsageError("the TPC-H soak needs benchmarks/tpch of a clone of the repository", code="NO_EXAMPLE",
-                         params={"path": os.path.join(root, "benchmarks", "tpch")})
-    if root not in sys.path:
-        sys.path.append(root)
-    from benchmarks.tpch import data, run
-
-    return data, run
 
 
 def tpch_split(root: str, sf: float, batches: int) -> dict[str, Any]:
@@ -180,7 +168,8 @@ def tpch_split(root: str, sf: float, batches: int) -> dict[str, Any]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    data, _ = _tpch()
+    from .tpch import data
+
     ds = data.ensure(os.path.join(root, "data"), sf, 4)
     base = os.path.join(root, f"soak-sf{sf:g}-b{batches}")
     manifest = os.path.join(base, "manifest.json")
@@ -218,7 +207,8 @@ def _array(values: Any) -> Any:
 
 def tpch_input(name: str, split: dict[str, Any], dimensions: str) -> SoakInput:
     """TPC-H query ``name`` over the soak's batches; its other tables as sources or static tables."""
-    data, run = _tpch()
+    from .tpch import data, run
+
     sql = run.load_query(name)
     read = run.tables_read(sql)
     streamed = list(data.streams_for(read))
@@ -302,47 +292,13 @@ def _place(src: str, directory: str, batch: int) -> None:
     os.replace(hidden, os.path.join(directory, name))
 
 
-class _Oracle:
-    """DuckDB's answer over a prefix of the batches (weights netted), independent of Spark."""
-
-    def __init__(self, soak: SoakInput) -> None:
-        import duckdb
-        import sqlglot
-
-        from ..sql.iterate import unrolled_sql
-
-        self.soak = soak
-        self.text = sqlglot.transpile(unrolled_sql(soak.sql), read="spark", write="duckdb")[0]
-        self.con = duckdb.connect()
-        for name, path in soak.tables.items():
-            self.con.execute(f"CREATE VIEW \"{name}\" AS SELECT * FROM read_parquet('{path}/*.parquet')"
-                             if os.path.isdir(path) else f"CREATE VIEW \"{name}\" AS SELECT * FROM read_parquet('{path}')")
-
-    def answer(self, batch: int) -> list[tuple]:
-        for name, files in self.soak.streams.items():
-            listed = ", ".join(f"'{p}'" for p in files[: batch + 1] if p is not None)
-            source = f"read_parquet([{listed}])"
-            cols = [r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
-            keep = ", ".join(f'"{c}"' for c in cols if c != "_weight")
-            self.con.execute(f'DROP TABLE IF EXISTS "{name}"')
-            if "_weight" not in cols:
-                self.con.execute(f'CREATE TABLE "{name}" AS SELECT {keep} FROM {source}')
-                continue
-            self.con.execute(f'CREATE TABLE "{name}" AS SELECT {keep} FROM (SELECT {keep}, unnest(range(w)) FROM '
-                             f'(SELECT {keep}, CAST(sum(_weight) AS BIGINT) AS w FROM {source} GROUP BY ALL) WHERE w > 0)')
-        return [tuple(r) for r in self.con.execute(self.text).fetchall()]
-
-    def close(self) -> None:
-        self.con.close()
-
-
 def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Stream ``soak`` batch by batch, measure and check each batch; the workload's record."""
     import streamfold
 
     from ..sql.iterate import unrolled_sql
+    from ..verify import DuckOracle, compare, order_of, python_value
 
-    _, run = _tpch()  # the answer comparison: bags with a float tolerance, ORDER BY and LIMIT ties
     shutil.rmtree(work, ignore_errors=True)
     dirs = {s: os.path.join(work, "in", s) for s in soak.streams}
     for d in dirs.values():
@@ -351,12 +307,15 @@ def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], No
     query = oracle = None
     _, last, _ = executions_after(spark, -1)
     try:
-        order = run.order_spec(unrolled_sql(soak.sql))
-        oracle = _Oracle(soak)
+        order = order_of(unrolled_sql(soak.sql))
+        oracle = DuckOracle(soak.sql)
+        for name, path in soak.tables.items():
+            oracle.set_input(name, [path])
         for b in range(len(next(iter(soak.streams.values())))):
             for s, files in soak.streams.items():
-                if files[b] is not None:
-                    _place(files[b], dirs[s], b)
+                batch_file = files[b]
+                if batch_file is not None:
+                    _place(batch_file, dirs[s], b)
             if query is None:
                 query = streamfold.start(soak.sql, dirs, os.path.join(work, "out"), tables=soak.tables,
                                          schemas=soak.schemas, spark=spark, background=False)
@@ -366,8 +325,10 @@ def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], No
             plans, last, complete = executions_after(spark, last)
             estimates = state_estimates(query)
             heap = live_heap_mb(spark)
-            actual = [tuple(run.py_value(v) for v in r) for r in query.snapshot_pandas().itertuples(index=False, name=None)]
-            difference = run.answer_difference(actual, oracle.answer(b), order)
+            for s, files in soak.streams.items():
+                oracle.set_input(s, [p for p in files[: b + 1] if p is not None])
+            actual = [tuple(python_value(v) for v in r) for r in query.snapshot_pandas().itertuples(index=False, name=None)]
+            difference = compare(actual, oracle.answer(), order).detail
             figures = BatchFigures(b, round(result.duration_s, 3), heap, sum(plans), max(plans, default=0), len(plans),
                                    sum(p for _, p in estimates.values()),
                                    sum(r or 0 for r, _ in estimates.values()), complete, difference is None,

@@ -52,6 +52,7 @@ class Workload:
     seed: int = SEED
     description: str = ""
     files: dict[str, list[str]] = field(default_factory=dict)  # custom: the user's files per source
+    diffusion_key: str = ""  # an iteration's KEY for MODE DIFFUSION (the columns naming a row of each step)
 
     def sized(self, history: int | None = None, increment: int | None = None,
               increments: int | None = None) -> Workload:
@@ -68,14 +69,31 @@ class Workload:
         """An iterative workload with ``TIMES steps`` instead of its example's 10 (``None`` keeps it)."""
         if steps is None:
             return self
-        times = re.compile(r"\bTIMES\s+\d+", flags=re.IGNORECASE)
-        if not times.search(self.sql):
+        if self.steps is None:
             raise UsageError(f"--steps applies to an iteration; {self.name} has none", code="BAD_OPTION",
                              params={"option": "--steps"}, hint="use --steps with pagerank or kmeans")
         if steps < 1:
             raise UsageError(f"--steps must be at least 1, not {steps}", code="BAD_SIZE",
                              params={"option": "--steps", "value": steps}, hint="the number of steps of the iteration")
-        return replace(self, sql=times.sub(f"TIMES {steps}", self.sql, count=1))
+        return replace(self, sql=_TIMES.sub(f"TIMES {steps}", self.sql, count=1))
+
+    @property
+    def steps(self) -> int | None:
+        """The iteration's number of steps (``TIMES n``), or None without one."""
+        found = _TIMES.search(self.sql)
+        return int(found.group(1)) if found else None
+
+    def in_mode(self, mode: str) -> str:
+        """The query with its iteration in ``mode`` (exact, differential or diffusion)."""
+        if mode not in MODES:
+            raise UsageError(f"unknown iteration mode {mode!r}", code="BAD_OPTION", params={"option": "--mode"},
+                             hint=f"use one or more of {', '.join(MODES)}, comma-separated")
+        if self.steps is None:
+            raise UsageError(f"--mode applies to an iteration; {self.name} has none", code="BAD_OPTION",
+                             params={"option": "--mode"}, hint="use --mode with pagerank or kmeans")
+        written = {"exact": "", "differential": " MODE DIFFERENTIAL",
+                   "diffusion": f" MODE DIFFUSION KEY ({self.diffusion_key})"}[mode]
+        return _TIMES.sub(lambda m: m.group(0) + written, self.sql, count=1)
 
     @cached_property
     def batch_sql(self) -> str:
@@ -86,12 +104,14 @@ class Workload:
         return unrolled_sql(self.sql)
 
 
+_TIMES = re.compile(r"\bTIMES\s+(\d+)", flags=re.IGNORECASE)
+MODES = ("exact", "differential", "diffusion")  # an iteration's modes (WITH ITERATIVE … MODE …)
 GROUPBY_SQL = "SELECT x, avg(y) AS avg_y FROM S GROUP BY x"
 JOIN_GROUPBY_SQL = "SELECT x.A, avg(y.D) AS avg_d FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A"
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
-def _example(name: str) -> str:
+def example_sql(name: str) -> str:
     """The text of ``examples/<name>.sql`` (read when the workload runs: a clone has it)."""
     path = os.path.normpath(os.path.join(EXAMPLES, f"{name}.sql"))
     try:
@@ -115,12 +135,12 @@ WORKLOADS: dict[str, Workload] = {
         # The seed's sizes (000 §11): 5K nodes / 50K edges plus 100 nodes and edges per increment;
         # 1M points plus 10K per increment.
         Workload("pagerank", "", (Source("edges", ("src", "dst")),), 50_000, 100, 9, ("node",),
-                 generator="rmat", example="pagerank",
+                 generator="rmat", example="pagerank", diffusion_key="node",
                  description="seed 000 §11 PageRank (10 steps, exact): an R-MAT graph of history/10 nodes and "
                              "`history` edges; each increment adds min(100, increment) new nodes and `increment` "
                              "edges"),
         Workload("kmeans", "", (Source("points", ("x", "y")),), 1_000_000, 10_000, 9, None, generator="kmeans",
-                 tables=(Source("centroids0", ("x", "y")),), example="kmeans",
+                 tables=(Source("centroids0", ("x", "y")),), example="kmeans", diffusion_key="x0, y0",
                  description="seed 000 §11 k-means (10 Lloyd steps, exact): points in four squares, four "
                              "initial centroids near their centres (a static table)"),
     )
@@ -143,7 +163,7 @@ def get_workload(name: str) -> Workload:
     except KeyError:
         raise UsageError(f"unknown workload {name!r}", code="UNKNOWN_WORKLOAD", params={"workload": name},
                          hint=f"use one of {', '.join(WORKLOADS)}, or custom with --query FILE --source NAME=DIR") from None
-    return replace(workload, sql=_example(workload.example)) if workload.example else workload
+    return replace(workload, sql=example_sql(workload.example)) if workload.example else workload
 
 
 def quick(workload: Workload) -> Workload:

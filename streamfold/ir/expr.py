@@ -8,7 +8,7 @@ functions carry a ``template`` (``"substring({0}, {1}, {2})"``) so odd SQL synta
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,7 +226,7 @@ def conjuncts(e: Expr | None) -> tuple[Expr, ...]:
     return (e,)
 
 
-def and_all(preds: tuple[Expr, ...] | list[Expr]) -> Expr | None:
+def and_all(preds: Sequence[Expr]) -> Expr | None:
     """Join predicates with AND; None for none."""
     result: Expr | None = None
     for p in preds:
@@ -237,6 +237,3 @@ def and_all(preds: tuple[Expr, ...] | list[Expr]) -> Expr | None:
 def call(op: str, *args: Expr, type: DataType) -> Call:
     return Call(op, tuple(args), type)
 
-
-def contains_agg(e: Expr) -> bool:
-    return any(isinstance(n, Agg) for n in e.walk())

@@ -63,10 +63,12 @@ def literal_sql(value: object, type_sql: str, type_name: str) -> str:
 
 def sql(e: Expr, spark: bool = False) -> str:
     """Render a scalar expression. ``spark=True``: exact Spark SQL; otherwise for reading."""
-    return _Printer(spark).expr(e, top=True)
+    return ExprPrinter(spark).expr(e, top=True)
 
 
-class _Printer:
+class ExprPrinter:
+    """Expressions as SQL: for reading, or (``spark``) exact Spark SQL; ``sqltext`` prints relations with it."""
+
     def __init__(self, spark: bool) -> None:
         self.spark = spark
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from .expr import Agg, Column, Expr
 from .types import BIGINT, BOOLEAN, INT, DataType
@@ -31,9 +32,55 @@ class Field:
         return Column(self.name, self.type)
 
 
-# null_aware_anti: ``x NOT IN (subquery)`` — no row passes if the subquery has a NULL, and every
-# row passes if it is empty (SQL's three-valued NOT IN), condition ``x = y`` only.
-JOIN_KINDS = ("inner", "left", "right", "full", "semi", "anti", "null_aware_anti", "cross")
+class JoinKind(StrEnum):
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    FULL = "full"
+    SEMI = "semi"
+    ANTI = "anti"
+    # ``x NOT IN (subquery)``: no row passes if the subquery has a NULL, and every row passes if
+    # it is empty (SQL's three-valued NOT IN), condition ``x = y`` only.
+    NULL_AWARE_ANTI = "null_aware_anti"
+    CROSS = "cross"
+
+
+class StateVersion(StrEnum):
+    """Which version of a state a :class:`StateScan` reads."""
+
+    OLD = "old"  # before this batch's merge
+    NEW = "new"  # after it
+    DELTA = "delta"  # the change this batch merges into it
+    MERGED = "merged"  # the merge itself: new and old columns per key, and whether the batch touched it
+
+
+class IterationMode(StrEnum):
+    """How a batch updates an :class:`Iterate` (``MODE …`` in ``WITH ITERATIVE``)."""
+
+    EXACT = "exact"
+    DIFFERENTIAL = "differential"
+    DIFFUSION = "diffusion"
+
+
+class SetKind(StrEnum):
+    INTERSECT = "intersect"
+    EXCEPT = "except"
+    INTERSECT_ALL = "intersect_all"
+    EXCEPT_ALL = "except_all"
+
+
+def written_name(name: str) -> str:
+    """A CTE's or loop's name as the query wrote it: the binder makes names unique with a
+    ``#n`` suffix (``ranks#1`` → ``ranks``)."""
+    return name.split("#")[0]
+
+
+def _coerce(node: Rel, attr: str, kind: type[StrEnum], what: str) -> None:
+    """Store field ``attr`` of a frozen node as its enum (strings are accepted), or refuse it."""
+    try:
+        object.__setattr__(node, attr, kind(getattr(node, attr)))
+    except ValueError:
+        raise ValueError(f"unknown {what} {getattr(node, attr)!r}") from None
 
 
 class Rel:
@@ -138,13 +185,12 @@ class StateScan(Rel):
     had a delta row for it). ``fields`` are the state's columns (for ``merged``, all of those)."""
 
     state: str
-    version: str
+    version: StateVersion
     fields: tuple[Field, ...]
     _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.version not in ("old", "new", "delta", "merged"):
-            raise ValueError(f"StateScan version must be old, new, delta or merged, not {self.version!r}")
+        _coerce(self, "version", StateVersion, "StateScan version")
         self._set_schema(self.fields)
 
 
@@ -196,23 +242,22 @@ class Join(Rel):
 
     left: Rel
     right: Rel
-    kind: str
+    kind: JoinKind
     condition: Expr | None
     _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in JOIN_KINDS:
-            raise ValueError(f"unknown join kind {self.kind!r}")
+        _coerce(self, "kind", JoinKind, "join kind")
         if self.condition is not None:
             _check_reads(self, (self.condition,), self.left.names + self.right.names)
         left = self.left.schema
         right = self.right.schema
-        if self.kind in ("semi", "anti", "null_aware_anti"):
+        if self.kind in (JoinKind.SEMI, JoinKind.ANTI, JoinKind.NULL_AWARE_ANTI):
             self._set_schema(left)
             return
-        if self.kind in ("right", "full"):
+        if self.kind in (JoinKind.RIGHT, JoinKind.FULL):
             left = tuple(Field(f.name, f.type, True) for f in left)
-        if self.kind in ("left", "full"):
+        if self.kind in (JoinKind.LEFT, JoinKind.FULL):
             right = tuple(Field(f.name, f.type, True) for f in right)
         self._set_schema(left + right)
 
@@ -425,9 +470,6 @@ class LoopRef(Rel):
         self._set_schema(self.fields)
 
 
-ITERATION_MODES = ("exact", "differential", "diffusion")
-
-
 @dataclass(frozen=True, slots=True)
 class Iterate(Rel):
     """``X ← init; repeat times: X ← step(X)`` (``WITH ITERATIVE``): ``step`` reads the previous
@@ -443,16 +485,15 @@ class Iterate(Rel):
     init: Rel
     step: Rel
     times: int
-    mode: str = "exact"
+    mode: IterationMode = IterationMode.EXACT
     key: tuple[str, ...] = ()
     _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.mode not in ITERATION_MODES:
-            raise ValueError(f"unknown iteration mode {self.mode!r}")
+        _coerce(self, "mode", IterationMode, "iteration mode")
         if self.times < 1:
             raise ValueError("an iteration needs at least one step")
-        if (self.mode == "diffusion") != bool(self.key):
+        if (self.mode == IterationMode.DIFFUSION) != bool(self.key):
             raise ValueError("an iteration has a key exactly when it is in diffusion mode")
         if not set(self.key) <= {f.name for f in self.init.schema}:
             raise ValueError(f"Iterate {self.name}: key {self.key} is not among its fields")
@@ -465,10 +506,6 @@ class Iterate(Rel):
 
     def with_inputs(self, inputs: tuple[Rel, ...]) -> Rel:
         return Iterate(self.name, inputs[0], inputs[1], self.times, self.mode, self.key)
-
-    def loop_ref(self) -> LoopRef:
-        return LoopRef(self.name, self.schema)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,9 +532,6 @@ class Recursive(Rel):
         return Recursive(self.name, inputs[0], inputs[1])
 
 
-SET_KINDS = ("intersect", "except", "intersect_all", "except_all")
-
-
 @dataclass(frozen=True, slots=True)
 class SetOp(Rel):
     """INTERSECT / EXCEPT of two inputs of the same width; the left input names the columns.
@@ -507,14 +541,13 @@ class SetOp(Rel):
     ``max(l − r, 0)``. Rows compare with NULL equal to NULL, as in every set operation.
     """
 
-    kind: str
+    kind: SetKind
     left: Rel
     right: Rel
     _schema: tuple[Field, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in SET_KINDS:
-            raise ValueError(f"unknown set operation {self.kind!r}")
+        _coerce(self, "kind", SetKind, "set operation")
         if len(self.left.schema) != len(self.right.schema):
             raise ValueError("set operation inputs differ in width")
         self._set_schema(tuple(Field(f.name, f.type, f.nullable or g.nullable)

@@ -1,10 +1,9 @@
 """Relational programs as one SQL statement: readable for ``explain``, exact for Spark.
 
-``rel_sql(rel)`` prints for people: ``SELECT x.A, sum(_weight) AS _w FROM ΔS1 x GROUP BY x.A``.
+``rel_sql(rel)`` prints for people: ``SELECT x.A, sum(_weight) AS _weight FROM ΔS1 x GROUP BY x.A``.
 ``rel_sql(rel, leaf=…)`` prints what the runtime hands to ``spark.sql``: names quoted, every
 FROM item aliased, NULL ordering explicit, leaves replaced by the temp views ``leaf`` names, and
-a ``SHUFFLE_HASH`` hint on the side of a join computed from the batch's changes, so the small
-delta is hashed and the large state is streamed without being shuffled or sorted.
+on each join the hint ``join_hint`` chooses (a physical decision: the runtime's lowering makes it).
 """
 
 from __future__ import annotations
@@ -13,27 +12,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .expr import Column, Expr
-from .printer import _Printer, display_name, quote
+from .printer import ExprPrinter, display_name, quote
 from .rel import (
     Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Iterate, Join, Limit, LoopRef, Once, Recursive, Project, Rel, Scan, SetOp, Sort, SortKey,
-    StateScan, Union,
+    StateScan, Union, written_name,
 )
 
 Leaf = Callable[[Rel], str]
+# A join's physical hint: (hint name, the side it names: "left" or "right"), or None.
+JoinHint = Callable[[Join], "tuple[str, str] | None"]
 
 _JOIN = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL JOIN",
          "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN", "cross": "CROSS JOIN"}
 
 
-def rel_sql(rel: Rel, leaf: Leaf | None = None) -> str:
-    """One SELECT statement computing ``rel``; with ``leaf`` it is exact Spark SQL."""
-    return _Writer(leaf).block(rel).text()
-
-
-def is_delta_side(rel: Rel) -> bool:
-    """Whether ``rel`` is computed from this batch's changes (small next to a state)."""
-    return any(isinstance(n, (DeltaScan, Once)) or (isinstance(n, StateScan) and n.version == "delta")
-               for n in rel.walk())
+def rel_sql(rel: Rel, leaf: Leaf | None = None, join_hint: JoinHint | None = None) -> str:
+    """One SELECT statement computing ``rel``; with ``leaf`` it is exact Spark SQL (and each join
+    with a condition carries the hint ``join_hint`` gives it)."""
+    return _Writer(leaf, join_hint).block(rel).text()
 
 
 @dataclass
@@ -79,10 +75,11 @@ class _Block:
 
 
 class _Writer:
-    def __init__(self, leaf: Leaf | None) -> None:
+    def __init__(self, leaf: Leaf | None, join_hint: JoinHint | None = None) -> None:
         self.leaf = leaf
+        self.join_hint = join_hint if leaf is not None else None
         self.spark = leaf is not None
-        self.p = _Printer(spark=self.spark)
+        self.p = ExprPrinter(spark=self.spark)
         self._aliases = 0
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -158,14 +155,10 @@ class _Writer:
             right, right_alias = self.from_item(rel.right)
             on = f" ON {self.e(rel.condition)}" if rel.condition is not None else ""
             b = _Block(f"{left}\n{_JOIN[rel.kind]} {right}{on}", join=True)
-            if self.spark and rel.condition is not None:
-                if rel.kind == "inner" and is_delta_side(rel.left) and not is_delta_side(rel.right):
-                    b.hints.append(f"SHUFFLE_HASH({left_alias})")
-                elif rel.kind in ("semi", "anti") and is_delta_side(rel.right) and not is_delta_side(rel.left):
-                    # keys a batch touched: few, so broadcast them and filter the state in place
-                    b.hints.append(f"BROADCAST({right_alias})")
-                elif rel.kind in ("inner", "left") and is_delta_side(rel.right) and not is_delta_side(rel.left):
-                    b.hints.append(f"SHUFFLE_HASH({right_alias})")
+            hint = self.join_hint(rel) if self.join_hint is not None and rel.condition is not None else None
+            if hint is not None:
+                name, side = hint
+                b.hints.append(f"{name}({left_alias if side == 'left' else right_alias})")
             return b
         if isinstance(rel, Sort):
             b = self.block(rel.input)
@@ -220,7 +213,7 @@ class _Writer:
             return _Block(f"{src}\nLATERAL VIEW{outer} {fn}({self.e(rel.expr)}) {view} AS {', '.join(names)}",
                           select=cols)
         if isinstance(rel, (Iterate, Recursive)) and not self.spark:  # explain only: the runtime unrolls them
-            name = rel.name.split("#")[0]
+            name = written_name(rel.name)
             if isinstance(rel, Iterate):
                 parts = [self.block(rel.init).text(), "STEP", self.block(rel.step).text(),
                          f"TIMES {rel.times} MODE {rel.mode.upper()}"]
@@ -248,12 +241,12 @@ class _Writer:
     def leaf_block(self, rel: Rel) -> _Block:
         if not self.spark:
             if isinstance(rel, LoopRef):  # inside an iteration's step: the previous step's value
-                return _Block(f"{rel.name.split('#')[0]} AS {display_name(rel.name)}")
+                return _Block(f"{written_name(rel.name)} AS {display_name(rel.name)}")
             if isinstance(rel, Scan):
                 return _Block(rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}")
             if isinstance(rel, DeltaScan):
                 if "#" in rel.table:  # a diffusion loop's change this round
-                    return _Block(f"ΔX AS {rel.table.split('#')[0]}")
+                    return _Block(f"ΔX AS {written_name(rel.table)}")
                 return _Block(f"Δ{rel.table} {rel.alias}")
             if isinstance(rel, Once):
                 when = "after the first batch" if rel.later else "first batch only"

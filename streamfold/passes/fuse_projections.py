@@ -14,7 +14,7 @@ input, so filters and projections end up in the order scan → filter → projec
 
 from __future__ import annotations
 
-from ..ir.expr import Column, Expr
+from ..ir.expr import Column
 from ..ir.rel import Filter, Project, Rel
 
 
@@ -34,7 +34,7 @@ def _rewrite(node: Rel) -> Rel | None:
         return None
     if isinstance(node, Filter) and isinstance(node.input, Project):
         proj = node.input
-        mapping: dict[str, Expr] = dict(proj.exprs)
+        mapping = dict(proj.exprs)
         moved = Filter(proj.input, node.condition.substitute(mapping))
         return Project(_rewrite(moved) or moved, proj.exprs)
     if isinstance(node, Filter) and isinstance(node.input, Filter):

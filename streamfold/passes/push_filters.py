@@ -17,7 +17,7 @@ exactly as the batch query has it.
 from __future__ import annotations
 
 from ..ir.expr import Expr, and_all, conjuncts
-from ..ir.rel import Distinct, Explode, Filter, Join, Project, Rel, Union
+from ..ir.rel import Distinct, Explode, Filter, Join, JoinKind, Project, Rel, Union
 
 
 def run(rel: Rel) -> Rel:
@@ -55,8 +55,8 @@ def _push(rel: Rel, preds: list[Expr]) -> Rel | None:
     if isinstance(rel, Union):
         items = []
         for item in rel.items:
-            mapping = {f.name: g.ref() for f, g in zip(rel.schema, item.schema)}
-            items.append(_wrap(item, [p.rename({k: v.name for k, v in mapping.items()}) for p in preds]))
+            names = {f.name: g.name for f, g in zip(rel.schema, item.schema)}
+            items.append(_wrap(item, [p.rename(names) for p in preds]))
         return Union(tuple(items))
     if isinstance(rel, Join):
         return _push_into_join(rel, preds)
@@ -101,7 +101,7 @@ def _push_into_join(rel: Join, preds: list[Expr]) -> Rel:
     if into_condition:
         condition = and_all(list(conjuncts(condition)) + into_condition)
         if kind == "cross":
-            kind = "inner"
+            kind = JoinKind.INNER
     joined: Rel = Join(_wrap(rel.left, left), _wrap(rel.right, right), kind, condition)
     if kind == "inner" and condition is not None:
         joined = _push_join_condition(joined) or joined  # type: ignore[arg-type]
@@ -125,5 +125,5 @@ def _push_join_condition(rel: Join) -> Rel | None:
     condition = and_all(keep)
     kind = rel.kind
     if condition is None and kind == "inner":
-        kind = "cross"
+        kind = JoinKind.CROSS
     return Join(_wrap(rel.left, left), _wrap(rel.right, right), kind, condition)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from ..errors import UnsupportedError
 from ..ir.expr import Call, Case, Column, Expr, Literal, OuterColumn, SubqueryExpr, and_all, conjuncts, outer_columns
-from ..ir.rel import Aggregate, Distinct, Filter, Join, Project, Rel, Sort
+from ..ir.rel import Aggregate, Distinct, Filter, Join, JoinKind, Project, Rel, Sort
 from ..ir.types import BOOLEAN, INT
 
 _COMPARE = {"=", "<>", "<", "<=", ">", ">="}
@@ -109,9 +109,9 @@ def _semi(rel: Rel, sq: SubqueryExpr, negated: bool, names: Iterator[int]) -> Re
     if negated and sq.kind == "in":
         if corr:
             raise _unsupported("a correlated NOT IN", "write it as NOT EXISTS (… WHERE … AND x = y)")
-        kind = "null_aware_anti"
+        kind = JoinKind.NULL_AWARE_ANTI
     else:
-        kind = "anti" if negated else "semi"
+        kind = JoinKind.ANTI if negated else JoinKind.SEMI
     return Join(rel, sub, kind, and_all(conds))
 
 
@@ -176,7 +176,7 @@ def _scalar(sq: SubqueryExpr, rel: Rel, names: Iterator[int], null_rejecting: bo
     n = next(names)
     if not outer_columns(sub):
         single = Project(sub, ((f"_sq{n}.value", sub.schema[0].ref()),))
-        return single.schema[0].ref(), Join(rel, single, "cross", None)
+        return single.schema[0].ref(), Join(rel, single, JoinKind.CROSS, None)
     inner, preds = _pull(agg.input)
     keys: list[tuple[str, Expr]] = []
     conds: list[Expr] = []
@@ -199,8 +199,8 @@ def _scalar(sq: SubqueryExpr, rel: Rel, names: Iterator[int], null_rejecting: bo
     derived = Project(grouped, tuple(exprs))
     column = Column(out_name, value.type)
     if not count_bug and null_rejecting:
-        return column, Join(rel, derived, "inner", and_all(conds))
-    joined = Join(rel, derived, "left", and_all(conds))
+        return column, Join(rel, derived, JoinKind.INNER, and_all(conds))
+    joined = Join(rel, derived, JoinKind.LEFT, and_all(conds))
     if not count_bug:
         return column, joined
     present = Call("IS NULL", (Column(f"_sq{n}.present", BOOLEAN),), BOOLEAN)

@@ -6,7 +6,7 @@ moves to the answer function. The same holds for every aggregate here:
 ==========================  ==============================================  ====================
 aggregate                   partials in state (monoid)                      final, in a
 ==========================  ==============================================  ====================
-count(*)                    the row count ``_w`` (+)                        ``_w``
+count(*)                    the row count ``_weight`` (+)                   ``_weight``
 count(x)                    count(x) = Σ w·[x not null] (+)                 count(x)
 sum(x)                      count(x), sum(x) = Σ w·x (+)                    NULL if count is 0
 avg(x)                      count(x), sum(x) (+)                            sum / count

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..ir.expr import Call, Expr, conjuncts
-from ..ir.rel import Field, Filter, Join, Project, Rel, Scan
+from ..ir.rel import Field, Filter, Join, Project, Rel
 
 
 @dataclass
@@ -99,11 +99,6 @@ def _walk(rel: Rel, inputs: list[Input], preds: list[Expr], make_input: InputMak
     inp = make_input(rel, len(inputs))
     inputs.append(inp)
     return {f.name: f.ref() for f in inp.fields}
-
-
-def is_body(rel: Rel) -> bool:
-    """Whether ``rel`` is a tree of inner joins, filters and projections (a join body)."""
-    return isinstance(rel, (Project, Filter, Scan)) or (isinstance(rel, Join) and rel.kind in ("inner", "cross"))
 
 
 def _classify(body: Body, p: Expr) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.rel import DeltaScan, Field, Rel, StateScan, Union
-from .model import Diffusion, Fixpoint, Repeat, State, Step
+from ..ir.rel import DeltaScan, Field, Rel, StateScan
+from .model import Diffusion, ExactIteration, Fixpoint, Merge, State, Step, Temp
 from .simplify import simplify
 
 
@@ -30,32 +30,20 @@ class PlanBuilder:
         """A state with the program computing its delta each batch (a step of h)."""
         self._names.add(state.name)
         self.states.append(state)
-        self.delta.append(Step(state.name, simplify(program)))
+        self.delta.append(Merge(state.name, simplify(program)))
 
     def add_static(self, state: State, program: Rel) -> None:
         """A state computed once, before batch 0, from static tables."""
         self._names.add(state.name)
         self.states.append(state)
-        self.init.append(Step(state.name, simplify(program)))
+        self.init.append(Merge(state.name, simplify(program)))
 
-    def add_fixpoint(self, state: State, fixpoint: Fixpoint) -> None:
-        """A state whose delta a loop computes (a recursive CTE)."""
+    def add_loop(self, state: State, loop: Fixpoint | ExactIteration | Diffusion) -> None:
+        """A state whose delta a loop in the runtime computes (a recursive CTE, an iteration)."""
+        assert loop.state == state.name
         self._names.add(state.name)
         self.states.append(state)
-        program = Union((fixpoint.base, fixpoint.step) + fixpoint.seeds)  # every state it reads, for ordering
-        self.delta.append(Step(state.name, program, fixpoint=fixpoint))
-
-    def add_repeat(self, state: State, repeat: Repeat) -> None:
-        """A state whose delta a loop of steps computes (an iteration in MODE EXACT)."""
-        self._names.add(state.name)
-        self.states.append(state)
-        self.delta.append(Step(state.name, Union((repeat.start, repeat.step)), repeat=repeat))
-
-    def add_diffusion(self, state: State, diffusion: Diffusion) -> None:
-        """A state whose delta a diffusion loop computes (an iteration in MODE DIFFUSION)."""
-        self._names.add(state.name)
-        self.states.append(state)
-        self.delta.append(Step(state.name, diffusion.start, diffusion=diffusion))
+        self.delta.append(loop)
 
     def take_steps(self, since: int, loop: str) -> tuple[Step, ...]:
         """Remove from ``delta[since:]`` the steps that read the stream ``loop`` (directly or
@@ -77,7 +65,7 @@ class PlanBuilder:
     def add_temp(self, base: str, program: Rel) -> str:
         """An intermediate result of a batch several later steps read; returns its name."""
         name = self.name(base)
-        self.delta.append(Step(name, simplify(program), temp=True))
+        self.delta.append(Temp(name, simplify(program)))
         return name
 
     def state(self, name: str) -> State:

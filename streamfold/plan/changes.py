@@ -13,13 +13,10 @@ batch changed in its output, as a source hands over new rows. Three forms:
 from __future__ import annotations
 
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all
-from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN, INT
-from .model import WEIGHT_COLUMN
-
-OLD = "__old::"
-TOUCHED = "__touched"
-ONE, MINUS_ONE = Literal(1, BIGINT), Literal(-1, BIGINT)
+from .model import OLD, TOUCHED
+from .terms import MINUS_ONE, ONE, coalesce0, nonzero, or_false, positive, touched, weight
 
 
 def merged_fields(fields: tuple[Field, ...], keys: tuple[str, ...]) -> tuple[Field, ...]:
@@ -46,22 +43,21 @@ def per_key_delta(per_key: Rel, keys: tuple[str, ...], output: tuple[str, ...]) 
     """The change of a per-key answer, from its state's merge (no join, no shuffle)."""
     scan, conds, outputs = flatten_per_key(per_key)
     old = {f.name: OLD + f.name for f in scan.fields if f.name not in keys}
-    merged = StateScan(scan.state, "merged", merged_fields(scan.fields, keys))
+    merged = StateScan(scan.state, StateVersion.MERGED, merged_fields(scan.fields, keys))
     shown = [(n, e) for n, e in outputs if n in output]
 
     def present(over_old: bool) -> Expr:
-        exists: Expr = (Call("IS NOT NULL", (Column(OLD + WEIGHT_COLUMN, BIGINT),), BOOLEAN) if over_old else
-                        Call("<>", (Column(WEIGHT_COLUMN, BIGINT), Literal(0, BIGINT)), BOOLEAN))
-        parts = [exists] + [_true(c.rename(old) if over_old else c) for c in conds]
+        exists: Expr = (Call("IS NOT NULL", (Column(OLD + WEIGHT, BIGINT),), BOOLEAN) if over_old else
+                        nonzero(weight()))
+        parts = [exists] + [or_false(c.rename(old) if over_old else c) for c in conds]
         cond = and_all(parts)
         assert cond is not None
         return cond
 
     same = and_all([Call("<=>", (e, e.rename(old)), BOOLEAN) for _, e in shown]) or Literal(True, BOOLEAN)
-    touched = Call("=", (Column(TOUCHED, INT), Literal(1, INT)), BOOLEAN)
 
     def side(over_old: bool) -> Rel:
-        keep = and_all([touched, present(over_old),
+        keep = and_all([touched(), present(over_old),
                         Call("NOT", (Call("AND", (present(not over_old), same), BOOLEAN),), BOOLEAN)])
         assert keep is not None
         exprs = [(n, e.rename(old) if over_old else e) for n, e in shown]
@@ -76,21 +72,21 @@ def keyed_delta(rows: Rel, main: str, keys: tuple[tuple[str, Field], ...]) -> Re
     ``keys`` are the group keys (name, field); the keys of ``main``'s delta are the touched ones.
     """
     main_fields = next(n.fields for n in rows.walk() if isinstance(n, StateScan) and n.state == main)
-    delta = StateScan(main, "delta", main_fields)
+    delta = StateScan(main, StateVersion.DELTA, main_fields)
     renamed = tuple((f"{n}#t", Column(n, f.type)) for n, f in keys)
     touched = Aggregate(Project(delta, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
     cond = and_all([Call("<=>", (Column(n, f.type), Column(f"{n}#t", f.type)), BOOLEAN) for n, f in keys])
 
-    def version(v: str) -> Rel:
+    def version(v: StateVersion) -> Rel:
         def swap(node: Rel) -> Rel | None:
-            if isinstance(node, StateScan) and node.version == "new":
+            if isinstance(node, StateScan) and node.version == StateVersion.NEW:
                 scan = StateScan(node.state, v, node.fields)
-                return Join(scan, touched, "semi", cond)
+                return Join(scan, touched, JoinKind.SEMI, cond)
             return None
 
         return rows.transform(swap)
 
-    return _signed(version("new"), version("old"))
+    return _signed(version(StateVersion.NEW), version(StateVersion.OLD))
 
 
 def global_delta(rows: Rel, state: str, fields: tuple[Field, ...]) -> Rel:
@@ -104,29 +100,28 @@ def global_delta(rows: Rel, state: str, fields: tuple[Field, ...]) -> Rel:
 
     def old(node: Rel) -> Rel | None:
         if isinstance(node, StateScan) and node.version == "new":
-            return StateScan(node.state, "old", node.fields)
+            return StateScan(node.state, StateVersion.OLD, node.fields)
         return None
 
     before = rows.transform(old)
     count = Agg("count", (), False, BIGINT)
-    existed = Filter(Aggregate(StateScan(state, "old", fields), (), (("__had", count),)),
-                     Call(">", (Column("__had", BIGINT), Literal(0, BIGINT)), BOOLEAN))
-    gated = Project(Join(before, existed, "cross", None), tuple((f.name, f.ref()) for f in before.schema))
+    existed = Filter(Aggregate(StateScan(state, StateVersion.OLD, fields), (), (("__had", count),)),
+                     positive(Column("__had", BIGINT)))
+    gated = Project(Join(before, existed, JoinKind.CROSS, None), tuple((f.name, f.ref()) for f in before.schema))
     return _signed(rows, gated)
 
 
 def distinct_delta(state: str, fields: tuple[Field, ...]) -> Rel:
     """Rows whose count crossed zero this batch: +1 into the answer, −1 out of it."""
-    names = tuple(f.name for f in fields if f.name != WEIGHT_COLUMN)
-    merged = StateScan(state, "merged", merged_fields(fields, names))
-    now = Call(">", (Column(WEIGHT_COLUMN, BIGINT), Literal(0, BIGINT)), BOOLEAN)
-    before = Call(">", (Call("coalesce", (Column(OLD + WEIGHT_COLUMN, BIGINT), Literal(0, BIGINT)), BIGINT,
-                             "coalesce({0}, {1})"), Literal(0, BIGINT)), BOOLEAN)
-    flipped = and_all([Call("=", (Column(TOUCHED, INT), Literal(1, INT)), BOOLEAN),
+    names = tuple(f.name for f in fields if f.name != WEIGHT)
+    merged = StateScan(state, StateVersion.MERGED, merged_fields(fields, names))
+    now = positive(weight())
+    before = positive(coalesce0(weight(OLD + WEIGHT)))
+    flipped = and_all([touched(),
                        Call("<>", (now, before), BOOLEAN)])
     assert flipped is not None
     sign = Case(((now, ONE),), MINUS_ONE, BIGINT)
-    cols = tuple((n, Column(n, f.type)) for n, f in ((f.name, f) for f in fields) if n != WEIGHT_COLUMN)
+    cols = tuple((n, Column(n, f.type)) for n, f in ((f.name, f) for f in fields) if n != WEIGHT)
     return Project(Filter(merged, flipped), cols + ((WEIGHT, sign),))
 
 
@@ -134,7 +129,3 @@ def _signed(after: Rel, before: Rel) -> Rel:
     cols = tuple((f.name, f.ref()) for f in after.schema)
     return Union((Project(after, cols + ((WEIGHT, ONE),)), Project(before, cols + ((WEIGHT, MINUS_ONE),))))
 
-
-def _true(e: Expr) -> Expr:
-    """``e`` with NULL read as false (a filter's reading)."""
-    return Call("coalesce", (e, Literal(False, BOOLEAN)), BOOLEAN, "coalesce({0}, {1})")

@@ -8,12 +8,13 @@ the monoid that merges it), h (the per-batch program, one SQL statement per stat
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
-from ..ir.rel import Iterate, Recursive, SortKey
-from .model import FIXPOINT_MAX_ROUNDS, WEIGHT_COLUMN, Diffusion, Fixpoint, IncrementalPlan, Repeat, State
+from ..ir.rel import WEIGHT, DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan, written_name
+from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, Step, Temp
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -46,25 +47,22 @@ def explain_text(plan: IncrementalPlan) -> str:
         out.append("")
     out.append("h — per batch, over the new rows ΔS of each stream (with their _weight: +1 insert, −1 delete)")
     for step in plan.delta:
-        label = f"Δ{step.state}"
-        if step.fixpoint is not None:
-            out += _fixpoint_text(step.state, step.fixpoint)
-            continue
-        if step.diffusion is not None:
-            out += _diffusion_text(step.state, step.diffusion)
-            continue
-        if step.repeat is not None:
-            out += _repeat_text(step.state, step.repeat)
-            continue
-        out.append(f"  {label} =" + ("   (intermediate, computed once per batch)" if step.temp else ""))
-        out += _indent(rel_sql(step.program), 4)
+        if isinstance(step, Fixpoint):
+            out += _fixpoint_text(step)
+        elif isinstance(step, Diffusion):
+            out += _diffusion_text(step)
+        elif isinstance(step, ExactIteration):
+            out += _exact_text(step)
+        else:
+            out.append(f"  Δ{step.state} =" + ("   (intermediate, computed once per batch)" if isinstance(step, Temp) else ""))
+            out += _indent(rel_sql(step.program), 4)
     out.append("")
     out.append("⊗ — merge: state ← state ⊗ Δstate, a full outer join on the key combining columns by monoid")
     for st in plan.states:
         if st.static:
             continue
         out.append(f"  {st.name}: " + "; ".join(_merge_column(st, c.name, c.monoid.value) for c in st.columns)
-                   + ("" if st.keep_empty else f"; a key leaves when {WEIGHT_COLUMN} = 0"))
+                   + ("" if st.keep_empty else f"; a key leaves when {WEIGHT} = 0"))
     out.append("")
     a = plan.answer
     out.append("a — the answer, over the states after the merge (X' is state X after this batch)")
@@ -105,28 +103,13 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
              "static": st.static}
             for st in plan.states
         ],
-        "init": [{"state": s.state, "sql": rel_sql(s.program)} for s in plan.init],
-        "delta": [{"state": s.state, "temp": s.temp, "sql": rel_sql(s.program),
-                   "fixpoint": None if s.fixpoint is None else {
-                       "loop": s.fixpoint.loop.split("#")[0], "incremental": s.fixpoint.incremental,
-                       "base": rel_sql(s.fixpoint.base), "step": rel_sql(s.fixpoint.step),
-                       "seeds": [rel_sql(x) for x in s.fixpoint.seeds]},
-                   "diffusion": None if s.diffusion is None else {
-                       "loop": s.diffusion.loop.split("#")[0], "times": s.diffusion.times,
-                       "key": [display_name(k) for k in s.diffusion.key_names],
-                       "start": rel_sql(s.diffusion.start), "output": rel_sql(s.diffusion.output),
-                       "steps": [{"state": b.state, "temp": b.temp, "sql": rel_sql(b.program)}
-                                 for b in s.diffusion.steps]},
-                   "repeat": None if s.repeat is None else {
-                       "loop": s.repeat.loop.split("#")[0], "times": s.repeat.times,
-                       "start": rel_sql(s.repeat.start), "step": rel_sql(s.repeat.step),
-                       "streams": list(s.repeat.streams)}}
-                  for s in plan.delta],
+        "init": [{"state": s.state, "sql": rel_sql(s.program), "reads": step_reads(s)} for s in plan.init],
+        "delta": [_step_dict(s) for s in plan.delta],
         "merge": [
             {"state": st.name, "key": list(st.key_names),
              "columns": [{"name": c.name, "monoid": c.monoid.value, "sql": _merge_column(st, c.name, c.monoid.value)}
                          for c in st.columns],
-             "drop_when": None if st.keep_empty else f"{WEIGHT_COLUMN} = 0"}
+             "drop_when": None if st.keep_empty else f"{WEIGHT} = 0"}
             for st in plan.states if not st.static
         ],
         "answer": {
@@ -135,14 +118,64 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             "limit": a.limit, "offset": a.offset,
             "output": [{"column": i, "name": o} for i, o in zip(a.output, a.output_names)],
             "changes": a.changes, "change_states": list(a.change_states), "touched_key": list(a.touched_key),
+            "reads": _reads((a.rows,)),
         },
         "notes": list(plan.notes),
         "logical": rel_sql(plan.logical),
     }
 
 
+def _step_dict(s: Step) -> dict[str, Any]:
+    """A step of h as JSON: its kind (``merge``, ``temp``, ``fixpoint``, ``exact``, ``diffusion``),
+    the program it reads and, for a loop, the loop's parts."""
+    out: dict[str, Any] = {"state": s.state, "kind": _KINDS[type(s)], "temp": isinstance(s, Temp),
+                           "sql": rel_sql(s.program), "reads": step_reads(s)}
+    if isinstance(s, Fixpoint):
+        out["fixpoint"] = {"loop": written_name(s.loop), "incremental": s.incremental, "base": rel_sql(s.base),
+                           "step": rel_sql(s.step), "seeds": [rel_sql(x) for x in s.seeds]}
+    elif isinstance(s, Diffusion):
+        out["diffusion"] = {"loop": written_name(s.loop), "times": s.times,
+                            "key": [display_name(k) for k in s.key_names],
+                            "start": rel_sql(s.start), "output": rel_sql(s.output),
+                            "steps": [_step_dict(b) for b in s.steps]}
+    elif isinstance(s, ExactIteration):
+        out["exact"] = {"loop": written_name(s.loop), "times": s.times, "start": rel_sql(s.start),
+                        "step": rel_sql(s.step), "streams": list(s.streams)}
+    return out
+
+
+_KINDS: dict[type, str] = {Merge: "merge", Temp: "temp", Fixpoint: "fixpoint", ExactIteration: "exact",
+                           Diffusion: "diffusion"}
+
+
+def step_reads(step: Step) -> dict[str, list[Any]]:
+    """What a step reads: the sources (their new rows, or a static table whole) and the states
+    with the version of each (``old``, ``new``, ``delta``, ``merged``), in order of first use —
+    the edges of the plan drawn as a graph."""
+    programs = list(step.reads())
+    if isinstance(step, Fixpoint):
+        programs += [step.base, step.step, *step.seeds]
+    if isinstance(step, ExactIteration):
+        programs += [step.start, step.step]
+    return _reads(programs)
+
+
+def _reads(programs: Iterable[Rel]) -> dict[str, list[Any]]:
+    sources: list[str] = []
+    states: list[dict[str, str]] = []
+    for program in programs:
+        for node in program.walk():
+            if isinstance(node, (Scan, DeltaScan)) and node.table not in sources:
+                sources.append(node.table)
+            elif isinstance(node, StateScan):
+                read = {"state": node.state, "version": node.version}
+                if read not in states:
+                    states.append(read)
+    return {"sources": sources, "states": states}
+
+
 def _loop_text(it: Iterate | Recursive) -> list[str]:
-    name = it.name.split("#")[0]
+    name = written_name(it.name)
     if isinstance(it, Recursive):
         cols = ", ".join(display_name(f.name.split(".", 1)[-1]) for f in it.schema)
         lines = [f"  {name} ({cols}): WITH RECURSIVE — the least set with {name} = base ∪ step({name}), "
@@ -168,15 +201,15 @@ def _loop_text(it: Iterate | Recursive) -> list[str]:
     return lines
 
 
-def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
-    name = fx.loop.split("#")[0]
+def _fixpoint_text(fx: Fixpoint) -> list[str]:
+    state, name = fx.state, written_name(fx.loop)
     lines = [f"  Δ{state} = a loop to the fixpoint of {name} (at most {FIXPOINT_MAX_ROUNDS} rounds per batch):"]
     if fx.incremental:
         lines.append(f"    new₀ = the rows the batch's new input rows derive, not already in {state}:")
         lines += _indent("\nUNION\n".join(rel_sql(s) for s in fx.seeds), 6)
         lines.append(f"    (where {name} is {state} before the batch)")
     else:
-        lines.append(f"    inputs may delete rows: the fixpoint is found again; new₀ = the base:")
+        lines.append("    inputs may delete rows: the fixpoint is found again; new₀ = the base:")
         lines += _indent(rel_sql(fx.base), 6)
     lines.append(f"    newᵢ₊₁ = the step over newᵢ (as {name}), minus every row found so far; stop when empty:")
     lines += _indent(rel_sql(fx.step), 6)
@@ -184,23 +217,23 @@ def _fixpoint_text(state: str, fx: Fixpoint) -> list[str]:
     return lines
 
 
-def _repeat_text(state: str, rp: Repeat) -> list[str]:
-    name = rp.loop.split("#")[0]
+def _exact_text(rp: ExactIteration) -> list[str]:
+    state, name = rp.state, written_name(rp.loop)
     streams = ", ".join(rp.streams)
     lines = [f"  Δ{state} = a loop of {rp.times} steps over {name} (exact; skipped when no row of {streams} "
-             "came in the batch):", f"    X₀ = the start, over the states after the merge:"]
+             "came in the batch):", "    X₀ = the start, over the states after the merge:"]
     lines += _indent(rel_sql(rp.start), 6)
     how = (f"up to {rp.nested} steps nested in one statement" if rp.nested > 1
            else "one statement per step (it reads the loop more than once)")
     lines.append(f"    Xᵢ = the step over Xᵢ₋₁ (as {name}), i = 1 … {rp.times}, {how}, over the last one's checkpoint:")
     lines += _indent(rel_sql(rp.step), 6)
-    lines.append(f"    Δ = each row of X{_subscript(rp.times)} +1, each row of {state} before the batch −{WEIGHT_COLUMN}, "
+    lines.append(f"    Δ = each row of X{_subscript(rp.times)} +1, each row of {state} before the batch −{WEIGHT}, "
                  "summed per row (rows whose sum is 0 left out)")
     return lines
 
 
-def _diffusion_text(state: str, dx: Diffusion) -> list[str]:
-    name = dx.loop.split("#")[0]
+def _diffusion_text(dx: Diffusion) -> list[str]:
+    state, name = dx.state, written_name(dx.loop)
     key = ", ".join(display_name(k) for k in dx.key_names)
     lines = [f"  Δ{state} = a diffusion loop over {name} (approximate; seed 000 Algorithm 1), {dx.times} rounds:",
              f"    ΔX₀ = the start's new rows, for keys ({key}) {state} does not have:"]
@@ -208,9 +241,9 @@ def _diffusion_text(state: str, dx: Diffusion) -> list[str]:
     lines.append(f"    round i = 1 … {dx.times}, against the states as the batch found them (nothing merged), with "
                  f"ΔX = ΔXᵢ₋₁ as the change of {name}:")
     for b in dx.steps:
-        lines.append(f"      Δ{b.state} =" + ("   (intermediate)" if b.temp else "   (merged only in the last pass)"))
+        lines.append(f"      Δ{b.state} =" + ("   (intermediate)" if isinstance(b, Temp) else "   (merged only in the last pass)"))
         lines += _indent(rel_sql(b.program), 8)
-    lines.append(f"      ΔY = the step's change:")
+    lines.append("      ΔY = the step's change:")
     lines += _indent(rel_sql(dx.output), 8)
     lines.append(f"      ΔXᵢ = ΔY's new rows, replacing the rows of {state} with the same key (a key with only "
                  "old rows leaves)")

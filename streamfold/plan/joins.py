@@ -15,14 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all
-from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN
 from .aggregates import Partial, scale
 from .body import Body, Input
 from .builder import PlanBuilder
-from .model import WEIGHT_COLUMN, Monoid, State, StateColumn
+from .model import Monoid, State, StateColumn, StateRole
 
-W = WEIGHT_COLUMN
 
 
 @dataclass
@@ -98,24 +97,25 @@ class JoinTerms:
         return go(e)
 
     # -- inputs as join operands -------------------------------------------------------------
-    def operand(self, inp: Input, version: str) -> Rel:
-        """An input as a join operand: its lineage columns, its weight ``alias._w``, its partials.
+    def operand(self, inp: Input, version: StateVersion | None) -> Rel:
+        """An input as a join operand: its lineage columns, its weight ``alias._weight``, its partials.
 
-        ``version`` is ``delta``/``old``/``new`` of the input's state, or ``batch`` for the
-        batch's rows of the only stream (which then needs no state).
+        ``version`` is the version of the input's state to read, or None for the batch's rows of
+        the only stream (which then needs no state).
         """
         lin = self.lineage[inp.index]
-        weight_name = f"{inp.alias}.{W}"
-        if version == "batch":
-            rows: Rel = Filter(inp.rows, and_all(inp.filters)) if inp.filters else inp.rows  # type: ignore[arg-type]
+        weight_name = f"{inp.alias}.{WEIGHT}"
+        if version is None:
+            cond = and_all(inp.filters)
+            rows: Rel = Filter(inp.rows, cond) if cond is not None else inp.rows
             weight = Column(WEIGHT, BIGINT)
             exprs = list(lin.exprs) + [(weight_name, weight)]
             exprs += [(p.name, p.contribution(weight)) for p in lin.partials]
             return Project(rows, tuple(exprs))
         name = self.input_state(inp)
         state = self.plan.fields(name)
-        rename = [(f.name, f.ref()) for f in state if f.name != W] + [(weight_name, Column(W, BIGINT))]
-        return Project(StateScan(name, "old" if inp.static else version, state), tuple(rename))
+        rename = [(f.name, f.ref()) for f in state if f.name != WEIGHT] + [(weight_name, Column(WEIGHT, BIGINT))]
+        return Project(StateScan(name, StateVersion.OLD if inp.static else version, state), tuple(rename))
 
     def input_state(self, inp: Input) -> str:
         """Declare (once) the state of an input, pre-aggregated on its lineage."""
@@ -124,20 +124,20 @@ class JoinTerms:
             return name
         lin = self.lineage[inp.index]
         key = tuple(Field(n, e.type) for n, e in lin.exprs)
-        columns = (StateColumn(W, BIGINT, Monoid.SUM, "number of rows"),) + tuple(
+        columns = (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of rows"),) + tuple(
             StateColumn(p.name, p.type, p.monoid, p.meaning) for p in lin.partials
         )
         edges = [e for e in self.body.edges if inp.index in (e.left, e.right)]
-        not_null = [Call("IS NOT NULL", (e.left_expr if e.left == inp.index else e.right_expr,), BOOLEAN)
+        not_null: list[Expr] = [Call("IS NOT NULL", (e.left_expr if e.left == inp.index else e.right_expr,), BOOLEAN)
                     for e in edges if not e.null_safe]
         cond = and_all(_unique(list(inp.filters) + not_null))
         rows = Filter(inp.rows, cond) if cond is not None else inp.rows
         weight: Expr = Literal(1, BIGINT) if inp.static else Column(WEIGHT, BIGINT)
-        aggs: list[tuple[str, Agg]] = [(W, Agg("sum", (weight,), False, BIGINT))]
+        aggs: list[tuple[str, Agg]] = [(WEIGHT, Agg("sum", (weight,), False, BIGINT))]
         aggs += [(p.name, Agg(p.monoid.merge_sql, (p.contribution(weight),), False, p.type)) for p in lin.partials]
         program = Aggregate(rows, tuple(lin.exprs), tuple(aggs))
         lineage_text = ", ".join(n for n, _ in lin.exprs) or "()"
-        state = State(name, "static" if inp.static else "join input", key, columns,
+        state = State(name, StateRole.STATIC if inp.static else StateRole.JOIN_INPUT, key, columns,
                       note=f"{inp.label} pre-aggregated on its lineage ({lineage_text})",
                       static=inp.static, partition=self._partition(inp, edges))
         if inp.static:
@@ -163,12 +163,12 @@ class JoinTerms:
     def terms(self, partials: list[Partial], out_cols: list[tuple[str, Expr]],
               value_cols: list[tuple[str, Expr]]) -> Rel:
         """The union over stream inputs i of ``Δi ⋈ (inputs before i, new) ⋈ (inputs after i, old)``,
-        each joined row projected to the consumer's columns and its weight ``_w``."""
+        each joined row projected to the consumer's columns and its weight ``_weight``."""
         streams = self.body.streams
         need_state = len(streams) > 1
         terms: list[Rel] = []
         for inp in streams:
-            first = self.operand(inp, "delta" if need_state else "batch")
+            first = self.operand(inp, StateVersion.DELTA if need_state else None)
             joined = self._join_others(inp, first)
             terms.append(self._project(joined, partials, out_cols, value_cols))
         return terms[0] if len(terms) == 1 else Union(tuple(terms))
@@ -182,14 +182,14 @@ class JoinTerms:
                 nxt = min(e.right if e.left in done else e.left for e in connected)
             else:
                 nxt = min(i.index for i in body.inputs if i.index not in done)
-            other = self.operand(body.inputs[nxt], "new" if nxt < start.index else "old")
-            conds = []
+            other = self.operand(body.inputs[nxt], StateVersion.NEW if nxt < start.index else StateVersion.OLD)
+            conds: list[Expr] = []
             for e in body.edges:
                 if {e.left, e.right} <= done | {nxt} and nxt in (e.left, e.right):
                     a, b = self.over(e.left_expr), self.over(e.right_expr)
                     conds.append(Call("<=>" if e.null_safe else "=", (a, b), BOOLEAN))
             cond = and_all(conds)
-            rel = Join(rel, other, "inner" if cond is not None else "cross", cond)
+            rel = Join(rel, other, JoinKind.INNER if cond is not None else JoinKind.CROSS, cond)
             done.add(nxt)
         if body.residual:
             cond = and_all([self.over(r) for r in body.residual])
@@ -199,11 +199,11 @@ class JoinTerms:
 
     def _project(self, joined: Rel, partials: list[Partial], out_cols: list[tuple[str, Expr]],
                  value_cols: list[tuple[str, Expr]]) -> Rel:
-        weights = [Column(f"{i.alias}.{W}", BIGINT) for i in self.body.inputs]
+        weights = [Column(f"{i.alias}.{WEIGHT}", BIGINT) for i in self.body.inputs]
         total: Expr = weights[0]
         for w in weights[1:]:
             total = Call("*", (total, w), BIGINT)
-        exprs: list[tuple[str, Expr]] = list(out_cols) + [(W, total)]
+        exprs: list[tuple[str, Expr]] = list(out_cols) + [(WEIGHT, total)]
         for p in partials:
             owner = next((i for i, lin in self.lineage.items() if p in lin.partials), None)
             if owner is None:

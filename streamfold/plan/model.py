@@ -4,8 +4,9 @@ Seed 000 splits a query q into a homomorphism h and an answer function a, keeps
 ``state ← state ⊗ h(ΔS)`` and answers ``a(state)``. Here that is:
 
 * ``states`` — each a bag keyed by its lineage ``key``; every value column names the monoid
-  that merges it (``+``, ``min``, ``max``). ``_w`` counts the rows behind a key; a key whose
-  ``_w`` reaches zero leaves the state.
+  that merges it (``+``, ``min``, ``max``). ``_weight`` counts the rows behind a key (its
+  multiplicity, as a delta's ``_weight`` is a change of it); a key whose ``_weight`` reaches
+  zero leaves the state.
 * ``delta`` — h, as ordered steps. Step k computes Δstate_k from the batch (``DeltaScan``) and
   from states: the old version of any state, and the delta and new version of any state
   stepped before it. The runtime merges Δstate_k into state_k (⊗) before the next step.
@@ -18,13 +19,17 @@ Seed 000 splits a query q into a homomorphism h and an answer function a, keeps
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
-from ..ir.rel import Field, LoopRef, Rel, SortKey
+from ..ir.rel import WEIGHT, Field, LoopRef, Once, Rel, SortKey, Union
 from ..ir.types import DataType
 from ..sql.catalog import SourceSchema
 
-WEIGHT_COLUMN = "_w"
+# The result of a state's merge (``StateScan(state, "merged")``) has, besides the state's
+# columns, the old value of each non-key column (``OLD + column``; NULL for a key new in the
+# batch) and ``TOUCHED``: 1 for the keys the batch had a delta row for.
+OLD = "__old::"
+TOUCHED = "__touched"
 
 
 class Monoid(str, Enum):
@@ -39,6 +44,25 @@ class Monoid(str, Enum):
         return {"+": "sum", "min": "min", "max": "max"}[self.value]
 
 
+class StateRole(StrEnum):
+    """What a state holds (shown by ``explain``)."""
+
+    JOIN_INPUT = "join input"  # a join side pre-aggregated on its lineage
+    AGGREGATE = "aggregate"  # a GROUP BY's partial aggregates
+    MULTISET = "multiset"  # the values behind a DISTINCT or a min/max that must survive deletions
+    OUTPUT = "output"  # rows with their multiplicity (an answer, a loop's value)
+    STATIC = "static"  # a static table's side of a join, computed once
+    COUNTS = "counts"  # how many rows of a semi, anti or outer join's other side have each key
+
+
+class ChangeMode(StrEnum):
+    """How a batch's changes to the answer are found (see :class:`Answer`)."""
+
+    DELTA = "delta"
+    KEYED = "keyed"
+    GLOBAL = "global"
+
+
 @dataclass(frozen=True, slots=True)
 class StateColumn:
     name: str
@@ -49,34 +73,26 @@ class StateColumn:
 
 @dataclass(frozen=True, slots=True)
 class State:
-    """A keyed bag the plan keeps from batch to batch.
-
-    ``role`` is one of ``join input`` (a join side pre-aggregated on its lineage),
-    ``aggregate`` (a GROUP BY's partial aggregates), ``multiset`` (the values behind a DISTINCT
-    or a min/max that must survive deletions), ``output`` (the answer's rows with their
-    multiplicity), ``static`` (a static table's side of a join, computed once) and ``counts``
-    (how many rows of a semi, anti or outer join's other side have each key).
-    """
+    """A keyed bag the plan keeps from batch to batch; ``role`` says what it holds."""
 
     name: str
-    role: str
+    role: StateRole
     key: tuple[Field, ...]
     columns: tuple[StateColumn, ...]
     note: str = ""
-    keep_empty: bool = False  # a global aggregate keeps its one row even at _w = 0
+    keep_empty: bool = False  # a global aggregate keeps its one row even at _weight = 0
     static: bool = False
     # Key columns the state is hash-partitioned on (default: the whole key). A join input is
     # partitioned on its join key, so a delta joins it, and merges into it, without moving it.
     partition: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.role not in ("join input", "aggregate", "multiset", "output", "static", "counts"):
-            raise ValueError(f"unknown state role {self.role!r}")
+        object.__setattr__(self, "role", StateRole(self.role))
         names = [f.name for f in self.key] + [c.name for c in self.columns]
         if len(set(names)) != len(names):
             raise ValueError(f"state {self.name} has duplicate column names: {names}")
-        if WEIGHT_COLUMN not in names:
-            raise ValueError(f"state {self.name} lacks its {WEIGHT_COLUMN} column")
+        if WEIGHT not in names:
+            raise ValueError(f"state {self.name} lacks its {WEIGHT} column")
         if self.partition is not None and not set(self.partition) <= set(self.key_names):
             raise ValueError(f"state {self.name} is partitioned on {self.partition}, not part of its key")
 
@@ -101,6 +117,49 @@ NESTED_STEPS = 10  # at most this many steps of an exact iteration nested in one
 
 
 @dataclass(frozen=True, slots=True)
+class Compiled:
+    """How a relation changes: ``program`` gives a batch's rows of it with ``_weight`` — or, for a
+    static relation, all its rows (it never changes)."""
+
+    program: Rel
+    static: bool
+    weighted: bool  # its changes may remove rows
+
+    @property
+    def delta(self) -> Rel:
+        """The batch's rows of it: a static relation's rows arrive once, with the first batch."""
+        return Once(self.program) if self.static else self.program
+
+
+# -- the steps of h: a tagged union, one class per kind ---------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """``Δstate = program``, merged into the state (⊗) before the steps that read its new version.
+
+    In ``init`` the program gives a static state's whole contents, computed once.
+    """
+
+    state: str
+    program: Rel
+
+    def reads(self) -> tuple[Rel, ...]:
+        """Every program the step evaluates (for ordering steps by what they read)."""
+        return (self.program,)
+
+
+@dataclass(frozen=True, slots=True)
+class Temp:
+    """An intermediate result several later steps read (as ``StateScan(state, "delta")``):
+    computed once per batch and never merged. ``state`` names it (states and temps share names)."""
+
+    state: str
+    program: Rel
+
+    def reads(self) -> tuple[Rel, ...]:
+        return (self.program,)
+
+
+@dataclass(frozen=True, slots=True)
 class Fixpoint:
     """How the runtime finds a recursive CTE's change (``WITH RECURSIVE``): a loop, not one
     statement. ``base`` gives the starting rows and ``step`` the rows derived from the rows of
@@ -112,6 +171,7 @@ class Fixpoint:
     fixpoint is computed again, semi-naively from ``base``, and the change is new − old.
     """
 
+    state: str
     loop: str
     fields: tuple[Field, ...]
     base: Rel
@@ -119,9 +179,17 @@ class Fixpoint:
     seeds: tuple[Rel, ...]
     incremental: bool
 
+    @property
+    def program(self) -> Rel:
+        """Every state the loop reads, as one relation (for ordering)."""
+        return Union((self.base, self.step) + self.seeds)
+
+    def reads(self) -> tuple[Rel, ...]:
+        return (self.program,)
+
 
 @dataclass(frozen=True, slots=True)
-class Repeat:
+class ExactIteration:
     """How the runtime finds an iteration's change in mode ``EXACT`` (``WITH ITERATIVE … TIMES
     n``): a loop of ``times`` statements, not a plan of n copies of the step.
 
@@ -135,6 +203,7 @@ class Repeat:
     of the streams it reads (``streams``) changes nothing, and runs no step.
     """
 
+    state: str
     loop: str
     fields: tuple[Field, ...]
     times: int
@@ -148,6 +217,13 @@ class Repeat:
         text grows by one step per step), else 1 (nesting would double the text per step)."""
         reads = sum(isinstance(n, LoopRef) and n.name == self.loop for n in self.step.walk())
         return NESTED_STEPS if reads == 1 else 1
+
+    @property
+    def program(self) -> Rel:
+        return Union((self.start, self.step))
+
+    def reads(self) -> tuple[Rel, ...]:
+        return (self.program,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,13 +245,14 @@ class Diffusion:
     from the exact one: it is ``times`` more steps warm-started from the previous answer.
     """
 
+    state: str
     loop: str
     fields: tuple[Field, ...]
     key: tuple[str, ...]
     times: int
     start: Rel  # the starting query's change, over the states stepped before it
     output: Rel  # the step's change, over ``steps`` and DeltaScan(loop)
-    steps: tuple["Step", ...]
+    steps: tuple[Step, ...]
 
     @property
     def key_names(self) -> tuple[str, ...]:
@@ -187,31 +264,17 @@ class Diffusion:
         """The columns of ``DeltaScan(loop)``'s rows (besides ``_weight``)."""
         return tuple(f"c{i}" for i in range(len(self.fields)))
 
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """``Δstate = program`` (or, in ``init``, the static state's whole contents).
-
-    A ``temp`` step names an intermediate result several later steps read (as
-    ``StateScan(name, "delta")``); it is computed once per batch and never merged. A
-    ``fixpoint`` or ``repeat`` step's delta is computed by a loop (its ``program`` reads what
-    the loop reads, for ordering); so is a ``diffusion`` step's (its ``program`` is the starting query's
-    change, and it runs the steps of its own body).
-    """
-
-    state: str
-    program: Rel
-    temp: bool = False
-    fixpoint: Fixpoint | None = None
-    diffusion: Diffusion | None = None
-    repeat: Repeat | None = None
+    @property
+    def program(self) -> Rel:
+        return self.start
 
     def reads(self) -> tuple[Rel, ...]:
-        """Every program the step evaluates (for ordering steps by what they read)."""
-        if self.diffusion is None:
-            return (self.program,)
-        dx = self.diffusion
-        return (dx.start, dx.output) + tuple(r for s in dx.steps for r in s.reads())
+        return (self.start, self.output) + tuple(r for s in self.steps for r in s.reads())
+
+
+# A step of h (or of ``init``): which kind it is says how the runtime computes its delta.
+Step = Merge | Temp | Fixpoint | ExactIteration | Diffusion
+LOOPS = (Fixpoint, ExactIteration, Diffusion)  # the kinds whose delta a loop in the runtime finds
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +286,7 @@ class Answer:
 
     ``changes`` says how a batch's changes are found:
 
-    * ``delta`` — they are the delta of state ``change_states[0]`` itself (``_w`` ≠ 0);
+    * ``delta`` — they are the delta of state ``change_states[0]`` itself (``_weight`` ≠ 0);
     * ``keyed`` — ``rows`` depends on each key of ``touched_key`` separately, so the changes are
       ``rows`` over the touched keys after the merge minus the same before it; the touched keys
       are the keys of the deltas of ``change_states``;
@@ -237,7 +300,7 @@ class Answer:
     order: tuple[SortKey, ...] = ()
     limit: int | None = None
     offset: int = 0
-    changes: str = "keyed"
+    changes: ChangeMode = ChangeMode.KEYED
     change_states: tuple[str, ...] = ()
     touched_key: tuple[str, ...] = ()
     # ``rows`` as projections and filters over one state row each, when a is row-wise (every
@@ -246,8 +309,7 @@ class Answer:
     per_key: Rel | None = None
 
     def __post_init__(self) -> None:
-        if self.changes not in ("delta", "keyed", "global"):
-            raise ValueError(f"unknown change mode {self.changes!r}")
+        object.__setattr__(self, "changes", ChangeMode(self.changes))
         if len(self.output) != len(self.output_names):
             raise ValueError("answer output and output names differ in length")
 

@@ -2,7 +2,7 @@
 
 Before::
 
-    Aggregate[S.x; sum(_w)](Project[S.x, _weight AS _w](Filter[S.y > 0](ΔS)))
+    Aggregate[S.x; sum(w)](Project[S.x, _weight AS w](Filter[S.y > 0](ΔS)))
 
 After::
 

@@ -31,7 +31,8 @@ from typing import Any
 from ..errors import CheckpointError
 from . import files
 
-FORMAT_VERSION = 1
+# 2: a state's row count is named _weight in the changelog (was _w), so a checkpoint of format 1 is refused
+FORMAT_VERSION = 2
 _BATCH = re.compile(r"^(\d{6,})$")
 _COMMIT = re.compile(r"^(\d{6,})\.json$")
 _BASE = re.compile(r"^base-(\d{6,})$")

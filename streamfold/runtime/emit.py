@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from . import files
+from .lowering import stack
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -20,7 +21,7 @@ SMALL_ROWS = 1_000_000  # results up to this many rows are collected and written
 # A job that reads fewer rows than this runs as one task. Every task pays a fixed cost (its plan
 # deserialised, generated code instantiated); the stacked outputs of a batch have one partition
 # per part and state partition (16 for groupBy), and for a 10,000-key state those costs were most
-# of the job: 400 ms with 16 tasks, 175 ms with one (docs/benchmarks.md, "What was changed").
+# of the job (docs/benchmarks.md, "What was changed").
 ONE_TASK_ROWS = 100_000
 
 
@@ -56,19 +57,8 @@ def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from ..ir.printer import quote
-
     names = [[c for c, _ in cols] for _, _, cols in parts]
-    types = {(k, c): t for k, (_, _, cols) in enumerate(parts) for c, t in cols}
-    columns = [(k, c) for k, cols in enumerate(names) for c in cols]
-    selects = []
-    for k, (sql, _, _) in enumerate(parts):
-        items = [f"{k} AS __part"]
-        for j, c in columns:
-            name = quote(f"{j}::{c}")
-            items.append(f"{quote(c)} AS {name}" if j == k else f"CAST(NULL AS {types[(j, c)]}) AS {name}")
-        selects.append(f"SELECT {', '.join(items)} FROM (\n{sql}\n) _part{k}")
-    stacked = spark.sql("\nUNION ALL\n".join(selects))  # type: ignore[attr-defined]
+    stacked = spark.sql(stack([(sql, cols) for sql, _, cols in parts]))  # type: ignore[attr-defined]
     if tasks is not None:
         stacked = stacked.coalesce(tasks)
     table = stacked.toArrow()

@@ -8,11 +8,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StreamfoldError, UsageError
+from ..errors import UsageError
+from ..plan import IncrementalPlan, incrementalize
+from ..sql import Catalog, bind
 from .checkpoint import batch_name
 from .engine import BatchResult, Engine, QueryConfig
 from .session import get_spark
-from .sources import FORMATS, InputSpec
+from .sources import FORMATS, InputSpec, infer_schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -173,18 +175,23 @@ def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mappi
     return QueryConfig(sql=sql, sources=specs, output=output, tables=table_specs, **options)
 
 
+def compile_config(spark: SparkSession, config: QueryConfig) -> IncrementalPlan:
+    """The incremental plan of the configured query: each input's schema (given, or read from its
+    files), then the query bound against them and incrementalized (coded errors if it cannot be)."""
+    catalog = Catalog([infer_schema(s, spark) for s in config.inputs])
+    return incrementalize(bind(config.sql, catalog))
+
+
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],
           formats: Mapping[str, str], schemas: Mapping[str, str], checkpoint: str | None, trigger: float,
           spark: SparkSession | None, master: str | None, background: bool,
           progress: Callable[[str], None] | None = None, **options: Any) -> Query:
+    """Compile the query and start its engine (see :func:`streamfold.start`)."""
     until_idle = options.pop("until_idle", None)
     config = make_config(sql, sources, output, tables, formats, schemas, checkpoint=checkpoint, trigger=trigger,
                          until_idle=until_idle, **options)
     session = spark if spark is not None else get_spark(master)
-    try:
-        engine = Engine(session, config, progress=progress)
-    except StreamfoldError:
-        raise
+    engine = Engine(session, compile_config(session, config), config, progress=progress)
     query = Query(engine, session)
     if background:
         query.start_background(trigger, until_idle)

@@ -19,8 +19,8 @@ from sqlglot import exp
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir.expr import Agg, Call, Cast, Column, Expr, SubqueryExpr, and_all, outer_columns
 from ..ir.rel import (
-    Aggregate, Distinct, Explode, Field, Filter, Iterate, Join, Limit, LoopRef, Project, Recursive, Rel, Scan, SetOp, Sort,
-    SortKey, Union,
+    Aggregate, Distinct, Explode, Field, Filter, IterationMode, Iterate, Join, Limit, LoopRef, Project, Recursive, Rel, Scan,
+    JoinKind, SetKind, SetOp, Sort, SortKey, Union,
 )
 from ..ir.types import BOOLEAN, common_type
 from .bind_expr import ExprBinder
@@ -60,7 +60,7 @@ def bind(sql: str, catalog: Catalog) -> BoundQuery:
 
 @dataclass
 class _Cte:
-    node: exp.Expression | None
+    node: exp.Expr | None
     ctes: dict[str, _Cte]
     columns: list[str] | None = None  # WITH t (a, b) AS (…): the names it gives the columns
     loop: Iterative | None = None  # WITH ITERATIVE: the step and its count
@@ -95,13 +95,13 @@ class _QueryBinder:
         self._aliases.add(f"{alias}#{k}".lower())
         return f"{alias}#{k}"
 
-    def err(self, cls: type[SqlError], code: str, message: str, node: exp.Expression | None,
+    def err(self, cls: type[SqlError], code: str, message: str, node: exp.Expr | None,
             hint: str | None = None, **params: object) -> SqlError:
         return cls(message, code=code, sql=self.sql, span=widen_to_call(self.sql, span_of(node)),
                    hint=hint, params=params)
 
     # -- queries ---------------------------------------------------------------------------------
-    def query(self, node: exp.Expression, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, list[str]]:
+    def query(self, node: exp.Expr, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, list[str]]:
         ctes = self._with(node, ctes)
         if isinstance(node, exp.Subquery):
             rel, names = self.query(node.this, ctes, parent)
@@ -113,7 +113,7 @@ class _QueryBinder:
         raise self.err(UnsupportedError, "UNSUPPORTED_QUERY", f"{node.key.upper()} is not supported", node,
                        construct=node.key)
 
-    def _with(self, node: exp.Expression, ctes: dict[str, _Cte]) -> dict[str, _Cte]:
+    def _with(self, node: exp.Expr, ctes: dict[str, _Cte]) -> dict[str, _Cte]:
         with_ = node.args.get("with_") or node.args.get("with")
         if not with_:
             return ctes
@@ -128,7 +128,7 @@ class _QueryBinder:
             out[cte.alias.lower()] = _Cte(cte.this, dict(out), columns, loop, recursive=recursive)
         return out
 
-    def _cte_columns(self, cte: _Cte, names: list[str], node: exp.Expression) -> list[str]:
+    def _cte_columns(self, cte: _Cte, names: list[str], node: exp.Expr) -> list[str]:
         if cte.columns is None:
             return names
         if len(cte.columns) != len(names):
@@ -138,7 +138,7 @@ class _QueryBinder:
         return list(cte.columns)
 
     # -- WITH ITERATIVE --------------------------------------------------------------------------
-    def iterate(self, cte: _Cte, name: str, node: exp.Expression) -> tuple[Rel, list[str]]:
+    def iterate(self, cte: _Cte, name: str, node: exp.Expr) -> tuple[Rel, list[str]]:
         """``init`` then ``times`` × ``step``, the step reading the previous value as ``name``."""
         assert cte.loop is not None and cte.node is not None
         loop = cte.loop
@@ -151,15 +151,15 @@ class _QueryBinder:
                                cte.node, f"name columns of {name} ({', '.join(names)}) in KEY (…)",
                                column=k, columns=names)
             key.append(f"{internal}.{match[0]}")
-        return Iterate(internal, start, step, loop.times, loop.mode, tuple(key)), names
+        return Iterate(internal, start, step, loop.times, IterationMode(loop.mode), tuple(key)), names
 
     def recursive(self, cte: _Cte, name: str) -> tuple[Rel, list[str]]:
         """``WITH RECURSIVE name AS (base UNION step …)``: the parts of the UNION that read
         ``name`` are the step, the others the base; the step must be linear and monotone."""
         assert cte.node is not None
-        parts: list[exp.Expression] = []
+        parts: list[exp.Expr] = []
 
-        def split(node: exp.Expression) -> None:
+        def split(node: exp.Expr) -> None:
             if isinstance(node, exp.Union):
                 if not node.args.get("distinct"):
                     raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE",
@@ -191,7 +191,7 @@ class _QueryBinder:
             self._check_recursive_step(part, internal, name, tree)
         return Recursive(internal, start, step), names
 
-    def _check_recursive_step(self, step: Rel, internal: str, name: str, tree: exp.Expression) -> None:
+    def _check_recursive_step(self, step: Rel, internal: str, name: str, tree: exp.Expr) -> None:
         refs = [n for n in step.walk() if isinstance(n, LoopRef) and n.name == internal]
         if len(refs) != 1:
             raise self.err(UnsupportedError, "UNSUPPORTED_RECURSIVE_CTE",
@@ -213,8 +213,8 @@ class _QueryBinder:
                            "a negation or an outer join", tree,
                            f"read {name} through joins, filters and projections only", construct="non-monotone recursion")
 
-    def _loop(self, cte: _Cte, name: str, init_node: exp.Expression,
-              step_trees: list[exp.Expression]) -> tuple[Rel, Rel, str, list[str]]:
+    def _loop(self, cte: _Cte, name: str, init_node: exp.Expr,
+              step_trees: list[exp.Expr]) -> tuple[Rel, Rel, str, list[str]]:
         """The start and step of a loop over ``name`` (their UNION if several step trees), with
         the loop's columns of one type each: the start's, widened (a few rounds at most) to hold
         what the step computes."""
@@ -289,7 +289,7 @@ class _QueryBinder:
         else:
             kind = ("intersect" if isinstance(node, exp.Intersect) else "except") + ("" if distinct else "_all")
             right_side = Project(sides[1], tuple((f"{n}#r", f.ref()) for n, f in zip(names, sides[1].schema)))
-            rel = SetOp(kind, sides[0], right_side)
+            rel = SetOp(SetKind(kind), sides[0], right_side)
         return self._order_limit(node, rel, names, ctes)
 
     def _conform(self, rel: Rel, names: list[str], types: list) -> Rel:
@@ -299,7 +299,7 @@ class _QueryBinder:
             exprs.append((name, ref if f.type == t else Cast(ref, t)))
         return Project(rel, tuple(exprs))
 
-    def _order_limit(self, node: exp.Expression, rel: Rel, names: list[str], ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
+    def _order_limit(self, node: exp.Expr, rel: Rel, names: list[str], ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
         """ORDER BY / LIMIT attached to a set operation or a parenthesised query: output columns only."""
         order = node.args.get("order")
         if order:
@@ -312,7 +312,7 @@ class _QueryBinder:
         return self._limit(node, rel), names
 
     # -- SELECT ----------------------------------------------------------------------------------
-    def subquery_hook(self, ctes: dict[str, _Cte]) -> Callable[[exp.Expression, Scope], tuple[Rel, list[str]]]:
+    def subquery_hook(self, ctes: dict[str, _Cte]) -> Callable[[exp.Expr, Scope], tuple[Rel, list[str]]]:
         """Binds subqueries of expressions: the current scope encloses them."""
         return lambda node, scope: self.query(node, ctes, scope)
 
@@ -341,9 +341,9 @@ class _QueryBinder:
         return self._plain_select(node, rel, scope, items, ctes)
 
     def _select_items(self, node: exp.Select, scope: Scope, generated: dict[int, list[tuple[str, Column]]]
-                      ) -> list[tuple[str, exp.Expression, Column | None]]:
+                      ) -> list[tuple[str, exp.Expr, Column | None]]:
         """(output name, node, pre-resolved column for * and generators) per select item."""
-        out: list[tuple[str, exp.Expression, Column | None]] = []
+        out: list[tuple[str, exp.Expr, Column | None]] = []
         for i, item in enumerate(node.expressions):
             if i in generated:
                 out.extend((name, item, ref) for name, ref in generated[i])
@@ -356,7 +356,7 @@ class _QueryBinder:
             out.append((self._output_name(item, scope), item, None))
         return out
 
-    def _output_name(self, item: exp.Expression, scope: Scope) -> str:
+    def _output_name(self, item: exp.Expr, scope: Scope) -> str:
         if isinstance(item, exp.Alias):
             return item.alias
         if isinstance(item, exp.Column):
@@ -370,7 +370,7 @@ class _QueryBinder:
             return parts[-1]
         return _pretty(item)
 
-    def _has_agg(self, items: list[tuple[str, exp.Expression, Column | None]], node: exp.Select) -> bool:
+    def _has_agg(self, items: list[tuple[str, exp.Expr, Column | None]], node: exp.Select) -> bool:
         agg_types = tuple(_AGG_NODE_TYPES)
         nodes = [it for _, it, ref in items if ref is None]
         order = node.args.get("order")
@@ -385,7 +385,7 @@ class _QueryBinder:
         return False
 
     def _plain_select(self, node: exp.Select, rel: Rel, scope: Scope,
-                      items: list[tuple[str, exp.Expression, Column | None]],
+                      items: list[tuple[str, exp.Expr, Column | None]],
                       ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
         binder = ExprBinder(scope, "SELECT", subquery=self.subquery_hook(ctes))
         exprs: list[tuple[str, Expr]] = []
@@ -397,11 +397,11 @@ class _QueryBinder:
         return self._finish(node, rel, scope, exprs, names, distinct, lambda n: ExprBinder(scope, "ORDER BY").bind(n))
 
     def _aggregate_select(self, node: exp.Select, rel: Rel, scope: Scope,
-                          items: list[tuple[str, exp.Expression, Column | None]],
+                          items: list[tuple[str, exp.Expr, Column | None]],
                           ctes: dict[str, _Cte]) -> tuple[Rel, list[str]]:
         aggs: dict[Agg, str] = {}
 
-        def on_agg(agg: Agg, agg_node: exp.Expression) -> Expr:
+        def on_agg(agg: Agg, agg_node: exp.Expr) -> Expr:
             if agg not in aggs:
                 aggs[agg] = self.fresh("_agg")
             return Column(aggs[agg], agg.type)
@@ -431,7 +431,7 @@ class _QueryBinder:
             having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=self.subquery_hook(ctes)).boolean(having_node.this),
                           having_node.this)
 
-        def order_bind(n: exp.Expression) -> Expr:
+        def order_bind(n: exp.Expr) -> Expr:
             return lift(ExprBinder(scope, "ORDER BY", on_agg).bind(n), n)
 
         # ORDER BY may add aggregates, so bind it before building the Aggregate node.
@@ -443,8 +443,8 @@ class _QueryBinder:
         distinct = node.args.get("distinct") is not None
         return self._finish(node, agg_rel, scope, exprs, names, distinct, None, order_exprs)
 
-    def _group_target(self, g: exp.Expression, items: list[tuple[str, exp.Expression, Column | None]],
-                      scope: Scope) -> exp.Expression:
+    def _group_target(self, g: exp.Expr, items: list[tuple[str, exp.Expr, Column | None]],
+                      scope: Scope) -> exp.Expr:
         if isinstance(g, exp.Literal) and not g.is_string:
             pos = int(g.this)
             if not 1 <= pos <= len(items):
@@ -461,7 +461,7 @@ class _QueryBinder:
         return g
 
     def _bind_order(self, node: exp.Select, exprs: list[tuple[str, Expr]], names: list[str],
-                    bind_fn: Callable[[exp.Expression], Expr]) -> list[tuple[SortKey, str | None]]:
+                    bind_fn: Callable[[exp.Expr], Expr]) -> list[tuple[SortKey, str | None]]:
         """Bind ORDER BY items: (key over the select output or the input, output column it names)."""
         order = node.args.get("order")
         out: list[tuple[SortKey, str | None]] = []
@@ -489,7 +489,7 @@ class _QueryBinder:
         return out
 
     def _finish(self, node: exp.Select, rel: Rel, scope: Scope, exprs: list[tuple[str, Expr]], names: list[str],
-                distinct: bool, order_bind: Callable[[exp.Expression], Expr] | None,
+                distinct: bool, order_bind: Callable[[exp.Expr], Expr] | None,
                 order: list[tuple[SortKey, str | None]] | None = None) -> tuple[Rel, list[str]]:
         if order is None:
             assert order_bind is not None
@@ -517,7 +517,7 @@ class _QueryBinder:
             out = Project(out, tuple((n, Column(n, e.type)) for n, e in exprs))
         return out, names
 
-    def _limit(self, node: exp.Expression, rel: Rel) -> Rel:
+    def _limit(self, node: exp.Expr, rel: Rel) -> Rel:
         limit_node = node.args.get("limit")
         offset_node = node.args.get("offset")
         if limit_node is None and offset_node is None:
@@ -526,12 +526,12 @@ class _QueryBinder:
         offset = self._count(offset_node.expression, "OFFSET") if offset_node is not None else 0
         return Limit(rel, limit, offset)
 
-    def _count(self, node: exp.Expression, clause: str) -> int:
+    def _count(self, node: exp.Expr, clause: str) -> int:
         if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
             return int(node.this)
         raise self.err(BindError, "INVALID_LIMIT", f"{clause} must be a non-negative whole number", node, clause=clause)
 
-    def _ordinal(self, node: exp.Expression, refs: list[Column]) -> Expr | None:
+    def _ordinal(self, node: exp.Expr, refs: list[Column]) -> Expr | None:
         if isinstance(node, exp.Literal) and not node.is_string:
             pos = int(node.this)
             if not 1 <= pos <= len(refs):
@@ -570,7 +570,7 @@ class _QueryBinder:
         return self._explode(gen, rel, scope, view, names, outer, node)
 
     def _explode(self, gen: exp.Explode, rel: Rel, scope: Scope, view: str, names: list[str], outer: bool,
-                 node: exp.Expression) -> Explode:
+                 node: exp.Expr) -> Explode:
         with_position = isinstance(gen, exp.Posexplode)
         fn = type(gen).__name__.lower().lstrip("_").replace("outer", "_outer")
         defaults = ["pos", "col"] if with_position else ["col"]
@@ -629,7 +629,7 @@ class _QueryBinder:
         entry = scope.entries.pop()  # its columns are select items, not names for the rest of the query
         return out, {i: [(entry.names[k], f.ref()) for k, f in entry.columns.items()]}
 
-    def table_ref(self, node: exp.Expression, ctes: dict[str, _Cte], scope: Scope) -> Rel:
+    def table_ref(self, node: exp.Expr, ctes: dict[str, _Cte], scope: Scope) -> Rel:
         if isinstance(node, exp.Table):
             if node.args.get("db") or node.args.get("catalog"):
                 raise self.err(UnsupportedError, "UNSUPPORTED_TABLE_NAME",
@@ -683,7 +683,7 @@ class _QueryBinder:
         scope.entries.append(ScopeEntry.of(alias, [(n, f) for n, f in zip(names, rel.schema)]))
         return rel
 
-    def _check_alias(self, alias: str, node: exp.Expression, scope: Scope) -> None:
+    def _check_alias(self, alias: str, node: exp.Expr, scope: Scope) -> None:
         if scope.entry(alias) is not None:
             raise self.err(BindError, "DUPLICATE_ALIAS", f"`{alias}` names two tables in FROM", node,
                            "give each occurrence its own alias, e.g. `S a JOIN S b`", alias=alias)
@@ -732,7 +732,7 @@ class _QueryBinder:
             jkind = "cross"
         if jkind in ("semi", "anti"):
             scope.entries.pop()  # the right side of a semi/anti join is not visible after it
-        return Join(left, right, jkind, condition)
+        return Join(left, right, JoinKind(jkind), condition)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -741,7 +741,7 @@ _AGG_NODE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, ex
 _ANON_AGG_NAMES = {"var_samp", "var_pop", "stddev_samp", "stddev_pop", "std", "mean"}
 
 
-def _inside_subquery(sub: exp.Expression, root: exp.Expression) -> bool:
+def _inside_subquery(sub: exp.Expr, root: exp.Expr) -> bool:
     if sub is root:
         return False
     p = sub.parent
@@ -752,7 +752,7 @@ def _inside_subquery(sub: exp.Expression, root: exp.Expression) -> bool:
     return False
 
 
-def _reads(node: exp.Expression, name: str) -> bool:
+def _reads(node: exp.Expr, name: str) -> bool:
     """Whether a query tree reads a table called ``name`` (a recursive CTE reading itself)."""
     return any(t.name.lower() == name.lower() for t in node.find_all(exp.Table))
 
@@ -761,16 +761,16 @@ def _within(span: tuple[int, int] | None, outer: tuple[int, int]) -> bool:
     return span is not None and outer[0] <= span[0] and span[1] <= outer[1]
 
 
-def _unalias(node: exp.Expression) -> exp.Expression:
+def _unalias(node: exp.Expr) -> exp.Expr:
     return node.this if isinstance(node, exp.Alias) else node
 
 
-def _unalias_all(node: exp.Expression) -> exp.Expression:
+def _unalias_all(node: exp.Expr) -> exp.Expr:
     """A select item without its alias or aliases (``posexplode(a) AS (p, v)``)."""
     return node.this if isinstance(node, (exp.Alias, exp.Aliases)) else node
 
 
-def _outer_generator(gen: exp.Expression) -> bool:
+def _outer_generator(gen: exp.Expr) -> bool:
     """``explode_outer`` / ``posexplode_outer``."""
     return type(gen).__name__.lower().endswith("outer")
 
@@ -792,7 +792,7 @@ def _explicit_nulls(o: exp.Ordered) -> bool:
     return "NULLS FIRST" in text or "NULLS LAST" in text
 
 
-def _pretty(item: exp.Expression) -> str:
+def _pretty(item: exp.Expr) -> str:
     """An approximation of the name Spark gives an unaliased select expression."""
     clone = item.copy()
     for col in clone.find_all(exp.Column):
@@ -821,10 +821,10 @@ class _Lifter:
         self.binder = binder
         self.scope = scope
 
-    def __call__(self, e: Expr, node: exp.Expression) -> Expr:
+    def __call__(self, e: Expr, node: exp.Expr) -> Expr:
         return self._lift(e, node)
 
-    def _lift(self, e: Expr, node: exp.Expression) -> Expr:
+    def _lift(self, e: Expr, node: exp.Expr) -> Expr:
         if e in self.keys:
             return self.keys[e]
         if isinstance(e, SubqueryExpr):
@@ -842,7 +842,7 @@ class _Lifter:
             return e
         return e.with_children(tuple(self._lift(k, node) for k in kids))
 
-    def _not_aggregated(self, col: Column, node: exp.Expression) -> SqlError:
+    def _not_aggregated(self, col: Column, node: exp.Expr) -> SqlError:
         short = col.name.split(".", 1)[-1]
         spot = next((c for c in node.find_all(exp.Column) if c.name.lower() == short.lower()), node)
         return self.binder.err(

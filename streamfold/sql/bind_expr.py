@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir import functions
-from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal, SubqueryExpr
+from ..ir.expr import Agg, Call, Case, Cast, Expr, Literal, SubqueryExpr
 from ..ir.types import (
     BIGINT, BOOLEAN, DATE, DOUBLE, INT, NULL, STRING, TIMESTAMP, DataType, arithmetic_type, avg_type,
     common_type, decimal, parse_type, sum_type,
@@ -39,9 +39,9 @@ _UNSUPPORTED_AGGS = {
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
 # Aggregates found while binding are handed to this callback, which returns their stand-in.
-AggHook = Callable[[Agg, exp.Expression], Expr]
+AggHook = Callable[[Agg, exp.Expr], Expr]
 # Binds a subquery with the current scope as its enclosing one: (relation, output names).
-SubqueryHook = Callable[[exp.Expression, Scope], tuple[Any, list[str]]]
+SubqueryHook = Callable[[exp.Expr, Scope], tuple[Any, list[str]]]
 
 
 class ExprBinder:
@@ -61,16 +61,16 @@ class ExprBinder:
         self._in_agg = False
 
     # -- errors ----------------------------------------------------------------------------------
-    def _err(self, cls: type[SqlError], code: str, message: str, node: exp.Expression | None,
+    def _err(self, cls: type[SqlError], code: str, message: str, node: exp.Expr | None,
              hint: str | None = None, **params: object) -> SqlError:
         return cls(message, code=code, sql=self.sql, span=widen_to_call(self.sql, span_of(node)),
                    hint=hint, params=params)
 
-    def _mismatch(self, node: exp.Expression, what: str, hint: str | None = None, **params: object) -> SqlError:
+    def _mismatch(self, node: exp.Expr, what: str, hint: str | None = None, **params: object) -> SqlError:
         return self._err(BindError, "TYPE_MISMATCH", what, node, hint, **params)
 
     # -- entry -----------------------------------------------------------------------------------
-    def bind(self, node: exp.Expression) -> Expr:
+    def bind(self, node: exp.Expr) -> Expr:
         method = getattr(self, "_bind_" + type(node).__name__, None)
         if method is not None:
             return method(node)  # type: ignore[no-any-return]
@@ -80,11 +80,11 @@ class ExprBinder:
         for cls, op in _COMPARE.items():
             if isinstance(node, cls):
                 return self._compare(node, op)
-        for cls, fn in _AGGS.items():
-            if type(node) is cls:
+        for agg_cls, fn in _AGGS.items():
+            if type(node) is agg_cls:
                 return self._agg(node, fn)
-        for cls, fn in _UNSUPPORTED_AGGS.items():
-            if isinstance(node, cls):
+        for unsupported, fn in _UNSUPPORTED_AGGS.items():
+            if isinstance(node, unsupported):
                 raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
                                 f"aggregate `{fn}` is not supported in a continuous query", node,
                                 "supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance",
@@ -101,7 +101,7 @@ class ExprBinder:
                         f"expression `{node.sql(dialect='spark')}` is not supported", node,
                         construct=type(node).__name__)
 
-    def boolean(self, node: exp.Expression) -> Expr:
+    def boolean(self, node: exp.Expr) -> Expr:
         e = self.bind(node)
         if e.type != BOOLEAN and not e.type.is_null:
             raise self._mismatch(node, f"{self.clause} needs a boolean condition, but this is {e.type}",
@@ -114,12 +114,13 @@ class ExprBinder:
             raise self._err(BindError, "MISPLACED_STAR", "`*` is only allowed in the SELECT list or count(*)", node)
         return self._name([p.name for p in node.parts], node)
 
-    def _name(self, parts: list[str], node: exp.Expression) -> Expr:
+    def _name(self, parts: list[str], node: exp.Expr) -> Expr:
         """``col``, ``alias.col``, then any ``.field`` of a STRUCT: ``p.a`` is field ``a`` of column
         ``p`` when no table in scope is called ``p`` (Spark's rule)."""
         span = span_of(node)
         if len(parts) == 1:
             return self.scope.resolve(None, parts[0], span)
+        base: Expr
         try:
             base = self.scope.resolve(parts[0], parts[1], span)
             rest = parts[2:]
@@ -135,7 +136,7 @@ class ExprBinder:
             base = self._field(base, name, node)
         return base
 
-    def _field(self, base: Expr, name: str, node: exp.Expression) -> Expr:
+    def _field(self, base: Expr, name: str, node: exp.Expr) -> Expr:
         """Field ``name`` of the STRUCT ``base``."""
         t = base.type.field_type(name)
         if t is None:
@@ -262,7 +263,7 @@ class ExprBinder:
             )
         return Call(op, (left, right), BOOLEAN)
 
-    def _logic(self, node: exp.Expression, op: str) -> Expr:
+    def _logic(self, node: exp.Expr, op: str) -> Expr:
         args = []
         for side in (node.this, node.expression):
             e = self.bind(side)
@@ -306,7 +307,7 @@ class ExprBinder:
                             construct="IS")
         return Call("IS NOT NULL" if node.args.get("negate") else "IS NULL", (self.bind(node.this),), BOOLEAN)
 
-    def _subquery_rel(self, node: exp.Expression) -> tuple[Any, list[str]]:
+    def _subquery_rel(self, node: exp.Expr) -> tuple[Any, list[str]]:
         if self.subquery is None or self._in_agg:
             where = "inside an aggregate" if self._in_agg else f"in {self.clause}"
             raise self._err(UnsupportedError, "UNSUPPORTED_SUBQUERY", f"a subquery {where} is not supported", node,
@@ -314,7 +315,7 @@ class ExprBinder:
         query = node.this if isinstance(node, (exp.Subquery, exp.Exists)) else node
         return self.subquery(query, self.scope)
 
-    def _subquery_expr(self, node: exp.Expression) -> Expr:
+    def _subquery_expr(self, node: exp.Expr) -> Expr:
         rel, names = self._subquery_rel(node)
         if isinstance(node, exp.Exists):
             return SubqueryExpr("exists", rel, None, BOOLEAN)
@@ -395,7 +396,7 @@ class ExprBinder:
         result = self._common([true] + ([false] if false else []), node, "IF branches")
         return Case(((cond, true),), false, result)
 
-    def _common(self, values: list[Expr], node: exp.Expression, what: str) -> DataType:
+    def _common(self, values: list[Expr], node: exp.Expr, what: str) -> DataType:
         result = NULL
         for v in values:
             c = common_type(result, v.type)
@@ -456,7 +457,7 @@ class ExprBinder:
         return Call(name, args, result, template)
 
     # -- aggregates ------------------------------------------------------------------------------
-    def _agg(self, node: exp.Expression, fn: str) -> Expr:
+    def _agg(self, node: exp.Expr, fn: str) -> Expr:
         if self.on_agg is None:
             raise self._err(
                 BindError, "AGGREGATE_NOT_ALLOWED", f"aggregate `{fn}` is not allowed in {self.clause}", node,
@@ -489,7 +490,7 @@ class ExprBinder:
         agg = Agg(fn, args, distinct, self._agg_type(node, fn, args))
         return self.on_agg(agg, node)
 
-    def _agg_type(self, node: exp.Expression, fn: str, args: tuple[Expr, ...]) -> DataType:
+    def _agg_type(self, node: exp.Expr, fn: str, args: tuple[Expr, ...]) -> DataType:
         if fn == "count":
             return BIGINT
         t = args[0].type
@@ -552,7 +553,7 @@ def _castable(text: str, target: DataType) -> bool:
     return True
 
 
-def _dotted(node: exp.Expression) -> list[str] | None:
+def _dotted(node: exp.Expr) -> list[str] | None:
     """``a.b.c.d`` as names, or None if the chain starts at something other than a name."""
     if isinstance(node, exp.Column):
         return [p.name for p in node.parts]
@@ -571,20 +572,20 @@ def _shift_date(d: dt.date, amount: int, unit: str) -> dt.date:
     return dt.date(year, month, min(d.day, calendar.monthrange(year, month)[1]))
 
 
-def _template(node: exp.Func) -> tuple[str, list[exp.Expression]]:
+def _template(node: exp.Func) -> tuple[str, list[exp.Expr]]:
     """Spark SQL text for a function call with ``{i}`` where its i-th argument goes."""
-    args: list[exp.Expression] = []
+    args: list[exp.Expr] = []
     clone = node.copy()
 
-    def placeholder(original: exp.Expression) -> exp.Expression:
+    def placeholder(original: exp.Expr) -> exp.Expr:
         args.append(original)
         return exp.column(f"__sfarg{len(args) - 1}__")
 
     for key, value in node.args.items():
-        if isinstance(value, exp.Expression) and not isinstance(value, (exp.Var, exp.DataType)):
+        if isinstance(value, exp.Expr) and not isinstance(value, (exp.Var, exp.DataType)):
             clone.set(key, placeholder(value))
         elif isinstance(value, list):
-            clone.set(key, [placeholder(v) if isinstance(v, exp.Expression) else v for v in value])
+            clone.set(key, [placeholder(v) if isinstance(v, exp.Expr) else v for v in value])
     text = clone.sql(dialect="spark").replace("{", "{{").replace("}", "}}")
     text = re.sub(r"__sfarg(\d+)__", lambda m: "{" + m.group(1) + "}", text)
     return text, args

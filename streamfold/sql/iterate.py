@@ -129,7 +129,8 @@ def _element(sql: str, tokens: list[Token], k: int) -> tuple[Iterative, list[tup
     count_tok = tokens[times_at + 1]
     if not count_tok.text.isdigit() or int(count_tok.text) < 1:
         raise _error(sql, count_tok, "TIMES needs a whole number of steps, at least 1", "INVALID_ITERATIONS")
-    mode, key = "exact", ()
+    mode = "exact"
+    key: tuple[str, ...] = ()
     rest = list(range(times_at + 2, close))
     if rest:
         words = [tokens[j].text.upper() for j in rest]
@@ -226,15 +227,15 @@ def unrolled_sql(sql: str) -> str:
     return tree.sql(dialect="spark", pretty=True)
 
 
-def _cte(name: str, columns: list, body: exp.Expression) -> exp.CTE:
+def _cte(name: str, columns: list, body: exp.Expr) -> exp.CTE:
     alias = exp.TableAlias(this=exp.to_identifier(name), columns=[c.copy() for c in columns])
     return exp.CTE(this=body.copy(), alias=alias)
 
 
-def _rename_table(tree: exp.Expression, old: str, new: str) -> exp.Expression:
+def _rename_table(tree: exp.Expr, old: str, new: str) -> exp.Expr:
     """``tree`` reading table ``new`` wherever it read ``old`` (keeping what it was called)."""
 
-    def swap(node: exp.Expression) -> exp.Expression:
+    def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and node.name.lower() == old.lower() and not node.args.get("db"):
             alias = node.alias or node.name
             return exp.Table(this=exp.to_identifier(new), alias=exp.TableAlias(this=exp.to_identifier(alias)))

@@ -12,7 +12,7 @@ from sqlglot.errors import TokenError
 from ..errors import ParseError, Span
 
 
-def parse(sql: str) -> exp.Expression:
+def parse(sql: str) -> exp.Query:
     """Parse exactly one query; a syntax error becomes a ``PARSE_ERROR`` with the spot marked."""
     try:
         statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
@@ -65,7 +65,7 @@ def _span_from_position(sql: str, line: int | None, col: int | None, token: str)
     return (start, end)
 
 
-def span_of(node: exp.Expression | None) -> Span | None:
+def span_of(node: exp.Expr | None) -> Span | None:
     """The stretch of query text a node covers, from the positions sqlglot keeps on its tokens."""
     if node is None:
         return None

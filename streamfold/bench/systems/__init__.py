@@ -12,14 +12,16 @@ from ...errors import UsageError
 from .base import Context, Rejected, System
 
 NAMES = ("streamfold", "recompute", "spark-streaming")
+# streamfold with the workload's iteration in each mode (``--mode``): exact is ``streamfold`` itself
+MODE_SYSTEMS = {"exact": "streamfold", "differential": "streamfold-differential", "diffusion": "streamfold-diffusion"}
 
 
 def system_class(name: str) -> type[System]:
     """The class of system ``name`` (imported lazily: each pulls in PySpark)."""
-    if name == "streamfold":
-        from .incremental import StreamfoldSystem
+    if name in MODE_SYSTEMS.values():
+        from .incremental import DifferentialSystem, DiffusionSystem, StreamfoldSystem
 
-        return StreamfoldSystem
+        return {c.name: c for c in (StreamfoldSystem, DifferentialSystem, DiffusionSystem)}[name]
     if name == "recompute":
         from .recompute import RecomputeSystem
 
@@ -32,4 +34,4 @@ def system_class(name: str) -> type[System]:
                      hint=f"use a comma-separated list of {', '.join(NAMES)}")
 
 
-__all__ = ["NAMES", "Context", "Rejected", "System", "system_class"]
+__all__ = ["MODE_SYSTEMS", "NAMES", "Context", "Rejected", "System", "system_class"]

@@ -38,6 +38,8 @@ class System(ABC):
     commit_means: ClassVar[str]
     #: whether its Spark jobs run outside a job group (so the runner can count them per increment)
     counts_jobs: ClassVar[bool] = True
+    #: whether its answer is exact (checked against DuckDB); an approximate one is measured, not checked
+    exact: ClassVar[bool] = True
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -58,5 +60,5 @@ class System(ABC):
         """How the system ran (mode, settings), for the report."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a system holding nothing keeps this no-op
         """Release what the system holds (queries, cached state)."""

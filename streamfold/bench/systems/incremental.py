@@ -3,6 +3,9 @@
 ``background=False``: nothing polls; the runner calls ``process_available()`` right after an
 increment's files appear, so the latency is "file appears → answer committed" without the
 trigger interval a background poll would add (on average half of it).
+
+An iteration runs in mode ``EXACT`` as the workload writes it (``streamfold``), or in another
+mode as a system of its own: ``streamfold-differential``, ``streamfold-diffusion`` (approximate).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..check import read_rows
+from ...verify import read_rows
 from .base import System
 
 
@@ -18,11 +21,14 @@ class StreamfoldSystem(System):
     name = "streamfold"
     commit_means = ("process_available() returned: snapshot, changes and commits/<batch>.json written "
                     "(driven right after the files appear, no poll delay)")
+    mode = "exact"  # the iteration's mode, for a workload with one
 
     def start(self) -> None:
         from ...runtime.query import start
 
-        self.query = start(self.ctx.workload.sql, self.ctx.dirs, os.path.join(self.ctx.work, "out"),
+        w = self.ctx.workload
+        sql = w.sql if self.mode == "exact" else w.in_mode(self.mode)
+        self.query = start(sql, self.ctx.dirs, os.path.join(self.ctx.work, "out"),
                            tables=dict(self.ctx.tables), formats={}, schemas={}, checkpoint=None, trigger=1.0,
                            spark=self.ctx.spark, master=None, background=False)
 
@@ -39,8 +45,24 @@ class StreamfoldSystem(System):
 
     def describe(self) -> dict[str, Any]:
         return {"api": "streamfold.start(..., background=False) + Query.process_available()",
-                "partitions": self.query.engine.spark.conf.get("spark.sql.shuffle.partitions")}
+                "partitions": self.query.engine.spark.conf.get("spark.sql.shuffle.partitions"),
+                "iteration_mode": self.mode if self.ctx.workload.steps is not None else None}
 
     def close(self) -> None:
         if getattr(self, "query", None) is not None:
             self.query.stop()
+
+
+class DifferentialSystem(StreamfoldSystem):
+    """The workload's iteration in ``MODE DIFFERENTIAL``: every step's result kept and updated."""
+
+    name = "streamfold-differential"
+    mode = "differential"
+
+
+class DiffusionSystem(StreamfoldSystem):
+    """The workload's iteration in ``MODE DIFFUSION`` (seed 000 Algorithm 1): approximate."""
+
+    name = "streamfold-diffusion"
+    mode = "diffusion"
+    exact = False

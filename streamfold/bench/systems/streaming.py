@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..check import read_rows
+from ...verify import read_rows
 from .base import Context, Rejected, System
 
 MODES = ("complete", "update", "append")

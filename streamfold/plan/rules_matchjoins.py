@@ -21,20 +21,16 @@ NULL, every row passes while the subquery is empty. Two global counts (rows, NUL
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..errors import UnsupportedError
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all, conjuncts
-from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, Project, Rel, StateScan, Union
-from ..ir.types import BIGINT, BOOLEAN, INT
-from .changes import OLD, TOUCHED, merged_fields
-from .model import WEIGHT_COLUMN, Monoid, State, StateColumn
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, JoinKind, Once, Project, Rel, StateScan, StateVersion, Union
+from ..ir.types import BIGINT, BOOLEAN
+from .changes import merged_fields
+from .context import PlanContext
+from .model import OLD, Compiled, Monoid, State, StateColumn, StateRole
+from .terms import MINUS_ONE, ONE, ZERO, coalesce0, nonzero, or_false, positive, sum_weights, touched, weight
 
-if TYPE_CHECKING:
-    from .incrementalize import Compiled, _Planner
-
-W = WEIGHT_COLUMN
-ZERO, ONE, MINUS_ONE = Literal(0, BIGINT), Literal(1, BIGINT), Literal(-1, BIGINT)
 
 
 @dataclass
@@ -72,34 +68,32 @@ def _split(join: Join) -> _Split:
     return sp
 
 
-def compile_match_join(pl: _Planner, join: Join) -> Compiled:
-    from .incrementalize import Compiled
-
-    if join.kind == "right":
-        swapped = Join(join.right, join.left, "left", join.condition)
-        inner = compile_match_join(pl, swapped)
+def match_join(ctx: PlanContext, join: Join) -> Compiled:
+    """A semi, anti or outer join's change (see the module docstring)."""
+    if join.kind == JoinKind.RIGHT:
+        swapped = Join(join.right, join.left, JoinKind.LEFT, join.condition)
+        inner = match_join(ctx, swapped)
         return Compiled(_reorder(inner.program, join.names), static=False, weighted=True)
-    left, right = pl.compile(join.left), pl.compile(join.right)
-    if right.static and join.kind in ("semi", "anti", "null_aware_anti", "left"):
+    left, right = ctx.compile(join.left), ctx.compile(join.right)
+    if right.static and join.kind in (JoinKind.SEMI, JoinKind.ANTI, JoinKind.NULL_AWARE_ANTI, JoinKind.LEFT):
         # The right input never changes: each batch's left rows meet the same right rows.
-        program = Join(left.program, right.program, join.kind, join.condition)
-        return Compiled(_reorder(program, join.names), static=False, weighted=left.weighted)
+        joined = Join(left.program, right.program, join.kind, join.condition)
+        return Compiled(_reorder(joined, join.names), static=False, weighted=left.weighted)
     sp = _split(join)
-    m = _Matcher(pl, join, sp, left, right)
-    if join.kind == "null_aware_anti":
+    m = _Matcher(ctx, join, sp, left, right)
+    if join.kind == JoinKind.NULL_AWARE_ANTI:
         return Compiled(m.not_in(), static=False, weighted=True)
-    if join.kind in ("semi", "anti"):
-        program = m.semi_anti(anti=join.kind == "anti")
-        return Compiled(program, static=False, weighted=True)
+    if join.kind in (JoinKind.SEMI, JoinKind.ANTI):
+        return Compiled(m.semi_anti(anti=join.kind == JoinKind.ANTI), static=False, weighted=True)
     if sp.mixed:
         raise UnsupportedError(
             "an outer join whose condition compares the two sides other than by equality is not supported yet",
             code="UNSUPPORTED_JOIN", params={"construct": f"{join.kind} join with a non-equality condition"},
             hint="keep only equalities (and conditions on one side) in the ON clause")
-    inner = pl.compile(Join(join.left, join.right, "inner", join.condition)).program
-    parts = [_reorder(inner, join.names), m.padded(m.unmatched_left(), "left")]
-    if join.kind == "full":
-        mirror = _Matcher(pl, Join(join.right, join.left, "left", join.condition), _swap(sp), right, left)
+    matched = ctx.compile(Join(join.left, join.right, JoinKind.INNER, join.condition)).program
+    parts = [_reorder(matched, join.names), m.padded(m.unmatched_left(), "left")]
+    if join.kind == JoinKind.FULL:
+        mirror = _Matcher(ctx, Join(join.right, join.left, JoinKind.LEFT, join.condition), _swap(sp), right, left)
         parts.append(_reorder(mirror.padded(mirror.unmatched_left(), "left"), join.names))
     return Compiled(Union(tuple(parts)), static=False, weighted=True)
 
@@ -115,8 +109,8 @@ def _reorder(rel: Rel, names: tuple[str, ...]) -> Rel:
 
 
 class _Matcher:
-    def __init__(self, pl: _Planner, join: Join, sp: _Split, left: Compiled, right: Compiled) -> None:
-        self.pl = pl
+    def __init__(self, ctx: PlanContext, join: Join, sp: _Split, left: Compiled, right: Compiled) -> None:
+        self.ctx = ctx
         self.join = join
         self.sp = sp
         self.left = left
@@ -126,38 +120,34 @@ class _Matcher:
 
     # -- pieces ----------------------------------------------------------------------------------
     def _left_delta(self) -> Rel:
-        from ..ir.rel import Once
-
-        return Once(self.left.program) if self.left.static else self.left.program
+        return self.left.delta
 
     def _left_old(self) -> Rel:
         """All left rows before this batch, with their count as ``_weight`` (a static left side
         arrived with batch 0, so before batch 0 it is empty)."""
-        from ..ir.rel import Once
-
         if self.left.static:
             return Once(self.left.program, later=True)
         if self._bag is None:
-            self._bag, _ = self.pl._bag_state(self.join.left, "left", compiled=self.left)
-        fields = self.pl.plan_.fields(self._bag)
-        return Project(StateScan(self._bag, "old", fields),
-                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, Column(W, BIGINT)),))
+            self._bag, _ = self.ctx.bag_state(self.join.left, "left", compiled=self.left)
+        fields = self.ctx.plan.fields(self._bag)
+        return Project(StateScan(self._bag, StateVersion.OLD, fields),
+                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight()),))
 
     def _counts(self) -> tuple[str, tuple[Field, ...]]:
         """A state counting the right rows per key (rows with a NULL key never match)."""
-        name = self.pl.plan_.name("matches")
+        name = self.ctx.plan.name("matches")
         keys = tuple((f"{name}.k{i}", r) for i, (_, r) in enumerate(self.sp.keys))
         fields = tuple(Field(n, e.type) for n, e in keys)
         rows = self.right.program
         not_null = and_all([Call("IS NOT NULL", (r,), BOOLEAN) for _, r in self.sp.keys] + list(self.sp.right))
         if not_null is not None:
             rows = Filter(rows, not_null)
-        program = Aggregate(rows, keys, ((W, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),))
-        self.pl.plan_.add_state(
-            State(name, "counts", fields, (StateColumn(W, BIGINT, Monoid.SUM, "number of right rows with the key"),),
+        program = Aggregate(rows, keys, ((WEIGHT, sum_weights()),))
+        self.ctx.plan.add_state(
+            State(name, StateRole.COUNTS, fields, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of right rows with the key"),),
                   note=f"matches per key for {self.join.kind} join", keep_empty=not fields),
             program)
-        return name, fields + (Field(W, BIGINT),)
+        return name, fields + (Field(WEIGHT, BIGINT),)
 
     def _key_cond(self, keys: tuple[Field, ...]) -> Expr | None:
         return and_all([Call("=", (lx, Column(k.name, k.type)), BOOLEAN) for (lx, _), k in zip(self.sp.keys, keys)])
@@ -165,10 +155,10 @@ class _Matcher:
     def _flips(self, name: str, fields: tuple[Field, ...]) -> Rel:
         """Keys whose count crossed zero this batch, with ``_sign`` +1 (now matched) or −1."""
         keys = fields[:-1]
-        merged = StateScan(name, "merged", merged_fields(fields, tuple(k.name for k in keys)))
-        now = Call(">", (Column(W, BIGINT), ZERO), BOOLEAN)
-        before = Call(">", (_coalesce0(Column(OLD + W, BIGINT)), ZERO), BOOLEAN)
-        crossed = and_all([Call("=", (Column(TOUCHED, INT), Literal(1, INT)), BOOLEAN), Call("<>", (now, before), BOOLEAN)])
+        merged = StateScan(name, StateVersion.MERGED, merged_fields(fields, tuple(k.name for k in keys)))
+        now = positive(weight())
+        before = positive(coalesce0(weight(OLD + WEIGHT)))
+        crossed = and_all([touched(), Call("<>", (now, before), BOOLEAN)])
         assert crossed is not None
         return Project(Filter(merged, crossed), tuple((k.name, k.ref()) for k in keys)
                        + (("_sign", Case(((now, ONE),), MINUS_ONE, BIGINT)),))
@@ -177,19 +167,19 @@ class _Matcher:
     def semi_anti(self, anti: bool) -> Rel:
         if self.sp.mixed:
             return self._general(anti)
-        pl_cond = _true(and_all(self.sp.left)) if self.sp.left else None
+        pl_cond = or_false(_all(self.sp.left)) if self.sp.left else None
         name, fields = self._counts()
         keys = fields[:-1]
-        positive = Filter(StateScan(name, "new", fields), Call(">", (Column(W, BIGINT), ZERO), BOOLEAN))
+        matched = Filter(StateScan(name, StateVersion.NEW, fields), positive(weight()))
         delta = self._left_delta()
         cond = self._key_cond(keys)
-        out_cols = tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, Column(WEIGHT, BIGINT)),)
+        out_cols = tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight()),)
         if not anti:
             rows = Filter(delta, pl_cond) if pl_cond is not None else delta
-            term1: Rel = Project(Join(rows, positive, "semi", cond), out_cols)
+            term1: Rel = Project(Join(rows, matched, JoinKind.SEMI, cond), out_cols)
         else:
             guarded = Filter(delta, pl_cond) if pl_cond is not None else delta
-            term1 = Project(Join(guarded, positive, "anti", cond), out_cols)
+            term1 = Project(Join(guarded, matched, JoinKind.ANTI, cond), out_cols)
             if pl_cond is not None:
                 term1 = Union((term1, Project(Filter(delta, Call("NOT", (pl_cond,), BOOLEAN)), out_cols)))
         old = self._left_old()
@@ -199,8 +189,8 @@ class _Matcher:
         sign: Expr = Column("_sign", BIGINT)
         if anti:
             sign = Call("neg", (sign,), BIGINT)
-        term2 = Project(Join(old, flips, "inner", cond), tuple((f.name, f.ref()) for f in self.lfields)
-                        + ((WEIGHT, Call("*", (Column(WEIGHT, BIGINT), sign), BIGINT)),))
+        term2 = Project(Join(old, flips, JoinKind.INNER, cond), tuple((f.name, f.ref()) for f in self.lfields)
+                        + ((WEIGHT, Call("*", (weight(), sign), BIGINT)),))
         return Union((term1, term2))
 
     def unmatched_left(self) -> Rel:
@@ -209,9 +199,9 @@ class _Matcher:
 
     def padded(self, rows: Rel, side: str) -> Rel:
         """Rows of one side with the other side's columns NULL (the join's output shape)."""
-        exprs = [(f.name, f.ref()) for f in self.lfields]
+        exprs: list[tuple[str, Expr]] = [(f.name, f.ref()) for f in self.lfields]
         exprs += [(f.name, Literal(None, f.type)) for f in self.join.right.schema]
-        return Project(rows, tuple(exprs) + ((WEIGHT, Column(WEIGHT, BIGINT)),))
+        return Project(rows, tuple(exprs) + ((WEIGHT, weight()),))
 
     # -- x NOT IN (SELECT y …) -------------------------------------------------------------------
     def not_in(self) -> Rel:
@@ -220,44 +210,44 @@ class _Matcher:
                                    params={"construct": "NOT IN"}, hint="write NOT EXISTS")
         x, y = self.sp.keys[0]
         name, fields = self._counts()
-        totals = self.pl.plan_.name("totals")
-        t_fields = (Field(W, BIGINT), Field("nulls", BIGINT))
-        null_w = Case(((Call("IS NULL", (y,), BOOLEAN), Column(WEIGHT, BIGINT)),), ZERO, BIGINT)
-        self.pl.plan_.add_state(
-            State(totals, "counts", (), (StateColumn(W, BIGINT, Monoid.SUM, "rows of the subquery"),
+        totals = self.ctx.plan.name("totals")
+        t_fields = (Field(WEIGHT, BIGINT), Field("nulls", BIGINT))
+        null_w = Case(((Call("IS NULL", (y,), BOOLEAN), weight()),), ZERO, BIGINT)
+        self.ctx.plan.add_state(
+            State(totals, StateRole.COUNTS, (), (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "rows of the subquery"),
                                          StateColumn("nulls", BIGINT, Monoid.SUM, "rows whose value is NULL")),
                   note="NOT IN: the subquery's rows and its NULLs", keep_empty=True),
-            Aggregate(self.right.program, (), ((W, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),
+            Aggregate(self.right.program, (), ((WEIGHT, sum_weights()),
                                                ("nulls", Agg("sum", (null_w,), False, BIGINT)))))
         key = fields[0]
-        rename_c = ((f"{name}#m", Column(W, BIGINT)), (key.name, key.ref()))
-        rename_t = ((f"{totals}#n", Column(W, BIGINT)), (f"{totals}#nn", Column("nulls", BIGINT)))
+        rename_c = ((f"{name}#m", weight()), (key.name, key.ref()))
+        rename_t = ((f"{totals}#n", weight()), (f"{totals}#nn", Column("nulls", BIGINT)))
 
         def passes(m: Expr, n: Expr, nn: Expr) -> Expr:
-            empty = Call("=", (_coalesce0(n), ZERO), BOOLEAN)
-            clear = and_all([Call("IS NOT NULL", (x,), BOOLEAN), Call("=", (_coalesce0(m), ZERO), BOOLEAN),
-                             Call("=", (_coalesce0(nn), ZERO), BOOLEAN)])
+            empty = Call("=", (coalesce0(n), ZERO), BOOLEAN)
+            clear = and_all([Call("IS NOT NULL", (x,), BOOLEAN), Call("=", (coalesce0(m), ZERO), BOOLEAN),
+                             Call("=", (coalesce0(nn), ZERO), BOOLEAN)])
             assert clear is not None
             return Call("OR", (empty, clear), BOOLEAN)
 
         cond = Call("=", (x, key.ref()), BOOLEAN)
-        counts_new = Project(StateScan(name, "new", fields), rename_c)
-        totals_new = Project(StateScan(totals, "new", t_fields), rename_t)
-        now = Join(Join(self._left_delta(), counts_new, "left", cond), totals_new, "cross", None)
+        counts_new = Project(StateScan(name, StateVersion.NEW, fields), rename_c)
+        totals_new = Project(StateScan(totals, StateVersion.NEW, t_fields), rename_t)
+        now = Join(Join(self._left_delta(), counts_new, JoinKind.LEFT, cond), totals_new, JoinKind.CROSS, None)
         out_cols = tuple((f.name, f.ref()) for f in self.lfields)
         m_new, n_new, nn_new = Column(f"{name}#m", BIGINT), Column(f"{totals}#n", BIGINT), Column(f"{totals}#nn", BIGINT)
-        term1 = Project(Filter(now, passes(m_new, n_new, nn_new)), out_cols + ((WEIGHT, Column(WEIGHT, BIGINT)),))
-        counts_m = StateScan(name, "merged", merged_fields(fields, (key.name,)))
-        totals_m = StateScan(totals, "merged", merged_fields(t_fields, ()))
-        cm = Project(counts_m, ((key.name, key.ref()), (f"{name}#m", Column(W, BIGINT)),
-                                (f"{name}#mo", Column(OLD + W, BIGINT))))
-        tm = Project(totals_m, ((f"{totals}#n", Column(W, BIGINT)), (f"{totals}#nn", Column("nulls", BIGINT)),
-                                (f"{totals}#no", Column(OLD + W, BIGINT)), (f"{totals}#nno", Column(OLD + "nulls", BIGINT))))
-        both = Join(Join(self._left_old(), cm, "left", cond), tm, "cross", None)
+        term1 = Project(Filter(now, passes(m_new, n_new, nn_new)), out_cols + ((WEIGHT, weight()),))
+        counts_m = StateScan(name, StateVersion.MERGED, merged_fields(fields, (key.name,)))
+        totals_m = StateScan(totals, StateVersion.MERGED, merged_fields(t_fields, ()))
+        cm = Project(counts_m, ((key.name, key.ref()), (f"{name}#m", weight()),
+                                (f"{name}#mo", weight(OLD + WEIGHT))))
+        tm = Project(totals_m, ((f"{totals}#n", weight()), (f"{totals}#nn", Column("nulls", BIGINT)),
+                                (f"{totals}#no", weight(OLD + WEIGHT)), (f"{totals}#nno", Column(OLD + "nulls", BIGINT))))
+        both = Join(Join(self._left_old(), cm, JoinKind.LEFT, cond), tm, JoinKind.CROSS, None)
         after = passes(m_new, n_new, nn_new)
         before = passes(Column(f"{name}#mo", BIGINT), Column(f"{totals}#no", BIGINT), Column(f"{totals}#nno", BIGINT))
         flipped = Filter(both, Call("<>", (after, before), BOOLEAN))
-        term2 = Project(flipped, out_cols + ((WEIGHT, Call("*", (Column(WEIGHT, BIGINT),
+        term2 = Project(flipped, out_cols + ((WEIGHT, Call("*", (weight(),
                                                                  Case(((after, ONE),), MINUS_ONE, BIGINT)), BIGINT)),))
         return Union((term1, term2))
 
@@ -265,83 +255,78 @@ class _Matcher:
     def _general(self, anti: bool) -> Rel:
         """``m(l)`` recomputed before and after the batch for the left rows it may have changed:
         the batch's new left rows, and the old ones whose key the batch's right rows touch."""
-        plan = self.pl.plan_
+        plan = self.ctx.plan
         lnames = [f.name for f in self.lfields]
         rcols = sorted({c for e in self.sp.mixed for c in e.columns()} & set(self.join.right.names))
         keys = [(f"_r{i}", r) for i, (_, r) in enumerate(self.sp.keys)]
-        right_name, right_fields = self.pl._bag_state(
+        right_name, right_fields = self.ctx.bag_state(
             Project(self.join.right, tuple(keys) + tuple((c, self.join.right.field(c).ref()) for c in rcols)),
             "right", compiled=_project_compiled(self.right, tuple(keys) + tuple(
                 (c, self.join.right.field(c).ref()) for c in rcols)))
         key_cond = and_all([Call("=", (lx, Column(k, r.type)), BOOLEAN) for (lx, _), (k, r) in zip(self.sp.keys, keys)])
         old_left = self._left_old()
-        touched_keys = Aggregate(Project(StateScan(right_name, "delta", right_fields),
+        touched_keys = Aggregate(Project(StateScan(right_name, StateVersion.DELTA, right_fields),
                                          tuple((k, Column(k, r.type)) for k, r in keys)),
                                  tuple((k, Column(k, r.type)) for k, r in keys), ())
         affected = Aggregate(Union((
             Project(self._left_delta(), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields))),
-            Project(Join(old_left, touched_keys, "semi", key_cond), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields))),
+            Project(Join(old_left, touched_keys, JoinKind.SEMI, key_cond), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields))),
         )), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields)), ())
         pred = and_all([key_cond] + list(self.sp.mixed) if key_cond is not None else list(self.sp.mixed))
 
-        def matches(version: str, tag: str) -> Rel:
+        def matches(version: StateVersion, tag: str) -> Rel:
             r = Project(StateScan(right_name, version, right_fields),
-                        tuple((f.name, f.ref()) for f in right_fields if f.name != W) + ((f"{tag}._rw", Column(W, BIGINT)),))
-            joined = Join(affected, r, "inner", pred)
+                        tuple((f.name, f.ref()) for f in right_fields if f.name != WEIGHT) + ((f"{tag}._rw", weight()),))
+            joined = Join(affected, r, JoinKind.INNER, pred)
             counted = Aggregate(joined, tuple((f"{tag}.{n}", Column(n, f.type)) for n, f in zip(lnames, self.lfields)),
                                 ((f"{tag}.m", Agg("sum", (Column(f"{tag}._rw", BIGINT),), False, BIGINT)),))
             return counted
 
         def weights(version_rel: Rel, tag: str) -> Rel:
             return Project(version_rel, tuple((f"{tag}.{n}", Column(n, f.type)) for n, f in zip(lnames, self.lfields))
-                           + ((f"{tag}.w", Column(WEIGHT, BIGINT)),))
+                           + ((f"{tag}.w", weight()),))
 
         new_left = self._left_new()
         x: Rel = affected
-        for side, tag in ((matches("new", "mn"), "mn"), (matches("old", "mo"), "mo"),
+        for side, tag in ((matches(StateVersion.NEW, "mn"), "mn"), (matches(StateVersion.OLD, "mo"), "mo"),
                           (weights(new_left, "wn"), "wn"), (weights(old_left, "wo"), "wo")):
             cond = and_all([Call("<=>", (Column(n, f.type), Column(f"{tag}.{n}", f.type)), BOOLEAN)
                             for n, f in zip(lnames, self.lfields)])
-            x = Join(x, side, "left", cond)
-        guard = _true(and_all(self.sp.left)) if self.sp.left else Literal(True, BOOLEAN)
+            x = Join(x, side, JoinKind.LEFT, cond)
+        guard = or_false(_all(self.sp.left)) if self.sp.left else Literal(True, BOOLEAN)
 
         def matched(m: Expr) -> Expr:
-            return Call("AND", (guard, Call(">", (_coalesce0(m), ZERO), BOOLEAN)), BOOLEAN)
+            return Call("AND", (guard, positive(coalesce0(m))), BOOLEAN)
 
         def as_count(flag: Expr) -> Expr:
             out = Call("NOT", (flag,), BOOLEAN) if anti else flag
             return Case(((out, ONE),), ZERO, BIGINT)
 
-        weight = Call("-", (Call("*", (_coalesce0(Column("wn.w", BIGINT)), as_count(matched(Column("mn.m", BIGINT)))), BIGINT),
-                           Call("*", (_coalesce0(Column("wo.w", BIGINT)), as_count(matched(Column("mo.m", BIGINT)))), BIGINT)),
+        change = Call("-", (Call("*", (coalesce0(Column("wn.w", BIGINT)), as_count(matched(Column("mn.m", BIGINT)))), BIGINT),
+                           Call("*", (coalesce0(Column("wo.w", BIGINT)), as_count(matched(Column("mo.m", BIGINT)))), BIGINT)),
                       BIGINT)
-        out = Project(x, tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields)) + ((WEIGHT, weight),))
+        out = Project(x, tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields)) + ((WEIGHT, change),))
         plan.note(f"{self.join.kind} join with a non-equality condition: matches are recounted per batch for the "
                   "left rows the batch may change")
-        return Filter(out, Call("<>", (Column(WEIGHT, BIGINT), ZERO), BOOLEAN))
+        return Filter(out, nonzero(weight()))
 
     def _left_new(self) -> Rel:
         if self.left.static:
             return Project(self.left.program, tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, ONE),))
         self._left_old()
         assert self._bag is not None
-        fields = self.pl.plan_.fields(self._bag)
-        return Project(StateScan(self._bag, "new", fields),
-                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, Column(W, BIGINT)),))
+        fields = self.ctx.plan.fields(self._bag)
+        return Project(StateScan(self._bag, StateVersion.NEW, fields),
+                       tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight()),))
 
 
 def _project_compiled(c: Compiled, exprs: tuple[tuple[str, Expr], ...]) -> Compiled:
-    from .incrementalize import Compiled
-
     if c.static:
         return Compiled(Project(c.program, exprs), static=True, weighted=False)
-    return Compiled(Project(c.program, exprs + ((WEIGHT, Column(WEIGHT, BIGINT)),)), static=False, weighted=c.weighted)
+    return Compiled(Project(c.program, exprs + ((WEIGHT, weight()),)), static=False, weighted=c.weighted)
 
 
-def _coalesce0(e: Expr) -> Expr:
-    return Call("coalesce", (e, ZERO), BIGINT, "coalesce({0}, {1})")
-
-
-def _true(e: Expr | None) -> Expr:
-    assert e is not None
-    return Call("coalesce", (e, Literal(False, BOOLEAN)), BOOLEAN, "coalesce({0}, {1})")
+def _all(conditions: list[Expr]) -> Expr:
+    cond = and_all(conditions)
+    assert cond is not None
+    return cond

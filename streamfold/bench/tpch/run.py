@@ -15,7 +15,7 @@ LIMIT rows tied with the last row on the ORDER BY key may differ. Each batch is 
 against a Spark recompute of the same query over the prefix, whose answer is checked against
 DuckDB too (that checks the query texts and the oracle, independently of streamfold).
 
-    .venv/bin/python benchmarks/tpch/run.py [--sf 0.01] [--batches 4] [--queries 1,3,5]
+    .venv/bin/python -m streamfold.bench.tpch.run [--sf 0.01] [--batches 4] [--queries 1,3,5]
                                             [--out bench-out/tpch] [--no-recompute]
 
 Writes ``<out>/tpch-sf<SF>.json`` and ``<out>/tpch-sf<SF>.md``; the data sets are kept under
@@ -25,10 +25,7 @@ Writes ``<out>/tpch-sf<SF>.json`` and ``<out>/tpch-sf<SF>.md``; the data sets ar
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import decimal
 import json
-import math
 import os
 import shutil
 import statistics
@@ -37,17 +34,14 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from functools import cmp_to_key
 from typing import Any
-
-if __package__ in (None, ""):
-    sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import sqlglot
 from sqlglot import exp
 
-from benchmarks.tpch import data as tpch_data
-from benchmarks.tpch.data import WEIGHT, Dataset
+from ...verify import DuckOracle, OrderSpec, compare, order_of, python_value, recompute
+from . import data as tpch_data
+from .data import Dataset
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUERY_DIR = os.path.join(HERE, "queries")
@@ -80,239 +74,39 @@ def tables_read(sql: str) -> set[str]:
     return {t.name.lower() for t in tree.find_all(exp.Table)} & set(tpch_data.TABLES)
 
 
-@dataclass(frozen=True)
-class OrderSpec:
-    """The outermost ORDER BY as output column positions, and whether a LIMIT follows it."""
-
-    keys: tuple[tuple[int, bool, bool], ...]  # (column, descending, nulls first)
-    limit: bool
+# -- checking answers (streamfold.verify) -------------------------------------------------------------
+def answer_difference(actual: list[tuple], expected: list[tuple], order: OrderSpec | None) -> str | None:
+    """None if ``actual`` is a correct answer given DuckDB's ``expected`` (see :mod:`streamfold.verify`)."""
+    return compare(actual, expected, order).detail
 
 
-def order_spec(sql: str) -> OrderSpec | None:
-    """The ORDER BY of the outermost SELECT mapped to output columns (None without ORDER BY, or
-    when an ORDER BY item is not an output column — then only bags are compared)."""
-    tree = sqlglot.parse_one(sql, read="spark")
-    order = tree.args.get("order")
-    if order is None:
-        return None
-    outputs = tree.expressions
-    keys = []
-    for o in order.expressions:
-        target = o.this
-        index = None
-        if isinstance(target, exp.Literal) and target.is_int:
-            index = int(target.this) - 1
-        else:
-            for i, proj in enumerate(outputs):
-                if isinstance(target, exp.Column) and not target.table and proj.alias_or_name == target.name:
-                    index = i
-                    break
-                if proj.unalias().sql("spark") == target.sql("spark"):
-                    index = i
-                    break
-        if index is None:
-            return None
-        desc = bool(o.args.get("desc"))
-        nulls_first = o.args.get("nulls_first")
-        if nulls_first is None:
-            nulls_first = not desc  # Spark: NULLs first ascending, last descending
-        keys.append((index, desc, bool(nulls_first)))
-    return OrderSpec(tuple(keys), tree.args.get("limit") is not None)
-
-
-# -- comparing answers ----------------------------------------------------------------------------
-def py_value(v: Any) -> Any:
-    """pandas / numpy / Spark values as plain Python (NaN from a nullable column is NULL)."""
-    if v is None:
-        return None
-    try:
-        import numpy as np
-        import pandas as pd
-
-        if v is pd.NaT:
-            return None
-        if isinstance(v, np.generic):
-            v = v.item()
-        if isinstance(v, pd.Timestamp):
-            v = v.to_pydatetime()
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, dt.datetime):
-        v = v.replace(tzinfo=None)
-        if v.time() == dt.time(0):  # DuckDB answers date arithmetic with a TIMESTAMP
-            return v.date()
-    return v
-
-
-def _ulp(v: Any) -> float:
-    if isinstance(v, decimal.Decimal):
-        exponent = v.as_tuple().exponent
-        return 10.0 ** exponent if isinstance(exponent, int) else 0.0
-    return 0.0
-
-
-def close(a: Any, b: Any) -> bool:
-    """Equal values; numbers up to 1e-9 relative or one unit in the last decimal place."""
-    a, b = py_value(a), py_value(b)
-    if a is None or b is None:
-        return a is None and b is None
-    numeric = (int, float, decimal.Decimal)
-    if isinstance(a, numeric) and isinstance(b, numeric) and not isinstance(a, bool) and not isinstance(b, bool):
-        fa, fb = float(a), float(b)
-        return abs(fa - fb) <= 1e-9 * max(abs(fa), abs(fb), 1.0) + _ulp(a) + _ulp(b)
-    return a == b
-
-
-def rows_close(a: Sequence[Any], b: Sequence[Any]) -> bool:
-    return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
-
-
-def _sort_key(row: Sequence[Any]) -> tuple:
-    out = []
-    for v in row:
-        v = py_value(v)
-        if v is None:
-            out.append((0, 0))
-        elif isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool):
-            out.append((1, float(f"{float(v):.6g}")))
-        else:
-            out.append((2, str(v)))
-    return tuple(out)
-
-
-def bag_difference(actual: list[tuple], expected: list[tuple]) -> str | None:
-    """None if the bags match (see :func:`close`), else the first difference."""
-    if len(actual) != len(expected):
-        return f"{len(actual)} rows, expected {len(expected)}" + _sample(actual, expected)
-    a = sorted(actual, key=_sort_key)
-    e = sorted(expected, key=_sort_key)
-    if all(rows_close(x, y) for x, y in zip(a, e)):
-        return None
-    # Rounding can sort near-equal rows differently: match greedily before calling it a difference.
-    remaining = list(e)
-    for row in a:
-        for i, cand in enumerate(remaining):
-            if rows_close(row, cand):
-                del remaining[i]
-                break
-        else:
-            missing = [r for r in e if not any(rows_close(r, x) for x in a)]
-            return (f"row {_fmt(row)} is not expected"
-                    + (f"; expected rows not in the answer include {_fmt(missing[0])}" if missing else "")
-                    + _sample(actual, expected))
-    return None
-
-
-def _fmt(row: Sequence[Any]) -> str:
-    return "(" + ", ".join(repr(py_value(v)) if not isinstance(py_value(v), decimal.Decimal) else str(v)
-                           for v in row) + ")"
-
-
-def _sample(actual: list[tuple], expected: list[tuple], n: int = 5) -> str:
-    a = ", ".join(_fmt(r) for r in sorted(actual, key=_sort_key)[:n])
-    e = ", ".join(_fmt(r) for r in sorted(expected, key=_sort_key)[:n])
-    return f"\n  actual (first {n} sorted):   {a}\n  expected (first {n} sorted): {e}"
-
-
-def _compare_values(a: Any, b: Any, nulls_first: bool) -> int:
-    a, b = py_value(a), py_value(b)
-    if a is None or b is None:
-        if a is None and b is None:
-            return 0
-        return (-1 if a is None else 1) * (1 if nulls_first else -1)
-    if close(a, b):
-        return 0
-    return -1 if a < b else 1
-
-
-def _compare_keys(spec: OrderSpec, r1: Sequence[Any], r2: Sequence[Any]) -> int:
-    for index, desc, nulls_first in spec.keys:
-        c = _compare_values(r1[index], r2[index], nulls_first)
-        if c:
-            return -c if desc and r1[index] is not None and r2[index] is not None else c
-    return 0
-
-
-def answer_difference(actual: list[tuple], expected: list[tuple], spec: OrderSpec | None) -> str | None:
-    """None if ``actual`` is a correct answer given DuckDB's ``expected`` (see module doc)."""
-    if spec is not None:
-        for i in range(1, len(actual)):
-            if _compare_keys(spec, actual[i - 1], actual[i]) > 0:
-                return f"rows {i - 1} and {i} are out of ORDER BY order: {_fmt(actual[i - 1])}, {_fmt(actual[i])}"
-    problem = bag_difference(actual, expected)
-    if problem is None or spec is None or not spec.limit or len(actual) != len(expected) or not expected:
-        return problem
-    # LIMIT cut through rows tied on the ORDER BY key: those may be any of the tied rows.
-    last = sorted(expected, key=cmp_to_key(lambda x, y: _compare_keys(spec, x, y)))[-1]
-    untied_a = [r for r in actual if _compare_keys(spec, r, last) != 0]
-    untied_e = [r for r in expected if _compare_keys(spec, r, last) != 0]
-    return problem if bag_difference(untied_a, untied_e) is not None else None
-
-
-# -- the oracles: DuckDB, and Spark recomputing -----------------------------------------------------
-def _cols(table: str) -> str:
-    return ", ".join(c for c, _ in tpch_data.SCHEMAS[table])
-
-
-class DuckOracle:
+class TpchOracle:
     """DuckDB's answer to a query over a prefix of the batches (static tables whole)."""
 
     def __init__(self, ds: Dataset, sql: str, streams: Sequence[str], statics: Sequence[str]) -> None:
-        import duckdb
-
         self.ds = ds
         self.streams = list(streams)
-        self.text = sqlglot.transpile(sql, read="spark", write="duckdb")[0]
-        self.con = duckdb.connect()
+        self.oracle = DuckOracle(sql)
         for t in statics:
-            self.con.execute(f"CREATE VIEW {t} AS SELECT * FROM read_parquet('{ds.table_path(t)}')")
+            self.oracle.set_input(t, [ds.table_path(t)])
 
     def answer(self, last_batch: int) -> list[tuple]:
         for t in self.streams:
-            files = ", ".join(f"'{p}'" for p in self.ds.prefix_paths(t, last_batch))
-            cols = _cols(t)
-            self.con.execute(f"DROP TABLE IF EXISTS {t}")
-            self.con.execute(f"CREATE TEMP TABLE __net AS SELECT {cols}, CAST(sum({WEIGHT}) AS BIGINT) AS __w "
-                             f"FROM read_parquet([{files}]) GROUP BY ALL")
-            negative = self.con.execute("SELECT count(*) FROM __net WHERE __w < 0").fetchone()[0]
-            if negative:
-                raise AssertionError(f"the batches of {t} delete {negative} rows that are not there")
-            self.con.execute(f"CREATE TABLE {t} AS SELECT {cols} FROM "
-                             f"(SELECT {cols}, unnest(range(__w)) FROM __net WHERE __w > 0)")
-            self.con.execute("DROP TABLE __net")
-        return [tuple(r) for r in self.con.execute(self.text).fetchall()]
+            self.oracle.set_input(t, self.ds.prefix_paths(t, last_batch))
+        return self.oracle.answer()
 
     def close(self) -> None:
-        self.con.close()
+        self.oracle.close()
 
 
-class SparkRecompute:
+def spark_recompute(spark: Any, ds: Dataset, sql: str, streams: Sequence[str], statics: Sequence[str],
+                    last_batch: int) -> tuple[list[tuple], float]:
     """The Spark batch query over a prefix, from the files, as a user without streamfold runs it."""
-
-    def __init__(self, spark, ds: Dataset, sql: str, streams: Sequence[str], statics: Sequence[str]) -> None:
-        self.session = spark.newSession()
-        self.ds = ds
-        self.sql = sql
-        self.streams = list(streams)
-        for t in statics:
-            self.session.read.parquet(ds.table_path(t)).createOrReplaceTempView(t)
-
-    def answer(self, last_batch: int) -> tuple[list[tuple], float]:
-        start = time.perf_counter()
-        for t in self.streams:
-            view = f"__{t}_files"
-            self.session.read.parquet(*self.ds.prefix_paths(t, last_batch)).createOrReplaceTempView(view)
-            cols = _cols(t)
-            if self.ds.has_deletions(last_batch):
-                text = (f"SELECT {cols} FROM (SELECT {cols}, sum({WEIGHT}) AS __w FROM {view} GROUP BY {cols}) "
-                        f"LATERAL VIEW explode(sequence(1, __w)) AS __copy WHERE __w > 0")
-            else:  # insert batches: every row has _weight = +1
-                text = f"SELECT {cols} FROM {view}"
-            self.session.sql(text).createOrReplaceTempView(t)
-        rows = [tuple(r) for r in self.session.sql(self.sql).collect()]
-        return rows, time.perf_counter() - start
+    inputs: dict[str, str | Sequence[str]] = {t: ds.table_path(t) for t in statics}
+    inputs.update({t: ds.prefix_paths(t, last_batch) for t in streams})
+    # insert batches: every row has _weight = +1, so nothing needs netting before the deletions
+    result = recompute(spark, sql, inputs, net=ds.has_deletions(last_batch))
+    return [tuple(python_value(v) for v in r) for r in result.rows or []], result.seconds
 
 
 # -- running one query ----------------------------------------------------------------------------
@@ -387,7 +181,7 @@ def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = 
     stream_tables = list(tpch_data.streams_for(read, tuple(streams)))
     statics = sorted(read - set(stream_tables))
     record = QueryRecord(name, "passes", stream_tables)
-    spec = order_spec(sql)
+    spec = order_of(sql)
 
     error = compile_check(sql, stream_tables, statics)
     if error is not None:
@@ -408,8 +202,7 @@ def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = 
     options: dict[str, Any] = {}
     if partitions:
         options["partitions"] = partitions
-    oracle = DuckOracle(ds, sql, stream_tables, statics)
-    spark_oracle = SparkRecompute(spark, ds, sql, stream_tables, statics) if recompute else None
+    oracle = TpchOracle(ds, sql, stream_tables, statics)
     query = None
     try:
         try:
@@ -437,15 +230,15 @@ def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = 
                 record.message = f"batch {b}: process_available() made {'no batch' if result is None else result.batch}"
                 log(f"{name}: ERROR {record.message}")
                 break
-            actual = [tuple(py_value(v) for v in r)
+            actual = [tuple(python_value(v) for v in r)
                       for r in query.snapshot_pandas().itertuples(index=False, name=None)]
             expected = oracle.answer(b)
             difference = answer_difference(actual, expected, spec)
             rec = BatchRecord(b, b == ds.deletion_batch, dict(result.rows),
                               round(result.duration_s, 4), None, len(actual), dict(result.state_rows), difference,
                               timings={k: round(v, 4) for k, v in (result.timings or {}).items()})
-            if spark_oracle is not None:
-                spark_rows, seconds = spark_oracle.answer(b)
+            if recompute:
+                spark_rows, seconds = spark_recompute(spark, ds, sql, stream_tables, statics, b)
                 rec.recompute_s = round(seconds, 4)
                 rec.spark_difference = answer_difference(spark_rows, expected, spec)
             record.batches.append(rec)
@@ -483,9 +276,9 @@ def _text_check(ds: Dataset, spark, sql: str, streams: Sequence[str], statics: S
                 spec: OrderSpec | None) -> str:
     """Spark's batch answer over all batches against DuckDB's: "ok", or the difference."""
     last = ds.total_batches - 1
-    oracle = DuckOracle(ds, sql, streams, statics)
+    oracle = TpchOracle(ds, sql, streams, statics)
     try:
-        rows, _ = SparkRecompute(spark, ds, sql, streams, statics).answer(last)
+        rows, _ = spark_recompute(spark, ds, sql, streams, statics, last)
         difference = answer_difference(rows, oracle.answer(last), spec)
     finally:
         oracle.close()
@@ -573,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             read = tables_read(sql)
             streams = list(tpch_data.streams_for(read))
             start = time.perf_counter()
-            result = _text_check(ds, spark, sql, streams, sorted(read - set(streams)), order_spec(sql))
+            result = _text_check(ds, spark, sql, streams, sorted(read - set(streams)), order_of(sql))
             bad += result != "ok"
             print(f"{name}: Spark vs DuckDB {result} ({time.perf_counter() - start:.1f} s)")
         spark.stop()

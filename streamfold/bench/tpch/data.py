@@ -21,7 +21,7 @@ Types are those of the TPC-H specification as Spark reads them: identifiers BIGI
 DECIMAL(15,2), dates DATE, text STRING. ``tpchgen-cli`` writes these already except text, which
 it writes as Arrow ``string_view``; every table is cast to the expected schema and checked.
 
-Run as a script to generate: ``.venv/bin/python benchmarks/tpch/data.py --sf 0.01 --batches 4``.
+Run as a script to generate: ``.venv/bin/python -m streamfold.bench.tpch.data --sf 0.01 --batches 4``.
 """
 
 from __future__ import annotations

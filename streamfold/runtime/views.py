@@ -1,9 +1,10 @@
-"""Lower IR programs to Spark: each program becomes one Spark SQL statement over temp views.
+"""Temp views for a batch's programs: each program becomes one Spark SQL statement over them.
 
 A program's leaves (a batch's rows, a static table, a state's old/new/delta version) are
-DataFrames registered as temp views of the query's own Spark session; ``rel_sql`` prints the
-program over those view names and one ``spark.sql`` call builds the whole plan. That keeps the
-Python side to a handful of calls per batch, and the SQL Spark runs is the SQL ``explain`` shows.
+DataFrames registered as temp views of the query's own Spark session; :mod:`.lowering` writes
+the statement over those view names and one ``spark.sql`` call builds the whole plan. That keeps
+the Python side to a handful of calls per batch, and the SQL Spark runs is the SQL ``explain``
+shows (with the physical join hints added).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..ir.rel import DeltaScan, LoopRef, Once, Rel, Scan, StateScan
-from ..ir.sqltext import rel_sql
+from .lowering import program, subquery
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,7 +49,7 @@ class Views:
     def relation(self, value: DataFrame | str, hint: str) -> str:
         """A FROM item for ``value``: a view name, or a parenthesised SQL fragment."""
         if isinstance(value, str):
-            return f"(\n{value}\n)"
+            return subquery(value)
         return self.name(value, hint)
 
     def drop(self) -> None:
@@ -71,13 +72,9 @@ def leaf_hint(rel: Rel) -> str:
     return f"{rel.version}_{rel.state}"
 
 
-def run(spark: SparkSession, rel: Rel, resolve: Resolve, views: Views) -> DataFrame:
-    """The DataFrame computing ``rel``, its leaves resolved by ``resolve``."""
-    return spark.sql(to_sql(rel, resolve, views))
-
-
 def to_sql(rel: Rel, resolve: Resolve, views: Views) -> str:
-    return rel_sql(rel, leaf=lambda leaf: views.relation(resolve(leaf), leaf_hint(leaf)))
+    """The statement of ``rel``, its leaves resolved by ``resolve`` and named by ``views``."""
+    return program(rel, lambda leaf: views.relation(resolve(leaf), leaf_hint(leaf)))
 
 
 def output_rows(df: DataFrame) -> int | None:

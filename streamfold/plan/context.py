@@ -1,0 +1,138 @@
+"""The context every planner rule receives: compile a sub-relation, keep a bag, declare states.
+
+A rule (``rules_*.py``) turns one kind of logical node into how it changes (:class:`Compiled`).
+It sees the planner only through :class:`PlanContext`:
+
+* :meth:`PlanContext.compile` — the delta program of any sub-relation (memoized; relations equal
+  up to their names share one set of states, and one read more than once is computed once per
+  batch, as a temp result);
+* :meth:`PlanContext.bag_state` — a relation's rows kept as a state counting copies;
+* :meth:`PlanContext.body` — a tree of inner joins, filters and projections as the seed's coGroup
+  body (:mod:`.body`), its inputs compiled on their own;
+* ``ctx.plan`` — the :class:`PlanBuilder` the states, steps and notes go into.
+
+The context dispatches ``compile`` to the rules through the function the driver
+(:mod:`.incrementalize`) gives it, so it knows none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..ir.expr import Column, Expr
+from ..ir.rel import (
+    WEIGHT, Aggregate, DeltaScan, Field, Filter, IterationMode, Iterate, Once, Project, Rel, Scan, StateScan, StateVersion,
+)
+from ..ir.rename import canonical, unroll
+from ..ir.types import BIGINT
+from ..sql.bind import BoundQuery
+from .body import Body, Input, flatten
+from .builder import PlanBuilder
+from .model import Compiled, Monoid, State, StateColumn, StateRole
+from .terms import sum_weights
+
+Rule = Callable[["PlanContext", Rel], Compiled]
+
+
+class PlanContext:
+    """The planner as the rules see it (see the module docstring)."""
+
+    def __init__(self, bound: BoundQuery, logical: Rel, dispatch: Rule) -> None:
+        self.bound = bound
+        self.logical = logical
+        self.plan = PlanBuilder()
+        self._dispatch = dispatch
+        self._memo: dict[Rel, Compiled] = {}
+        self._shared: dict[Rel, tuple[Rel, Compiled]] = {}  # canonical form → first relation, its delta
+        self._repeated = _repeated(logical)
+        self._aliases: dict[Rel, str] = {}
+
+    def compile(self, rel: Rel) -> Compiled:
+        """The delta program of ``rel`` (or, if it reads no stream, ``rel`` itself: static)."""
+        if rel not in self._memo:
+            self._memo[rel] = self._share(rel)
+        return self._memo[rel]
+
+    def _share(self, rel: Rel) -> Compiled:
+        """Relations equal up to their names (copies of a CTE, the unchanging parts of an
+        iteration's steps) share one set of states: the later ones rename the first's delta."""
+        key = canonical(rel)
+        if key not in self._shared:
+            compiled = self._compile(rel)
+            if key in self._repeated and not compiled.static and _costly(compiled.program):
+                # read more than once: computed once per batch, as a temp result
+                temp = self.plan.add_temp("shared", compiled.program)
+                compiled = Compiled(StateScan(temp, StateVersion.DELTA, compiled.program.schema), False, compiled.weighted)
+            self._shared[key] = (rel, compiled)
+            return compiled
+        first, compiled = self._shared[key]
+        if compiled.static:
+            return Compiled(rel, static=True, weighted=False)
+        renames = tuple((g.name, Column(f.name, f.type)) for f, g in zip(first.schema, rel.schema))
+        return Compiled(Project(compiled.program, renames + ((WEIGHT, Column(WEIGHT, BIGINT)),)),
+                        static=False, weighted=compiled.weighted)
+
+    def _compile(self, rel: Rel) -> Compiled:
+        if not reads_stream(rel):
+            return Compiled(rel, static=True, weighted=False)
+        return self._dispatch(self, rel)
+
+    def bag_state(self, rel: Rel, base: str, compiled: Compiled | None = None) -> tuple[str, tuple[Field, ...]]:
+        """``rel``'s rows kept as a bag: a state keyed by all its columns, counting copies; its
+        name and fields (the key, then the count)."""
+        compiled = compiled if compiled is not None else self.compile(rel)
+        key = tuple(Field(f.name, f.type) for f in rel.schema)
+        name = self.plan.name(base)
+        self.plan.add_state(
+            State(name, StateRole.OUTPUT, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
+                  note="the rows with their multiplicity"),
+            Aggregate(compiled.delta, tuple((f.name, f.ref()) for f in key), ((WEIGHT, sum_weights()),)),
+        )
+        return name, key + (Field(WEIGHT, BIGINT),)
+
+    def body(self, rel: Rel) -> tuple[Body, dict[str, Expr]]:
+        """The join body under ``rel`` and each output column's expression over its inputs."""
+        return flatten(rel, self._input)
+
+    def _input(self, rel: Rel, index: int) -> Input:
+        """An input of a join body: a source, or any relation compiled on its own."""
+        compiled = self.compile(rel)
+        if isinstance(rel, Scan):
+            label = rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}"
+            return Input(index, rel.alias, rel.fields, compiled.program, compiled.static, compiled.weighted, label)
+        if rel not in self._aliases:
+            self._aliases[rel] = f"d{len(self._aliases) + 1}"
+        alias = self._aliases[rel]
+        return Input(index, alias, rel.schema, compiled.program, compiled.static, compiled.weighted,
+                     f"derived input {alias} ({type(rel).__name__.lower()})")
+
+
+def reads_stream(rel: Rel) -> bool:
+    """Whether ``rel`` reads a stream source (else it never changes: it is static)."""
+    return any(isinstance(n, Scan) and not n.static for n in rel.walk())
+
+
+def _repeated(logical: Rel) -> set[Rel]:
+    """The canonical forms of the relations a query reads more than once (a CTE read twice,
+    the parts of an iteration's steps that do not depend on the loop)."""
+    expanded = logical.transform(
+        lambda n: unroll(n) if isinstance(n, Iterate) and n.mode == IterationMode.EXACT else None)
+    seen: set[Rel] = set()
+    repeated: set[Rel] = set()
+
+    def visit(rel: Rel) -> None:
+        key = canonical(rel)
+        if key in seen:
+            repeated.add(key)
+            return  # its parts are read through it
+        seen.add(key)
+        for child in rel.inputs():
+            visit(child)
+
+    visit(expanded)
+    return repeated
+
+
+def _costly(program: Rel) -> bool:
+    """Whether a delta program does more than filter and project the batch's rows."""
+    return any(not isinstance(n, (DeltaScan, Filter, Project, Once, Scan)) for n in program.walk())

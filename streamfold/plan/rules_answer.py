@@ -1,0 +1,102 @@
+"""The query's answer a (seed 000 §9): everything above the last GROUP BY, over the states.
+
+The top of a query — ORDER BY, LIMIT/OFFSET and the final projection — is peeled off; below it:
+
+* an aggregate (with HAVING and the select list above it, :mod:`.rules_aggregates`): a over its
+  states; its changes keyed by the group key (or, for a global aggregate or a LIMIT, the whole
+  answer before and after compared);
+* a DISTINCT: an output state counts each row; a row is in the answer while its count is
+  positive, its changes are the rows whose count crossed zero (keyed by every column);
+* anything else: an output state keeps the rows with their multiplicity, and its own delta is
+  the answer's change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.expr import Column
+from ..ir.rel import WEIGHT, Aggregate, Distinct, Expand, Filter, Limit, Project, Rel, Sort, SortKey, StateScan, StateVersion
+from .context import PlanContext
+from .model import Answer, ChangeMode
+from .rules_aggregates import aggregate_states
+
+
+
+@dataclass
+class Top:
+    """What sits above the query's rows: ORDER BY, LIMIT/OFFSET and hidden sort columns."""
+
+    rows: Rel
+    output: tuple[str, ...]
+    order: tuple[SortKey, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+
+    @property
+    def cut(self) -> bool:
+        """Whether LIMIT or OFFSET cuts the answer (then it is compared whole)."""
+        return self.limit is not None or self.offset > 0
+
+
+def answer(ctx: PlanContext) -> Answer:
+    """The answer function of the query ``ctx`` plans."""
+    top = peel(ctx.logical)
+    above: list[Rel] = []  # Filter/Project nodes between the rows' top and an Aggregate
+    node = top.rows
+    while isinstance(node, (Project, Filter)):
+        above.append(node)
+        node = node.input
+    if isinstance(node, Aggregate):
+        return _aggregate_query(ctx, node, above, top)
+    if isinstance(top.rows, Distinct):
+        return _distinct_query(ctx, top.rows, top)
+    return _plain_query(ctx, top)
+
+
+def peel(rel: Rel) -> Top:
+    """The query's rows and what sits above them."""
+    output: tuple[str, ...] | None = None
+    if isinstance(rel, Project) and isinstance(rel.input, (Limit, Sort)):
+        output = rel.names
+        rel = rel.input
+    limit, offset = None, 0
+    if isinstance(rel, Limit):
+        limit, offset = rel.limit, rel.offset
+        rel = rel.input
+    order: tuple[SortKey, ...] = ()
+    if isinstance(rel, Sort):
+        order = rel.keys
+        rel = rel.input
+    return Top(rel, output if output is not None else rel.names, order, limit, offset)
+
+
+def _aggregate_query(ctx: PlanContext, agg: Aggregate, above: list[Rel], top: Top) -> Answer:
+    info = aggregate_states(ctx, agg, above)
+    return Answer(
+        rows=info.rows, output=top.output, output_names=ctx.bound.output_names, order=top.order,
+        limit=top.limit, offset=top.offset,
+        changes=ChangeMode.GLOBAL if not info.keys or top.cut else ChangeMode.KEYED,
+        change_states=info.states, touched_key=info.key_names, per_key=info.per_key,
+    )
+
+
+def _plain_query(ctx: PlanContext, top: Top) -> Answer:
+    state, fields = ctx.bag_state(top.rows, "out")
+    return Answer(
+        rows=Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT), output=top.output, output_names=ctx.bound.output_names,
+        order=top.order, limit=top.limit, offset=top.offset,
+        changes=ChangeMode.GLOBAL if top.cut else ChangeMode.DELTA, change_states=(state,),
+    )
+
+
+def _distinct_query(ctx: PlanContext, rows: Distinct, top: Top) -> Answer:
+    state, fields = ctx.bag_state(rows.input, "out")
+    names = [f.name for f in fields if f.name != WEIGHT]
+    result = Project(StateScan(state, StateVersion.NEW, fields), tuple((n, Column(n, f.type)) for n, f in zip(names, fields)))
+    ctx.plan.note("DISTINCT: the output state counts each row; a row is in the answer while its count is positive")
+    return Answer(
+        rows=result, output=top.output, output_names=ctx.bound.output_names, order=top.order,
+        limit=top.limit, offset=top.offset, changes=ChangeMode.GLOBAL if top.cut else ChangeMode.KEYED,
+        change_states=(state,), touched_key=tuple(names), per_key=result,
+    )

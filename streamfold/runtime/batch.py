@@ -1,0 +1,87 @@
+"""What the programs of one batch read, and running a batch's independent jobs side by side.
+
+A program's leaves are the batch's rows of a stream (``DeltaScan``), a static table (``Scan``),
+a version of a state (``StateScan``: before the batch, its delta, after the merge, the merge
+itself), a static relation as a delta (``Once``) and, inside a loop, the loop's own leaves.
+:class:`BatchReads` holds the versions stepped so far and resolves each leaf to a DataFrame or
+to SQL text over temp views; the engine and the loop interpreters share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ..ir.rel import DeltaScan, Once, Rel, Scan, StateScan
+from ..sql import Catalog
+from . import lowering
+from .views import Resolve, Views, to_sql
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass
+class BatchReads:
+    """What a batch's programs read: its rows, the static tables, and the state versions so far.
+
+    ``current`` are the states before the batch; ``deltas``, ``new`` and ``merged`` fill in as
+    steps merge. ``first`` marks batch 0 (when a ``Once`` relation's rows arrive). ``loops`` are
+    the leaves a diffusion loop's body reads as streams (the round's change of the iteration).
+    """
+
+    catalog: Catalog
+    table: Callable[[str], DataFrame]  # a static table's rows, by source name
+    current: dict[str, DataFrame]
+    frames: dict[str, DataFrame]  # each stream's rows in this batch, by source name
+    rows: dict[str, int]  # the rows each stream gave this batch
+    first: bool
+    deltas: dict[str, DataFrame | str] = field(default_factory=dict)
+    new: dict[str, DataFrame | str] = field(default_factory=dict)
+    merged: dict[str, DataFrame] = field(default_factory=dict)
+    loops: dict[str, DataFrame] = field(default_factory=dict)
+
+    def with_loop(self, name: str, change: DataFrame) -> BatchReads:
+        """A copy for one pass of a loop's body, reading ``change`` as the stream ``name``."""
+        return replace(self, deltas=dict(self.deltas), new=dict(self.new), merged=dict(self.merged),
+                       loops={**self.loops, name: change})
+
+    def resolver(self, views: Views) -> Resolve:
+        """Where a program's leaves come from."""
+
+        def resolve(rel: Rel) -> DataFrame | str:
+            if isinstance(rel, DeltaScan):
+                if rel.table in self.loops:
+                    return self.loops[rel.table]
+                return self.frames[self.catalog[rel.table].name]
+            if isinstance(rel, Scan):
+                return self.table(self.catalog[rel.table].name)
+            if isinstance(rel, StateScan):
+                if rel.version == "delta":
+                    return self.deltas[rel.state]
+                if rel.version == "merged":
+                    return self.merged[rel.state]
+                if rel.version == "new" and rel.state in self.new:
+                    return self.new[rel.state]
+                return self.current[rel.state]  # old, or a static state (one version)
+            if isinstance(rel, Once):
+                inner = to_sql(rel.input, resolve, views)
+                return lowering.once(inner, [f.name for f in rel.input.schema], keep=self.first != rel.later)
+            raise TypeError(f"no input for {type(rel).__name__}")
+
+        return resolve
+
+    def sql(self, rel: Rel, views: Views) -> str:
+        """The statement of the program ``rel`` over this batch's leaves."""
+        return to_sql(rel, self.resolver(views), views)
+
+
+def parallel(jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Run independent Spark jobs side by side (Spark schedules concurrent jobs); results in order."""
+    if len(jobs) <= 1:
+        return [job() for job in jobs]
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = [pool.submit(job) for job in jobs]
+        return [f.result() for f in futures]

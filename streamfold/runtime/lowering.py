@@ -1,0 +1,476 @@
+"""Every SQL statement the runtime hands to Spark, as text, in one place (no Spark needed).
+
+The runtime turns DataFrames into temp view names (:mod:`.views`) and asks this module for the
+text of each statement over those names: a program of the plan with its physical join hints
+(:func:`program`), a state's merge ⊗ and the views of its result, the durable form of the
+states, the answer's snapshot and changes, and the loops' statements. Nothing here imports
+pyspark or looks at a DataFrame, so ``tests/fixtures/lowering/`` holds the text for each
+query as golden files, and a change to any statement shows there.
+
+The names used here (view names, FROM items) are given by the caller: ``relation`` arguments
+are FROM items (a view name, or a parenthesised statement from :func:`subquery`).
+
+Invariants the text keeps:
+
+* a state's merge keeps the old state's hash partitioning: both sides of its UNION ALL rename
+  the key (``__g0`` …), and a delta is conformed to the state's types and ``DISTRIBUTE BY`` its
+  partition key, so only the batch's rows move;
+* every view of a merge's result reads that one result (no second job over the state);
+* answers carry Spark's own output names and types (the batch query's), changes a ``_weight``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..ir.printer import quote, sql
+from ..ir.rel import WEIGHT, DeltaScan, Join, Limit, Once, Rel, Sort, StateScan
+from ..ir.sqltext import rel_sql
+from ..plan.changes import flatten_per_key
+from ..plan.model import OLD, TOUCHED, Answer, ChangeMode, Monoid, State
+
+Columns = Sequence[tuple[str, str]]  # (name, Spark type) pairs
+Leaf = Callable[[Rel], str]  # a program's leaf → its FROM item
+
+
+def subquery(text: str) -> str:
+    """A statement as a FROM item."""
+    return f"(\n{text}\n)"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.split("\n"))
+
+
+# -- programs --------------------------------------------------------------------------------------
+def program(rel: Rel, leaf: Leaf) -> str:
+    """The one Spark statement of a plan's program, its leaves named by ``leaf``."""
+    return rel_sql(rel, leaf=leaf, join_hint=join_hint)
+
+
+def is_delta_side(rel: Rel) -> bool:
+    """Whether ``rel`` is computed from this batch's changes (small next to a state)."""
+    return any(isinstance(n, (DeltaScan, Once)) or (isinstance(n, StateScan) and n.version == "delta")
+               for n in rel.walk())
+
+
+def join_hint(join: Join) -> tuple[str, str] | None:
+    """The physical hint for a join of a program: (hint, "left" | "right"), or None.
+
+    The side computed from the batch's changes is hashed (``SHUFFLE_HASH``) and the state it
+    meets is streamed without being shuffled or sorted; the keys a batch touched, read by a semi
+    or anti join, are few and broadcast, so the state is filtered where it lies.
+    """
+    if join.condition is None:
+        return None
+    left, right = is_delta_side(join.left), is_delta_side(join.right)
+    if join.kind == "inner" and left and not right:
+        return "SHUFFLE_HASH", "left"
+    if join.kind in ("semi", "anti") and right and not left:
+        return "BROADCAST", "right"
+    if join.kind in ("inner", "left") and right and not left:
+        return "SHUFFLE_HASH", "right"
+    return None
+
+
+def once(inner: str, columns: Sequence[str], keep: bool) -> str:
+    """A static relation as a delta (``Once``): its rows with ``_weight`` 1, or none."""
+    cols = ", ".join(quote(c) for c in columns)
+    return f"SELECT {cols}, 1L AS {WEIGHT} FROM (\n{inner}\n) _once{'' if keep else ' WHERE false'}"
+
+
+def select_all(relation: str) -> str:
+    return f"SELECT * FROM {relation}"
+
+
+# -- states ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StateTable:
+    """A state as its SQL sees it: the plan's definition and its columns in Spark's types."""
+
+    state: State
+    columns: tuple[tuple[str, str], ...]
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.state.key_names
+
+    @property
+    def values(self) -> tuple[tuple[str, str], ...]:
+        keys = set(self.keys)
+        return tuple((n, t) for n, t in self.columns if n not in keys)
+
+    @property
+    def names(self) -> list[str]:
+        return [quote(n) for n, _ in self.columns]
+
+
+def conform(t: StateTable, inner: str) -> str:
+    """``inner``'s rows with exactly the state's columns and types, distributed like the state
+    (DISTRIBUTE BY is a hash repartition into the session's partitions)."""
+    cols = ", ".join(f"CAST({quote(n)} AS {ty}) AS {quote(n)}" for n, ty in t.columns)
+    text = f"SELECT {cols}\nFROM (\n{_indent(inner)}\n) _rows"
+    keys = t.state.partition_names
+    if keys:
+        text += "\nDISTRIBUTE BY " + ", ".join(quote(k) for k in keys)
+    return text
+
+
+def merge(t: StateTable, old: str, delta: str) -> str:
+    """The one statement of a state's merge: new and old columns per key, and ``__touched``.
+
+    ``old`` is the FROM item of the state before the batch, ``delta`` the statement of its
+    delta. Both sides rename the key (``__g0`` …): Spark 4.3 keeps a union's hash partitioning
+    through projections that alias the key, not through ones that pass it beside other
+    computed columns, and the old state must not be shuffled.
+    """
+    monoids = {c.name: c.monoid for c in t.state.columns}
+
+    def branch(source: str, src: int) -> str:
+        cols = [f"{quote(k)} AS __g{i}" for i, k in enumerate(t.keys)] + [quote(n) for n, _ in t.values]
+        return f"SELECT {', '.join(cols + [f'{src} AS __src'])} FROM {source}"
+
+    items = [f"__g{i} AS {quote(k)}" for i, k in enumerate(t.keys)]
+    for n, ty in t.values:
+        items.append(f"CAST({monoids[n].merge_sql}({quote(n)}) AS {ty}) AS {quote(n)}")
+    for n, ty in t.values:
+        items.append(f"CAST(max(CASE WHEN __src = 0 THEN {quote(n)} END) AS {ty}) AS {quote(OLD + n)}")
+    items.append(f"max(__src) AS {TOUCHED}")
+    source = f"(\n{_indent(conform(t, delta))}\n) _delta"
+    text = (f"SELECT {', '.join(items)}\nFROM (\n  {branch(old, 0)}\n  UNION ALL\n  "
+            f"{_indent(branch(source, 1)).strip()}\n) _merge")
+    if t.keys:
+        text += "\nGROUP BY " + ", ".join(f"__g{i}" for i in range(len(t.keys)))
+    return text
+
+
+def unchanged(t: StateTable, current: str) -> str:
+    """What :func:`merge` gives over an empty delta, as a projection of the state ``current``
+    (a FROM item): every key's old row is its new row, and no key is touched."""
+    cols = [quote(k) for k in t.keys] + [quote(n) for n, _ in t.values]
+    cols += [f"{quote(n)} AS {quote(OLD + n)}" for n, _ in t.values]
+    return f"SELECT {', '.join(cols)}, 0 AS {TOUCHED} FROM {current}"
+
+
+# Views of a merge's result (``merged`` is its view name): read by later statements of the batch.
+def _of_merge(merged: str, select: list[str], where: str | None) -> str:
+    text = f"SELECT {', '.join(select)} FROM {merged}"
+    return text + f" WHERE {where}" if where else text
+
+
+def new_rows(t: StateTable, merged: str) -> str:
+    """The state after the merge: every key whose row count is not zero."""
+    return _of_merge(merged, t.names, None if t.state.keep_empty else f"{WEIGHT} <> 0")
+
+
+def delta_rows(t: StateTable, merged: str) -> str:
+    """What the batch changed, per touched key: new − old for sums, the new value for min/max
+    (idempotent: merging it again changes nothing already merged)."""
+    monoids = {c.name: c.monoid for c in t.state.columns}
+    cols = [quote(k) for k in t.keys]
+    for n, ty in t.values:
+        if monoids[n] == Monoid.SUM:
+            cols.append(f"CAST({quote(n)} - coalesce({quote(OLD + n)}, 0) AS {ty}) AS {quote(n)}")
+        else:
+            cols.append(quote(n))
+    return _of_merge(merged, cols, f"{TOUCHED} = 1")
+
+
+def touched_new(t: StateTable, merged: str) -> str:
+    """The new rows of the keys the batch touched."""
+    return _of_merge(merged, t.names, f"{TOUCHED} = 1" + ("" if t.state.keep_empty else f" AND {WEIGHT} <> 0"))
+
+
+def touched_old(t: StateTable, merged: str) -> str:
+    """The old rows of the keys the batch touched (those that existed before it)."""
+    cols = [quote(k) for k in t.keys] + [f"{quote(OLD + n)} AS {quote(n)}" for n, _ in t.values]
+    return _of_merge(merged, cols, f"{TOUCHED} = 1 AND {quote(OLD + WEIGHT)} IS NOT NULL")
+
+
+def multiplicity_change(t: StateTable, merged: str) -> str:
+    """Touched keys with their multiplicity change ``_weight`` = new − old ``_weight``."""
+    diff = f"{WEIGHT} - coalesce({quote(OLD + WEIGHT)}, 0)"
+    return _of_merge(merged, [quote(k) for k in t.keys] + [f"{diff} AS {WEIGHT}"], f"{TOUCHED} = 1 AND {diff} <> 0")
+
+
+def changelog(t: StateTable, merged: str) -> str:
+    """The changelog rows of the batch: the touched keys' new rows (``_weight`` 0: the key left)."""
+    return _of_merge(merged, t.names, f"{TOUCHED} = 1")
+
+
+# -- the durable form of states ----------------------------------------------------------------------
+def pack(tables: Sequence[StateTable], relations: dict[str, str]) -> str:
+    """Several states' rows as one relation, so they are written in a single job.
+
+    Column ``__state`` names the state; state ``s``'s column ``c`` is ``s::c``, NULL in the
+    rows of other states. ``relations`` gives each state's FROM item.
+    """
+    parts = []
+    for t in tables:
+        cols = [f"'{t.name}' AS __state"]
+        for other in tables:
+            for n, ty in other.columns:
+                value = quote(n) if other is t else f"CAST(NULL AS {ty})"
+                cols.append(f"{value} AS {quote(other.name + '::' + n)}")
+        parts.append(f"SELECT {', '.join(cols)} FROM {relations[t.name]} _p")
+    return "\nUNION ALL\n".join(parts)
+
+
+def pack_columns(tables: Sequence[StateTable]) -> list[tuple[str, str]]:
+    """(name, Spark type) of the columns :func:`pack` gives."""
+    cols = [("__state", "string")]
+    for t in tables:
+        cols += [(f"{t.name}::{n}", ty) for n, ty in t.columns]
+    return cols
+
+
+def changelogs(logs: Sequence[tuple[int, str]]) -> str:
+    """Packed changelogs (batch, Parquet directory) as one relation with ``__batch``."""
+    return "\nUNION ALL\n".join(f"SELECT *, {batch} AS __batch FROM parquet.`{path}`" for batch, path in logs)
+
+
+def latest(t: StateTable, logs: str) -> str:
+    """A state rebuilt from the packed changelogs ``logs`` (a view): each key's latest row, and
+    no key whose latest row has ``_weight`` 0 (it left) — unless the state keeps empty keys."""
+    keys = [quote(t.name + "::" + k) for k in t.keys]
+    cols = ", ".join(f"{quote(t.name + '::' + n)} AS {quote(n)}" for n, _ in t.columns)
+    order = "PARTITION BY " + ", ".join(keys) + " " if keys else ""
+    text = (f"SELECT {cols} FROM (SELECT *, row_number() OVER ({order}ORDER BY __batch DESC) AS __n "
+            f"FROM {logs} WHERE __state = '{t.name}') _l WHERE __n = 1")
+    if not t.state.keep_empty:
+        text += f" AND {quote(t.name + '::' + WEIGHT)} <> 0"
+    return conform(t, text)
+
+
+# -- the answer ---------------------------------------------------------------------------------------
+class AnswerLowering:
+    """The snapshot and the changes of a batch as statements over the states (see :class:`Answer`).
+
+    ``columns`` are Spark's output names and types of the batch query, ``table`` gives a state's
+    columns. Leaves are named by the caller: ``new(state)`` and ``old(state)`` give FROM items of
+    a state after and before the batch, ``merged(state)`` the view of its merge's result.
+    """
+
+    def __init__(self, answer: Answer, columns: Columns, table: Callable[[str], StateTable]) -> None:
+        self.answer = answer
+        self.columns = list(columns)
+        self.table = table
+
+    def final(self, inner: str, weight: bool = False) -> str:
+        """The output columns with Spark's names and types (and ``_weight`` for changes)."""
+        cols = [f"CAST({quote(i)} AS {ty}) AS {quote(n)}" for i, (n, ty) in zip(self.answer.output, self.columns)]
+        if weight:
+            cols.append(f"CAST({WEIGHT} AS BIGINT) AS {WEIGHT}")
+        return f"SELECT {', '.join(cols)}\nFROM (\n{_indent(inner)}\n) _answer"
+
+    def output_columns(self, weight: bool = False) -> list[tuple[str, str]]:
+        """(name, Spark type) of the snapshot's columns (and ``_weight`` for changes)."""
+        return self.columns + [(WEIGHT, "bigint")] if weight else list(self.columns)
+
+    def ordered_rows(self) -> Rel:
+        """The answer's rows in ORDER BY order, cut by OFFSET and LIMIT."""
+        a = self.answer
+        rel = a.per_key if a.per_key is not None else a.rows
+        if a.order:
+            rel = Sort(rel, a.order)
+        if a.limit is not None or a.offset:
+            rel = Limit(rel, a.limit, a.offset)
+        return rel
+
+    def snapshot(self, new: Leaf) -> str:
+        """The answer after the batch; ``new`` names the leaves (states after the merge)."""
+        return self.final(program(self.ordered_rows(), new))
+
+    def changes(self, first: bool, merged: Callable[[str], str], new: Callable[[str], str],
+                old: Callable[[str], str]) -> str:
+        """The batch's changes, from the merges' results and the new and old state versions."""
+        a = self.answer
+        if a.changes == ChangeMode.DELTA:
+            name = a.change_states[0]
+            changed = self.final(select_all(f"{subquery(multiplicity_change(self.table(name), merged(name)))} _d"),
+                                 weight=True)
+            # rows of the output state are distinct already, unless hidden sort columns are dropped
+            hidden = len(a.output) < len(self.table(name).keys)
+            return self._consolidate(changed) if hidden else changed
+        if a.changes == ChangeMode.KEYED and a.per_key is not None:
+            return self._per_key_changes(first, merged(a.change_states[0]))
+        if a.changes == ChangeMode.GLOBAL:
+            rows = self.ordered_rows()
+            after = program(rows, lambda leaf: new(_state_of(leaf)))
+            before = program(rows, lambda leaf: old(_state_of(leaf)))
+        else:
+            main = a.change_states[0]
+            table = self.table(main)
+            after_of = {main: subquery(touched_new(table, merged(main)))}
+            before_of = {main: subquery(touched_old(table, merged(main)))}
+            if a.change_states[1:]:
+                # The other states (multisets) hold the same groups; restrict them to the group
+                # keys the main state's merge touched.
+                keys = ", ".join(f"{quote(k)} AS __k{i}" for i, k in enumerate(a.touched_key))
+                touched = f"(SELECT DISTINCT {keys} FROM {merged(main)} WHERE {TOUCHED} = 1)"
+                for s in a.change_states[1:]:
+                    after_of[s] = subquery(self._restrict(new(s), touched))
+                    before_of[s] = subquery(self._restrict(old(s), touched))
+            after = program(a.rows, lambda leaf: after_of.get(_state_of(leaf)) or new(_state_of(leaf)))
+            before = program(a.rows, lambda leaf: before_of.get(_state_of(leaf)) or old(_state_of(leaf)))
+        signed = f"SELECT *, 1 AS {WEIGHT} FROM (\n{_indent(after)}\n) _after"
+        if not first:
+            # Before batch 0 there is no snapshot at all (not even a global aggregate's empty
+            # row), so replaying the changes from batch 0 rebuilds every snapshot.
+            signed += f"\nUNION ALL\nSELECT *, -1 AS {WEIGHT} FROM (\n{_indent(before)}\n) _before"
+        return self._consolidate(self.final(signed, weight=True))
+
+    def _per_key_changes(self, first: bool, merged: str) -> str:
+        """Changes of a row-wise answer, from each touched key's new and old row of the merge:
+
+        the new answer row enters (+1) unless the old one is the same, the old leaves (−1) unless
+        the new one is the same. Map-only over the merge's result: no join, no shuffle.
+        """
+        assert self.answer.per_key is not None
+        scan, conds, outputs = flatten_per_key(self.answer.per_key)
+        old = {v: OLD + v for v in (c.name for c in self.table(scan.state).state.columns)}
+        shown = [(n, e) for n, e in outputs if n in self.answer.output]
+
+        def cond(over_old: bool) -> str:
+            parts = [f"coalesce({sql(c.rename(old) if over_old else c, spark=True)}, false)" for c in conds]
+            parts.insert(0, f"{quote(OLD + WEIGHT)} IS NOT NULL" if over_old else f"{WEIGHT} <> 0")
+            return "(" + " AND ".join(parts) + ")"
+
+        def select(over_old: bool) -> str:
+            return ", ".join(f"{sql(e.rename(old) if over_old else e, spark=True)} AS {quote(n)}" for n, e in shown)
+
+        same = " AND ".join(f"({sql(e, spark=True)} <=> {sql(e.rename(old), spark=True)})" for _, e in shown) or "TRUE"
+        text = (f"SELECT {select(False)}, 1 AS {WEIGHT} FROM {merged}\n"
+                f"WHERE {TOUCHED} = 1 AND {cond(False)} AND NOT ({cond(True)} AND {same})")
+        if not first:
+            text += (f"\nUNION ALL\nSELECT {select(True)}, -1 AS {WEIGHT} FROM {merged}\n"
+                     f"WHERE {TOUCHED} = 1 AND {cond(True)} AND NOT ({cond(False)} AND {same})")
+        return self.final(text, weight=True)
+
+    def _restrict(self, relation: str, touched: str) -> str:
+        """The rows of a state whose key this batch touched (NULL keys match NULL keys); the
+        touched keys are few, so they are broadcast and the state is filtered where it lies."""
+        cond = " AND ".join(f"_s.{quote(k)} <=> _k.__k{i}" for i, k in enumerate(self.answer.touched_key))
+        return f"SELECT /*+ BROADCAST(_k) */ _s.* FROM {relation} _s LEFT SEMI JOIN {touched} _k ON {cond}"
+
+    def _consolidate(self, inner: str) -> str:
+        """Sum the weights of equal rows and drop the rows whose weight is zero."""
+        cols = ", ".join(quote(n) for n, _ in self.columns)
+        return (f"SELECT {cols}, CAST(sum({WEIGHT}) AS BIGINT) AS {WEIGHT}\nFROM (\n{_indent(inner)}\n) _c\n"
+                f"GROUP BY {cols}\nHAVING sum({WEIGHT}) <> 0")
+
+
+def _state_of(leaf: Rel) -> str:
+    assert isinstance(leaf, StateScan), f"a reads states only, not {type(leaf).__name__}"
+    return leaf.state
+
+
+# -- outputs -----------------------------------------------------------------------------------------
+def stack(parts: Sequence[tuple[str, Columns]]) -> str:
+    """Several statements' results as one relation, so one job computes them all: ``__part``
+    says which statement a row belongs to, every part's columns are present (``k::column``) and
+    NULL in the other parts' rows."""
+    columns = [(k, c, t) for k, (_, cols) in enumerate(parts) for c, t in cols]
+    selects = []
+    for k, (text, _) in enumerate(parts):
+        items = [f"{k} AS __part"]
+        for j, c, t in columns:
+            name = quote(f"{j}::{c}")
+            items.append(f"{quote(c)} AS {name}" if j == k else f"CAST(NULL AS {t}) AS {name}")
+        selects.append(f"SELECT {', '.join(items)} FROM (\n{text}\n) _part{k}")
+    return "\nUNION ALL\n".join(selects)
+
+
+# -- loops --------------------------------------------------------------------------------------------
+def weighted(sign: int) -> str:
+    """The weight column of a loop's change rows: every row counted ``sign`` times."""
+    return f"{sign}L AS {WEIGHT}"
+
+
+def fixpoint_rows(columns: Sequence[str], inner: str) -> str:
+    """A fixpoint's rows as a set (a round's rows, the base's)."""
+    return f"SELECT DISTINCT {_names(columns)} FROM (\n{inner}\n) _r"
+
+
+def fixpoint_old(columns: Sequence[str], relation: str) -> str:
+    """The fixpoint kept from the batch before, without its count."""
+    return f"SELECT {_names(columns)} FROM {relation} _o"
+
+
+def fixpoint_found(columns: Sequence[str], relation: str) -> str:
+    """The rows an incremental fixpoint found in a batch, each +1."""
+    return f"SELECT {_names(columns)}, {weighted(1)} FROM {relation} _d"
+
+
+def exact_change(columns: Sequence[str], value: str, old: str) -> str:
+    """An exact iteration's change: its value after the batch (each row +1) minus the value kept
+    (each row −``_weight``), summed per row, rows whose sum is 0 left out."""
+    cols = _names(columns)
+    return (f"SELECT {cols}, sum(_c) AS {WEIGHT} FROM (\n"
+            f"SELECT {cols}, 1L AS _c FROM {value}\nUNION ALL\n"
+            f"SELECT {cols}, -{WEIGHT} AS _c FROM {old} _o\n) _v "
+            f"GROUP BY {cols} HAVING sum(_c) <> 0")
+
+
+DIFFUSION_KEY = "DIFFUSION_KEY"  # the marker of the error a diffusion loop raises in Spark
+
+
+@dataclass(frozen=True)
+class DiffusionLowering:
+    """The statements of a diffusion loop (see :class:`~streamfold.plan.model.Diffusion`) over the
+    iteration's value before the batch, ``old`` (a FROM item).
+
+    Its change rows ``ΔX`` have columns ``c0, c1, …`` (the fields renamed) and ``_weight``; each
+    new row's weight checks that the KEY names one row (Spark raises ``DIFFUSION_KEY`` if not).
+    """
+
+    loop: str
+    fields: tuple[str, ...]
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    old: str
+
+    def _check(self) -> str:
+        key = ", ".join(quote(k) for k in self.key)
+        return (f"CASE WHEN __w = 1 AND count(*) OVER (PARTITION BY {key}) = 1 THEN 1L "
+                f"ELSE raise_error('{DIFFUSION_KEY}: two rows of {self.loop} have the same KEY') END")
+
+    def _consolidated(self, rows: str) -> str:
+        """A change's rows, each with its net count."""
+        fields = _names(self.fields)
+        return (f"SELECT {fields}, sum({WEIGHT}) AS __w FROM (\n{rows}\n) _d "
+                f"GROUP BY {fields} HAVING sum({WEIGHT}) <> 0")
+
+    def start(self, rows: str) -> str:
+        """ΔX₀: the start's rows for keys the iteration does not have."""
+        fields = [quote(f) for f in self.fields]
+        on = " AND ".join(f"_o.{quote(k)} <=> _n.{quote(k)}" for k in self.key)
+        return (f"SELECT {', '.join(f'_n.{f} AS {quote(c)}' for f, c in zip(fields, self.columns))}, "
+                f"{self._check()} AS {WEIGHT} "
+                f"FROM ({self._consolidated(rows)}) _n LEFT ANTI JOIN {self.old} _o ON {on} WHERE _n.__w > 0")
+
+    def change(self, rows: str) -> str:
+        """ΔX: the new rows of the keys ΔY touches, replacing their old rows."""
+        fields = [quote(f) for f in self.fields]
+        key = [quote(k) for k in self.key]
+        on = " AND ".join(f"_o.{k} <=> _k.{k}" for k in key)
+        return (f"WITH _c AS ({self._consolidated(rows)})\n"
+                f"SELECT {', '.join(f'{f} AS {quote(c)}' for f, c in zip(fields, self.columns))}, "
+                f"{self._check()} AS {WEIGHT} FROM _c WHERE __w > 0\nUNION ALL\n"
+                f"SELECT {', '.join(f'_o.{f} AS {quote(c)}' for f, c in zip(fields, self.columns))}, "
+                f"-1L AS {WEIGHT} FROM {self.old} _o LEFT SEMI JOIN (SELECT DISTINCT {', '.join(key)} FROM _c) _k "
+                f"ON {on}")
+
+    def merged(self, delta: str) -> str:
+        """The last ΔX as the iteration state's delta (its fields, ``_weight``)."""
+        return (f"SELECT {', '.join(f'{quote(c)} AS {quote(f)}' for c, f in zip(self.columns, self.fields))}, "
+                f"{WEIGHT} AS {WEIGHT} FROM {delta}")
+
+
+def _names(columns: Sequence[str]) -> str:
+    return ", ".join(quote(c) for c in columns)

@@ -1,0 +1,92 @@
+"""How the studio drives a run: through the public Python API and nothing else.
+
+``streamfold.start`` returns a :class:`~streamfold.runtime.query.Query` polling its sources in a
+background thread; :class:`RunHandle` starts one for a studio run, learns of a failure as a
+program would (``Query.wait_for_batch`` raises the run's error), and stops it. The studio
+watches the output directory, not the Query, for committed batches, so what the page shows is
+what any reader of the output sees.
+
+This is the one module that touches a running Query: control actions (pause, resume,
+breakpoints, inspect, reconfigure) are added here as methods that call the Query's own.
+Blocking calls (start builds the engine; stop waits for a batch in progress) are meant to run
+in a worker thread, never on the server's event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..runtime.query import Query
+    from .compiler import Input
+
+POLL_SECONDS = 0.5  # how often a studio run looks for new files
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What a run maintains: the query text over its inputs (workspace directories)."""
+
+    sql: str
+    inputs: tuple[Input, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sql": self.sql, "inputs": [i.to_json() for i in self.inputs]}
+
+
+class RunHandle:
+    """A started run: its Query, and a thread that reports the run's failure once."""
+
+    def __init__(self, query: Query, on_failure: Callable[[BaseException], None]) -> None:
+        self.query = query
+        self._stopping = threading.Event()
+        self._on_failure = on_failure
+        self._watcher = threading.Thread(target=self._watch, name="studio-run-watch", daemon=True)
+        self._watcher.start()
+
+    @classmethod
+    def start(cls, spec: RunSpec, output: str, root: str, spark: Any, master: str | None,
+              on_failure: Callable[[BaseException], None]) -> RunHandle:
+        """Start maintaining ``spec`` into ``output`` (resuming its checkpoint if it has one).
+        Paths of ``spec.inputs`` are relative to ``root``. CSV and JSON columns are passed as the
+        schema the editor compiled against, so the run's plan is the plan the page showed."""
+        import os
+
+        import streamfold
+
+        sources = {i.name: os.path.join(root, i.path) for i in spec.inputs if not i.static}
+        tables = {i.name: os.path.join(root, i.path) for i in spec.inputs if i.static}
+        formats = {i.name: i.format or "parquet" for i in spec.inputs}
+        schemas = {i.name: i.schema for i in spec.inputs if i.format in ("csv", "json") and i.columns}
+        query = streamfold.start(spec.sql, sources, output, tables=tables, formats=formats, schemas=schemas,
+                                 trigger=POLL_SECONDS, spark=spark, master=master, background=True)
+        return cls(query, on_failure)
+
+    @property
+    def last_batch(self) -> int:
+        return self.query.last_batch
+
+    def _watch(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self.query.wait_for_batch(timeout=1.0)
+            except TimeoutError:
+                continue
+            except BaseException as e:  # noqa: BLE001 - the run's own error, reported to the page
+                if not self._stopping.is_set():
+                    self._on_failure(e)
+                return
+
+    def stop(self) -> BaseException | None:
+        """Stop polling (a batch in progress commits first); returns the run's error, if it had one."""
+        self._stopping.set()
+        try:
+            self.query.stop()
+        except BaseException as e:  # noqa: BLE001 - already reported by the watcher or returned here
+            return e
+        finally:
+            self._watcher.join(timeout=5)
+        return None

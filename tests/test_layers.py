@@ -1,0 +1,105 @@
+"""The package's shape, from its imports (every import, function-level ones included): no import
+cycles, each layer importing only the layers below it (docs/architecture.md), and pyspark only in
+the runtime and the bench. No Spark needed."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parent.parent / "streamfold"
+
+# Which top-level parts of the package each part may import (besides itself and errors.py).
+ALLOWED = {
+    "ir": set(),
+    "sql": {"ir"},
+    "passes": {"ir"},
+    "plan": {"ir", "sql", "passes"},
+    "runtime": {"ir", "sql", "passes", "plan"},
+    "verify": {"sql"},
+    "bench": {"ir", "sql", "passes", "plan", "runtime", "verify"},
+    "demo": {"bench", "runtime", "verify"},
+    "studio": {"__init__", "ir", "runtime"},
+    "cli": {"plan", "sql", "runtime", "bench", "demo", "studio"},
+    "__init__": {"ir", "plan", "sql", "runtime"},
+    "__main__": {"cli"},
+}
+SPARK_PARTS = {"runtime", "bench"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules ``name`` imports, anywhere in its code."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                candidate = f"{target}.{alias.name}"
+                found.add(candidate if candidate in modules else target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m in modules and m != name}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = {m: _imports(m, p, modules) for m, p in modules.items()}
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(path[path.index(n):] + [n]))
+            if n not in state:
+                visit(n)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    modules = _modules()
+    wrong = []
+    for m, p in modules.items():
+        part = _part(m)
+        if part not in ALLOWED:
+            continue
+        for n in _imports(m, p, modules):
+            other = _part(n)
+            if other not in (part, "errors", "__init__") and other not in ALLOWED[part]:
+                wrong.append(f"{m} imports {n}")
+    assert not wrong, wrong
+
+
+def test_only_the_runtime_and_the_bench_import_pyspark() -> None:
+    modules = _modules()
+    for m, p in modules.items():
+        text = p.read_text()
+        if "import pyspark" in text or "from pyspark" in text:
+            assert _part(m) in SPARK_PARTS, f"{m} imports pyspark"

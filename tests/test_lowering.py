@@ -1,0 +1,117 @@
+"""Golden fixtures for the runtime's SQL (``runtime/lowering.py``): an explain fixture's query in,
+every statement the runtime writes for its plan out (``tests/fixtures/lowering/NAME.txt``). No
+Spark: leaves and views are named after what they hold (``delta_S``, ``old_agg``, ``merged_agg``),
+states' columns take the plan's types in Spark's spelling. Run ``pytest --update-golden`` after a
+deliberate change and review the diff."""
+
+from __future__ import annotations
+
+import pytest
+
+import streamfold
+from streamfold.ir.rel import Once, Rel
+from streamfold.ir.types import DataType
+from streamfold.plan.model import Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Step
+from streamfold.runtime import lowering
+from streamfold.runtime.lowering import AnswerLowering, StateTable
+from streamfold.runtime.views import leaf_hint
+
+from .golden import FIXTURES, check, load
+
+# The queries whose statements are golden: explain fixtures that together use every statement.
+QUERIES = ("seed_groupby", "seed_join_groupby", "count_distinct", "global_aggregate", "top_k", "distinct",
+           "recursive", "iterative", "diffusion", "not_in", "stream_static_join", "aggregate_of_aggregate")
+
+
+def _type(t: DataType) -> str:
+    """A type as Spark's ``simpleString`` spells it; a state keeps decimals at 38 digits."""
+    if t.is_decimal:
+        return f"decimal(38,{t.scale})"
+    return t.sql().lower().replace(" ", "")
+
+
+def _leaf(rel: Rel) -> str:
+    """A leaf as the runtime names its view (a static relation as a delta: its statement)."""
+    if isinstance(rel, Once):
+        inner = lowering.program(rel.input, _leaf)
+        return lowering.subquery(lowering.once(inner, [f.name for f in rel.input.schema], keep=not rel.later))
+    return leaf_hint(rel)
+
+
+def _step(step: Step) -> list[str]:
+    out: list[str] = []
+    if isinstance(step, Fixpoint):
+        cols = [f.name for f in step.fields]
+        out += [f"-- Δ{step.state}: the fixpoint's base", lowering.fixpoint_rows(cols, lowering.program(step.base, _leaf)),
+                f"-- Δ{step.state}: a round", lowering.fixpoint_rows(cols, lowering.program(step.step, _leaf)),
+                f"-- Δ{step.state}: the seeds", lowering.fixpoint_rows(
+                    cols, "\nUNION ALL\n".join(lowering.program(s, _leaf) for s in step.seeds)),
+                f"-- Δ{step.state}: the old fixpoint", lowering.fixpoint_old(cols, f"old_{step.state}"),
+                f"-- Δ{step.state}: the rows found", lowering.fixpoint_found(cols, "fix_new")]
+    elif isinstance(step, ExactIteration):
+        cols = [f.name for f in step.fields]
+        out += [f"-- Δ{step.state}: X₀", lowering.program(step.start, _leaf),
+                f"-- Δ{step.state}: a step", lowering.program(step.step, _leaf),
+                f"-- Δ{step.state}: the change", lowering.exact_change(cols, "value", f"old_{step.state}")]
+    elif isinstance(step, Diffusion):
+        text = lowering.DiffusionLowering(step.loop.split("#")[0], tuple(f.name for f in step.fields), step.columns,
+                                          step.key, f"old_{step.state}")
+        out += [f"-- Δ{step.state}: ΔX₀", text.start(lowering.program(step.start, _leaf))]
+        for sub in step.steps:
+            out += _step(sub)
+        out += [f"-- Δ{step.state}: ΔX", text.change(lowering.program(step.output, _leaf)),
+                f"-- Δ{step.state}: merged", text.merged("dx")]
+    else:
+        out += [f"-- Δ{step.state} ({type(step).__name__.lower()})", lowering.program(step.program, _leaf)]
+    return out
+
+
+def lowered(plan: IncrementalPlan) -> str:
+    tables = {s.name: StateTable(s, tuple((f.name, _type(f.type)) for f in s.fields)) for s in plan.states}
+    out: list[str] = []
+    for step in plan.init:
+        out += [f"-- init {step.state}", lowering.program(step.program, _leaf)]
+    for step in plan.delta:
+        out += _step(step)
+    durable = [t for t in tables.values() if not t.state.static]
+    for t in durable:
+        merged = f"merged_{t.name}"
+        out += [f"-- ⊗ {t.name}", lowering.merge(t, f"old_{t.name} _old", f"SELECT * FROM delta_program_{t.name}"),
+                f"-- {t.name}: new", lowering.new_rows(t, merged),
+                f"-- {t.name}: delta", lowering.delta_rows(t, merged),
+                f"-- {t.name}: changelog", lowering.changelog(t, merged),
+                f"-- {t.name}: restored", lowering.latest(t, "logs")]
+    a = plan.answer
+    rows = a.per_key if a.per_key is not None else a.rows
+    columns = [(n, _type(rows.field(o).type)) for o, n in zip(a.output, a.output_names)]
+    answer = AnswerLowering(a, columns, tables.__getitem__)
+    snapshot = answer.snapshot(_leaf)
+    changes = answer.changes(False, lambda s: f"merged_{s}", lambda s: f"new_{s}", lambda s: f"old_{s}")
+    pack = lowering.pack(durable, {t.name: f"log_{t.name}" for t in durable})
+    out += ["-- the snapshot", snapshot,
+            "-- the changes of batch 0", answer.changes(True, lambda s: f"merged_{s}", lambda s: f"new_{s}",
+                                                        lambda s: f"old_{s}"),
+            "-- the changes of a later batch", changes,
+            "-- the changelog, packed", pack,
+            "-- the outputs as one job", lowering.stack([("SELECT * FROM snapshot", answer.output_columns()),
+                                                         ("SELECT * FROM changes", answer.output_columns(weight=True)),
+                                                         ("SELECT * FROM changelog", lowering.pack_columns(durable))]),
+            "-- the changelogs to restore from", lowering.changelogs([(19, "base/19"), (20, "deltas/20")])]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_lowering(request: pytest.FixtureRequest, name: str) -> None:
+    fx = load(FIXTURES / "explain" / f"{name}.sql")
+    check(request, FIXTURES / "lowering" / f"{name}.sql", lowered(streamfold.compile(fx.sql, fx.schemas, fx.tables)))
+
+
+def test_join_hints_hash_the_delta_side_and_broadcast_touched_keys() -> None:
+    plan = streamfold.compile("SELECT x.A, avg(y.D) FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A",
+                              {"S1": "A INT, B INT", "S2": "C INT, D INT"})
+    text = "\n".join(lowering.program(s.program, _leaf) for s in plan.delta)
+    assert "SHUFFLE_HASH(" in text
+    nested = streamfold.compile(
+        "SELECT d, count(*) FROM (SELECT a, count(DISTINCT b) AS d FROM R GROUP BY a) g GROUP BY d",
+        {"R": "a INT, b INT"})
+    assert any("BROADCAST(" in lowering.program(s.program, _leaf) for s in nested.delta)

@@ -1,0 +1,255 @@
+// streamfold studio's page: one query at a time (#q=<id>), shared with every other viewer.
+//
+// The page keeps a copy of the query's shared state: it receives the whole state when it
+// joins, then deltas (compile, run, batch, log, viewers, query), and draws every view from it.
+// Actions (run, stop, bind) go to the server over HTTP; their effects come back as deltas, to
+// this page and every other one alike.
+
+import { api, el, wsUrl, ApiError } from './api.js';
+import { SharedEditor, colorFor } from './editor.js';
+import { drawGraph } from './graph.js';
+import { ResultTable } from './table.js';
+import { Chart } from './chart.js';
+import { drawTimeline, logEntry } from './timeline.js';
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const user = params.get('name') || localStorage.getItem('streamfold-name') ||
+  'viewer-' + Math.random().toString(36).slice(2, 6);
+localStorage.setItem('streamfold-name', user);
+
+// A new query's text: a look at the workspace's first source, if it has one.
+function example() {
+  const first = state.sources.find((s) => s.columns.length && /^[A-Za-z_][A-Za-z0-9_]*$/.test(s.name));
+  return '-- each directory of the workspace is a table, by its name\n' +
+    (first ? `SELECT * FROM ${first.name}` : 'SELECT ...');
+}
+
+const state = { compile: null, run: null, timeline: [], log: [], query: null, sources: [] };
+let editor, table, chart, queryId;
+
+async function main() {
+  $('user').textContent = user;
+  $('user').style.color = colorFor(user);
+  await refreshSources(false);
+  const { queries } = await api('/api/queries');
+  const wanted = (location.hash.match(/^#q=([a-z0-9-]+)/) || [])[1];
+  queryId = queries.some((q) => q.id === wanted) ? wanted : queries.length ? queries[queries.length - 1].id : null;
+  if (!queryId) {
+    const { query } = await api('/api/queries', { method: 'POST', body: { name: 'first query', text: example() } });
+    queries.push(query);
+    queryId = query.id;
+  }
+  if (location.hash !== '#q=' + queryId) history.replaceState(null, '', '#q=' + queryId);
+  drawQueryList(queries);
+  window.addEventListener('hashchange', () => location.reload());
+
+  editor = new SharedEditor($('editor'), queryId, user, () => document.body.classList.add('synced'));
+  editor.text.observe(() => showCompile());
+  window.streamfoldStudio = { editor, state }; // for the browser tests and the console
+  table = new ResultTable($('table'), queryId, (label) => { chart.toggleLabel(label); table.picked = new Set(chart.labels.map(String)); table.render(); });
+  chart = new Chart($('chart'), queryId);
+  $('run').onclick = () => act('run');
+  $('stop').onclick = () => act('stop');
+  $('refresh-sources').onclick = refreshSources;
+  $('new-query').onsubmit = newQuery;
+  connectEvents();
+}
+
+function drawQueryList(queries) {
+  $('query-list').replaceChildren(...queries.map((q) =>
+    el('option', { value: q.id, selected: q.id === queryId }, q.name)));
+  $('query-list').onchange = (e) => { location.hash = '#q=' + e.target.value; };
+}
+
+async function newQuery(e) {
+  e.preventDefault();
+  const name = $('new-query-name').value.trim() || 'query';
+  const { query } = await api('/api/queries', { method: 'POST', body: { name, text: example() } });
+  location.hash = '#q=' + query.id;
+}
+
+// -- the shared state's channel -------------------------------------------------------------
+function connectEvents(delay = 250) {
+  const ws = new WebSocket(wsUrl(`/ws/events/${queryId}`, { name: user }));
+  ws.onmessage = (m) => apply(JSON.parse(m.data));
+  ws.onopen = () => { delay = 250; document.body.classList.add('connected'); };
+  ws.onclose = () => {
+    document.body.classList.remove('connected');
+    setTimeout(() => connectEvents(Math.min(delay * 2, 5000)), delay);
+  };
+}
+
+function apply(msg) {
+  switch (msg.type) {
+    case 'state':
+      Object.assign(state, { compile: msg.compile, run: msg.run, timeline: msg.timeline, log: msg.log, query: msg.query });
+      showViewers(msg.viewers);
+      showQuery();
+      showCompile();
+      showRun();
+      drawTimeline($('timeline'), state.timeline);
+      $('log').replaceChildren(...state.log.map(logEntry));
+      refreshResults(null);
+      break;
+    case 'compile':
+      state.compile = msg.compile;
+      showCompile();
+      break;
+    case 'run':
+      state.run = msg.run;
+      showRun();
+      if (msg.run.status === 'starting' && msg.run.last_batch < 0) { state.timeline = []; drawTimeline($('timeline'), []); }
+      break;
+    case 'batch':
+      state.timeline.push(msg.commit);
+      state.run.last_batch = msg.commit.batch;
+      drawTimeline($('timeline'), state.timeline);
+      refreshResults(msg.changes);
+      showGraph();
+      showRun();
+      break;
+    case 'log':
+      state.log.push(msg.entry);
+      $('log').append(logEntry(msg.entry));
+      $('log').scrollTop = $('log').scrollHeight;
+      break;
+    case 'viewers':
+      showViewers(msg.viewers);
+      break;
+    case 'query':
+      state.query = msg.query;
+      showQuery();
+      break;
+  }
+}
+
+function showViewers(names) {
+  $('viewers').replaceChildren(...names.map((n) => el('span', { class: 'viewer', style: `border-color:${colorFor(n)}` }, n)));
+}
+
+function showQuery() {
+  document.title = `${state.query.name} · streamfold studio`;
+  drawSources();
+}
+
+// -- write: errors at their span, the plan as a graph ---------------------------------------
+function showCompile() {
+  const result = state.compile;
+  if (!editor || !result) return;
+  if (!editor.showCompile(result)) {
+    $('errors').className = 'errors pending';
+    return;
+  }
+  const box = $('errors');
+  const err = result.error;
+  if (err) {
+    box.className = 'errors has-error';
+    box.replaceChildren(
+      el('div', { class: 'error-line' }, el('span', { class: 'error-code', text: err.code }), ' ', err.message,
+        err.line ? el('span', { class: 'error-where', text: ` (line ${err.line}, column ${err.column})` }) : null),
+      err.hint ? el('div', { class: 'hint', text: 'hint: ' + err.hint }) : null);
+  } else {
+    const plan = result.plan;
+    box.className = 'errors ok';
+    box.replaceChildren(el('div', {}, `compiles: ${plan.states.length} state${plan.states.length === 1 ? '' : 's'}, ` +
+      `${plan.delta.length} step${plan.delta.length === 1 ? '' : 's'} of h, reading ` +
+      (result.inputs.map((i) => `${i.name} (${i.path})`).join(', ') || 'no source')));
+  }
+  showGraph();
+  drawSources();
+}
+
+function showGraph() {
+  const result = state.compile;
+  if (!result || !result.ok) { if (result) $('plan-note').textContent = 'the plan appears once the query compiles'; return; }
+  const running = state.run && state.run.sql === result.text;
+  const commit = running && state.timeline.length ? state.timeline[state.timeline.length - 1] : null;
+  $('plan-note').textContent = running ? (commit ? `rows after batch ${commit.batch}` : 'waiting for batch 0')
+    : (state.run && state.run.sql ? 'the text differs from the last run: counts appear when it runs' : '');
+  drawGraph($('graph'), result.graph, commit);
+}
+
+// -- sources ----------------------------------------------------------------------------------
+async function refreshSources(recompile = true) {
+  state.sources = (await api('/api/sources')).sources;
+  drawSources();
+  if (recompile) await api(`/api/queries/${queryId}/compile`, { method: 'POST' });
+}
+
+function drawSources() {
+  const used = new Map((state.compile && state.compile.inputs || []).map((i) => [i.path, i.name]));
+  const bindings = state.query ? state.query.bindings : [];
+  const items = state.sources.map((s) => {
+    const name = el('input', { value: bindings.find((b) => b.path === s.path)?.name || s.name, size: 10, 'aria-label': 'table name' });
+    const isTable = el('input', { type: 'checkbox', title: 'a static table, read once' });
+    return el('li', { class: used.has(s.path) ? 'source used' : 'source', 'data-path': s.path },
+      el('div', { class: 'source-head' }, el('strong', { text: s.path }), ' ',
+        el('span', { class: 'muted', text: s.format ? `${s.format}, ${s.files} file${s.files === 1 ? '' : 's'}` : 'no files yet' }),
+        used.has(s.path) ? el('span', { class: 'badge', text: `read as ${used.get(s.path)}` }) : null),
+      s.error ? el('div', { class: 'error-line', text: `[${s.error.code}] ${s.error.message}` }) : null,
+      el('div', { class: 'columns', text: s.columns.map((c) => `${c.name} ${c.type}`).join(', ') }),
+      el('form', { class: 'bind', onsubmit: (e) => { e.preventDefault(); bind(name.value, s.path, isTable.checked); } },
+        'bind as ', name, ' ', el('label', {}, isTable, ' table'), ' ', el('button', { type: 'submit' }, 'bind')));
+  });
+  const bound = bindings.map((b) => el('li', {}, `${b.name} = ${b.path}${b.static ? ' (table)' : ''} `,
+    el('button', { onclick: () => unbind(b.name) }, 'unbind')));
+  $('sources').replaceChildren(el('ul', { class: 'source-list' }, items),
+    el('div', { class: 'bindings' }, bound.length ? [el('h3', { text: 'bound by hand' }), el('ul', {}, bound)] : null));
+}
+
+async function bind(name, path, isStatic) {
+  const rest = state.query.bindings.filter((b) => b.name.toLowerCase() !== name.toLowerCase());
+  await guarded(() => api(`/api/queries/${queryId}/bindings`, {
+    method: 'PUT', body: { actor: user, bindings: [...rest, { name, path, static: isStatic }] },
+  }));
+}
+
+async function unbind(name) {
+  await guarded(() => api(`/api/queries/${queryId}/bindings`, {
+    method: 'PUT', body: { actor: user, bindings: state.query.bindings.filter((b) => b.name !== name) },
+  }));
+}
+
+// -- run and watch ----------------------------------------------------------------------------
+async function act(action) {
+  await guarded(() => api(`/api/queries/${queryId}/${action}`, { method: 'POST', body: { actor: user } }));
+}
+
+async function guarded(fn) {
+  try {
+    await fn();
+    $('action-error').textContent = '';
+  } catch (e) {
+    $('action-error').textContent = e instanceof ApiError ? e.message : String(e);
+  }
+}
+
+function showRun() {
+  const run = state.run || { status: 'idle' };
+  const pill = $('status');
+  pill.textContent = run.status + (run.run ? ` · run ${run.run}` : '') + (run.last_batch >= 0 ? ` · batch ${run.last_batch}` : '');
+  pill.className = 'status status-' + run.status;
+  $('run').disabled = ['starting', 'running', 'stopping'].includes(run.status);
+  $('stop').disabled = run.status !== 'running';
+  $('run-error').replaceChildren(...(run.error ? [el('span', { class: 'error-code', text: run.error.code }), ' ', run.error.message] : []));
+}
+
+async function refreshResults(changes) {
+  if (changes) table.setChanges(changes);
+  else if (state.timeline.length) {
+    const last = state.timeline[state.timeline.length - 1].batch;
+    try {
+      table.setChanges(await api(`/api/queries/${queryId}/changes`, { query: { batch: last } }));
+    } catch (e) { table.setChanges(null); }
+  }
+  await table.refresh();
+  if (table.page && table.page.batch >= 0) {
+    const drawn = chart.setColumns(table.page.columns, table.page.rows);
+    table.picked = new Set(chart.labels.map(String));
+    table.render();
+    await drawn;
+  }
+}
+
+main().catch((e) => { $('action-error').textContent = String(e); });
