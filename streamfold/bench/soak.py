@@ -17,10 +17,15 @@ text of every Spark SQL execution the batch ran, from Spark's status store), the
 plans each state with, and whether the snapshot equals DuckDB's answer over the prefix.
 A workload is **flat** when, from batch ``--from`` (5) on, the heap and the plan text each stay
 within a band: max − min at most 15 % of their median or 64 MB (heap), 10 % or 5,000 characters
-(plans). It passes when it is flat and every snapshot is exact.
+(plans; a batch that also compacts the state, every 20th, runs the compaction's jobs besides and
+is left out of the plan band). It passes when it is flat and every snapshot is exact. The heap is
+read after Python's garbage is freed (py4j's proxies are in reference cycles, so until Python's
+cyclic collector runs they keep the last batches' plans live in the JVM): a process that never
+collects, as ``streamfold run``, holds more between its collections (docs/benchmarks.md).
 
 Writes ``OUT/soak/results.json`` (every batch's figures) and ``results.md`` (the table for
-docs/benchmarks.md); exits 1 when a workload is not flat, not exact, or fails.
+docs/benchmarks.md) after every batch, so a run cut short keeps what it measured; exits 1 when a
+workload is not flat, not exact, or fails.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class BatchFigures:
     plans_complete: bool  # False: Spark had dropped some of the batch's executions (retention)
     exact: bool
     difference: str | None = None
+    compacted: bool = False  # the batch also wrote a full copy of the state (every --compact-every batches)
 
 
 # -- the workloads' data ----------------------------------------------------------------------------
@@ -267,7 +273,7 @@ def state_estimates(query: Any) -> dict[str, tuple[int | None, int]]:
     return out
 
 
-def band(values: Sequence[float], start: int, relative: float, floor: float) -> dict[str, Any]:
+def band(values: Sequence[float | None], start: int, relative: float, floor: float) -> dict[str, Any]:
     """Whether ``values[start:]`` stay within max − min ≤ max(relative × median, floor)."""
     tail = [v for v in values[start:] if v is not None]
     if len(tail) < 2:
@@ -292,8 +298,10 @@ def _place(src: str, directory: str, batch: int) -> None:
     os.replace(hidden, os.path.join(directory, name))
 
 
-def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], None] = print) -> dict[str, Any]:
-    """Stream ``soak`` batch by batch, measure and check each batch; the workload's record."""
+def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], None] = print,
+                 measured: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Stream ``soak`` batch by batch, measure and check each batch; the workload's record
+    (given to ``measured`` after every batch, with status ``running`` until the last)."""
     import streamfold
 
     from ..sql.iterate import unrolled_sql
@@ -303,7 +311,7 @@ def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], No
     dirs = {s: os.path.join(work, "in", s) for s in soak.streams}
     for d in dirs.values():
         os.makedirs(d)
-    record: dict[str, Any] = {"workload": soak.name, "status": "ok", "batches": []}
+    record: dict[str, Any] = {"workload": soak.name, "status": "running", "batches": []}
     query = oracle = None
     _, last, _ = executions_after(spark, -1)
     try:
@@ -329,13 +337,17 @@ def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], No
                 oracle.set_input(s, [p for p in files[: b + 1] if p is not None])
             actual = [tuple(python_value(v) for v in r) for r in query.snapshot_pandas().itertuples(index=False, name=None)]
             difference = compare(actual, oracle.answer(), order).detail
+            every = query.engine.config.compact_every
             figures = BatchFigures(b, round(result.duration_s, 3), heap, sum(plans), max(plans, default=0), len(plans),
                                    sum(p for _, p in estimates.values()),
                                    sum(r or 0 for r, _ in estimates.values()), complete, difference is None,
-                                   difference)
+                                   difference, bool(every) and (b + 1) % every == 0)
             record["batches"].append(asdict(figures))
+            if measured is not None:
+                measured(record)
             say(f"{soak.name}: batch {b} {result.duration_s:.2f}s heap {heap} MB plans {sum(plans):,} chars "
                 f"({len(plans)}) planned {figures.planned_bytes:,} B {'ok' if difference is None else 'DIFFERS: ' + difference}")
+        record["status"] = "ok"
     except StreamfoldError as e:
         record.update(status="ERROR", code=e.code, params=e.params, error=e.message)
         say(f"{soak.name}: ERROR {e}")
@@ -355,7 +367,7 @@ def judge(record: dict[str, Any], start: int) -> dict[str, Any]:
     """The workload's verdict: exact in every batch, and heap and plans flat from batch ``start``."""
     rows = record["batches"]
     heap = band([r["heap_mb"] for r in rows], start, *HEAP_BAND)
-    plans = band([r["plan_chars"] for r in rows], start, *PLAN_BAND)
+    plans = band([None if r.get("compacted") else r["plan_chars"] for r in rows], start, *PLAN_BAND)
     exact = bool(rows) and all(r["exact"] for r in rows)
     passed = record["status"] == "ok" and exact and bool(heap["flat"]) and bool(plans["flat"])
     return {"exact": exact, "heap": heap, "plans": plans, "passed": passed,
@@ -416,10 +428,12 @@ def run_soak(opts: SoakOptions, spark: Any = None, say: Callable[[str], None] | 
         else:
             split = split or tpch_split(os.path.join(data_root, "tpch"), opts.sf, opts.batches)
             soak = tpch_input(name, split, opts.dimensions)
-        record = run_workload(soak, spark, os.path.join(directory, "work", name), say)
-        record.update(judge(record, opts.start))
-        results["workloads"][name] = record
-        _write_results(results, directory, opts)
+        def measured(record: dict[str, Any]) -> None:
+            results["workloads"][record["workload"]] = {**record, **judge(record, opts.start)}
+            _write_results(results, directory, opts)
+
+        record = run_workload(soak, spark, os.path.join(directory, "work", name), say, measured)
+        measured(record)
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     _write_results(results, directory, opts)
     return results
@@ -441,15 +455,16 @@ def markdown(results: dict[str, Any], start: int) -> str:
              "| plan band | flat |", "|---|---|---|---|---|---|---|---|---|"]
     for name, rec in results["workloads"].items():
         rows = rec["batches"]
-        if rec["status"] != "ok" and len(rows) <= start:
-            lines.append(f"| {name} | {len(rows)} | {rec['status']}: {rec.get('code')} {rec.get('error', '')[:80]} "
-                         "| | | | | | |")
+        if len(rows) <= start:
+            what = "running" if rec["status"] == "running" else f"{rec['status']}: {rec.get('code')}"
+            lines.append(f"| {name} | {len(rows)} ({what}) | {'yes' if rec['exact'] else 'NO'} | "
+                         f"{rec['median_s'] if rows else ''} | {rec.get('error', '')[:80]} | | | | |")
             continue
         heap = [r["heap_mb"] for r in rows]
-        plans = [r["plan_chars"] for r in rows]
+        plans = [r["plan_chars"] for r in rows if not r.get("compacted")]
         h, p = rec["heap"], rec["plans"]
         tail_heap = [v for v in heap[start:] if v is not None]
-        status = "" if rec["status"] == "ok" else f" ({rec['status']} {rec.get('code')})"
+        status = {"ok": "", "running": " (not finished)"}.get(rec["status"], f" ({rec['status']} {rec.get('code')})")
         lines.append(
             f"| {name} | {len(rows)}{status} | {'yes' if rec['exact'] else 'NO'} | {rec['median_s']} | "
             f"{_n(heap[start] if len(heap) > start else None)} → {_n(max(tail_heap) if tail_heap else None)} → "
