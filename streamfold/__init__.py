@@ -25,7 +25,7 @@ from .ir.types import DataType
 
 if TYPE_CHECKING:
     from .plan.model import IncrementalPlan
-    from .runtime.query import Query
+    from .control.api import ControlledQuery
     from .sql.catalog import SourceSchema
 
 __version__ = "0.1.0"
@@ -63,15 +63,17 @@ def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str 
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str] | None = None,
           formats: Mapping[str, str] | None = None, schemas: Mapping[str, str] | None = None,
           checkpoint: str | None = None, trigger: float = 1.0, spark: Any = None, master: str | None = None,
-          background: bool = True, **options: Any) -> Query:
+          background: bool = True, **options: Any) -> ControlledQuery:
     """Start maintaining ``sql`` over directory ``sources`` (and static ``tables``), writing to ``output``.
 
     ``formats`` gives a format per input (parquet, csv, json); ``schemas`` gives "col TYPE, …" per
     input instead of inferring it. With ``background=False`` nothing runs until you call
     :meth:`Query.process_available`. Other options are those of ``streamfold run``
-    (``until_idle``, ``partitions``, ``on_bad_file``, ``compact_every``, ``keep_snapshots``).
+    (``until_idle``, ``partitions``, ``on_bad_file``, ``compact_every``, ``keep_snapshots``), and
+    for the control endpoint ``endpoint=False`` (none), ``control_host``, ``control_port``.
+    The query has the control actions as methods (pause, resume, inspect, reconfigure, …).
     """
-    from .runtime.query import start as _start
+    from .control.api import start as _start
 
     return _start(sql, sources, output, tables=tables or {}, formats=formats or {}, schemas=schemas or {},
                   checkpoint=checkpoint, trigger=trigger, spark=spark, master=master, background=background,

@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .errors import StreamfoldError, UsageError
 
@@ -91,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write a full copy of the state every N batches (default 20)")
     run.add_argument("--quiet", action="store_true", help="no per-batch lines")
     run.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+    run.add_argument("--control-host", default="127.0.0.1", metavar="HOST",
+                     help="the address the control endpoint listens on (default 127.0.0.1: this machine only)")
+    run.add_argument("--control-port", type=int, default=0, metavar="PORT",
+                     help="the control endpoint's port (default: a free one); see streamfold control")
 
     ex = sub.add_parser("explain", help="show the incremental plan (states, h, ⊗, a)",
                         description="Compile QUERY and print its incremental plan. Needs no Spark for Parquet "
@@ -116,48 +120,75 @@ def build_parser() -> argparse.ArgumentParser:
     studio.add_argument("--master", metavar="URL", help="Spark master for runs (default local[*])")
 
     from .bench.cli import add_parser as add_bench
+    from .control.cli import add_parser as add_control
+    from .linalg.cli import add_parser as add_linalg
 
+    add_control(sub)
     add_bench(sub)
+    add_linalg(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:2] == ["bench", "linalg"]:  # its own options (streamfold/bench/linalg.py)
+        from .bench.linalg import main as bench_linalg
+
+        return _guarded(lambda: bench_linalg(words[2:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    return _guarded(lambda: _dispatch(args, argv), verbose=getattr(args, "verbose", False))
+
+
+def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    if args.command == "explain":
+        return _explain(args)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo(args.dir, batches=args.batches, scale=args.scale, master=args.master)
+    if args.command == "control":
+        from .control.cli import main as control
+
+        return control(args, _query_text)
+    if args.command == "studio":
+        from .studio import serve
+
+        serve(args.workspace, port=args.port, host=args.host, master=args.master)
+        return EXIT_OK
+    if args.command == "bench":
+        from .bench.cli import main as bench
+
+        return bench(args, list(argv) if argv is not None else None)
+    if args.command == "linalg":
+        from .linalg.cli import main as linalg
+
+        return linalg(args)
+    return EXIT_USAGE
+
+
+def _guarded(run: Callable[[], int], verbose: bool = False) -> int:
+    """Run a command; a coded error is printed and becomes its exit code (a failed batch's
+    whole chain of causes too when ``verbose`` or STREAMFOLD_VERBOSE is set)."""
+    from .errors import BatchError
+
     try:
-        if args.command == "explain":
-            return _explain(args)
-        if args.command == "run":
-            return _run(args)
-        if args.command == "demo":
-            from .demo import run_demo
-
-            return run_demo(args.dir, batches=args.batches, scale=args.scale, master=args.master)
-        if args.command == "studio":
-            from .studio import serve
-
-            serve(args.workspace, port=args.port, host=args.host, master=args.master)
-            return EXIT_OK
-        if args.command == "bench":
-            from .bench.cli import main as bench
-
-            return bench(args, list(argv) if argv is not None else None)
+        return run()
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except StreamfoldError as e:
         print(f"error: {e}", file=sys.stderr)
-        from .errors import BatchError
-
         if isinstance(e, BatchError):
-            if e.causes and (args.verbose or os.environ.get("STREAMFOLD_VERBOSE", "") not in ("", "0")):
+            if e.causes and (verbose or os.environ.get("STREAMFOLD_VERBOSE", "") not in ("", "0")):
                 print(e.chain(), file=sys.stderr)
             return EXIT_FAILED
         return EXIT_USAGE
-    return EXIT_USAGE
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -225,7 +256,7 @@ class _Status:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .runtime.query import start
+    from .control.api import start
 
     sql = _query_text(args.query)
     sources, formats = _parse_inputs(args.source, False)
@@ -241,6 +272,7 @@ def _run(args: argparse.Namespace) -> int:
         schemas=_parse_schemas(args.schema), checkpoint=args.checkpoint, trigger=args.trigger, spark=spark,
         master=args.master, background=False, progress=status, partitions=args.partitions,
         on_bad_file=args.on_bad_file, keep_snapshots=args.keep_snapshots, compact_every=args.compact_every,
+        control_host=args.control_host, control_port=args.control_port,
     )
 
     def report(result: object) -> None:
@@ -251,6 +283,11 @@ def _run(args: argparse.Namespace) -> int:
     query.on_batch = report
     if query.last_batch >= 0:
         print(f"resuming after batch {query.last_batch:06d}", file=sys.stderr)
+    if query.status()["state"] in ("paused", "pausing"):
+        print("paused (as it was when it stopped): streamfold control OUTPUT resume", file=sys.stderr)
+    if not args.quiet:
+        print(f"control: streamfold control {args.output} status  (endpoint {query.control_url})",
+              file=sys.stderr)
     try:
         query.run(args.trigger, args.until_idle)
     finally:

@@ -131,6 +131,13 @@ class CheckpointError(StreamfoldError):
     default_code = "CHECKPOINT_ERROR"
 
 
+class LinalgError(StreamfoldError):
+    """A matrix program that cannot be compiled or maintained exactly: mismatched dimensions, an
+    operation its semiring lacks (inverse, subtraction), a deletion a semiring cannot undo."""
+
+    default_code = "LINALG_ERROR"
+
+
 @dataclass(frozen=True)
 class Cause:
     """One link of a failure's chain of causes: an exception's class and message.
@@ -187,6 +194,18 @@ class BatchError(StreamfoldError):
             lines.append(f"stack of {java[-1].name}:")
             lines += [f"    at {frame}" for frame in java[-1].trace]
         return "\n".join(lines)
+
+
+class ControlError(StreamfoldError):
+    """A control action that cannot be done now (resume when not paused, a second reconfiguration
+    before the first applies) or on something that does not exist; ``status`` is its HTTP status."""
+
+    default_code = "CONTROL_ERROR"
+
+    def __init__(self, message: str, *, code: str | None = None, hint: str | None = None,
+                 params: Mapping[str, Any] | None = None, status: int = 409) -> None:
+        super().__init__(message, code=code, hint=hint, params=params)
+        self.status = status
 
 
 def highlight_sql(sql: str, span: Span | None, context: int = 2) -> str:

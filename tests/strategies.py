@@ -36,14 +36,16 @@ def value(sql_type: str) -> st.SearchStrategy:
     return VALUES[sql_type] if sql_type in VALUES else of(parse_type(sql_type))
 
 
-def rows(source: Source, max_size: int = 8) -> st.SearchStrategy[list[tuple]]:
-    return st.lists(st.tuples(*[value(t) for _, t in source.columns]), max_size=max_size)
+def rows(source: Source, max_size: int = 8, min_size: int = 0) -> st.SearchStrategy[list[tuple]]:
+    return st.lists(st.tuples(*[value(t) for _, t in source.columns]), min_size=min_size, max_size=max_size)
 
 
 @st.composite
-def stream(draw: st.DrawFn, sources: list[Source], max_batches: int = 3, max_rows: int = 8) -> list[dict[str, list[tuple]]]:
-    """Batches of rows per stream source; weighted sources also delete rows inserted before."""
-    n = draw(st.integers(1, max_batches))
+def stream(draw: st.DrawFn, sources: list[Source], max_batches: int = 3, max_rows: int = 8,
+           min_batches: int = 1, min_rows: int = 0) -> list[dict[str, list[tuple]]]:
+    """Batches of rows per stream source; weighted sources also delete rows inserted before.
+    ``min_rows`` rows at least for each source in each batch (so none of them is trivial)."""
+    n = draw(st.integers(min_batches, max_batches))
     present: dict[str, Counter] = {s.name: Counter() for s in sources}
     batches = []
     for i in range(n):
@@ -51,7 +53,7 @@ def stream(draw: st.DrawFn, sources: list[Source], max_batches: int = 3, max_row
         for s in sources:
             if s.static:
                 continue
-            inserted = draw(rows(s, max_size=max_rows if i == 0 else max_rows // 2 + 1))
+            inserted = draw(rows(s, max_size=max_rows if i == 0 else max_rows // 2 + 1, min_size=min_rows))
             if not s.weighted:
                 batch[s.name] = inserted
                 continue

@@ -28,6 +28,8 @@ def arrow_type(sql_type: str) -> pa.DataType:
             return pa.list_(convert(t.element))
         if t.name == "STRUCT":
             return pa.struct([pa.field(n, convert(ft)) for n, ft in t.params])
+        if t.name == "DECIMAL":
+            return pa.decimal128(t.precision, t.scale)
         return ARROW[t.sql()]
 
     return convert(parse_type(sql_type))

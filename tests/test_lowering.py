@@ -115,3 +115,39 @@ def test_join_hints_hash_the_delta_side_and_broadcast_touched_keys() -> None:
         "SELECT d, count(*) FROM (SELECT a, count(DISTINCT b) AS d FROM R GROUP BY a) g GROUP BY d",
         {"R": "a INT, b INT"})
     assert any("BROADCAST(" in lowering.program(s.program, _leaf) for s in nested.delta)
+
+
+# The statements a running query's controller has the runtime write (streamfold.control): a
+# reconfiguration's first batch and states, and a breakpoint's rows.
+CONTROL_QUERIES = ("seed_groupby", "count_distinct", "global_aggregate")
+
+
+def control_lowered(plan: IncrementalPlan) -> str:
+    tables = {s.name: StateTable(s, tuple((f.name, _type(f.type)) for f in s.fields)) for s in plan.states}
+    out: list[str] = []
+    for t in (t for t in tables.values() if not t.state.static):
+        have = [n for n, _ in t.columns][:-1]  # the last column new: at its monoid's identity
+        out += [f"-- {t.name}: carried over from now on, {t.columns[-1][0]} added",
+                lowering.carried_over(t, have, f"old_{t.name}"),
+                f"-- {t.name}: kept whole by a rebuild", lowering.whole_merge(t, f"kept_{t.name}")]
+    a = plan.answer
+    rows = a.per_key if a.per_key is not None else a.rows
+    columns = [(n, _type(rows.field(o).type)) for o, n in zip(a.output, a.output_names)]
+    answer = AnswerLowering(a, columns, tables.__getitem__)
+    snapshot = answer.snapshot(_leaf)
+    source = plan.streams[0]
+    out += ["-- a new plan's first changes, from the last snapshot", answer.changes_between(snapshot, "before"),
+            "-- a new plan's first changes, its columns changed", answer.changes_between(snapshot, None),
+            f"-- a breakpoint on {source.name}'s new rows",
+            lowering.breakpoint_rows(f"delta_{source.name}", [c for c, _ in source.columns] + ["_weight"],
+                                     f"{source.columns[0][0]} < 0", 1001, files=True),
+            "-- a breakpoint on the changes",
+            lowering.breakpoint_rows("changes", [n for n, _ in columns] + ["_weight"], "_weight < 0", 1001)]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("name", CONTROL_QUERIES)
+def test_control_lowering(request: pytest.FixtureRequest, name: str) -> None:
+    fx = load(FIXTURES / "explain" / f"{name}.sql")
+    check(request, FIXTURES / "lowering" / "control" / f"{name}.sql",
+          control_lowered(streamfold.compile(fx.sql, fx.schemas, fx.tables)))

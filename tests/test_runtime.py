@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamfold
-from streamfold.errors import BadInputError, CheckpointError, SourceError
+from streamfold.errors import BadInputError, BindError, CheckpointError, SourceError
 
 from streamfold.verify import compare, duckdb_answer
 
@@ -78,6 +78,17 @@ def test_output_names_and_types_are_sparks(spark, tmp_path):
         assert [f.dataType.simpleString() for f in df.schema.fields] == ["int", "double", "bigint", "bigint"]
     finally:
         q.stop()
+
+
+def test_two_columns_spark_names_alike_are_refused_at_start(spark, tmp_path):
+    # Spark names both unnamed subqueries `scalarsubquery(k)`; Parquet needs distinct names.
+    tmp = str(tmp_path)
+    put(os.path.join(tmp, "S"), "a.parquet", [(1, 10)])
+    sql = "SELECT k, (SELECT sum(v) FROM S x WHERE x.k = S.k), (SELECT count(*) FROM S y WHERE y.k > S.k) FROM S"
+    with pytest.raises(BindError) as info:
+        start(spark, tmp, sql)
+    assert info.value.code == "DUPLICATE_OUTPUT_COLUMN"
+    assert info.value.params == {"column": "scalarsubquery(k)"}
 
 
 @pytest.mark.slow

@@ -24,7 +24,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description="Run WORKLOAD through several systems on the same machine and data; per increment, time "
                     "from the files appearing to the exact answer being committed. Writes results.json, "
                     "results.md and plot.png under OUT/WORKLOAD/; every final answer is checked against DuckDB.")
-    p.add_argument("workload", metavar="WORKLOAD", help=f"{' | '.join(WORKLOADS)} | custom | soak")
+    p.add_argument("workload", metavar="WORKLOAD",
+                   help=f"{' | '.join(WORKLOADS)} | custom | soak | pause | reconfigure (soak: long runs, below; the "
+                        "control targets: pause latency during batch 0, reconfiguration delay against "
+                        "stop-and-restart)")
     p.add_argument("--systems", default=None, metavar="LIST",
                    help=f"comma-separated, from {','.join(NAMES)} (default: all; with --memory: streamfold)")
     p.add_argument("--history", type=int, metavar="N", help="history rows per source")
@@ -44,6 +47,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="before measuring, each system runs the query over small data with N increments, untimed, "
                         "so none is charged for warming the shared JVM (default 10, with --quick 2; 0: measure "
                         "cold). groupby and join-groupby only")
+    p.add_argument("--reps", type=int, metavar="N",
+                   help="pause: pauses during batch 0 (default 5); reconfigure: reconfigurations, each against a "
+                        "restart (default 4)")
+    p.add_argument("--distinct", action="store_true",
+                   help="reconfigure: the query keeps a count(DISTINCT y) too (a multiset state: a heavier h)")
     p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
     p.add_argument("--out", default="bench-out", metavar="DIR", help="output directory (default bench-out)")
     p.add_argument("--query", metavar="FILE", help="custom: the query (.sql file or the SQL text)")
@@ -149,6 +157,12 @@ def _custom(args: argparse.Namespace) -> Any:
 
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     """Run the bench; 0 when every system that ran gave DuckDB's answer, 1 otherwise."""
+    if args.workload in ("pause", "reconfigure"):
+        from .control import main as control_bench
+
+        reps = args.reps or (5 if args.workload == "pause" else 4)
+        return control_bench(args.workload, args.history, args.increment, reps, args.out, args.master,
+                             args.distinct)
     from .runner import run_bench
 
     if args.workload == "soak":

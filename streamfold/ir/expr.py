@@ -157,9 +157,14 @@ class OuterColumn(Expr):
     type: DataType
 
 
+# ``(a, b) IN (SELECT x, y …)``: the left side of a row IN is a Call of this op over its values.
+ROW = "row"
+
+
 @dataclass(frozen=True, slots=True)
 class SubqueryExpr(Expr):
-    """A subquery used as a value: ``scalar`` (one value), ``exists``, or ``in`` (``arg IN (…)``).
+    """A subquery used as a value: ``scalar`` (one value), ``exists``, or ``in`` (``arg IN (…)``;
+    ``arg`` is a :data:`ROW` call when a row of values is compared with the subquery's columns).
 
     ``rel`` is the bound subquery; it may read columns of the enclosing query as
     :class:`OuterColumn`. The ``unnest_subqueries`` pass turns every one into a join.
@@ -183,16 +188,23 @@ class SubqueryExpr(Expr):
 
 
 def outer_columns(rel: Any) -> frozenset[str]:
-    """Names of the enclosing query's columns a (sub)query reads."""
-    names: set[str] = set()
+    """Names of the enclosing queries' columns a (sub)query reads.
+
+    A subquery nested in it may read the (sub)query's own columns as outer ones; those are not
+    outer here. Field names are unique across a bound query, so a name any node inside defines
+    is one of its own.
+    """
+    read: set[str] = set()
+    own: set[str] = set()
     for node in rel.walk():
+        own.update(f.name for f in node.schema)
         for e in _node_exprs(node):
             for x in e.walk():
                 if isinstance(x, OuterColumn):
-                    names.add(x.name)
+                    read.add(x.name)
                 elif isinstance(x, SubqueryExpr):
-                    names |= outer_columns(x.rel)
-    return frozenset(names)
+                    read.update(outer_columns(x.rel))
+    return frozenset(read - own)
 
 
 def _node_exprs(node: Any) -> list[Expr]:

@@ -11,7 +11,10 @@ import datetime as dt
 import decimal as pydecimal
 import math
 import re
-from .expr import Agg, Call, Case, Cast, Column, Expr, Literal
+from collections.abc import Callable
+from typing import Any
+
+from .expr import Agg, Call, Case, Cast, Column, Expr, Literal, OuterColumn, SubqueryExpr
 
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DISPLAY_NAME = re.compile(r"[A-Za-z_Δ][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -67,10 +70,14 @@ def sql(e: Expr, spark: bool = False) -> str:
 
 
 class ExprPrinter:
-    """Expressions as SQL: for reading, or (``spark``) exact Spark SQL; ``sqltext`` prints relations with it."""
+    """Expressions as SQL: for reading, or (``spark``) exact Spark SQL; ``sqltext`` prints relations with it.
 
-    def __init__(self, spark: bool) -> None:
+    ``relation`` prints a subquery's relation (``sqltext`` gives it; a bound query has
+    subqueries until the ``unnest_subqueries`` pass, and the pass fixtures show them)."""
+
+    def __init__(self, spark: bool, relation: Callable[[Any], str] | None = None) -> None:
         self.spark = spark
+        self.relation = relation
 
     def name(self, n: str) -> str:
         return quote(n) if self.spark else display_name(n)
@@ -104,6 +111,17 @@ class ExprPrinter:
             return f"{e.fn}({'DISTINCT ' if e.distinct else ''}{inner})"
         if isinstance(e, Call):
             return self.call(e, top)
+        if isinstance(e, OuterColumn):  # a correlated reference reads as in SQL: by its name
+            return self.name(e.name)
+        if isinstance(e, SubqueryExpr) and self.relation is not None:  # before unnesting: for people only
+            inner = "(" + " ".join(line.strip() for line in self.relation(e.rel).split("\n")) + ")"
+            if e.kind == "exists":
+                return "EXISTS " + inner
+            if e.kind == "in":
+                assert e.arg is not None
+                text = f"{self.expr(e.arg)} IN {inner}"
+                return text if top else f"({text})"
+            return inner
         raise TypeError(f"cannot print {type(e).__name__}")
 
     def call(self, e: Call, top: bool) -> str:

@@ -79,7 +79,7 @@ class _Writer:
         self.leaf = leaf
         self.join_hint = join_hint if leaf is not None else None
         self.spark = leaf is not None
-        self.p = ExprPrinter(spark=self.spark)
+        self.p = ExprPrinter(spark=self.spark, relation=None if self.spark else rel_sql)
         self._aliases = 0
 
     # -- helpers ---------------------------------------------------------------------------------

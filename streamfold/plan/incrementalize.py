@@ -75,9 +75,8 @@ REFUSED: dict[type[Rel], Callable[[Rel], UnsupportedError]] = {
 
 def incrementalize(bound: BoundQuery) -> IncrementalPlan:
     """Compile a bound query into its incremental plan, or refuse with a coded error."""
-    logical = normalize(bound.rel)
-    try:
-        return _plan(bound, logical)
+    try:  # a pass's refusal (a subquery it cannot unnest) shows the query too
+        return _plan(bound, normalize(bound.rel))
     except UnsupportedError as e:
         raise e.with_sql(bound.sql) from None
 

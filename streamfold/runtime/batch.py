@@ -79,9 +79,14 @@ class BatchReads:
 
 
 def parallel(jobs: list[Callable[[], Any]]) -> list[Any]:
-    """Run independent Spark jobs side by side (Spark schedules concurrent jobs); results in order."""
+    """Run independent Spark jobs side by side (Spark schedules concurrent jobs); results in order.
+
+    Each job's thread carries the calling thread's Spark local properties (a controller cancels a
+    step's jobs by their job tag)."""
     if len(jobs) <= 1:
         return [job() for job in jobs]
+    from pyspark.util import inheritable_thread_target
+
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = [pool.submit(job) for job in jobs]
+        futures = [pool.submit(inheritable_thread_target(job)) for job in jobs]
         return [f.result() for f in futures]

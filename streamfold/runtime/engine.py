@@ -7,6 +7,11 @@ batch. Steps of h whose inputs are ready run together (Spark runs their jobs sid
 step whose delta a loop finds is handed to its interpreter (:mod:`.loops`). The durable writes
 are, in order: offsets → the states' changelog, the snapshot and the changes →
 ``commits/<batch>.json``; see :mod:`.checkpoint` for why that makes runs restartable.
+
+A controller (:mod:`.hooks`, implemented by :mod:`streamfold.control`) meets the batch at fixed
+points: around each step's Spark work, before the commit, after it. Between batches it may
+install another plan (:meth:`Engine.install`, a reconfiguration): the next batch is the new
+plan's first, and commits its answer's changes from the last committed snapshot.
 """
 
 from __future__ import annotations
@@ -14,16 +19,17 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadInputError, StreamfoldError, UnsupportedError
+from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
 from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
 from ..plan.model import LOOPS, Diffusion, IncrementalPlan, Step, Temp
 from ..sql import Catalog
+from ..sql.bind import check_output_names
 from ..sql.iterate import spark_schema_sql
 from . import files
 from .answer import AnswerSql
@@ -31,6 +37,7 @@ from .batch import BatchReads, parallel
 from .checkpoint import Checkpoint, OutputDir, batch_name
 from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
 from .failures import batch_failure
+from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .session import default_partitions, engine_session
@@ -92,51 +99,62 @@ class Engine:
     """An incremental plan bound to its inputs, output and checkpoint, on a Spark session.
 
     ``spark`` is the caller's session; the engine runs in a session of its own with the
-    settings states need (:func:`.session.engine_session`).
+    settings states need (:func:`.session.engine_session`). Under a ``control``, the plan in
+    effect after the last committed batch may be another (a reconfiguration): it resumes with that.
     """
 
     def __init__(self, spark: SparkSession, plan: IncrementalPlan, config: QueryConfig,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, control: BatchControl | None = None) -> None:
         self.config = config
         self.plan = plan
         self.progress = progress or (lambda msg: None)
+        self.control: BatchControl = control or NoControl()
         self.spark = engine_session(spark, config.partitions or default_partitions(spark))
         self.specs = {s.name.lower(): s for s in config.inputs}
-        self.catalog = Catalog(plan.sources)
-        self._check_inputs()
-        self.output_schema = self._spark_output_schema()
+        self._check_inputs(plan)
         self.output = OutputDir(config.output)
         self.checkpoint = Checkpoint(config.checkpoint_dir)
-        self.checkpoint.claim(self._identity())
-        self.store = StateStore(self.spark, plan.states)
-        self.answer = AnswerSql(plan, self.output_schema, self.store)
-        self.reader = BatchReader(self.spark, plan.streams, self.specs, self.catalog)
-        self.loops: dict[type, LoopInterpreter] = {
-            kind: interpreter(LoopEnv(self.spark, self.store, self.progress)) for kind, interpreter in INTERPRETERS.items()}
+        self.checkpoint.claim(self._identity())  # the checkpoint belongs to the query it was started with
+        self.recovery = self.checkpoint.recover(self.output, [s.name for s in plan.streams])
         self._tables: dict[str, DataFrame] = {}
         self._timings: dict[str, float] = {}
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
         self._local = (self.spark.sparkContext.master or "").startswith("local")  # driver and executor: one JVM
         self._unchanged: set[str] = set()  # the states and temps the batch being run leaves as they were
-        self._temp_schemas: dict[str, StructType] = {}
-        self._levels = _levels(plan.delta)
-        self._reread = _read_more_than_once(plan.delta)
-        self._declare_states()
-        self.recovery = self.checkpoint.recover(self.output, [s.name for s in plan.streams])
+        self._boundary: Installed | None = None  # a plan installed for the next batch, until it commits
+        current = self.control.plan_at(self.recovery.last_committed)
+        if current is not None:
+            self._check_inputs(current)
+        self._setup(current or plan)
         self._restore_states()
         self.next_batch = self.recovery.last_committed + 1
         self.consumed = self.recovery.consumed
 
+    def _setup(self, plan: IncrementalPlan) -> None:
+        """Make ``plan`` the engine's: its output schema, empty states, answer, reader, loops."""
+        self.plan = plan
+        self.catalog = Catalog(plan.sources)
+        self.output_schema = spark_output_schema(self.spark, plan, self.catalog)
+        self.store = StateStore(self.spark, plan.states)
+        self.answer = AnswerSql(plan, self.output_schema, self.store)
+        self.reader = BatchReader(self.spark, plan.streams, self.specs, self.catalog)
+        self.loops: dict[type, LoopInterpreter] = {
+            kind: interpreter(LoopEnv(self.spark, self.store, self._point)) for kind, interpreter in INTERPRETERS.items()}
+        self._levels = _levels(plan.delta)
+        self._reread = _read_more_than_once(plan.delta)
+        self._temp_schemas: dict[str, StructType] = {}  # filled by _declare_states
+        self._declare_states()
+
     # -- set-up ----------------------------------------------------------------------------------
-    def _check_inputs(self) -> None:
-        for s in self.plan.sources:
+    def _check_inputs(self, plan: IncrementalPlan) -> None:
+        for s in plan.sources:
             spec = self.specs[s.name.lower()]
             if s.static != spec.static:
                 raise StreamfoldError(f"{s.name} must be given with {'--table' if s.static else '--source'}",
                                       code="INPUT_KIND", params={"input": s.name})
             if not s.static:
                 list_inputs(spec.path)  # SOURCE_NOT_FOUND now rather than at the first poll
-        used = {s.name.lower() for s in self.plan.sources}
+        used = {s.name.lower() for s in plan.sources}
         for name, spec in self.specs.items():
             if name not in used:
                 log.warning("input %s is not used by the query", spec.name)
@@ -153,22 +171,6 @@ class Engine:
                                  "static": s.static} for s in self.plan.sources},
             "tables": tables,
         }
-
-    def _spark_output_schema(self) -> StructType:
-        """The names and types Spark gives the batch query: the snapshot's columns."""
-        for s in self.catalog.values():
-            empty_frame(self.spark, spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
-        try:
-            schema = self.spark.sql(spark_schema_sql(self.plan.sql)).schema
-        except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
-            raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
-                                   sql=self.plan.sql, params={"error": first_line(e)},
-                                   hint="streamfold answers what the Spark batch query answers; fix it for Spark") from None
-        if len(schema.fields) != len(self.plan.answer.output):
-            raise StreamfoldError(
-                f"internal: Spark sees {len(schema.fields)} output columns, the plan {len(self.plan.answer.output)}",
-                code="INTERNAL")
-        return schema
 
     def _reads(self, frames: dict[str, DataFrame], rows: dict[str, int], first: bool) -> BatchReads:
         return BatchReads(self.catalog, self._table, self.store.current, frames, rows, first)
@@ -222,6 +224,11 @@ class Engine:
             self._tables[name] = read_files(self.spark, spec, self.catalog[name], table_paths(spec.path))
         return self._tables[name]
 
+    def _point(self, batch: int, step: str) -> None:
+        """A point inside a step (a loop's round): reported, and one where a pause may take effect."""
+        self.progress(f"batch {batch_name(batch)}: {step}")
+        self.control.step(batch, step)
+
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:
         """Time a part of the batch (reported in BatchResult.timings and by ``bench``)."""
@@ -245,9 +252,13 @@ class Engine:
 
     # -- one batch -------------------------------------------------------------------------------
     def run_batch(self, inputs: dict[str, list[str]]) -> BatchResult | None:
-        """Apply one batch; returns None if every file of it was quarantined."""
+        """Apply one batch; returns None if every file of it was quarantined or skipped. A batch
+        without files runs only as a newly installed plan's first."""
         batch = self.next_batch
         while True:
+            if not any(inputs.values()) and self._boundary is None:
+                files.remove(self.checkpoint.offsets_path(batch))
+                return None
             self.checkpoint.write_offsets(batch, inputs)
             try:
                 result = self._run(batch, inputs)
@@ -256,9 +267,17 @@ class Engine:
                 if self.config.on_bad_file != "quarantine":
                     raise
                 inputs = self.reader.quarantine(e, inputs, self.output.root, self.progress)
-                if not any(inputs.values()):
-                    files.remove(self.checkpoint.offsets_path(batch))
-                    return None
+            except RedoBatch as redo:  # the controller drops the batch's work: files skipped, or a new plan
+                if redo.before is not None:
+                    redo.before()
+                if redo.inputs is not None:
+                    inputs = redo.inputs
+            except BatchError as e:
+                if self._boundary is None:
+                    raise
+                # The plan installed for this batch failed on it: the plan before runs it instead.
+                boundary, self._boundary = self._boundary, None
+                boundary.fail(self, e)
         for name, names in inputs.items():
             self.consumed.setdefault(name, set()).update(names)
         self.next_batch = batch + 1
@@ -269,7 +288,8 @@ class Engine:
         self._timings = {}
         views = Views(self.spark, f"b{batch}")
         with self._phase("read"):
-            frames, rows, cached = self.reader.read(inputs, cache=self._reread)
+            frames, rows, cached = self.control.guard(batch, "read",
+                                                      lambda: self.reader.read(inputs, cache=self._reread))
         reads = self._reads(frames, rows, batch == 0)
         self._unchanged = set()
         temps: list[DataFrame] = []
@@ -281,31 +301,24 @@ class Engine:
         known = held + 4 * sum(rows.values())
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         try:
-            for level in self._levels:
-                with self._phase("h ⊗ " + " ".join(s.state for s in level)):
-                    done = parallel([partial(self._step, batch, s, reads, views, eager) for s in level])
-                for step, df in (pair for results in done for pair in results):
-                    if step is None:  # held until the batch ends
-                        temps.append(df)
-                    elif isinstance(step, Temp):
-                        reads.deltas[step.state] = df
-                        temps.append(df)
-                    else:
-                        reads.merged[step.state] = df
-                        reads.new[step.state] = self.store.new_view(step.state, df, views)
-                        reads.deltas[step.state] = self.store.delta_view(step.state, df, views)
+            self._apply_h(batch, reads, views, eager, temps)
             self.progress(f"batch {batch_name(batch)}: answer")
             with self._phase("write"):
-                snap_rows, change_rows = self._write_outputs(batch, reads.merged, reads.new, views, eager,
-                                                              held + sum(rows.values()))
+                snap_rows, change_rows = self.control.guard(
+                    batch, "answer", lambda: self._write_outputs(batch, reads.merged, reads.new, views, eager,
+                                                                 held + sum(rows.values())))
             self.store.count_rows()
+            extra = self.control.before_commit(self._pending(batch, inputs, reads, views))
+            if self._boundary is not None:
+                extra["reset"] = self._boundary.reset
             duration = time.monotonic() - start
-            self.output.commit(batch, {
+            record = {
                 "batch": batch, "inputs": inputs, "duration_s": round(duration, 4), "rows": rows,
                 "snapshot_rows": snap_rows, "change_rows": change_rows,
                 "state_rows": {n: r for n, r in self._state_rows().items()},
-                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            })
+                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra,
+            }
+            self.output.commit(batch, record)
             committed = True
             # The next batch reads each state through a view of its merge (analysed now, before
             # the batch's temp views are dropped), planned with its true size.
@@ -323,10 +336,52 @@ class Engine:
                 for df in reads.merged.values():
                     release(df)
         self.store.replace(current)
+        boundary, self._boundary = self._boundary, None
+        if boundary is not None:
+            boundary.committed(self)
+        self.control.committed(batch, record)
         with self._phase("compact"):
-            self._after_commit(batch)
+            restated = boundary is not None and boundary.whole
+            self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings))
+
+    def _apply_h(self, batch: int, reads: BatchReads, views: Views, eager: bool, temps: list[DataFrame],
+                 given: Mapping[str, DataFrame] | None = None, label: str = "") -> None:
+        """h and ⊗ over a batch's rows, level by level, into ``reads`` (each state's merge and its
+        new and delta versions) and ``temps`` (what to release when the batch ends). A state in
+        ``given`` is not stepped: its merge's result is given (a state kept whole by a rebuild)."""
+        given = given or {}
+        for level in self._levels:
+            with self._phase("h ⊗ " + " ".join(s.state for s in level)):
+                todo = [s for s in level if s.state not in given]
+                done = parallel([partial(self.control.guard, batch, f"{label}Δ{s.state}",
+                                         partial(self._step, batch, s, reads, views, eager)) for s in todo])
+            results = [(s, given[s.state]) for s in level if s.state in given]
+            for step, df in results + [pair for r in done for pair in r]:
+                if step is None:  # held until the batch ends
+                    temps.append(df)
+                elif isinstance(step, Temp):
+                    reads.deltas[step.state] = df
+                    temps.append(df)
+                else:
+                    reads.merged[step.state] = df
+                    reads.new[step.state] = self.store.new_view(step.state, df, views)
+                    reads.deltas[step.state] = self.store.delta_view(step.state, df, views)
+
+    def _pending(self, batch: int, inputs: dict[str, list[str]], reads: BatchReads, views: Views) -> Pending:
+        """The batch as breakpoints and inspection see it before its commit."""
+
+        def state(name: str) -> DataFrame:
+            new = reads.new.get(name)
+            return self.store.as_frame(new) if isinstance(new, str) else self.store.current[name]
+
+        def touched(name: str) -> DataFrame:
+            return self.store.as_frame(self.store.touched_view(name, reads.merged[name], views))
+
+        return Pending(batch, inputs, dict(reads.rows), self.output.snapshot_path(batch),
+                       self.output.changes_path(batch), state=state, touched=touched,
+                       states=tuple(self.store.durable()))
 
     def _step(self, batch: int, step: Step, reads: BatchReads, views: Views,
               eager: bool) -> list[tuple[Step | None, DataFrame]]:
@@ -380,19 +435,29 @@ class Engine:
         batch and its rows); eager merges are read from their checkpoints."""
         states: dict[str, DataFrame | str] = {**self.store.current, **new}
         durable = self.store.durable()
+        boundary = self._boundary
         try:
             snapshot = self.answer.snapshot(states, views)
-            changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
-            logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
+            if boundary is None:
+                changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
+            else:  # a newly installed plan's first batch: its changes from the old plan's last answer
+                changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark), views)
+            logs: dict[str, DataFrame | str]
+            if boundary is None or not boundary.whole:
+                logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
+                log_dir = self.checkpoint.delta_dir(batch)
+            else:  # its states whole: a restart restores them without the old plan's changelogs
+                logs = {n: states[n] for n in durable}
+                log_dir = self.checkpoint.base_dir(batch)
             log = self.store.pack_sql(logs, views) if durable else None
             outputs = [(snapshot, self.output.snapshot_path(batch)), (changes, self.output.changes_path(batch))]
             if log is not None:
-                outputs.append((log, self.checkpoint.delta_dir(batch)))
+                outputs.append((log, log_dir))
             # The merges' row counts bound every output: the snapshot by the answer's states, the
             # changes and changelog by the keys touched. Small ones are collected and written here.
             if eager:
                 self.store.count_rows()
-            bound = self._rows_bound(merged)
+            bound = self._rows_bound(merged if boundary is None or not boundary.whole else durable)
             if not eager or bound <= SMALL_ROWS:
                 schemas = [self.answer.columns(), self.answer.columns(weight=True)]
                 if log is not None:
@@ -419,9 +484,11 @@ class Engine:
     def _state_rows(self) -> dict[str, int]:
         return {n: r for n, r in self.store.rows.items() if r is not None and not self.store.defs[n].static}
 
-    def _after_commit(self, batch: int) -> None:
+    def _after_commit(self, batch: int, restated: bool = False) -> None:
         every = self.config.compact_every
-        if every and (batch + 1) % every == 0 and self.store.durable():
+        if restated:  # the batch wrote every state whole: what came before is not needed
+            self.checkpoint.prune(batch)
+        elif every and (batch + 1) % every == 0 and self.store.durable():
             views = Views(self.spark, "compact")
             try:
                 # Small states are collected and written by the driver, as a batch's outputs are
@@ -436,6 +503,91 @@ class Engine:
         if keep:
             for b in range(0, batch - keep + 1):
                 files.remove(self.output.snapshot_path(b))
+
+    # -- reconfiguration (the seam for streamfold.control) ---------------------------------------
+    def install(self, plan: IncrementalPlan, keep: Mapping[str, str], history: dict[str, list[str]] | None,
+                on_failure: Callable[[BaseException], None] | None = None) -> None:
+        """Make ``plan`` the engine's from the next batch on: a reconfiguration, applied between two
+        batches to the whole plan (no batch runs partly under each).
+
+        ``keep`` maps states of ``plan`` to states of the current plan whose rows they take —
+        whole when their columns are equal, else carried over to the new columns, a new column
+        at its monoid's identity (a state transformed "from now on"). The other states start
+        empty and, given ``history`` (the files of every committed batch, per source), are built
+        from it as batch 0 would build them from all of it. The next batch commits the new
+        answer, its changes taken from the last committed snapshot, and — unless every state is
+        kept as it was — a full copy of the new states; if it fails, the old plan is put back
+        and runs it (``on_failure`` is told why).
+        """
+        if self._boundary is not None:
+            raise StreamfoldError("internal: a plan is installed already and its batch is not committed",
+                                  code="INTERNAL")
+        self._check_inputs(plan)
+        old = _Bundle.of(self)
+        batch = self.next_batch
+        same_h = (plan.states, plan.init, plan.delta) == (old.plan.states, old.plan.init, old.plan.delta)
+        try:
+            if same_h:  # only the answer changes: the states, and the store that holds them, stay
+                self.plan, self.output_schema = plan, spark_output_schema(self.spark, plan, self.catalog)
+                self.answer = AnswerSql(plan, self.output_schema, self.store)
+            else:
+                self._setup(plan)
+                views = Views(self.spark, f"install{batch}")
+                try:
+                    kept = {n: (self.store.carried_over(n, old.store.current[o], old.store.schemas[o], views),
+                                old.store.backing(o), old.store.rows.get(o)) for n, o in keep.items()}
+                finally:
+                    views.drop()
+                if history is not None and any(not s.static and s.name not in keep for s in plan.states):
+                    self.progress(f"batch {batch_name(batch)}: rebuilding states from the history")
+                    self._rebuild(batch, history, {n: df for n, (df, _, _) in kept.items()})
+                for n, (df, backing, rows) in kept.items():
+                    self.store.adopt(n, df, backing, rows)
+        except BaseException:
+            if self.store is not old.store:
+                self.store.release_except(old.store.backings())
+            old.restore(self)
+            raise
+        previous = self.output.snapshot_path(batch - 1)
+        # The old plan's changelogs restore the new plan's states when it has the same ones, all
+        # kept as they were (an answer-only change); otherwise the first batch writes them whole.
+        same = same_h or (self.store.durable() == old.store.durable() and set(keep) == set(self.store.durable())
+                          and all(keep[n] == n and self.store.schemas[n] == old.store.schemas[n] for n in keep))
+        self._boundary = Installed(old, reset=self.output_schema != old.output_schema,
+                                   before=previous if batch > 0 and os.path.isdir(previous) else None,
+                                   whole=not same, on_failure=on_failure)
+
+    def _rebuild(self, batch: int, history: dict[str, list[str]], kept: dict[str, DataFrame]) -> None:
+        """The states of a newly installed plan that it does not keep, from the sources' history:
+        h over all of it as one first batch against empty states, the kept states entering whole."""
+        views = Views(self.spark, f"rebuild{batch}")
+        frames, rows, cached = self.control.guard(batch, "rebuild: read",
+                                                  lambda: self.reader.read(history, cache=self._reread))
+        reads = self._reads(frames, rows, True)
+        temps: list[DataFrame] = []
+        current: dict[str, tuple[DataFrame, DataFrame | None]] = {}
+        done = False
+        try:
+            given = {n: self.store.whole_merge(n, df, views) for n, df in kept.items()}
+            self._apply_h(batch, reads, views, True, temps, given, label="rebuild ")
+            for n, df in reads.merged.items():
+                new = reads.new[n]
+                if n not in kept:
+                    assert isinstance(new, str)
+                    current[n] = (self.store.as_frame(new), df)  # analysed before the views are dropped
+            done = True
+        finally:
+            views.drop()
+            for df in temps:
+                release(df)
+            for df in cached:
+                df.unpersist()
+            if not done:
+                for n, df in reads.merged.items():
+                    if n not in kept:
+                        release(df)
+        self.store.replace(current)
+        self.store.count_rows()
 
     def close(self) -> None:
         self.store.close()
@@ -475,3 +627,72 @@ def _size(path: str) -> int:
     if os.path.isdir(path):
         return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
     return os.path.getsize(path)
+
+
+@dataclass
+class _Bundle:
+    """Everything of the engine that follows from its plan (swapped whole by a reconfiguration)."""
+
+    plan: IncrementalPlan
+    catalog: Catalog
+    output_schema: StructType
+    store: StateStore
+    answer: AnswerSql
+    reader: BatchReader
+    loops: dict[type, LoopInterpreter]
+    levels: list[list[Step]]
+    reread: bool
+
+    @classmethod
+    def of(cls, engine: Engine) -> _Bundle:
+        return cls(engine.plan, engine.catalog, engine.output_schema, engine.store, engine.answer, engine.reader,
+                   engine.loops, engine._levels, engine._reread)
+
+    def restore(self, engine: Engine) -> None:
+        engine.plan, engine.catalog, engine.output_schema = self.plan, self.catalog, self.output_schema
+        engine.store, engine.answer, engine.reader, engine.loops = self.store, self.answer, self.reader, self.loops
+        engine._levels, engine._reread = self.levels, self.reread
+
+
+@dataclass
+class Installed:
+    """A plan installed by :meth:`Engine.install` whose first batch is not committed yet."""
+
+    old: _Bundle  # the plan before, put back if the new one fails on its first batch
+    reset: bool  # the answer's columns changed: its first changes are all of its rows
+    before: str | None  # the last committed snapshot, the changes' starting point
+    whole: bool  # its first batch writes the states whole (they are not the old plan's)
+    on_failure: Callable[[BaseException], None] | None = None
+
+    def before_answer(self, spark: SparkSession) -> DataFrame | None:
+        """The answer the first batch's changes start from (None: from nothing)."""
+        return None if self.before is None or self.reset else spark.read.parquet(self.before)
+
+    def committed(self, engine: Engine) -> None:
+        """The first batch is committed: free the old plan's states the new one does not use."""
+        self.old.store.release_except(engine.store.backings())
+
+    def fail(self, engine: Engine, error: BaseException) -> None:
+        engine.store.release_except(self.old.store.backings())
+        self.old.restore(engine)
+        if self.on_failure is not None:
+            self.on_failure(error)
+
+
+def spark_output_schema(spark: SparkSession, plan: IncrementalPlan, catalog: Catalog) -> StructType:
+    """The names and types Spark gives the batch query (the snapshot's columns), found by
+    analysing it over empty views of its inputs in ``spark`` (those views are left in it)."""
+    for s in catalog.values():
+        empty_frame(spark, spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
+    try:
+        schema = spark.sql(spark_schema_sql(plan.sql)).schema
+    except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
+        raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
+                               sql=plan.sql, params={"error": first_line(e)},
+                               hint="streamfold answers what the Spark batch query answers; fix it for Spark") from None
+    check_output_names(schema.names, plan.sql)
+    if len(schema.fields) != len(plan.answer.output):
+        raise StreamfoldError(
+            f"internal: Spark sees {len(schema.fields)} output columns, the plan {len(plan.answer.output)}",
+            code="INTERNAL")
+    return schema

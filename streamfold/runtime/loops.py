@@ -31,7 +31,6 @@ from ..ir.types import BIGINT
 from ..plan.model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, Step, Temp
 from . import lowering
 from .batch import BatchReads, parallel
-from .checkpoint import batch_name
 from .state import StateStore, materialize, release
 from .views import Resolve, Views, to_sql
 
@@ -44,11 +43,12 @@ Results = list[tuple[Step | None, "DataFrame"]]
 
 @dataclass
 class LoopEnv:
-    """What every interpreter works with: the session, the states, the progress line."""
+    """What every interpreter works with: the session, the states, and ``point(batch, what)`` at
+    each round — reported on the progress line, and a point where a pause may take effect."""
 
     spark: SparkSession
     store: StateStore
-    progress: Callable[[str], None]
+    point: Callable[[int, str], None]
 
 
 class LoopInterpreter(ABC):
@@ -104,7 +104,7 @@ class FixpointLoop(_DeltaLoop):
         held: list[DataFrame] = []
         old = self.spark.sql(lowering.fixpoint_old(cols, views.relation(self.store.current[fx.state],
                                                                         "old_" + fx.state)))
-        incremental = fx.incremental and batch > 0
+        incremental = fx.incremental and not reads.first
         try:
             if incremental:
                 seed = run(Union(fx.seeds), old)
@@ -123,7 +123,7 @@ class FixpointLoop(_DeltaLoop):
                                      code="NO_FIXPOINT", params={"batch": batch, "rounds": FIXPOINT_MAX_ROUNDS},
                                      hint="bound the step with a WHERE (e.g. WHERE n < 100), or write WITH "
                                           "ITERATIVE … TIMES n for a fixed number of steps")
-                self.env.progress(f"batch {batch_name(batch)}: {fx.state} round {rounds}")
+                self.env.point(batch, f"{fx.state} round {rounds}")
                 frontier = keep(run(fx.step, frontier).subtract(total))
                 total = keep(total.unionAll(frontier))
                 found.append(frontier)
@@ -153,7 +153,7 @@ class ExactIterationLoop(_DeltaLoop):
         cols = [f.name for f in rp.fields]
         old = views.relation(self.store.current[rp.state], "old_" + rp.state)
         read = {s.lower() for s in rp.streams}
-        if batch > 0 and not any(n for s, n in reads.rows.items() if s.lower() in read):
+        if not reads.first and not any(n for s, n in reads.rows.items() if s.lower() in read):
             return self.store.empty(rp.state)  # nothing it reads changed: neither does its value
 
         # What the steps read, expanded from its bag state and checkpointed once for all of them
@@ -198,8 +198,8 @@ class ExactIterationLoop(_DeltaLoop):
             done = 0
             while done < rp.times:
                 count = min(chunk, rp.times - done)
-                self.env.progress(f"batch {batch_name(batch)}: {name} steps {done + 1}–{done + count} of {rp.times}"
-                                  if count > 1 else f"batch {batch_name(batch)}: {name} step {done + 1}/{rp.times}")
+                self.env.point(batch, f"{name} steps {done + 1}–{done + count} of {rp.times}"
+                               if count > 1 else f"{name} step {done + 1}/{rp.times}")
                 text: DataFrame | str = value
                 for _ in range(count):
                     text = sql(step_rel, text)
@@ -241,7 +241,7 @@ class DiffusionLoop(LoopInterpreter):
 
         delta = run(text.start(reads.sql(dx.start, views)))
         for i in range(1, dx.times + 1):
-            self.env.progress(f"batch {batch_name(batch)}: {loop} diffusion round {i}/{dx.times}")
+            self.env.point(batch, f"{loop} diffusion round {i}/{dx.times}")
             body, inner = self._body(dx, reads, delta, views, commit=False)
             delta = run(text.change(inner.sql(dx.output, views)))
             for _, df in body:

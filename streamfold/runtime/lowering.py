@@ -203,6 +203,27 @@ def changelog(t: StateTable, merged: str) -> str:
     return _of_merge(merged, t.names, f"{TOUCHED} = 1")
 
 
+# -- a reconfiguration's states (Engine.install) ------------------------------------------------------
+def carried_over(t: StateTable, have: Sequence[str], relation: str) -> str:
+    """State ``t``'s rows from another plan's state with the same key (``relation``, whose columns
+    are ``have``), as "from now on" carries a state over: a column it has as it is, one it lacks at
+    its monoid's identity (0 for sums, NULL for min and max). A projection: no row moves."""
+    monoids = {c.name: c.monoid for c in t.state.columns}
+    cols = []
+    for n, ty in t.columns:
+        value = quote(n) if n in have else "0" if monoids.get(n) == Monoid.SUM else "NULL"
+        cols.append(f"CAST({value} AS {ty}) AS {quote(n)}")
+    return f"SELECT {', '.join(cols)} FROM {relation}"
+
+
+def whole_merge(t: StateTable, relation: str) -> str:
+    """All of a state's rows (``relation``) as the result of a merge that brought each of them into
+    an empty state — every key touched, no old values: a state kept by a rebuild entering it whole."""
+    cols = [quote(k) for k in t.keys] + [quote(n) for n, _ in t.values]
+    cols += [f"CAST(NULL AS {ty}) AS {quote(OLD + n)}" for n, ty in t.values]
+    return f"SELECT {', '.join(cols)}, 1 AS {TOUCHED} FROM {relation}"
+
+
 # -- the durable form of states ----------------------------------------------------------------------
 def pack(tables: Sequence[StateTable], relations: dict[str, str]) -> str:
     """Several states' rows as one relation, so they are written in a single job.
@@ -325,6 +346,16 @@ class AnswerLowering:
             signed += f"\nUNION ALL\nSELECT *, -1 AS {WEIGHT} FROM (\n{_indent(before)}\n) _before"
         return self._consolidate(self.final(signed, weight=True))
 
+    def changes_between(self, snapshot: str, before: str | None) -> str:
+        """The changes from the answer ``before`` (a FROM item with the output columns) to the one
+        the statement ``snapshot`` gives, by comparing the two whole: the first batch of a newly
+        installed plan (a reconfiguration), whose answer before it the old plan gave. Without
+        ``before``, every row enters."""
+        signed = f"SELECT *, 1 AS {WEIGHT} FROM (\n{_indent(snapshot)}\n) _after"
+        if before is not None:
+            signed += f"\nUNION ALL\nSELECT *, -1 AS {WEIGHT} FROM {before}"
+        return self._consolidate(signed)
+
     def _per_key_changes(self, first: bool, merged: str) -> str:
         """Changes of a row-wise answer, from each touched key's new and old row of the merge:
 
@@ -384,6 +415,15 @@ def stack(parts: Sequence[tuple[str, Columns]]) -> str:
             items.append(f"{quote(c)} AS {name}" if j == k else f"CAST(NULL AS {t}) AS {name}")
         selects.append(f"SELECT {', '.join(items)} FROM (\n{text}\n) _part{k}")
     return "\nUNION ALL\n".join(selects)
+
+
+# -- breakpoints (streamfold.control) -----------------------------------------------------------------
+def breakpoint_rows(relation: str, columns: Sequence[str], condition: str, limit: int, files: bool = False) -> str:
+    """The rows of ``relation`` that meet a breakpoint's condition — a Spark SQL boolean expression
+    the user wrote, parsed by streamfold.control as one expression without subqueries — at most
+    ``limit`` of them; with ``files``, the file each came from (``_file``: a source's rows)."""
+    cols = _names(columns) + (", input_file_name() AS _file" if files else "")
+    return f"SELECT {cols} FROM {relation} WHERE ({condition}) LIMIT {limit}"
 
 
 # -- loops --------------------------------------------------------------------------------------------

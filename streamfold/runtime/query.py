@@ -14,6 +14,7 @@ from ..plan import IncrementalPlan, incrementalize
 from ..sql import Catalog, bind
 from .checkpoint import batch_name
 from .engine import BatchResult, Engine, QueryConfig
+from .hooks import Boundary, QueryStopped
 from .session import get_spark
 from .sources import FORMATS, InputSpec, infer_schema
 
@@ -79,13 +80,23 @@ class Query:
         return self.engine.next_batch - 1
 
     def process_available(self) -> BatchResult | None:
-        """Run one batch over the files that appeared since the last one (None if there are none)."""
+        """Run one batch over the files that appeared since the last one (None if there are none,
+        or if the query is paused)."""
+        control = self.engine.control
         with self._lock:
-            inputs = self.engine.poll()
-            if inputs is None:
-                return None
-            start = time.monotonic()
-            result = self.engine.run_batch(inputs)
+            try:
+                decision = control.boundary(self.engine.next_batch)
+                if decision is Boundary.HOLD:
+                    return None
+                inputs = self.engine.poll()
+                if inputs is None and decision is Boundary.RUN_EVEN_IF_EMPTY:
+                    inputs = {s.name: [] for s in self.engine.plan.streams}
+                if inputs is None:
+                    return None
+                start = time.monotonic()
+                result = self.engine.run_batch(inputs)
+            finally:
+                control.done()
             self.garbage.after_batch(time.monotonic() - start)  # the batch's frames are unreachable now
             if result is not None:
                 self.results.append(result)
@@ -95,16 +106,22 @@ class Query:
             return result
 
     def run(self, trigger: float = 1.0, until_idle: float | None = None) -> None:
-        """Poll every ``trigger`` seconds in this thread; return after ``until_idle`` quiet seconds."""
+        """Poll every ``trigger`` seconds in this thread; return after ``until_idle`` quiet seconds
+        (time paused does not count), or when the query is stopped."""
         idle_since = time.monotonic()
-        while not self._stop.is_set():
-            result = self.process_available()
-            if result is not None or self.engine.recovery.pending:
-                idle_since = time.monotonic()
-                continue
-            if until_idle is not None and time.monotonic() - idle_since >= until_idle:
-                return
-            self._stop.wait(trigger)
+        try:
+            while not self._stop.is_set():
+                if self.engine.control.wait_if_paused():
+                    idle_since = time.monotonic()
+                result = self.process_available()
+                if result is not None or self.engine.recovery.pending:
+                    idle_since = time.monotonic()
+                    continue
+                if until_idle is not None and time.monotonic() - idle_since >= until_idle:
+                    return
+                self._stop.wait(trigger)
+        except QueryStopped:
+            return
 
     def start_background(self, trigger: float, until_idle: float | None = None) -> None:
         def loop() -> None:
@@ -138,6 +155,7 @@ class Query:
     def stop(self) -> None:
         """Stop polling (a batch in progress finishes first) and release the query's state."""
         self._stop.set()
+        self.engine.control.close()
         if self._thread is not None:
             self._thread.join()
         self.engine.close()
@@ -217,8 +235,17 @@ def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mappi
 def compile_config(spark: SparkSession, config: QueryConfig) -> IncrementalPlan:
     """The incremental plan of the configured query: each input's schema (given, or read from its
     files), then the query bound against them and incrementalized (coded errors if it cannot be)."""
-    catalog = Catalog([infer_schema(s, spark) for s in config.inputs])
-    return incrementalize(bind(config.sql, catalog))
+    return compile_sql(config.sql, input_catalog(spark, config))
+
+
+def input_catalog(spark: SparkSession, config: QueryConfig) -> Catalog:
+    """Every configured input's schema, given or read from its files."""
+    return Catalog([infer_schema(s, spark) for s in config.inputs])
+
+
+def compile_sql(sql: str, catalog: Catalog) -> IncrementalPlan:
+    """``sql`` bound against ``catalog`` and incrementalized (coded errors if it cannot be)."""
+    return incrementalize(bind(sql, catalog))
 
 
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],

@@ -205,6 +205,10 @@ class StateStore:
         """What the batch changed, per touched key (see :func:`.lowering.delta_rows`)."""
         return lowering.delta_rows(self.table(name), views.name(merged, "merged_" + name))
 
+    def touched_view(self, name: str, merged: DataFrame, views: Views) -> str:
+        """The new rows of the keys the batch touched (what a state breakpoint looks at)."""
+        return lowering.touched_new(self.table(name), views.name(merged, "merged_" + name))
+
     def log_view(self, name: str, merged: DataFrame, views: Views) -> str:
         """The changelog rows of the batch: the touched keys' new rows (``_weight`` 0: the key left)."""
         return lowering.changelog(self.table(name), views.name(merged, "merged_" + name))
@@ -230,6 +234,40 @@ class StateStore:
             df = self.spark.sql(lowering.latest(self.table(name), every))
             self.replace({name: (materialize(df), None)})
             self.rows[name] = output_rows(df)
+
+    # -- a reconfiguration's states (Engine.install) ---------------------------------------------
+    def carried_over(self, name: str, rows: DataFrame, schema: StructType, views: Views) -> DataFrame:
+        """State ``name``'s rows from another plan's state with the same key (``rows``, with
+        ``schema``): see :func:`.lowering.carried_over`. The same rows when the columns are equal."""
+        if [(f.name, f.dataType) for f in schema.fields] == [(f.name, f.dataType) for f in self.schemas[name].fields]:
+            return rows
+        return self.spark.sql(lowering.carried_over(self.table(name), [f.name for f in schema.fields],
+                                                    views.name(rows, "carried_" + name)))
+
+    def whole_merge(self, name: str, rows: DataFrame, views: Views) -> DataFrame:
+        """``rows`` (all of state ``name``) as the result of a merge that brought every one of them
+        into an empty state (see :func:`.lowering.whole_merge`)."""
+        return self.spark.sql(lowering.whole_merge(self.table(name), views.name(rows, "whole_" + name)))
+
+    def adopt(self, name: str, rows: DataFrame, backing: DataFrame | None, count: int | None) -> None:
+        """Make ``rows`` (held by ``backing``, another store's) the current version of ``name``."""
+        self.current[name] = rows
+        if backing is not None:
+            self._backing[name] = backing
+        self.rows[name] = count
+
+    def backing(self, name: str) -> DataFrame | None:
+        return self._backing.get(name)
+
+    def backings(self) -> list[DataFrame]:
+        return list(self._backing.values())
+
+    def release_except(self, keep: list[DataFrame]) -> None:
+        """Free what this store holds, except the DataFrames in ``keep`` (shared with another)."""
+        kept = {id(df) for df in keep}
+        for df in self._backing.values():
+            if id(df) not in kept:
+                release(df)
 
     def replace(self, new: Mapping[str, tuple[DataFrame, DataFrame | None]]) -> None:
         """Make each ``(state, backing)`` current, releasing what the replaced ones held."""

@@ -48,6 +48,13 @@ def bind(sql: str, catalog: Catalog) -> BoundQuery:
         rel, names = _QueryBinder(sql, catalog, loops).query(tree, {})
     except SqlError as e:
         raise e.with_sql(sql) from None
+    check_output_names(names, sql)
+    return BoundQuery(rel, tuple(names), sql, catalog)
+
+
+def check_output_names(names: list[str], sql: str) -> None:
+    """Refuse two output columns with one name (outputs are Parquet files). The runtime checks
+    Spark's own names too, which for unnamed subqueries (``scalarsubquery(k)``) can collide."""
     lowered = [n.lower() for n in names]
     for n in names:
         if lowered.count(n.lower()) > 1:
@@ -55,7 +62,6 @@ def bind(sql: str, catalog: Catalog) -> BoundQuery:
                 f"the query outputs two columns named `{n}`", code="DUPLICATE_OUTPUT_COLUMN", sql=sql,
                 params={"column": n}, hint="give them distinct names with AS; outputs are written as Parquet",
             )
-    return BoundQuery(rel, tuple(names), sql, catalog)
 
 
 @dataclass
@@ -420,7 +426,7 @@ class _QueryBinder:
                 keys.append((name, e))
 
         lift = _Lifter(keys, self, scope, aggs)
-        select_binder = ExprBinder(scope, "SELECT", on_agg)
+        select_binder = ExprBinder(scope, "SELECT", on_agg, subquery=self.subquery_hook(ctes))
         exprs: list[tuple[str, Expr]] = []
         for i, (name, item, ref) in enumerate(items):
             bound = ref if ref is not None else select_binder.bind(_unalias(item))
@@ -429,7 +435,7 @@ class _QueryBinder:
         having = None
         if having_node is not None:
             having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=self.subquery_hook(ctes)).boolean(having_node.this),
-                          having_node.this)
+                          having_node.this, having=True)
 
         def order_bind(n: exp.Expr) -> Expr:
             return lift(ExprBinder(scope, "ORDER BY", on_agg).bind(n), n)
@@ -821,18 +827,15 @@ class _Lifter:
         self.binder = binder
         self.scope = scope
 
-    def __call__(self, e: Expr, node: exp.Expr) -> Expr:
-        return self._lift(e, node)
+    def __call__(self, e: Expr, node: exp.Expr, having: bool = False) -> Expr:
+        return self._lift(e, node, having)
 
-    def _lift(self, e: Expr, node: exp.Expr) -> Expr:
+    def _lift(self, e: Expr, node: exp.Expr, having: bool = False) -> Expr:
         if e in self.keys:
             return self.keys[e]
         if isinstance(e, SubqueryExpr):
-            if outer_columns(e.rel):
-                raise self.binder.err(UnsupportedError, "UNSUPPORTED_SUBQUERY",
-                                      "a correlated subquery after GROUP BY is not supported", node,
-                                      "correlate it in WHERE, before grouping", construct="subquery")
-            return e.with_children(tuple(self._lift(k, node) for k in e.children())) if e.children() else e
+            self._correlated(e, node, having)
+            return e.with_children(tuple(self._lift(k, node, having) for k in e.children())) if e.children() else e
         if isinstance(e, Column):
             if e.name in self.aggs.values():
                 return e
@@ -840,7 +843,25 @@ class _Lifter:
         kids = e.children()
         if not kids:
             return e
-        return e.with_children(tuple(self._lift(k, node) for k in kids))
+        return e.with_children(tuple(self._lift(k, node, having) for k in kids))
+
+    def _correlated(self, e: SubqueryExpr, node: exp.Expr, having: bool) -> None:
+        """A subquery after GROUP BY may read this block's group keys, in HAVING (as Spark allows):
+        the Aggregate outputs a column key under its own name."""
+        own = {f.name for entry in self.scope.entries for f in entry.columns.values()}
+        own |= {f.name for f in self.scope.merged.values()}
+        read = outer_columns(e.rel) & own
+        if not read:
+            return
+        if not having:
+            raise self.binder.err(UnsupportedError, "UNSUPPORTED_SUBQUERY",
+                                  "a correlated subquery in the select list or ORDER BY after GROUP BY is not "
+                                  "supported", node, "correlate it in HAVING or WHERE (Spark refuses it here too)",
+                                  construct="subquery")
+        keys = {k.name for x, k in self.keys.items() if isinstance(x, Column) and x.name == k.name}
+        missing = sorted(read - keys)
+        if missing:
+            raise self._not_aggregated(Column(missing[0], e.type), node)
 
     def _not_aggregated(self, col: Column, node: exp.Expr) -> SqlError:
         short = col.name.split(".", 1)[-1]

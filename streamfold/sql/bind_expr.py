@@ -13,10 +13,10 @@ from sqlglot import exp
 
 from ..errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ..ir import functions
-from ..ir.expr import Agg, Call, Case, Cast, Expr, Literal, SubqueryExpr
+from ..ir.expr import ROW, Agg, Call, Case, Cast, Expr, Literal, SubqueryExpr
 from ..ir.types import (
     BIGINT, BOOLEAN, DATE, DOUBLE, INT, NULL, STRING, TIMESTAMP, DataType, arithmetic_type, avg_type,
-    common_type, decimal, parse_type, sum_type,
+    common_type, decimal, parse_type, struct, sum_type,
 )
 from .parse import span_of, widen_to_call
 from .scope import Scope
@@ -91,6 +91,12 @@ class ExprBinder:
                                 function=fn)
         if isinstance(node, (exp.Subquery, exp.Exists)):
             return self._subquery_expr(node)
+        if isinstance(node, (exp.All, exp.Any)):
+            word = "ALL" if isinstance(node, exp.All) else "ANY"
+            raise self._err(UnsupportedError, "UNSUPPORTED_SUBQUERY",
+                            f"a comparison with {word} (subquery) is not supported (Spark does not accept it)", node,
+                            "write `x = ANY (…)` as `x IN (…)`, `x > ALL (SELECT c …)` as `x > (SELECT max(c) …)` "
+                            "or with NOT EXISTS (SELECT … WHERE c >= x)", construct=f"{word} (subquery)")
         if isinstance(node, exp.Window):
             raise self._err(UnsupportedError, "UNSUPPORTED_WINDOW",
                             "window functions (OVER …) are not supported in a continuous query", node,
@@ -121,20 +127,23 @@ class ExprBinder:
         if len(parts) == 1:
             return self.scope.resolve(None, parts[0], span)
         base: Expr
-        try:
-            base = self.scope.resolve(parts[0], parts[1], span)
-            rest = parts[2:]
-        except BindError as qualified:
-            if qualified.code != "UNKNOWN_TABLE_ALIAS":
-                raise
-            try:
-                base = self.scope.resolve(None, parts[0], span)
-            except BindError:
-                raise qualified from None
-            rest = parts[1:]
+        base, rest = self.scope.resolve_path(parts, span)
+        if len(rest) == len(parts) - 1 and base.type.name != "STRUCT" and self._outer_alias(parts[0]):
+            raise self._mismatch(node, f"`{parts[0]}` here is the column `{parts[0]}` of the subquery's own "
+                                 f"table, a {base.type}, not the enclosing query's table `{parts[0]}`",
+                                 f"Spark looks in the subquery's tables first: give the outer `{parts[0]}` "
+                                 "another alias and use it", actual=base.type.sql())
         for name in rest:
             base = self._field(base, name, node)
         return base
+
+    def _outer_alias(self, alias: str) -> bool:
+        scope = self.scope.parent
+        while scope is not None:
+            if scope.entry(alias) is not None:
+                return True
+            scope = scope.parent
+        return False
 
     def _field(self, base: Expr, name: str, node: exp.Expr) -> Expr:
         """Field ``name`` of the STRUCT ``base``."""
@@ -326,15 +335,22 @@ class ExprBinder:
 
     def _bind_In(self, node: exp.In) -> Expr:
         if node.args.get("query") is not None:
-            value = self.bind(node.this)
+            row = node.this.expressions if isinstance(node.this, exp.Tuple) else [node.this]
+            values = [self.bind(v) for v in row]
             rel, _ = self._subquery_rel(node.args["query"])
-            if len(rel.schema) != 1:
-                raise self._err(BindError, "SUBQUERY_WIDTH", "IN (subquery) must select one column", node,
-                                columns=len(rel.schema))
-            if common_type(value.type, rel.schema[0].type) is None:
-                raise self._mismatch(node, f"cannot compare {value.type} with {rel.schema[0].type} in IN",
-                                     left=value.type.sql(), right=rel.schema[0].type.sql())
-            return SubqueryExpr("in", rel, value, BOOLEAN)
+            if len(rel.schema) != len(values):
+                raise self._err(BindError, "SUBQUERY_WIDTH",
+                                f"IN (subquery) must select {len(values)} column(s), as many as it is compared with",
+                                node, columns=len(rel.schema))
+            for v, f in zip(values, rel.schema):
+                if common_type(v.type, f.type) is None:
+                    raise self._mismatch(node, f"cannot compare {v.type} with {f.type} in IN",
+                                         left=v.type.sql(), right=f.type.sql())
+            if len(values) == 1 and not isinstance(node.this, exp.Tuple):
+                return SubqueryExpr("in", rel, values[0], BOOLEAN)
+            row_type = struct([(f"col{i + 1}", v.type) for i, v in enumerate(values)])
+            template = "(" + ", ".join(f"{{{i}}}" for i in range(len(values))) + ")"
+            return SubqueryExpr("in", rel, Call(ROW, tuple(values), row_type, template), BOOLEAN)
         value = self.bind(node.this)
         items = [self.bind(i) for i in node.expressions]
         for item_node, item in zip(node.expressions, items):

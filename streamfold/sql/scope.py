@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import BindError, Span, did_you_mean
+from ..errors import BindError, Span, UnsupportedError, did_you_mean
 from ..ir.expr import Column, OuterColumn
 from ..ir.rel import Field
 
@@ -47,7 +47,40 @@ class Scope:
                 found = self.parent.resolve(table, column, span)
             except BindError:
                 raise e from None
-            return OuterColumn(found.name, found.type)
+            return self._outer(found, span)
+
+    def resolve_path(self, parts: list[str], span: Span | None) -> tuple[Column | OuterColumn, list[str]]:
+        """``a.b.c…`` as (a column, the struct fields still to read): here ``a`` is a table alias
+        (``b`` its column) or else a STRUCT column (``b`` its field); only when it is neither here
+        is it looked up in the enclosing query — Spark's order, so ``s.k`` in a subquery over a
+        table with a column ``s`` is that column's field even if the outer query has a table ``s``."""
+        try:
+            return self._resolve_here(parts[0], parts[1], span), parts[2:]
+        except BindError as qualified:
+            if qualified.code != "UNKNOWN_TABLE_ALIAS":
+                raise
+            try:
+                return self._resolve_here(None, parts[0], span), parts[1:]
+            except BindError as plain:
+                if self.parent is None or plain.code != "UNKNOWN_COLUMN":
+                    raise qualified from None
+                try:
+                    found, rest = self.parent.resolve_path(parts, span)
+                except BindError:
+                    raise qualified from None
+                return self._outer(found, span), rest
+
+    def _outer(self, found: Column | OuterColumn, span: Span | None) -> OuterColumn:
+        """A column the enclosing query resolved, as this query's outer reference; refused when
+        the enclosing query itself found it further out (unnesting joins a subquery with the
+        query right around it only, and Spark does not resolve most of these either)."""
+        if isinstance(found, OuterColumn):
+            raise UnsupportedError(
+                f"`{found.name}` is a column of a query two or more levels out; a subquery may read "
+                "only the query right around it", code="UNSUPPORTED_SUBQUERY", sql=self.sql, span=span,
+                params={"construct": "subquery", "column": found.name},
+                hint="join the column into the query around the subquery (or correlate there)")
+        return OuterColumn(found.name, found.type)
 
     def _resolve_here(self, table: str | None, column: str, span: Span | None) -> Column:
         key = column.lower()

@@ -1,0 +1,130 @@
+"""The control log across SIGKILL: ``streamfold run`` killed while paused, or while a
+reconfiguration applies, and run again with the same command, replays the control actions at
+the same points — a paused query comes back paused, a reconfiguration applies at the batch it
+applied at — and every committed snapshot equals DuckDB's answer under its query version."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from streamfold.control.client import ControlClient
+
+from .controlled import Feed, check_every_commit, commits, wait_for
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SQL = "SELECT k, sum(v) AS s, count(*) AS n FROM S GROUP BY k"
+HAVING = f"{SQL} HAVING sum(v) > 5"  # the answer only: every state kept
+FILTERED = "SELECT k, sum(v) AS s, count(*) AS n FROM S WHERE v > 3 GROUP BY k"  # its state is rebuilt
+ENV = {**os.environ, "STREAMFOLD_DRIVER_MEMORY": "1g"}
+
+
+def run(src: str, out: str, idle: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "streamfold", "run", SQL, "--source", f"S={src}", "--output", out,
+                             "--trigger", "0.2", "--until-idle", str(idle), "--partitions", "2", "--compact-every", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=ENV)
+
+
+def client(out: str, proc: subprocess.Popen, since: float) -> ControlClient:
+    """The endpoint of this run (its _control.json, not one a killed run left behind)."""
+    path = os.path.join(out, "_control.json")
+
+    def ready() -> ControlClient | None:
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
+        if os.path.exists(path) and os.path.getmtime(path) >= since:
+            return ControlClient(out)
+        return None
+
+    return wait_for(ready, 300, "the endpoint")  # type: ignore[return-value]
+
+
+def committed(out: str) -> int:
+    directory = os.path.join(out, "commits")
+    return len([n for n in os.listdir(directory) if n.endswith(".json")]) if os.path.isdir(directory) else 0
+
+
+def kill(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def log(out: str) -> list[dict]:
+    return [json.loads(line) for line in open(os.path.join(out, "_checkpoint", "control.log"))]
+
+
+def test_a_query_killed_while_paused_comes_back_paused_and_loses_nothing(tmp_path):
+    feed, out = Feed(str(tmp_path / "S")), str(tmp_path / "out")
+    feed.put([(1, 5), (2, 6)])
+    started = time.time()
+    proc = run(feed.directory, out, 600)
+    try:
+        control = client(out, proc, started)
+        wait_for(lambda: committed(out) >= 1, 300, "batch 0")
+        # an answer-only change first: the restart restores the new version's states from the
+        # changelogs written before and after it
+        control.reconfigure(HAVING, wait=True)
+        assert control.pause()["state"] == "paused"
+        feed.put([(1, 1)])
+        feed.put([(3, 2)])
+        time.sleep(1.0)
+    finally:
+        kill(proc)
+    assert committed(out) == 2
+    started = time.time()
+    proc = run(feed.directory, out, 4)
+    try:
+        control = client(out, proc, started)
+        status = control.status()
+        assert status["state"] == "paused" and status["pause"]["reason"] == "restored"
+        time.sleep(1.0)
+        assert committed(out) == 2, "files that arrived while paused wait for the resume"
+        control.resume()
+        assert proc.wait(300) == 0
+    finally:
+        if proc.poll() is None:
+            kill(proc)
+    records = check_every_commit(out, feed, SQL)
+    assert sum(len(r["inputs"]["S"]) for r in records) == 3
+    assert [r["query_version"] for r in records] == [1, 2, 2]
+    actions = [r["action"] for r in log(out)]
+    assert actions[:5] == ["start", "reconfigure", "reconfigure applied", "pause", "start"] and "resume" in actions
+
+
+def test_a_reconfiguration_interrupted_by_sigkill_applies_at_the_same_batch_after_restart(tmp_path):
+    feed, out = Feed(str(tmp_path / "S")), str(tmp_path / "out")
+    feed.put([(1, 5), (1, 2), (2, 6)])
+    feed.put([(2, 1), (3, 9)])
+    started = time.time()
+    proc = run(feed.directory, out, 600)
+    try:
+        control = client(out, proc, started)
+        wait_for(lambda: committed(out) >= 1, 300, "batch 0")
+        control.pause()
+        boundary = committed(out)  # the batch the reconfiguration applies at
+        control.reconfigure(FILTERED)
+        control.resume()
+        wait_for(lambda: any(r["action"] == "reconfigure applied" for r in log(out)), 60, "the reconfiguration")
+    finally:
+        kill(proc)  # while it builds the new plan's states, or runs its first batch
+    applied = [r for r in log(out) if r["action"] == "reconfigure applied"]
+    assert [r["batch"] for r in applied] == [boundary]
+    feed.put([(1, 4), (4, 8)])
+    started = time.time()
+    proc = run(feed.directory, out, 4)
+    try:
+        assert proc.wait(600) == 0, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
+    finally:
+        if proc.poll() is None:
+            kill(proc)
+    records = check_every_commit(out, feed, SQL)
+    versions = [r.get("query_version") for r in records]
+    assert versions == [1] * boundary + [2] * (len(records) - boundary), versions
+    assert records[boundary]["reconfigured"]["rebuilt_states"] == ["agg"]
+    assert sum(len(r["inputs"]["S"]) for r in commits(out)) == 3
