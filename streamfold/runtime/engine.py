@@ -120,7 +120,6 @@ class Engine:
         self._timings: dict[str, float] = {}
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
         self._local = (self.spark.sparkContext.master or "").startswith("local")  # driver and executor: one JVM
-        self._unchanged: set[str] = set()  # the states and temps the batch being run leaves as they were
         self._boundary: Installed | None = None  # a plan installed for the next batch, until it commits
         current = self.control.plan_at(self.recovery.last_committed)
         if current is not None:
@@ -143,6 +142,9 @@ class Engine:
         self._levels = _levels(plan.delta)
         self._reread = _read_more_than_once(plan.delta)
         self._temp_schemas: dict[str, StructType] = {}  # filled by _declare_states
+        # The states and temps the batch being run leaves as they were (none known for a new plan,
+        # whose states a rebuild computes).
+        self._unchanged: set[str] = set()
         self._declare_states()
 
     # -- set-up ----------------------------------------------------------------------------------
