@@ -9,7 +9,7 @@ from streamfold.errors import UsageError
 
 
 def _record(heap: list[float], plans: list[int], every: int = 20, exact: bool = True) -> dict:
-    rows = [{"batch": b, "seconds": 1.0, "heap_mb": h, "plan_chars": p, "exact": exact,
+    rows = [{"batch": b, "seconds": 1.0, "heap_mb": h, "plan_chars": p, "executions": 10, "exact": exact,
              "compacted": (b + 1) % every == 0} for b, (h, p) in enumerate(zip(heap, plans))]
     return {"workload": "w", "status": "ok", "batches": rows}
 
@@ -32,6 +32,14 @@ def test_plans_that_grow_fail_but_a_compaction_batch_is_left_out_of_the_plan_ban
     plans = [50_000] * 30
     plans[19] = 80_000  # the 20th batch also writes a full copy of the state
     assert judge(_record([100.0] * 30, plans), 5)["plans"]["flat"]
+
+
+def test_plans_are_judged_per_execution_so_a_loop_may_run_more_rounds():
+    record = _record([100.0] * 30, [50_000] * 30)
+    for b, row in enumerate(record["batches"]):
+        row["executions"] = 10 + b % 7  # rounds to the fixpoint vary with the data
+        row["plan_chars"] = 5_000 * row["executions"]
+    assert judge(record, 5)["plans"]["flat"]
 
 
 def test_a_wrong_snapshot_fails_a_flat_workload():
