@@ -53,13 +53,19 @@ def _batches(seed: int = 7) -> list[dict[str, pa.Table]]:
     return out
 
 
-def test_states_are_planned_with_their_true_size_and_plans_stay_flat(spark, tmp_path):
-    data = _batches()
+def _start(spark, tmp_path):
+    """The query over empty source directories, run by the caller: (query, {source: directory})."""
     dirs = {s: tmp_path / s for s in SOURCES}
     for d in dirs.values():
         d.mkdir()
     q = streamfold.start(QUERY, {s: str(d) for s, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
                          background=False, schemas={s: SCHEMA for s in SOURCES})
+    return q, dirs
+
+
+def test_states_are_planned_with_their_true_size_and_plans_stay_flat(spark, tmp_path):
+    data = _batches()
+    q, dirs = _start(spark, tmp_path)
     plan_chars = []
     try:
         _, last, _ = executions_after(spark, -1)
@@ -86,11 +92,7 @@ def test_states_are_planned_with_their_true_size_and_plans_stay_flat(spark, tmp_
 
 def test_a_batch_leaves_no_py4j_proxy_for_pythons_collector(spark, tmp_path):
     data = _batches()
-    dirs = {s: tmp_path / s for s in SOURCES}
-    for d in dirs.values():
-        d.mkdir()
-    q = streamfold.start(QUERY, {s: str(d) for s, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
-                         background=False, schemas={s: SCHEMA for s in SOURCES})
+    q, dirs = _start(spark, tmp_path)
     try:
         for s, table in data[0].items():
             pq.write_table(table, dirs[s] / "000000.parquet")

@@ -457,7 +457,7 @@ def _write_results(results: dict[str, Any], directory: str, opts: SoakOptions) -
 def markdown(results: dict[str, Any], start: int) -> str:
     """The soak's table: per workload, exactness, time, and the heap and plan bands from ``start``."""
     lines = ["| workload | batches | exact | s/batch (median) | live heap MB: batch "
-             f"{start} → max → last | heap band (max − min ≤ bound) | plan chars per execution: batch {start} → max "
+             f"{start} → max → last | heap band (max − min ≤ bound), trend | plan chars per execution: batch {start} → max "
              "| plan band | flat |", "|---|---|---|---|---|---|---|---|---|"]
     for name, rec in results["workloads"].items():
         rows = rec["batches"]
@@ -477,11 +477,16 @@ def markdown(results: dict[str, Any], start: int) -> str:
         lines.append(
             f"| {name} | {len(rows)}{status} | {'yes' if rec['exact'] else 'NO'} | {rec['median_s']} | "
             f"{_n(heap[start] if len(heap) > start else None)} → {_n(max(tail_heap) if tail_heap else None)} → "
-            f"{_n(heap[-1])} | {_n(h['spread'])} ≤ {_n(h['bound'])} | "
+            f"{_n(heap[-1])} | {_within(h)}, {h['slope']:+.1f} MB/batch | "
             f"{_n(plans[start])} → {_n(max(tail_plans) if tail_plans else None)} ({executions} executions) | "
-            f"{_n(p['spread'])} ≤ {_n(p['bound'])} | "
+            f"{_within(p)} | "
             f"{'yes' if h['flat'] and p['flat'] else 'NO'} |")
     return "\n".join(lines) + "\n"
+
+
+def _within(b: dict[str, Any]) -> str:
+    """``spread ≤ bound`` (or ``>`` when it is not within)."""
+    return f"{_n(b['spread'])} {'≤' if b['flat'] else '>'} {_n(b['bound'])}"
 
 
 def _n(v: float | None) -> str:
