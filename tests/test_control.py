@@ -229,6 +229,10 @@ def test_restate_keeps_shared_states_rebuilds_the_others_from_history_and_commit
         done = q.reconfigure(threshold, wait=True)
         assert (done["kept_states"], done["rebuilt_states"], done["result"]["batch"]) == (["agg"], [], 1)
         assert q.commit(1)["inputs"] == {"S": []} and q.commit(1)["query_version"] == 2
+        # no file came: the new answer is committed from the kept states, h not run, nothing read
+        q.wait_for_batch(1, timeout=60)
+        first_under_new = next(r for r in q.results if r.batch == 1)
+        assert [p for p in first_under_new.timings if p.startswith(("h ", "read"))] == []
         feed.put([(1, 2), (3, 1)])
         q.wait_for_batch(2, timeout=180)
 
@@ -251,6 +255,30 @@ def test_restate_keeps_shared_states_rebuilds_the_others_from_history_and_commit
     finally:
         q.stop()
     check_every_commit(out, feed, first)
+
+
+def test_a_reconfiguration_received_while_paused_after_a_commit_applies_at_the_next_batch(spark, tmp_path):
+    """A pause that lands after a batch's commit (in its compaction) must not redo that batch."""
+    q, feed, out = start(spark, tmp_path)
+    committed = q.controller.committed
+
+    def then_pause(batch: int, record: dict) -> None:  # the engine's thread: compaction comes next
+        committed(batch, record)
+        if batch == 0:
+            q.pause(wait=False)
+
+    q.controller.committed = then_pause
+    try:
+        feed.put([(1, 5), (2, 6)])
+        wait_for(lambda: paused(q), what="the pause after batch 0's commit")
+        assert q.status()["pause"]["step"] == "compact"
+        q.reconfigure(f"{SQL} HAVING count(*) > 0")
+        q.resume()
+        q.wait_for_batch(1, timeout=180)
+    finally:
+        q.stop()
+    records = check_every_commit(out, feed, SQL)
+    assert [r["query_version"] for r in records] == [1, 2] and records[1]["inputs"] == {"S": []}
 
 
 def test_from_now_on_applies_the_new_logic_to_the_rows_after_the_boundary(spark, tmp_path):

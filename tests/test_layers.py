@@ -23,7 +23,7 @@ ALLOWED = {
     "linalg": {"runtime"},
     "bench": {"ir", "sql", "passes", "plan", "runtime", "verify", "control", "linalg"},
     "demo": {"bench", "runtime", "verify"},
-    "studio": {"__init__", "ir", "runtime"},
+    "studio": {"__init__", "ir", "runtime", "control"},
     "cli": {"plan", "sql", "runtime", "bench", "demo", "studio", "control", "linalg"},
     "__init__": {"ir", "plan", "sql", "runtime", "control"},
     "__main__": {"cli"},

@@ -1,6 +1,7 @@
 """streamfold studio in a real headless Chromium (Debian's, driven by Playwright): a typo shows its
-coded error at its span, two pages editing one query converge, and a run's table updates as files
-arrive, for every viewer.
+coded error at its span, two pages editing one query converge, a run's table updates as files
+arrive, for every viewer, and the running query is paused, stopped at a breakpoint, inspected,
+resumed and reconfigured from the page, every page showing the query's state.
 
 One studio server and one browser serve the whole module. With STREAMFOLD_STUDIO_SCREENSHOTS=DIR
 the tests write their screenshots of each view to DIR (``docs/img`` for docs/studio.md).
@@ -282,3 +283,114 @@ def test_a_run_shows_the_answer_and_every_viewer_sees_the_table_update_as_files_
 def table_rows(page) -> dict[str, int]:
     rows = page.locator(".result-table tbody tr").all_inner_texts()
     return {r.split("\t")[0]: int(r.split("\t")[1]) for r in rows}
+
+
+def _run_to_batch_0(server, open_page, spark, source: str, sql: str):
+    """A query over a source directory of its own, run from ann's page until batch 0 commits."""
+    from playwright.sync_api import expect
+
+    server.studio.spark = spark
+    os.makedirs(os.path.join(server.root, source))
+    _write(os.path.join(server.root, source), "0001.parquet", BATCHES[0])
+    qid = server.new_query(source, sql)
+    ann = open_page(qid, "ann")
+    expect(ann.locator("#errors")).to_have_class("errors ok", timeout=WAIT_MS)
+    ann.click("#run")
+    expect(ann.locator(".table-summary")).to_contain_text("after batch 0", timeout=RUN_WAIT_MS)
+    return qid, ann
+
+
+def _stop(pages) -> None:
+    from playwright.sync_api import expect
+
+    pages[0].click("#stop")
+    for page in pages:
+        expect(page.locator("#status")).to_contain_text("stopped", timeout=RUN_WAIT_MS)
+        expect(page.locator("#control-state")).to_have_text("not running")
+        assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.spark
+def test_any_viewer_pauses_or_a_breakpoint_stops_the_query_for_every_page_and_resume_goes_on(server, open_page, spark):
+    from playwright.sync_api import expect
+
+    qid, ann = _run_to_batch_0(server, open_page, spark, "sales",
+                               "SELECT region, sum(amount) AS total FROM sales GROUP BY region")
+    ann.select_option("#breakpoint-kind", "source")
+    ann.fill("#breakpoint-target", "sales")
+    ann.fill("#breakpoint-condition", "amount > 10")
+    ann.click("#breakpoint-form button")
+    bob = open_page(qid, "bob")
+    expect(bob.locator("#breakpoints li")).to_have_text("b1 source sales: amount > 10 remove")
+    bob.click("#pause")
+    for page in (ann, bob):  # shown once the query is paused, on every page
+        expect(page.locator("#control-state")).to_contain_text("paused at batch 1, between batches", timeout=WAIT_MS)
+        expect(page.locator("#resume")).to_be_enabled()
+        expect(page.locator("#pause")).to_be_disabled()
+    _write(os.path.join(server.root, "sales"), "0002.parquet", BATCHES[1])
+    time.sleep(2.0)  # four polls of the run: the file waits
+    late = open_page(qid, "cy")  # joins a paused query: it gets the current state
+    expect(late.locator("#control-state")).to_contain_text("paused at batch 1")
+    expect(late.locator("#resume")).to_be_enabled()
+    for page in (ann, bob, late):
+        expect(page.locator(".table-summary")).to_contain_text("after batch 0")
+
+    # Inspect while paused: read-only SQL over the committed snapshot; a write is refused, coded.
+    late.fill("#inspect-sql", "SELECT region, total FROM snapshot WHERE total > 10 ORDER BY region")
+    late.click("#inspect-form button")
+    expect(late.locator(".inspect-table tbody tr")).to_have_count(2, timeout=WAIT_MS)
+    assert late.locator(".inspect-table tbody tr").all_inner_texts() == ["eu\t40", "us\t20"]
+    shoot(late, "control", "#panel-control")
+    late.fill("#inspect-sql", "DROP TABLE snapshot")
+    late.click("#inspect-form button")
+    expect(late.locator("#action-error")).to_contain_text("INSPECT_", timeout=WAIT_MS)
+
+    ann.click("#resume")  # batch 1 runs over the file that waited, and meets the breakpoint before its commit
+    for page in (ann, bob, late):
+        expect(page.locator("#control-state")).to_have_text("paused at breakpoint b1, batch 1", timeout=RUN_WAIT_MS)
+        expect(page.locator(".breakpoint-hit")).to_contain_text("1 row(s) met it")
+        expect(page.locator("#skip")).to_be_enabled()
+    expect(ann.locator(".table-summary")).to_contain_text("after batch 0")
+    shoot(bob, "breakpoint", "#panel-control")
+    bob.click("#resume")  # commits the batch as it is
+    for page in (ann, bob, late):
+        expect(page.locator(".table-summary")).to_contain_text("after batch 1", timeout=RUN_WAIT_MS)
+        assert table_rows(page) == _totals(BATCHES)
+        expect(page.locator("#control-state")).to_contain_text("running")
+    expect(ann.locator("#log")).to_contain_text("bob paused at batch 1, between batches")
+    expect(ann.locator("#log")).to_contain_text("ann added breakpoint b1")
+    expect(ann.locator("#log")).to_contain_text("breakpoint b1 hit at batch 1")
+    expect(ann.locator("#log")).to_contain_text("ann resumed")
+    expect(ann.locator("#log")).to_contain_text("cy inspected batch 0")
+    _stop([ann, bob, late])
+
+
+@pytest.mark.spark
+def test_the_running_query_is_reconfigured_from_the_page_and_every_viewer_sees_the_new_answer(
+        server, open_page, spark):
+    from playwright.sync_api import expect
+
+    qid, ann = _run_to_batch_0(server, open_page, spark, "visits",
+                               "SELECT region, sum(amount) AS total FROM visits GROUP BY region")
+    bob = open_page(qid, "bob")
+    expect(bob.locator("#query-version")).to_contain_text("running query version 1")
+    expect(bob.locator("#reconfigure")).to_be_disabled()  # the editor shows the running text
+    type_at(bob, "Control+End", " HAVING sum(amount) > 10")
+    for page in (ann, bob):
+        expect(page.locator("#query-version")).to_contain_text("the editor differs", timeout=WAIT_MS)
+    bob.click("#reconfigure")
+    # An answer-only change (HAVING): the states are kept, and a batch commits the new answer
+    # without waiting for new files.
+    for page in (ann, bob):
+        expect(page.locator("#query-version")).to_contain_text("running query version 2 (restate, since batch 1)",
+                                                               timeout=RUN_WAIT_MS)
+        expect(page.locator(".table-summary")).to_contain_text("after batch 1", timeout=RUN_WAIT_MS)
+        assert table_rows(page) == {r: t for r, t in _totals(BATCHES[:1]).items() if t > 10}
+    expect(ann.locator("#log")).to_contain_text("bob reconfigured to query version 2 (restate)")
+    expect(ann.locator("#log")).to_contain_text("query version 2 (restate) applied at batch 1")
+    shoot(bob, "reconfigure", "#panel-control")
+
+    _write(os.path.join(server.root, "visits"), "0002.parquet", BATCHES[1])
+    expect(ann.locator(".table-summary")).to_contain_text("after batch 2", timeout=RUN_WAIT_MS)
+    assert table_rows(ann) == {r: t for r, t in _totals(BATCHES).items() if t > 10}
+    _stop([ann, bob])

@@ -241,6 +241,21 @@ def test_every_viewer_gets_the_state_then_each_change_once(client):
         peer.close()
 
 
+def test_control_actions_need_a_running_query_and_bad_ones_are_refused_with_a_code(client):
+    qid = new_query(client, "SELECT * FROM orders")
+    assert client.get(f"/api/queries/{qid}", **auth()).json()["control"] is None  # nothing runs: nothing to control
+    for path, body in (("pause", {}), ("resume", {}), ("skip", {}), ("inspect", {"sql": "SELECT 1"}),
+                       ("reconfigure", {}), ("breakpoints", {"kind": "after", "after": 1})):
+        r = client.post(f"/api/queries/{qid}/{path}", json={"actor": "ann", **body}, **auth())
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "NOT_RUNNING"), path
+    r = client.delete(f"/api/queries/{qid}/breakpoints/b1", **auth(actor="ann"))
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "NOT_RUNNING")
+    for path, body in (("inspect", {"sql": "SELECT 1", "limit": 0}), ("breakpoints", {"kind": "after", "after": "x"}),
+                       ("reconfigure", {"sql": 42})):
+        r = client.post(f"/api/queries/{qid}/{path}", json=body, **auth())
+        assert (r.status_code, r.json()["error"]["code"]) == (400, "BAD_REQUEST"), path
+
+
 def test_the_text_bindings_and_log_survive_a_restart_of_the_studio(workspace):
     with TestClient(create_app(Studio(workspace, token=TOKEN))) as first:
         qid = new_query(first, "SELECT * FROM orders")
@@ -292,6 +307,45 @@ def test_a_run_that_meets_a_bad_file_fails_with_its_coded_error_in_the_shared_st
         state = client.get(f"/api/queries/{qid}", **auth()).json()
         assert [(e["actor"], e["level"]) for e in state["log"]][-2:] == [("ann", "info"), ("streamfold", "error")]
         assert [c["batch"] for c in state["timeline"]] == [0]
+
+
+@pytest.mark.spark
+def test_streamfold_control_on_a_studio_run_is_shown_to_every_viewer_and_a_stopped_pause_comes_back(
+        workspace, spark):
+    """The page and ``streamfold control`` drive the same controller: a pause through the run's
+    own endpoint reaches every viewer as the query's control state, and the log says so; a run
+    stopped while paused and run again comes back paused (its control log replayed)."""
+    import time
+
+    from streamfold.control.client import ControlClient
+
+    studio = Studio(workspace, token=TOKEN, spark=spark)
+    with TestClient(create_app(studio)) as client:
+        qid = new_query(client, "SELECT region, sum(amount) AS total FROM orders GROUP BY region")
+        client.post(f"/api/queries/{qid}/run", json={"actor": "ann"}, **auth())
+        with client.websocket_connect(f"/ws/events/{qid}", **auth(name="ann")) as ann:
+            assert ann.receive_json()["control"]["state"] in ("running", "idle")
+            ControlClient(studio.session(qid).results.output).pause()
+            deadline = time.monotonic() + 60
+            while True:
+                msg = ann.receive_json()
+                if msg["type"] == "control" and msg["control"]["state"] == "paused":
+                    break
+                assert time.monotonic() < deadline, msg
+        state = client.get(f"/api/queries/{qid}", **auth()).json()  # a late joiner sees it paused
+        assert state["control"]["state"] == "paused" and state["control"]["pause"]["reason"] == "pause"
+        assert any(e["action"] == "paused" and e["actor"] == "streamfold" for e in state["log"])
+        r = client.post(f"/api/queries/{qid}/resume", json={"actor": "bob"}, **auth())
+        assert r.status_code == 200 and r.json()["control"]["state"] in ("running", "idle")
+        r = client.post(f"/api/queries/{qid}/resume", json={"actor": "bob"}, **auth())
+        assert (r.status_code, r.json()["error"]["code"]) == (409, "NOT_PAUSED")
+        # Stopped while paused, then run again: the same run, its control log replayed.
+        assert client.post(f"/api/queries/{qid}/pause", json={"actor": "bob"}, **auth()).status_code == 200
+        stopped = client.post(f"/api/queries/{qid}/stop", json={"actor": "bob"}, **auth()).json()["run"]
+        assert stopped["status"] == "stopped" and client.get(f"/api/queries/{qid}", **auth()).json()["control"] is None
+        assert client.post(f"/api/queries/{qid}/run", json={"actor": "ann"}, **auth()).json()["run"]["run"] == 1
+        again = client.get(f"/api/queries/{qid}", **auth()).json()["control"]
+        assert again["state"] == "paused" and again["pause"]["reason"] == "restored"  # it comes back paused
 
 
 # -- the command ---------------------------------------------------------------------------------

@@ -75,6 +75,7 @@ class Controller:
         self._previous: tuple[Version, frozenset[str]] | None = None
         self._skip: dict[str, list[str]] | None = None
         self._pending: Pending | None = None
+        self._committed_through = -1  # the last batch committed: a pause after its commit redoes nothing
         self._state = ""
         self._scratch: Any = None
 
@@ -83,6 +84,7 @@ class Controller:
         """Bind to the engine (made with this controller) and resume what the log says."""
         self.engine = engine
         last = engine.recovery.last_committed
+        self._committed_through = last
         current = self.replayed.query_at(last)
         if current is not None:
             self.version, self.mixed = current, frozenset(current.mixed)
@@ -161,9 +163,11 @@ class Controller:
 
     def _after_wait(self, batch: int) -> None:
         """After a pause inside a batch: a reconfiguration received meanwhile applies to this
-        batch (it runs again from its start under the new plan; nothing of it was committed)."""
+        batch (it runs again from its start under the new plan; nothing of it was committed).
+        A pause in a step after the commit (compaction) leaves it for the next batch."""
         with self._lock:
-            if self._installing or self._request is None or self._installed is not None:
+            if (self._installing or self._request is None or self._installed is not None
+                    or batch <= self._committed_through):
                 return
             request, self._request = self._request, None
         raise RedoBatch(before=lambda: self._apply(*request, batch), reason="reconfigured while paused")
@@ -224,6 +228,7 @@ class Controller:
     def committed(self, batch: int, record: dict[str, Any]) -> None:
         with self._lock:
             self._pending = None
+            self._committed_through = batch
             if self._installed is not None:
                 self.events.emit("reconfigured", **self._installed, batch=batch)
             self._installed, self._previous = None, None

@@ -11,7 +11,9 @@ are, in order: offsets â†’ the states' changelog, the snapshot and the changes â
 A controller (:mod:`.hooks`, implemented by :mod:`streamfold.control`) meets the batch at fixed
 points: around each step's Spark work, before the commit, after it. Between batches it may
 install another plan (:meth:`Engine.install`, a reconfiguration): the next batch is the new
-plan's first, and commits its answer's changes from the last committed snapshot.
+plan's first, and commits its answer's changes from the last committed snapshot. When only the
+answer changed (h is the old plan's) and no file came, that batch reads nothing and runs no h:
+it answers over the kept states and writes an empty changelog.
 """
 
 from __future__ import annotations
@@ -289,9 +291,18 @@ class Engine:
         start = time.monotonic()
         self._timings = {}
         views = Views(self.spark, f"b{batch}")
-        with self._phase("read"):
-            frames, rows, cached = self.control.guard(batch, "read",
-                                                      lambda: self.reader.read(inputs, cache=self._reread))
+        # A newly installed plan that changes only the answer, with no new files: h would merge
+        # nothing into the kept states, so it does not run; the batch commits the new answer over
+        # them (and an empty changelog, so the checkpoint has every batch).
+        answer_only = self._boundary is not None and self._boundary.answer_only and not any(inputs.values())
+        frames: dict[str, DataFrame]
+        cached: list[DataFrame]
+        if answer_only:
+            frames, rows, cached = {}, {s.name: 0 for s in self.plan.streams}, []
+        else:
+            with self._phase("read"):
+                frames, rows, cached = self.control.guard(batch, "read",
+                                                          lambda: self.reader.read(inputs, cache=self._reread))
         reads = self._reads(frames, rows, batch == 0)
         self._unchanged = set()
         temps: list[DataFrame] = []
@@ -303,7 +314,8 @@ class Engine:
         known = held + 4 * sum(rows.values())
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         try:
-            self._apply_h(batch, reads, views, eager, temps)
+            if not answer_only:
+                self._apply_h(batch, reads, views, eager, temps)
             self.progress(f"batch {batch_name(batch)}: answer")
             with self._phase("write"):
                 snap_rows, change_rows = self.control.guard(
@@ -379,6 +391,8 @@ class Engine:
             return self.store.as_frame(new) if isinstance(new, str) else self.store.current[name]
 
         def touched(name: str) -> DataFrame:
+            if name not in reads.merged:  # h did not run (an answer-only reconfiguration): none touched
+                return self.store.empty(name)
             return self.store.as_frame(self.store.touched_view(name, reads.merged[name], views))
 
         return Pending(batch, inputs, dict(reads.rows), self.output.snapshot_path(batch),
@@ -445,7 +459,10 @@ class Engine:
             else:  # a newly installed plan's first batch: its changes from the old plan's last answer
                 changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark), views)
             logs: dict[str, DataFrame | str]
-            if boundary is None or not boundary.whole:
+            if boundary is not None and not merged and not boundary.whole:  # h did not run: no state changed
+                logs = {n: self.store.empty(n) for n in durable}
+                log_dir = self.checkpoint.delta_dir(batch)
+            elif boundary is None or not boundary.whole:
                 logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
                 log_dir = self.checkpoint.delta_dir(batch)
             else:  # its states whole: a restart restores them without the old plan's changelogs
@@ -459,7 +476,7 @@ class Engine:
             # changes and changelog by the keys touched. Small ones are collected and written here.
             if eager:
                 self.store.count_rows()
-            bound = self._rows_bound(merged if boundary is None or not boundary.whole else durable)
+            bound = self._rows_bound(merged if boundary is None or (merged and not boundary.whole) else durable)
             if not eager or bound <= SMALL_ROWS:
                 schemas = [self.answer.columns(), self.answer.columns(weight=True)]
                 if log is not None:
@@ -557,7 +574,7 @@ class Engine:
                           and all(keep[n] == n and self.store.schemas[n] == old.store.schemas[n] for n in keep))
         self._boundary = Installed(old, reset=self.output_schema != old.output_schema,
                                    before=previous if batch > 0 and os.path.isdir(previous) else None,
-                                   whole=not same, on_failure=on_failure)
+                                   whole=not same, answer_only=same_h, on_failure=on_failure)
 
     def _rebuild(self, batch: int, history: dict[str, list[str]], kept: dict[str, DataFrame]) -> None:
         """The states of a newly installed plan that it does not keep, from the sources' history:
@@ -664,6 +681,7 @@ class Installed:
     reset: bool  # the answer's columns changed: its first changes are all of its rows
     before: str | None  # the last committed snapshot, the changes' starting point
     whole: bool  # its first batch writes the states whole (they are not the old plan's)
+    answer_only: bool = False  # h is the old plan's: without new files its first batch runs no h
     on_failure: Callable[[BaseException], None] | None = None
 
     def before_answer(self, spark: SparkSession) -> DataFrame | None:

@@ -10,6 +10,11 @@ Routes (every one, pages, assets, API and WebSockets alike, refused without the 
     PUT  /api/queries/{id}/bindings         {bindings: [{name, path, format, static}], actor}
     POST /api/queries/{id}/compile          compile now (e.g. after new source files)
     POST /api/queries/{id}/run | /stop      {actor}
+    POST /api/queries/{id}/pause | /resume | /skip      {actor}: control the running query
+    POST /api/queries/{id}/breakpoints      {actor, kind, target, condition, after}
+    DELETE /api/queries/{id}/breakpoints/{bp}?actor=
+    POST /api/queries/{id}/inspect          {actor, sql, limit}: read-only SQL, answered to the asker
+    POST /api/queries/{id}/reconfigure      {actor, semantics, sql}: the shared text unless sql is given
     GET  /api/queries/{id}/answer           ?batch&sort&desc&offset&limit: a page of a snapshot
     GET  /api/queries/{id}/changes          ?batch: the rows a batch changed
     GET  /api/queries/{id}/series           ?value&label&labels&from: a column over batches
@@ -20,7 +25,8 @@ Routes (every one, pages, assets, API and WebSockets alike, refused without the 
 **Safety**: the token is a random 32-byte value compared in constant time, taken from the
 ``token`` query parameter or the ``X-Streamfold-Token`` header — never from a cookie, so another
 site the browser visits cannot make requests with it. Paths in requests are resolved by
-:meth:`Workspace.resolve`, which refuses anything outside the workspace.
+:meth:`Workspace.resolve`, which refuses anything outside the workspace. Inspect is the
+controller's: one query over the run's tables, anything that writes refused with a coded error.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
-from ..errors import StreamfoldError, UsageError
+from ..errors import ControlError, StreamfoldError, UsageError
 from .compiler import CompileCache
 from .session import QuerySession
 from .workspace import Binding, Workspace
@@ -115,6 +121,8 @@ def create_app(studio: Studio) -> FastAPI:
     @app.exception_handler(StreamfoldError)
     async def coded(_: Request, e: StreamfoldError) -> JSONResponse:
         status = 404 if e.code in ("UNKNOWN_QUERY",) else 409 if e.code in ("RUN_ACTIVE", "NOT_RUNNING") else 400
+        if isinstance(e, ControlError):
+            status = e.status
         return JSONResponse({"error": {"code": e.code, "message": e.message, "hint": e.hint,
                                        "params": json.loads(json.dumps(e.params, default=str))}},
                             status_code=status)
@@ -176,6 +184,47 @@ def create_app(studio: Studio) -> FastAPI:
         await s.stop_run(_actor(body))
         return {"run": s.run.to_json()}
 
+    # -- control: the running query's controller (every viewer sees its status change) --------
+    @app.post("/api/queries/{qid}/pause")
+    async def pause(qid: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"control": await studio.session(qid).control_action(_actor(body), "pause", wait=True, timeout=30.0)}
+
+    @app.post("/api/queries/{qid}/resume")
+    async def resume(qid: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"control": await studio.session(qid).control_action(_actor(body), "resume")}
+
+    @app.post("/api/queries/{qid}/skip")
+    async def skip(qid: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {"control": await studio.session(qid).control_action(_actor(body), "skip")}
+
+    @app.post("/api/queries/{qid}/breakpoints")
+    async def add_breakpoint(qid: str, body: dict[str, Any]) -> dict[str, Any]:
+        after = body.get("after")
+        if after is not None and not isinstance(after, int):
+            raise UsageError("after must be a whole number of batches", code="BAD_REQUEST", params={"after": after})
+        args = {"kind": str(body.get("kind") or ""), "target": _text(body, "target"),
+                "condition": _text(body, "condition"), "after": after}
+        return {"breakpoint": await studio.session(qid).control_action(_actor(body), "add_breakpoint", **args)}
+
+    @app.delete("/api/queries/{qid}/breakpoints/{bp}")
+    async def remove_breakpoint(qid: str, bp: str, actor: str = "someone") -> dict[str, Any]:
+        return {"breakpoint": await studio.session(qid).control_action(actor[:40], "remove_breakpoint", bp_id=bp)}
+
+    @app.post("/api/queries/{qid}/inspect")
+    async def inspect(qid: str, body: dict[str, Any]) -> dict[str, Any]:
+        sql, limit = _text(body, "sql") or "", body.get("limit", 100)
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise UsageError("limit must be a number of rows from 1 to 1000", code="BAD_REQUEST",
+                             params={"limit": limit})
+        return await studio.session(qid).control_action(_actor(body), "inspect", sql=sql, limit=limit)
+
+    @app.post("/api/queries/{qid}/reconfigure")
+    async def reconfigure(qid: str, body: dict[str, Any]) -> dict[str, Any]:
+        s = studio.session(qid)
+        sql = _text(body, "sql") or s.room.value
+        return {"reconfiguration": await s.control_action(_actor(body), "reconfigure", sql=sql,
+                                                          semantics=_text(body, "semantics"))}
+
     @app.get("/api/queries/{qid}/answer")
     async def answer(qid: str, batch: int | None = None, sort: str | None = None, desc: bool = False,
                      offset: int = 0, limit: int = 50) -> dict[str, Any]:
@@ -234,6 +283,15 @@ def _results(studio: Studio, qid: str) -> Any:
     if results is None:
         raise UsageError("the query has not run yet", code="NO_BATCH", hint="run it first")
     return results
+
+
+def _text(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{key} must be text", code="BAD_REQUEST", params={key: value})
+    return value
 
 
 def _actor(body: dict[str, Any]) -> str:

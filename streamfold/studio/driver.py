@@ -6,10 +6,15 @@ program would (``Query.wait_for_batch`` raises the run's error), and stops it. T
 watches the output directory, not the Query, for committed batches, so what the page shows is
 what any reader of the output sees.
 
-This is the one module that touches a running Query: control actions (pause, resume,
-breakpoints, inspect, reconfigure) are added here as methods that call the Query's own.
-Blocking calls (start builds the engine; stop waits for a batch in progress) are meant to run
-in a worker thread, never on the server's event loop.
+This is the one module that touches a running Query. Its control actions (pause, resume, skip,
+breakpoints, inspect, reconfigure) are the :class:`~streamfold.control.api.ControlledQuery`'s
+own methods, so the page drives the same controller as ``streamfold control`` and the control
+endpoint; a second thread follows the controller's events (long polling) and reports each with
+the controller's status, which the session shares with every viewer. The run keeps its own
+control endpoint too (``OUTPUT/_control.json``), so ``streamfold control`` acts on a studio run
+and every page sees what it did. Blocking calls (start
+builds the engine; stop waits for a batch in progress; pause, inspect and reconfigure wait for
+the engine) are meant to run in a worker thread, never on the server's event loop.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..runtime.query import Query
+    from ..control.api import ControlledQuery
     from .compiler import Input
 
 POLL_SECONDS = 0.5  # how often a studio run looks for new files
+EVENT_WAIT = 1.0  # s a long poll for the controller's events waits
+
+# The control actions a page may take, by the name of the route and of the query's method.
+ACTIONS = ("pause", "resume", "skip", "add_breakpoint", "remove_breakpoint", "inspect", "reconfigure")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,18 +47,24 @@ class RunSpec:
 
 
 class RunHandle:
-    """A started run: its Query, and a thread that reports the run's failure once."""
+    """A started run: its query, a thread that reports the run's failure once, and one that
+    reports the controller's events (``on_control(status, events)``) as they happen."""
 
-    def __init__(self, query: Query, on_failure: Callable[[BaseException], None]) -> None:
+    def __init__(self, query: ControlledQuery, on_failure: Callable[[BaseException], None],
+                 on_control: Callable[[dict[str, Any], list[dict[str, Any]]], None]) -> None:
         self.query = query
         self._stopping = threading.Event()
         self._on_failure = on_failure
+        self._on_control = on_control
         self._watcher = threading.Thread(target=self._watch, name="studio-run-watch", daemon=True)
         self._watcher.start()
+        self._follower = threading.Thread(target=self._follow, name="studio-run-control", daemon=True)
+        self._follower.start()
 
     @classmethod
     def start(cls, spec: RunSpec, output: str, root: str, spark: Any, master: str | None,
-              on_failure: Callable[[BaseException], None]) -> RunHandle:
+              on_failure: Callable[[BaseException], None],
+              on_control: Callable[[dict[str, Any], list[dict[str, Any]]], None]) -> RunHandle:
         """Start maintaining ``spec`` into ``output`` (resuming its checkpoint if it has one).
         Paths of ``spec.inputs`` are relative to ``root``. CSV and JSON columns are passed as the
         schema the editor compiled against, so the run's plan is the plan the page showed."""
@@ -63,7 +78,7 @@ class RunHandle:
         schemas = {i.name: i.schema for i in spec.inputs if i.format in ("csv", "json") and i.columns}
         query = streamfold.start(spec.sql, sources, output, tables=tables, formats=formats, schemas=schemas,
                                  trigger=POLL_SECONDS, spark=spark, master=master, background=True)
-        return cls(query, on_failure)
+        return cls(query, on_failure, on_control)
 
     @property
     def last_batch(self) -> int:
@@ -80,8 +95,27 @@ class RunHandle:
                     self._on_failure(e)
                 return
 
+    def _follow(self) -> None:
+        """Report the controller's status after each burst of its events, until stopped."""
+        seen = 0
+        while not self._stopping.is_set():
+            events = self.query.events(seen, EVENT_WAIT)
+            if events and not self._stopping.is_set():
+                seen = events[-1]["seq"]
+                self._on_control(self.query.status(), events)
+
+    def status(self) -> dict[str, Any]:
+        return self.query.status()
+
+    def act(self, action: str, **args: Any) -> Any:
+        """One of :data:`ACTIONS` on the running query, with its arguments (coded errors raise)."""
+        if action not in ACTIONS:
+            raise ValueError(f"not a control action: {action}")
+        return getattr(self.query, action)(**args)
+
     def stop(self) -> BaseException | None:
-        """Stop polling (a batch in progress commits first); returns the run's error, if it had one."""
+        """Stop polling (a batch in progress commits first; a paused query stops where it is);
+        returns the run's error, if it had one."""
         self._stopping.set()
         try:
             self.query.stop()
@@ -89,4 +123,5 @@ class RunHandle:
             return e
         finally:
             self._watcher.join(timeout=5)
+            self._follower.join(timeout=EVENT_WAIT + 5)
         return None

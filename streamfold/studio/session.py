@@ -3,10 +3,16 @@ batch timeline and the log — one copy on the server that every viewer sees (Te
 execution manager, §2.4.2).
 
 A viewer's event channel receives, on joining, the whole **state** (query, compile result, run
-status, timeline, log, viewers), then **deltas** only: a new compile result, a run status, a
-committed batch (its commit and the rows that changed, not the answer), a log entry, the
-viewers. A page applies each to its copy, so every page shows the same thing and a late joiner
-catches up from the state.
+status, control status, timeline, log, viewers), then **deltas** only: a new compile result, a
+run status, the running query's control status (paused, where, the breakpoint hit, its query
+version, a reconfiguration waiting), a committed batch (its commit and the rows that changed,
+not the answer), a log entry, the viewers. A page applies each to its copy, so every page shows
+the same thing and a late joiner catches up from the state.
+
+The execution state is the controller's, not the page's: a control action (pause, resume, skip,
+breakpoints, reconfigure — from any page, or from ``streamfold control`` on the run's endpoint)
+changes the run's controller, whose events come back through :class:`.driver.RunHandle` with
+its status, which is sent to every viewer. So a page shows paused only once the query is.
 
 Invariant: all of the session's fields are read and written on the event loop; blocking work
 (compiling, reading outputs, starting and stopping runs) runs in worker threads and comes back
@@ -27,7 +33,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..errors import StreamfoldError, UsageError
 from .collab import DocRoom
 from .compiler import CompileCache, Input, resolve_inputs
-from .driver import RunHandle, RunSpec
+from .driver import ACTIONS, RunHandle, RunSpec
 from .peers import Peer
 from .results import Results, commits_after
 from .workspace import Workspace
@@ -80,6 +86,8 @@ class QuerySession:
         self.timeline: list[dict[str, Any]] = []
         self.log: list[dict[str, Any]] = self.workspace.read_log(qid, LOG_KEPT)
         self.handle: RunHandle | None = None
+        self.control: dict[str, Any] | None = None  # the running query's controller status
+        self._pause_asked = False  # a page asked for the pause the controller is taking (logged by its actor)
         self.results: Results | None = None
         self._compile_task: asyncio.Task[None] | None = None
         self._save_task: asyncio.Task[None] | None = None
@@ -103,7 +111,8 @@ class QuerySession:
     # -- the state every viewer shares --------------------------------------------------------
     def state(self) -> dict[str, Any]:
         return {"type": "state", "query": self.meta.to_json(), "compile": self.compiled, "run": self.run.to_json(),
-                "timeline": self.timeline, "log": self.log, "viewers": sorted(self.viewers.values())}
+                "control": self.control, "timeline": self.timeline, "log": self.log,
+                "viewers": sorted(self.viewers.values())}
 
     def publish(self, message: dict[str, Any]) -> None:
         for peer in self.viewers:
@@ -215,14 +224,18 @@ class QuerySession:
         def failed(error: BaseException) -> None:
             loop.call_soon_threadsafe(lambda: loop.create_task(self._failed(error)))
 
+        def controlled(status: dict[str, Any], events: list[dict[str, Any]]) -> None:
+            loop.call_soon_threadsafe(self._control_changed, status, events)
+
         try:
             self.handle = await asyncio.to_thread(RunHandle.start, spec, self.results.output, self.workspace.root,
-                                                  self.studio.spark, self.studio.master, failed)
+                                                  self.studio.spark, self.studio.master, failed, controlled)
         except Exception as e:  # noqa: BLE001 - shown to every viewer, the studio carries on
             err = error_json(e)
             self._set_run(status="failed", error=err)
             self.note(actor, "run", f"run {run} could not start", err)
             return
+        self._set_control(await asyncio.to_thread(self.handle.status))
         self._set_run(status="running")
         self._watch_task = loop.create_task(self._watch())
 
@@ -242,11 +255,73 @@ class QuerySession:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch_task
         await self._collect()
+        self._set_control(None)
         if error is None and late is not None:
             error = error_json(late)
         self._set_run(status="failed" if error else "stopped", error=error)
         if error is None:
             self.note(actor, "stop", f"run {self.run.run} stopped after batch {self.run.last_batch}")
+
+    # -- control: the running query's controller, shared by every viewer -------------------------
+    async def control_action(self, actor: str, action: str, **args: Any) -> Any:
+        """Take a control action on the running query (in a worker thread; coded errors raise
+        and are logged), then send the controller's status to every viewer."""
+        assert action in ACTIONS, action
+        handle = self.handle
+        if handle is None or self.run.status != "running":
+            raise UsageError("the query is not running", code="NOT_RUNNING", params={"status": self.run.status},
+                             hint="run it first; control acts on a running query")
+        if action == "pause":
+            self._pause_asked = True
+        try:
+            result = await asyncio.to_thread(handle.act, action, **args)
+        except StreamfoldError as e:
+            self._pause_asked = False
+            if action != "inspect":
+                self.note(actor, action.replace("_", " "), f"{action.replace('_', ' ')} was refused", error_json(e))
+            raise
+        if action == "inspect":
+            self.note(actor, "inspect", f"inspected batch {result['batch']}: {' '.join(args['sql'].split())[:200]}")
+            return result
+        if self.handle is handle:
+            self._set_control(await asyncio.to_thread(handle.status))
+        self.note(actor, action.replace("_", " "), _described(action, args, result))
+        return result
+
+    def _set_control(self, status: dict[str, Any] | None) -> None:
+        self.control = status
+        self.publish({"type": "control", "control": status})
+
+    def _control_changed(self, status: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        """The controller's events since the last report (the loop's thread): what the query did
+        on its own goes to the log; a reconfiguration that applied changes the run's text."""
+        if self.handle is None:
+            return
+        for e in events:
+            kind = e["type"]
+            if kind == "breakpoint":
+                self.note("streamfold", "breakpoint", f"breakpoint {e['breakpoint']['id']} hit at batch {e['batch']}: "
+                          f"{e['row_count']} row(s) met {e['breakpoint']['description']}; "
+                          "paused before its commit")
+            elif kind == "state" and e["state"] == "paused":
+                where = status.get("pause") or {}
+                if self._pause_asked or where.get("reason") == "breakpoint":  # logged by its actor, or as the hit
+                    self._pause_asked = False
+                    continue
+                self.note("streamfold", "paused", f"paused at batch {where.get('batch', e['batch'])}, "
+                          f"{where.get('step') or 'between batches'} (reason: {where.get('reason')})")
+            elif kind == "reconfigured":
+                self.note("streamfold", "reconfigured", f"query version {e['version']} ({e['semantics']}) applied at "
+                          f"batch {e['batch']}: kept {', '.join(e['kept_states']) or 'no state'}, "
+                          f"built {', '.join(e['rebuilt_states']) or 'no state'}")
+                self._set_run(sql=e["sql"])
+            elif kind == "reconfigure failed":
+                self.note("streamfold", "reconfigure", f"query version {e['version']} did not apply at batch {e['batch']}",
+                          {"code": e["code"], "message": e["error"], "hint": None, "params": {}, "cause": None})
+            elif kind == "error":
+                self.note("streamfold", "error", e["message"], {"code": "CONTROL_ERROR", "message": e["message"],
+                                                                "hint": None, "params": {}, "cause": None})
+        self._set_control(status)
 
     async def _failed(self, e: BaseException) -> None:
         async with self._actions:
@@ -278,6 +353,23 @@ class QuerySession:
             if self.handle is not None:
                 await self._release("studio")
         await self.save()
+
+
+def _described(action: str, args: dict[str, Any], result: Any) -> str:
+    """A control action as the log shows it."""
+    if action == "pause":
+        where = result.get("pause") or {}
+        return f"paused at batch {where.get('batch')}, {where.get('step') or 'between batches'}"
+    if action == "resume":
+        return "resumed"
+    if action == "skip":
+        return "skipped the breakpoint's files (quarantined) and ran the batch again without them"
+    if action == "add_breakpoint":
+        return f"added breakpoint {result['id']}: {result['description']}"
+    if action == "remove_breakpoint":
+        return f"removed breakpoint {result['id']}"
+    return (f"reconfigured to query version {result['version']} ({args.get('semantics') or 'restate'}), "
+            f"{result['applies']}")
 
 
 def error_json(e: BaseException) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 // streamfold studio's page: one query at a time (#q=<id>), shared with every other viewer.
 //
 // The page keeps a copy of the query's shared state: it receives the whole state when it
-// joins, then deltas (compile, run, batch, log, viewers, query), and draws every view from it.
-// Actions (run, stop, bind) go to the server over HTTP; their effects come back as deltas, to
-// this page and every other one alike.
+// joins, then deltas (compile, run, control, batch, log, viewers, query), and draws every view
+// from it. Actions (run, stop, bind, and the control panel's) go to the server over HTTP; their
+// effects come back as deltas, to this page and every other one alike.
 
 import { api, el, wsUrl, ApiError } from './api.js';
 import { SharedEditor, colorFor } from './editor.js';
@@ -11,6 +11,7 @@ import { drawGraph } from './graph.js';
 import { ResultTable } from './table.js';
 import { Chart } from './chart.js';
 import { drawTimeline, logEntry } from './timeline.js';
+import { ControlPanel } from './control.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -25,8 +26,8 @@ function example() {
     (first ? `SELECT * FROM ${first.name}` : 'SELECT ...');
 }
 
-const state = { compile: null, run: null, timeline: [], log: [], query: null, sources: [] };
-let editor, table, chart, queryId;
+const state = { compile: null, run: null, control: null, timeline: [], log: [], query: null, sources: [] };
+let editor, table, chart, control, queryId;
 
 async function main() {
   $('user').textContent = user;
@@ -49,6 +50,7 @@ async function main() {
   window.streamfoldStudio = { editor, state }; // for the browser tests and the console
   table = new ResultTable($('table'), queryId, (label) => { chart.toggleLabel(label); table.picked = new Set(chart.labels.map(String)); table.render(); });
   chart = new Chart($('chart'), queryId);
+  control = new ControlPanel(queryId, controlAct, () => (state.compile && state.compile.text === editor.value ? state.compile : null));
   $('run').onclick = () => act('run');
   $('stop').onclick = () => act('stop');
   $('refresh-sources').onclick = refreshSources;
@@ -83,11 +85,12 @@ function connectEvents(delay = 250) {
 function apply(msg) {
   switch (msg.type) {
     case 'state':
-      Object.assign(state, { compile: msg.compile, run: msg.run, timeline: msg.timeline, log: msg.log, query: msg.query });
+      Object.assign(state, { compile: msg.compile, run: msg.run, control: msg.control, timeline: msg.timeline, log: msg.log, query: msg.query });
       showViewers(msg.viewers);
       showQuery();
       showCompile();
       showRun();
+      control.show(state.control);
       drawTimeline($('timeline'), state.timeline);
       $('log').replaceChildren(...state.log.map(logEntry));
       refreshResults(null);
@@ -95,6 +98,10 @@ function apply(msg) {
     case 'compile':
       state.compile = msg.compile;
       showCompile();
+      break;
+    case 'control':
+      state.control = msg.control;
+      control.show(state.control);
       break;
     case 'run':
       state.run = msg.run;
@@ -158,6 +165,7 @@ function showCompile() {
   }
   showGraph();
   drawSources();
+  if (control) control.showVersion();
 }
 
 function showGraph() {
@@ -216,12 +224,21 @@ async function act(action) {
   await guarded(() => api(`/api/queries/${queryId}/${action}`, { method: 'POST', body: { actor: user } }));
 }
 
+// A control action: POST (DELETE when body is null) to the query's path; its answer, or null
+// with the error shown.
+async function controlAct(path, body) {
+  return guarded(() => api(`/api/queries/${queryId}/${path}`, body === null
+    ? { method: 'DELETE', query: { actor: user } } : { method: 'POST', body: { ...body, actor: user } }));
+}
+
 async function guarded(fn) {
   try {
-    await fn();
+    const result = await fn();
     $('action-error').textContent = '';
+    return result;
   } catch (e) {
     $('action-error').textContent = e instanceof ApiError ? e.message : String(e);
+    return null;
   }
 }
 
