@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test test-fast check bench clean
+.PHONY: setup demo test test-fast check bench soak clean
 
 setup:
 	@bash scripts/setup.sh
@@ -25,6 +25,11 @@ check: setup
 
 bench: setup
 	$(PY) -m streamfold bench groupby
+
+# Long runs (not part of `make test`: hours on 2 cores): every TPC-H query and seed workload for 30
+# batches with deletions; fails unless every snapshot is exact and heap and plans stay flat.
+soak: setup
+	$(PY) -m streamfold bench soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis demo-out bench-out

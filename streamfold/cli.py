@@ -17,6 +17,8 @@ from typing import Any
 from .errors import StreamfoldError, UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+VERBOSE_HELP = ("on a failed batch, print its whole chain of causes (Python and Java) and the innermost Java "
+                "stack (also: STREAMFOLD_VERBOSE=1)")
 
 
 def _query_text(arg: str) -> str:
@@ -70,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="streamfold",
         description="Write a batch SQL query once; get an exact, continuously maintained answer on Spark.",
     )
+    parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="maintain a query's answer as new files arrive",
@@ -91,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--profile", action="store_true",
                      help="print each batch's waterfall (phases, Spark jobs and stages, py4j calls) and write "
                           "it to DIR/_profile/<batch>.json")
+    run.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     run.add_argument("--control-host", default="127.0.0.1", metavar="HOST",
                      help="the address the control endpoint listens on (default 127.0.0.1: this machine only)")
     run.add_argument("--control-port", type=int, default=0, metavar="PORT",
@@ -140,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    return _guarded(lambda: _dispatch(args, argv))
+    return _guarded(lambda: _dispatch(args, argv), verbose=getattr(args, "verbose", False))
 
 
 def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
@@ -172,8 +176,9 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     return EXIT_USAGE
 
 
-def _guarded(run: Callable[[], int]) -> int:
-    """Run a command; a coded error is printed and becomes its exit code."""
+def _guarded(run: Callable[[], int], verbose: bool = False) -> int:
+    """Run a command; a coded error is printed and becomes its exit code (a failed batch's
+    whole chain of causes too when ``verbose`` or STREAMFOLD_VERBOSE is set)."""
     from .errors import BatchError
 
     try:
@@ -183,7 +188,11 @@ def _guarded(run: Callable[[], int]) -> int:
         return EXIT_INTERRUPTED
     except StreamfoldError as e:
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_FAILED if isinstance(e, BatchError) else EXIT_USAGE
+        if isinstance(e, BatchError):
+            if e.causes and (verbose or os.environ.get("STREAMFOLD_VERBOSE", "") not in ("", "0")):
+                print(e.chain(), file=sys.stderr)
+            return EXIT_FAILED
+        return EXIT_USAGE
 
 
 def _explain(args: argparse.Namespace) -> int:

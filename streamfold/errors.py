@@ -12,7 +12,8 @@ and the character span they are about, and render the query with that spot marke
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 Span = tuple[int, int]  # inclusive character offsets into the query text
@@ -137,10 +138,62 @@ class LinalgError(StreamfoldError):
     default_code = "LINALG_ERROR"
 
 
+@dataclass(frozen=True)
+class Cause:
+    """One link of a failure's chain of causes: an exception's class and message.
+
+    ``language`` is ``"java"`` for a throwable of Spark's JVM (``name`` is its class, fully
+    qualified: ``java.lang.OutOfMemoryError``), ``"python"`` otherwise; ``trace`` holds the first
+    frames of a Java throwable's stack.
+    """
+
+    language: str
+    name: str
+    message: str
+    trace: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        """``name: first line of the message`` (at most 300 characters of it)."""
+        first = self.message.strip().splitlines()[0] if self.message.strip() else ""
+        if len(first) > 300:
+            first = first[:299] + "…"
+        return f"{self.name}: {first}" if first else self.name
+
+
 class BatchError(StreamfoldError):
-    """A batch failed while running; names the batch and the step, and chains the cause."""
+    """A batch failed while running; names the batch and the step, and chains the cause.
+
+    ``causes`` is the failure's chain, outermost first (see ``streamfold.runtime.failures``):
+    the message names the innermost, and :meth:`chain` shows them all (``streamfold run
+    --verbose``).
+    """
 
     default_code = "BATCH_FAILED"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        hint: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        causes: Sequence[Cause] = (),
+    ) -> None:
+        super().__init__(message, code=code, hint=hint, params=params)
+        self.causes = tuple(causes)
+
+    def chain(self) -> str:
+        """Every cause with its whole message, outermost first, and the innermost Java one's stack."""
+        lines = []
+        for i, cause in enumerate(self.causes):
+            text = f"{cause.name}: {cause.message.strip()}" if cause.message.strip() else cause.name
+            lines.append(f"{'caused by' if i else 'because of'} ({cause.language}) {text}")
+        java = [c for c in self.causes if c.language == "java" and c.trace]
+        if java:
+            lines.append(f"stack of {java[-1].name}:")
+            lines += [f"    at {frame}" for frame in java[-1].trace]
+        return "\n".join(lines)
 
 
 class ControlError(StreamfoldError):

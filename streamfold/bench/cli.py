@@ -25,8 +25,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "from the files appearing to the exact answer being committed. Writes results.json, "
                     "results.md and plot.png under OUT/WORKLOAD/; every final answer is checked against DuckDB.")
     p.add_argument("workload", metavar="WORKLOAD",
-                   help=f"{' | '.join(WORKLOADS)} | custom | pause | reconfigure (the control targets: "
-                        "pause latency during batch 0, reconfiguration delay against stop-and-restart)")
+                   help=f"{' | '.join(WORKLOADS)} | custom | soak | pause | reconfigure (soak: long runs, below; the "
+                        "control targets: pause latency during batch 0, reconfiguration delay against "
+                        "stop-and-restart)")
     p.add_argument("--systems", default=None, metavar="LIST",
                    help=f"comma-separated, from {','.join(NAMES)} (default: all; with --memory: streamfold)")
     p.add_argument("--history", type=int, metavar="N", help="history rows per source")
@@ -72,6 +73,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "measuring (default 1.5)")
     p.add_argument("--max-wait", type=float, default=900.0, metavar="SECONDS",
                    help="wait at most this long for the load to drop, then measure anyway (default 900)")
+    soak = p.add_argument_group("soak", "streamfold bench soak: long runs with deletions; the heap and the plans "
+                                        "must stay flat (streamfold/bench/soak.py)")
+    soak.add_argument("--queries", metavar="LIST", help="soak: q1 … q22, groupby, join-groupby, pagerank, kmeans, "
+                                                        "reachability, comma-separated (default: all)")
+    soak.add_argument("--batches", type=int, metavar="N", help="soak: batches per workload (default 30; --quick 8)")
+    soak.add_argument("--from", type=int, dest="from_batch", metavar="B",
+                      help="soak: judge flatness from batch B on (default 5; --quick 3)")
+    soak.add_argument("--sf", type=float, default=0.01, help="soak: TPC-H scale factor (default 0.01)")
+    soak.add_argument("--dimensions", choices=("source", "table"), default="source",
+                      help="soak: TPC-H tables that are not streamed, as sources with one file (default) or "
+                           "static tables")
     return p
 
 
@@ -157,6 +169,11 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
                              args.distinct)
     from .runner import run_bench
 
+    if args.workload == "soak":
+        return soak(args, argv)
+    if args.queries or args.batches or args.from_batch is not None:
+        raise UsageError("--queries, --batches and --from are for the soak", code="BAD_OPTION",
+                         hint="streamfold bench soak --queries q21,groupby --batches 30")
     opts = options(args, argv)
     results = run_bench(opts)
     return summarize(results, opts.directory)
@@ -184,4 +201,26 @@ def summarize(results: dict[str, Any], directory: str) -> int:
         print(f"  target: {t['target']}: {t['measured']} — "
               f"{ {True: 'met', False: 'NOT met', None: 'not judged'}[t['met']]}")
     print(f"wrote {os.path.join(directory, 'results.json')}, results.md, plot.png")
+    return 0 if ok else 1
+
+
+def soak(args: argparse.Namespace, argv: list[str] | None = None) -> int:
+    """``streamfold bench soak``: 0 when every workload was exact and flat, 1 otherwise."""
+    from .soak import SoakOptions, parse_workloads, run_soak
+
+    quick = bool(args.quick)
+    opts = SoakOptions(parse_workloads(args.queries), batches=args.batches or (8 if quick else 30),
+                       start=args.from_batch if args.from_batch is not None else 3 if quick else 5,
+                       sf=args.sf, dimensions=args.dimensions, quick=quick, out=args.out, master=args.master,
+                       command=("streamfold", *(argv if argv is not None else sys.argv[1:])))
+    results = run_soak(opts)
+    ok = True
+    print(f"soak: {opts.batches} batches per workload; heap and plans judged from batch {opts.start}")
+    for name, rec in results["workloads"].items():
+        ok &= bool(rec["passed"])
+        h, p = rec["heap"], rec["plans"]
+        print(f"  {name:<13} {'passes' if rec['passed'] else 'FAILS '}  exact: {'yes' if rec['exact'] else 'no'}  "
+              f"heap spread {h['spread']} MB (bound {h['bound']})  plan spread {p['spread']} chars (bound {p['bound']})"
+              + (f"  {rec['status']}: {rec.get('code')}" if rec["status"] != "ok" else ""))
+    print(f"wrote {os.path.join(opts.out, 'soak', 'results.json')}, results.md")
     return 0 if ok else 1

@@ -111,7 +111,7 @@ JOIN_GROUPBY_SQL = "SELECT x.A, avg(y.D) AS avg_d FROM S1 x JOIN S2 y ON x.B = y
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
-def _example(name: str) -> str:
+def example_sql(name: str) -> str:
     """The text of ``examples/<name>.sql`` (read when the workload runs: a clone has it)."""
     path = os.path.normpath(os.path.join(EXAMPLES, f"{name}.sql"))
     try:
@@ -167,7 +167,7 @@ def get_workload(name: str) -> Workload:
     except KeyError:
         raise UsageError(f"unknown workload {name!r}", code="UNKNOWN_WORKLOAD", params={"workload": name},
                          hint=f"use one of {', '.join(WORKLOADS)}, or custom with --query FILE --source NAME=DIR") from None
-    return replace(workload, sql=_example(workload.example)) if workload.example else workload
+    return replace(workload, sql=example_sql(workload.example)) if workload.example else workload
 
 
 def quick(workload: Workload) -> Workload:

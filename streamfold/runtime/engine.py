@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
-from ..ir.rel import DeltaScan, StateScan
+from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
 from ..plan.model import LOOPS, Diffusion, IncrementalPlan, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
@@ -38,6 +38,7 @@ from .answer import AnswerSql
 from .batch import BatchReads, parallel
 from .checkpoint import Checkpoint, OutputDir, batch_name
 from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
+from .failures import batch_failure
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
 from .profile import Profiler, Waterfall
@@ -128,6 +129,7 @@ class Engine:
         self._timings: dict[str, float] = {}
         self.profiler = Profiler(self.spark) if config.profile else None
         self._cores = max(1, self.spark.sparkContext.defaultParallelism)
+        self._local = (self.spark.sparkContext.master or "").startswith("local")  # driver and executor: one JVM
         self._boundary: Installed | None = None  # a plan installed for the next batch, until it commits
         current = self.control.plan_at(self.recovery.last_committed)
         if current is not None:
@@ -150,6 +152,10 @@ class Engine:
             kind: interpreter(LoopEnv(self.spark, self.store, self._point)) for kind, interpreter in INTERPRETERS.items()}
         self._levels = _levels(plan.delta)
         self._reread = _read_more_than_once(plan.delta)
+        self._temp_schemas: dict[str, StructType] = {}  # filled by _declare_states
+        # The states and temps the batch being run leaves as they were (none known for a new plan,
+        # whose states a rebuild computes).
+        self._unchanged: set[str] = set()
         self._declare_states()
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -201,6 +207,7 @@ class Engine:
                 df = self.spark.sql(reads.sql(program, views))
                 if isinstance(step, Temp):
                     reads.deltas[step.state] = df
+                    self._temp_schemas[step.state] = df.schema
                 else:
                     self.store.declare(step.state, df.schema)
                     reads.deltas[step.state] = self.store.empty(step.state)
@@ -313,6 +320,7 @@ class Engine:
                 frames, rows, cached = self.control.guard(batch, "read",
                                                           lambda: self.reader.read(inputs, cache=self._reread))
         reads = self._reads(frames, rows, batch == 0)
+        self._unchanged = set()
         temps: list[DataFrame] = []
         committed = False
         # A small batch over small states runs as one Spark job: merges are checkpointed lazily
@@ -343,14 +351,13 @@ class Engine:
             with self._phase("commit"):
                 self.output.commit(batch, record)
             committed = True
-            # The next batch reads each state through this view (analysed now, before the
-            # batch's temp views are dropped).
+            # The next batch reads each state through a view of its merge (analysed now, before
+            # the batch's temp views are dropped), planned with its true size.
             current: dict[str, tuple[DataFrame, DataFrame | None]] = {}
             with self._part("next batch's state views"):
                 for n, df in reads.merged.items():
-                    new = reads.new[n]
-                    assert isinstance(new, str)
-                    current[n] = (self.store.as_frame(new), df)
+                    if n not in self._unchanged:
+                        current[n] = (self.store.next_version(n, df, views), df)
         finally:
             with self._part("drop views, release"):
                 self._release(views, temps, cached, None if committed else reads.merged)
@@ -423,6 +430,11 @@ class Engine:
         by its interpreter, which may give the results of its body's steps too, and DataFrames
         to hold (step None)."""
         self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
+        if self._reads_nothing_new(batch, step, reads):
+            self._unchanged.add(step.state)
+            if isinstance(step, Temp):
+                return [(step, empty_frame(self.spark, self._temp_schemas[step.state]))]
+            return [(step, self.store.unchanged(step.state, views))]
         try:
             if isinstance(step, LOOPS):
                 return self.loops[type(step)].run(batch, step, reads, views, eager)
@@ -433,8 +445,28 @@ class Engine:
         except StreamfoldError:
             raise
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
-            raise BatchError(f"batch {batch} failed computing Δ{step.state}: {first_line(e)}", code="BATCH_FAILED",
-                             params={"batch": batch, "step": f"Δ{step.state}"}) from e
+            raise batch_failure(batch, f"Δ{step.state}", f"computing Δ{step.state}", e, self._local) from e
+
+    def _reads_nothing_new(self, batch: int, step: Step, reads: BatchReads) -> bool:
+        """Whether nothing ``step`` reads changed this batch, so that its delta is empty: no stream
+        it reads as a delta brought rows, and every state it reads at this batch's versions (delta,
+        merged, new) was left unchanged. A delta program is a homomorphism of the changes it reads,
+        so over none it gives nothing (or rows that merge as the identity): the state stays as it
+        is, without a job — a source whose only file came in batch 0, a dimension table given as a
+        source, costs no merge per batch. Loops decide for themselves; batch 0 reads ``Once``.
+        """
+        if batch == 0 or isinstance(step, LOOPS):
+            return False
+        for node in step.program.walk():
+            if isinstance(node, DeltaScan) and reads.rows.get(self.catalog[node.table].name, 1):
+                return False
+            if isinstance(node, StateScan) and node.version != "old" and node.state not in self._unchanged:
+                state = self.store.defs.get(node.state)  # None for a temp
+                if state is None or not state.static:
+                    return False
+            if isinstance(node, (Once, LoopRef)):  # a static relation's rows as a delta; a loop's
+                return False
+        return True
 
     def _write_outputs(self, batch: int, merged: dict[str, DataFrame], new: dict[str, DataFrame | str],
                        views: Views, eager: bool, lazy_reads: int) -> tuple[int, int]:
@@ -485,8 +517,7 @@ class Engine:
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
                 written += parallel([partial(self._emit, sql, target) for sql, target in outputs[1:]])
         except Exception as e:  # noqa: BLE001
-            raise BatchError(f"batch {batch} failed writing its answer: {first_line(e)}", code="BATCH_FAILED",
-                             params={"batch": batch, "step": "write"}) from e
+            raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
         return written[0], written[1]
 
     def _emit(self, sql: str, target: str) -> int:

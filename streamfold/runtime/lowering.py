@@ -149,6 +149,14 @@ def merge(t: StateTable, old: str, delta: str) -> str:
     return text
 
 
+def unchanged(t: StateTable, current: str) -> str:
+    """What :func:`merge` gives over an empty delta, as a projection of the state ``current``
+    (a FROM item): every key's old row is its new row, and no key is touched."""
+    cols = [quote(k) for k in t.keys] + [quote(n) for n, _ in t.values]
+    cols += [f"{quote(n)} AS {quote(OLD + n)}" for n, _ in t.values]
+    return f"SELECT {', '.join(cols)}, 0 AS {TOUCHED} FROM {current}"
+
+
 # Views of a merge's result (``merged`` is its view name): read by later statements of the batch.
 def _of_merge(merged: str, select: list[str], where: str | None) -> str:
     text = f"SELECT {', '.join(select)} FROM {merged}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -11,8 +12,10 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 
 
-def get_spark(master: str | None = None, app_name: str = "streamfold", progress: bool = False) -> SparkSession:
-    """The active Spark session, or a new one on ``master`` (``local[*]`` by default)."""
+def get_spark(master: str | None = None, app_name: str = "streamfold", progress: bool = False,
+              settings: Mapping[str, str] | None = None) -> SparkSession:
+    """The active Spark session, or a new one on ``master`` (``local[*]`` by default) with
+    streamfold's settings, then ``settings``."""
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession
 
@@ -42,6 +45,13 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("STREAMFOLD_DRIVER_MEMORY", "2g"))
         .config("spark.sql.shuffle.partitions", "4")
+        # Spark 4.3 builds a broadcast join's hash table on a long key (LongToUnsafeRowMap) in a
+        # memory page of at least this size, and the driver keeps every broadcast until the plans
+        # that use it are collected: with the default (64 MB for a 2 GB driver) each small state
+        # broadcast into a join held 64 MB of heap — 15 of them at once in a TPC-H Q21 batch
+        # over 41K rows (docs/benchmarks.md, "Long runs"). Sorts and aggregates only take more,
+        # smaller pages.
+        .config("spark.buffer.pageSize", os.environ.get("STREAMFOLD_PAGE_SIZE", "4m"))
         # Spark keeps a record of every job, stage and SQL execution (plans as text, metrics) for
         # its UI and status API even with the UI off — 1,000 of each by default, about 86 KB of
         # live heap per groupBy batch until the limits are reached. A running query needs few.
@@ -51,6 +61,8 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         # Replaced states are released explicitly; let the cleaner also drop what Python frees.
         .config("spark.cleaner.periodicGC.interval", "1min")
     )
+    for key, value in (settings or {}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     _quiet_python_loggers()
     spark.sparkContext.setLogLevel(os.environ.get("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR"))
@@ -82,6 +94,11 @@ def engine_session(spark: SparkSession, partitions: int) -> SparkSession:
     # ("key not found: x.B#…" in UnionBase.rewriteConstraints); our plans gain nothing from them.
     session.conf.set("spark.sql.constraintPropagation.enabled", "false")
     session.conf.set("spark.sql.session.timeZone", spark.conf.get("spark.sql.session.timeZone") or "UTC")
+    # Runtime bloom filters are for a large scan joined with a filtered small side. A batch's
+    # programs join small deltas with states already partitioned on their keys; a filter would
+    # cost a job of its own (which, over a lazily checkpointed merge, computes it once more) and
+    # put its bit array (1-8 MB) into every task of the stage that reads it.
+    session.conf.set("spark.sql.optimizer.runtime.bloomFilter.enabled", "false")
     # Joins of a delta with a state are hinted; keep broadcasting small static tables.
     session.conf.set("spark.sql.autoBroadcastJoinThreshold", str(10 * 1024 * 1024))
     return session

@@ -163,6 +163,12 @@ class StateStore:
         self._executed[name] = df
         return merged
 
+    def unchanged(self, name: str, views: Views) -> DataFrame:
+        """What :meth:`merge` gives for an empty delta, without a job: every key's new row is its
+        old row, and no key is touched (so the delta, changes and changelog views are empty, and
+        Spark drops the joins that read them)."""
+        return self.spark.sql(lowering.unchanged(self.table(name), views.relation(self.current[name], f"same_{name}")))
+
     def count_rows(self) -> None:
         """Read the row counts of the merges that ran, from their plans' metrics."""
         for name, df in self._executed.items():
@@ -177,6 +183,23 @@ class StateStore:
     # -- views of a merge's result (SQL text read by later statements of the batch) --------------
     def as_frame(self, sql: str) -> DataFrame:
         return self.spark.sql(sql)
+
+    def next_version(self, name: str, merged: DataFrame, views: Views) -> DataFrame:
+        """The state after this batch as the next batch reads it: the new rows of the merge's
+        result (:meth:`new_view`), planned with the result's true size.
+
+        Why the size is set again here: a merge checkpointed lazily (a small batch: the merge and
+        the outputs are one job) keeps its plan's estimate, and Spark estimates a join as the
+        product of its sides, so a state fed by a join (a join's output, an aggregate over one)
+        carried the product of every input's size into the next batch, whose estimate multiplied
+        it again — 10^4 bytes, then 10^17, then the cap, for 40 rows of TPC-H Q21's ``left``.
+        With those estimates each batch planned more sort-merge joins with runtime bloom filters
+        (each an extra job, and a bit array of 1–8 MB serialized into every task of its stage):
+        task binaries of 0, 15, then 56 MB, until the driver ran out of memory serializing one.
+        Once the batch has run, its merges' row counts are known (:meth:`count_rows`).
+        """
+        sized = _with_size(merged, self.rows.get(name))
+        return self.as_frame(self.new_view(name, sized, views))
 
     def new_view(self, name: str, merged: DataFrame, views: Views) -> str:
         """The state after the merge: every key whose row count is not zero."""

@@ -1,0 +1,118 @@
+"""What a failed Spark call was: the chain of causes behind an exception raised through py4j.
+
+PySpark reports a failure in Spark's JVM as ``Py4JJavaError: An error occurred while calling
+o1349.localCheckpoint`` (or as one of its own exception classes for Spark's coded errors), which
+says where, not what. The Java throwable behind it — ``java_exception`` of a ``Py4JJavaError``,
+the origin of a captured exception — and its ``getCause()`` chain say what:
+``java.lang.OutOfMemoryError: Java heap space``.
+
+:func:`causes` lists a failure's chain outermost first: the Python exceptions (``__cause__``,
+else ``__context__``), and below the first one that came from the JVM, the Java throwables.
+:func:`batch_failure` turns it into the ``BATCH_FAILED`` a user sees: the message names the
+innermost cause, ``params`` carry its class and message, and when memory ran out the hint names
+the setting to raise and how. Reading the JVM's objects can itself fail (the JVM may be gone):
+then the Python text stands for them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..errors import BatchError, Cause
+
+MAX_CAUSES = 20  # a chain longer than this is cut (cycles are guarded against separately)
+STACK_FRAMES = 25  # frames kept of the innermost Java throwable's stack
+OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "org.apache.spark.memory.SparkOutOfMemoryError")
+
+
+def java_throwable(error: BaseException) -> Any | None:
+    """The JVM throwable a Python exception stands for (a py4j ``JavaObject``), if any."""
+    for attribute in ("java_exception", "_origin"):  # Py4JJavaError; pyspark's CapturedException
+        value = getattr(error, attribute, None)
+        if value is not None:
+            return value
+    return None
+
+
+def causes(error: BaseException) -> list[Cause]:
+    """``error``'s chain of causes, outermost first (see the module docstring)."""
+    out: list[Cause] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and len(out) < MAX_CAUSES:
+        seen.add(id(current))
+        throwable = java_throwable(current)
+        java = _java_chain(throwable) if throwable is not None else []
+        # py4j's text repeats the Java chain with its stacks: its first line (the call) stands for it
+        text = str(current).strip().splitlines()[0] if java and str(current).strip() else str(current)
+        out.append(Cause("python", _python_name(current), text))
+        if java:
+            return out + java
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+    return out
+
+
+def _java_chain(throwable: Any) -> list[Cause]:
+    out: list[Cause] = []
+    try:
+        while throwable is not None and len(out) < MAX_CAUSES:
+            message = throwable.getMessage()
+            out.append(Cause("java", str(throwable.getClass().getName()), "" if message is None else str(message)))
+            cause = throwable.getCause()  # null, not itself, at the end of the chain
+            if cause is None:
+                break
+            throwable = cause
+        if out and throwable is not None:
+            frames = throwable.getStackTrace()
+            trace = tuple(str(frames[i].toString()) for i in range(min(len(frames), STACK_FRAMES)))
+            out[-1] = Cause(out[-1].language, out[-1].name, out[-1].message, trace)
+    except Exception:  # noqa: BLE001 - the JVM cannot be asked (it may be gone): keep what was read
+        pass
+    return out
+
+
+def _python_name(error: BaseException) -> str:
+    cls = type(error)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def root(chain: list[Cause]) -> Cause | None:
+    """The innermost cause: what went wrong, below the calls that reported it."""
+    return chain[-1] if chain else None
+
+
+def out_of_memory(chain: list[Cause]) -> bool:
+    """Whether memory ran out somewhere in the chain (a cause, or a task failure's text naming one)."""
+    return any(c.name in OUT_OF_MEMORY or any(name in c.message for name in OUT_OF_MEMORY) for c in chain)
+
+
+def memory_hint(local: bool) -> str:
+    """How to give Spark more memory, for a driver that is also the executor (``local``) or not."""
+    driver = os.environ.get("STREAMFOLD_DRIVER_MEMORY", "2g")
+    if local:
+        return (f"Spark's JVM ran out of memory (its heap, spark.driver.memory, is {driver}). Raise it when "
+                f"the JVM starts: STREAMFOLD_DRIVER_MEMORY=8g streamfold run …, or "
+                f".config(\"spark.driver.memory\", \"8g\") on the SparkSession you pass to streamfold.start; "
+                f"the run resumes from its checkpoint")
+    return (f"a Spark JVM ran out of memory: an executor (raise spark.executor.memory in the cluster's "
+            f"configuration) or the driver (spark.driver.memory, here {driver}: STREAMFOLD_DRIVER_MEMORY=8g "
+            f"streamfold run …); the run resumes from its checkpoint")
+
+
+def batch_failure(batch: int, step: str, doing: str, error: BaseException, local: bool = True) -> BatchError:
+    """The ``BATCH_FAILED`` for ``error`` raised while ``doing`` step ``step`` of ``batch``."""
+    chain = causes(error)
+    inner = root(chain)
+    summary = inner.summary if inner is not None else type(error).__name__
+    params: dict[str, Any] = {"batch": batch, "step": step,
+                              "cause": inner.name if inner else type(error).__name__,
+                              "cause_message": inner.summary.partition(": ")[2] if inner else ""}
+    hint = None
+    if out_of_memory(chain):
+        params["out_of_memory"] = True
+        hint = memory_hint(local)
+    else:
+        hint = "streamfold run --verbose (or STREAMFOLD_VERBOSE=1) shows the whole chain of causes"
+    return BatchError(f"batch {batch} failed {doing}: {summary}", code="BATCH_FAILED", params=params,
+                      hint=hint, causes=chain)

@@ -1,0 +1,96 @@
+"""A failed batch says why: the Java exception at the root of its chain, not py4j's call site;
+when memory ran out, the setting to raise and how; ``--verbose`` shows the whole chain."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import streamfold
+from streamfold.cli import main
+from streamfold.errors import BatchError
+from streamfold.runtime.failures import batch_failure, causes
+
+pytestmark = pytest.mark.spark
+
+CAST = "SELECT k, sum(CAST(v AS INT)) AS s FROM S GROUP BY k"  # v = 'x' fails at run time (ANSI SQL)
+
+
+def _raised_through_py4j(spark, throwable):
+    """The Python exception py4j raises for ``throwable`` thrown inside a JVM call (wrapped by the
+    JDK in an ExecutionException, as Spark's own futures are)."""
+    future = spark._jvm.java.util.concurrent.CompletableFuture.failedFuture(throwable)
+    with pytest.raises(Exception) as caught:
+        future.get()
+    return caught.value
+
+
+def test_an_out_of_memory_error_is_named_with_the_memory_setting_to_raise(spark):
+    jvm = spark._jvm
+    oom = jvm.java.lang.OutOfMemoryError("Java heap space")
+    error = _raised_through_py4j(spark, jvm.org.apache.spark.SparkException("Job aborted", oom))
+    failure = batch_failure(3, "Δagg", "computing Δagg", error)
+    assert failure.code == "BATCH_FAILED"
+    assert failure.params == {"batch": 3, "step": "Δagg", "cause": "java.lang.OutOfMemoryError",
+                              "cause_message": "Java heap space", "out_of_memory": True}
+    assert failure.message == "batch 3 failed computing Δagg: java.lang.OutOfMemoryError: Java heap space"
+    assert "STREAMFOLD_DRIVER_MEMORY" in failure.hint and "spark.driver.memory" in failure.hint
+    chain = [(c.language, c.name) for c in failure.causes]
+    assert chain == [("python", "py4j.protocol.Py4JJavaError"),
+                     ("java", "java.util.concurrent.ExecutionException"),
+                     ("java", "org.apache.spark.SparkException"),
+                     ("java", "java.lang.OutOfMemoryError")]
+    assert "caused by (java) java.lang.OutOfMemoryError: Java heap space" in failure.chain()
+
+
+def test_on_a_cluster_the_hint_names_the_executor_memory_too(spark):
+    oom = spark._jvm.java.lang.OutOfMemoryError("Java heap space")
+    failure = batch_failure(0, "write", "writing its answer", _raised_through_py4j(spark, oom), local=False)
+    assert "spark.executor.memory" in failure.hint and failure.params["out_of_memory"] is True
+
+
+def test_a_python_failure_keeps_its_own_chain():
+    try:
+        try:
+            raise KeyError("x")
+        except KeyError as inner:
+            raise ValueError("outer") from inner
+    except ValueError as e:
+        error = e
+    assert [(c.language, c.name) for c in causes(error)] == [("python", "ValueError"), ("python", "KeyError")]
+    assert batch_failure(1, "Δs", "computing Δs", error).params["cause"] == "KeyError"
+
+
+def test_a_failing_batch_names_the_spark_exception_through_the_api(spark, tmp_path):
+    src = tmp_path / "S"
+    src.mkdir()
+    pq.write_table(pa.table({"k": [1, 2], "v": ["1", "x"]}), src / "000000.parquet")
+    q = streamfold.start(CAST, {"S": str(src)}, str(tmp_path / "out"), spark=spark, background=False)
+    try:
+        with pytest.raises(BatchError) as caught:
+            q.process_available()
+    finally:
+        q.stop()
+    e = caught.value
+    assert e.code == "BATCH_FAILED" and e.params["batch"] == 0
+    assert e.params["cause"] == "org.apache.spark.SparkNumberFormatException"
+    assert e.params["cause_message"].startswith("[CAST_INVALID_INPUT]")
+    assert "out_of_memory" not in e.params
+
+
+def test_the_cli_prints_the_cause_and_with_verbose_the_whole_chain(spark, tmp_path, capsys):
+    src = tmp_path / "S"
+    src.mkdir()
+    pq.write_table(pa.table({"k": [1, 2], "v": ["1", "x"]}), src / "000000.parquet")
+    argv = ["run", CAST, "--source", f"S={src}", "--until-idle", "0", "--quiet"]
+    assert main(argv + ["--output", str(tmp_path / "a")]) == 1
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith("error: [BATCH_FAILED] batch 0 failed computing")
+    assert "org.apache.spark.SparkNumberFormatException: [CAST_INVALID_INPUT]" in first
+    assert "caused by" not in err and "Traceback" not in err
+    assert main(argv + ["--output", str(tmp_path / "b"), "--verbose"]) == 1
+    err = capsys.readouterr().err
+    assert "because of (python) " in err and "caused by (java) org.apache.spark.SparkNumberFormatException" in err
+    assert "stack of org.apache.spark.SparkNumberFormatException:" in err
