@@ -53,6 +53,12 @@ def test_the_table_shows_a_workload_cut_short():
     assert "| q21 | 30 | yes |" in table and "| q18 | 3 (running) |" in table
 
 
+def test_the_table_shows_a_workload_one_batch_past_the_start_before_its_band_can_be_judged():
+    early = {**_record([100.0] * 6, [50_000] * 6), "status": "running"}
+    table = markdown({"workloads": {"q01": {**early, **judge(early, 5)}}}, 5)
+    assert "| q01 | 6 (not finished) |" in table and "trend –" in table
+
+
 def test_workloads_are_named_as_queries_or_seed_workloads():
     assert parse_workloads("q21, 2,groupby") == ("q21", "q02", "groupby")
     assert len(parse_workloads(None)) == 27

@@ -477,7 +477,7 @@ def markdown(results: dict[str, Any], start: int) -> str:
         lines.append(
             f"| {name} | {len(rows)}{status} | {'yes' if rec['exact'] else 'NO'} | {rec['median_s']} | "
             f"{_n(heap[start] if len(heap) > start else None)} → {_n(max(tail_heap) if tail_heap else None)} → "
-            f"{_n(heap[-1])} | {_within(h)}, {h['slope']:+.1f} MB/batch | "
+            f"{_n(heap[-1])} | {_within(h)}, {_trend(h['slope'])} | "
             f"{_n(plans[start])} → {_n(max(tail_plans) if tail_plans else None)} ({executions} executions) | "
             f"{_within(p)} | "
             f"{'yes' if h['flat'] and p['flat'] else 'NO'} |")
@@ -487,6 +487,10 @@ def markdown(results: dict[str, Any], start: int) -> str:
 def _within(b: dict[str, Any]) -> str:
     """``spread ≤ bound`` (or ``>`` when it is not within)."""
     return f"{_n(b['spread'])} {'≤' if b['flat'] else '>'} {_n(b['bound'])}"
+
+
+def _trend(slope: float | None) -> str:
+    return "trend –" if slope is None else f"{slope:+.1f} MB/batch"
 
 
 def _n(v: float | None) -> str:
