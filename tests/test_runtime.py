@@ -11,6 +11,7 @@ import pytest
 
 import streamfold
 from streamfold.errors import BadInputError, BindError, CheckpointError, SourceError
+from streamfold.runtime import engine as engine_module
 
 from streamfold.verify import compare, duckdb_answer
 
@@ -381,26 +382,47 @@ def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, t
     try:
         q.process_available()
         put(src, "b.parquet", [(1, 1)])
+        q.process_available()  # the state moves from batch 0's hash partitions into one partition
+        put(src, "c.parquet", [(1, 2)])
         result = q.process_available()
         waterfall = result.waterfall()
-        assert waterfall.batch == 1 and waterfall is result.waterfall()  # built once
+        assert waterfall.batch == 2 and waterfall is result.waterfall()  # built once
         names = [s.name for s in waterfall.spans]
         assert {"read", "write", "commit", "plan + job + Arrow"} <= set(names)
         assert all(0 <= s.start_s <= s.end_s <= waterfall.total_s + 1e-3 for s in waterfall.spans)
         assert len(waterfall.jobs) >= 1  # this batch's jobs only, read from Spark's status store
         assert all(0 <= j.start_s <= j.end_s <= waterfall.total_s + 0.1 for j in waterfall.jobs)
         assert all(st.tasks >= 1 for j in waterfall.jobs for st in j.stages)
-        # One job of two stages: the batch's rows read and shuffled on the key, then merged into the
-        # state and answered. A third would be the state shuffled: it stays partitioned on its key.
-        assert [len([s for s in j.stages if s.status != "SKIPPED"]) for j in waterfall.jobs] == [2]
+        # A small batch over a small state: one job of one stage — the batch's rows read, merged into
+        # the state (one partition) and answered without a shuffle.
+        assert [len([s for s in j.stages if s.status != "SKIPPED"]) for j in waterfall.jobs] == [1]
         assert waterfall.py4j_calls == sum(c for _, c, _ in waterfall.py4j_methods) > 0
         saved = json.loads(json.dumps(waterfall.to_json()))
         assert Waterfall.from_json(saved).to_json() == saved  # what bench's waterfall.txt is printed from
-        assert waterfall.lines()[0].startswith("batch 000001 waterfall:")
+        assert waterfall.lines()[0].startswith("batch 000002 waterfall:")
     finally:
         q.stop()
     q = start(spark, tmp + "/unprofiled", "SELECT k, sum(v) AS total FROM S GROUP BY k", sources={"S": src})
     try:
         assert q.process_available().waterfall() is None
+    finally:
+        q.stop()
+
+
+def test_a_batch_over_large_states_shuffles_only_its_own_rows(spark, tmp_path, monkeypatch):
+    """Past one task's rows (here: any), states are hash-partitioned on their keys: a warm batch is
+    one job of two stages, the batch's rows read and shuffled on the key, then merged into the
+    state and answered. A third stage would be the state shuffled: it stays where it is."""
+    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "a.parquet", [(1, 5), (2, 7)])
+    q = start(spark, tmp, "SELECT k, sum(v) AS total FROM S GROUP BY k", profile=True)
+    try:
+        q.process_available()
+        put(src, "b.parquet", [(1, 1)])
+        waterfall = q.process_available().waterfall()
+        assert [len([s for s in j.stages if s.status != "SKIPPED"]) for j in waterfall.jobs] == [2]
+        assert sorted(rows_of(q)) == [(1, 6), (2, 7)]
     finally:
         q.stop()

@@ -187,6 +187,8 @@ def summarize(results: dict[str, Any], directory: str) -> int:
         check = rec.get("check")
         error = next((r["error"] for r in reversed(rec["increments"]) if r.get("error") is not None), None)
         shown = f"   error {error:.1e}" if error is not None else ""
+        if rec.get("cycle_median_s") is not None:
+            shown += f"   (to commit; whole batch cycle {rec['cycle_median_s']:.3f} s)"
         if rec["status"] == "ok" and check and not rec.get("exact", True):
             print(f"  {name:<16} {rec['median_s']:.3f} s   history {rec['history_s']:.2f} s   "
                   f"approximate by design{shown}")

@@ -38,6 +38,7 @@ class BatchReads:
     frames: dict[str, DataFrame]  # each stream's rows in this batch, by source name
     rows: dict[str, int]  # the rows each stream gave this batch
     first: bool
+    single: bool = False  # a small batch over small states: read as one partition (see state.py)
     deltas: dict[str, DataFrame | str] = field(default_factory=dict)
     new: dict[str, DataFrame | str] = field(default_factory=dict)
     merged: dict[str, DataFrame] = field(default_factory=dict)

@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("streamfold")
 
+# Small batches over small states run in one partition (state.py); STREAMFOLD_ONE_PARTITION=0
+# turns that off (for A/B measurements).
+_ONE_PARTITION = os.environ.get("STREAMFOLD_ONE_PARTITION", "1") != "0"
+
 
 @dataclass
 class QueryConfig:
@@ -92,6 +96,9 @@ class BatchResult:
     state_rows: dict[str, int]
     timings: dict[str, float] = field(default_factory=dict)
     profile: Callable[[], Waterfall] | None = field(default=None, repr=False, compare=False)
+    # time.monotonic() when commits/<batch>.json was published: the answer is visible from then on;
+    # what the batch does after it (the next batch's state views, compaction) is not in its latency
+    committed_at: float | None = field(default=None, compare=False)
 
     def waterfall(self) -> Waterfall | None:
         """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
@@ -185,8 +192,9 @@ class Engine:
             "tables": tables,
         }
 
-    def _reads(self, frames: dict[str, DataFrame], rows: dict[str, int], first: bool) -> BatchReads:
-        return BatchReads(self.catalog, self._table, self.store.current, frames, rows, first)
+    def _reads(self, frames: dict[str, DataFrame], rows: dict[str, int], first: bool,
+               single: bool = False) -> BatchReads:
+        return BatchReads(self.catalog, self._table, self.store.current, frames, rows, first, single)
 
     def _declare_states(self) -> None:
         """Fix every state's schema by analysing its program over empty inputs; load static ones."""
@@ -319,16 +327,21 @@ class Engine:
             with self._phase("read"):
                 frames, rows, cached = self.control.guard(batch, "read",
                                                           lambda: self.reader.read(inputs, cache=self._reread))
-        reads = self._reads(frames, rows, batch == 0)
         self._unchanged = set()
         temps: list[DataFrame] = []
         committed = False
         # A small batch over small states runs as one Spark job: merges are checkpointed lazily
         # and computed by the job that writes the outputs. Otherwise (batch 0's history, large
-        # states) each merge is its own job and large outputs are written by Spark.
+        # states) each merge is its own job and large outputs are written by Spark. When all it
+        # reads is within one task's rows, the batch's rows and its merges are one partition, and
+        # that job is one stage without a shuffle (state.py).
         held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
         known = held + 4 * sum(rows.values())
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
+        single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
+        if single:
+            frames = {n: df.coalesce(1) for n, df in frames.items()}
+        reads = self._reads(frames, rows, batch == 0, single)
         try:
             if not answer_only:
                 self._apply_h(batch, reads, views, eager, temps)
@@ -351,6 +364,7 @@ class Engine:
             with self._phase("commit"):
                 self.output.commit(batch, record)
             committed = True
+            committed_at = time.monotonic()
             # The next batch reads each state through a view of its merge (analysed now, before
             # the batch's temp views are dropped), planned with its true size.
             current: dict[str, tuple[DataFrame, DataFrame | None]] = {}
@@ -371,7 +385,7 @@ class Engine:
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
         profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
-                           self._state_rows(), dict(self._timings), profile)
+                           self._state_rows(), dict(self._timings), profile, committed_at)
 
     @staticmethod
     def _release(views: Views, temps: list[DataFrame], cached: list[DataFrame],
@@ -440,8 +454,9 @@ class Engine:
                 return self.loops[type(step)].run(batch, step, reads, views, eager)
             sql = reads.sql(step.program, views)
             if isinstance(step, Temp):
-                return [(step, materialize(self.spark.sql(sql), eager))]
-            return [(step, self.store.merge(step.state, sql, views, eager))]
+                temp = self.spark.sql(sql)
+                return [(step, materialize(temp.coalesce(1) if reads.single else temp, eager))]
+            return [(step, self.store.merge(step.state, sql, views, eager, reads.single))]
         except StreamfoldError:
             raise
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError

@@ -110,22 +110,25 @@ class StateTable:
         return [quote(n) for n, _ in self.columns]
 
 
-def conform(t: StateTable, inner: str) -> str:
-    """``inner``'s rows with exactly the state's columns and types, distributed like the state
-    (DISTRIBUTE BY is a hash repartition into the session's partitions)."""
+def conform(t: StateTable, inner: str, single: bool = False) -> str:
+    """``inner``'s rows with exactly the state's columns and types, distributed like the state:
+    DISTRIBUTE BY is a hash repartition into the session's partitions; ``single`` (a small
+    batch over small states, see :mod:`.state`) gathers them into one partition without a shuffle."""
     cols = ", ".join(f"CAST({quote(n)} AS {ty}) AS {quote(n)}" for n, ty in t.columns)
-    text = f"SELECT {cols}\nFROM (\n{_indent(inner)}\n) _rows"
+    hint = "/*+ COALESCE(1) */ " if single else ""
+    text = f"SELECT {hint}{cols}\nFROM (\n{_indent(inner)}\n) _rows"
     keys = t.state.partition_names
-    if keys:
+    if keys and not single:
         text += "\nDISTRIBUTE BY " + ", ".join(quote(k) for k in keys)
     return text
 
 
-def merge(t: StateTable, old: str, delta: str) -> str:
+def merge(t: StateTable, old: str, delta: str, single: bool = False) -> str:
     """The one statement of a state's merge: new and old columns per key, and ``__touched``.
 
     ``old`` is the FROM item of the state before the batch, ``delta`` the statement of its
-    delta. Both sides rename the key (``__g0`` …): Spark 4.3 keeps a union's hash partitioning
+    delta (``single``: gathered into one partition, see :func:`conform`). Both sides rename the
+    key (``__g0`` …): Spark 4.3 keeps a union's hash partitioning
     through projections that alias the key, not through ones that pass it beside other
     computed columns, and the old state must not be shuffled.
     """
@@ -141,7 +144,7 @@ def merge(t: StateTable, old: str, delta: str) -> str:
     for n, ty in t.values:
         items.append(f"CAST(max(CASE WHEN __src = 0 THEN {quote(n)} END) AS {ty}) AS {quote(OLD + n)}")
     items.append(f"max(__src) AS {TOUCHED}")
-    source = f"(\n{_indent(conform(t, delta))}\n) _delta"
+    source = f"(\n{_indent(conform(t, delta, single))}\n) _delta"
     text = (f"SELECT {', '.join(items)}\nFROM (\n  {branch(old, 0)}\n  UNION ALL\n  "
             f"{_indent(branch(source, 1)).strip()}\n) _merge")
     if t.keys:

@@ -16,6 +16,14 @@ and the state's changelog for the checkpoint. With adaptive execution off, Spark
 result hash-partitioned on the state's key, so the next batch's merge — and the joins of a
 delta with the state — shuffle only the batch's rows (seed 000 §2, "Merging States").
 
+**One partition for a small batch over small states.** When the batch's rows and the states it
+reads are few (:data:`.emit.ONE_TASK_ROWS` in all), a state's merge runs in one partition: the
+batch's rows are gathered with a coalesce (no shuffle), the old state is one partition already,
+and a partition that is all of a relation satisfies every clustering an aggregate or a join
+asks for — so Spark plans the whole batch (read, h, every merge, the outputs) as one stage of
+one task, with no exchange. The outputs of such a batch were one task anyway. A state that
+grows past the bound is hash-partitioned again by the next batch's merge (one shuffle).
+
 The changelog of a batch holds the new row of every key it touched; a row whose ``_weight`` is 0
 marks a key that left. Replaying logs keeps each key's latest row, which works for every monoid.
 """
@@ -150,13 +158,14 @@ class StateStore:
                                                  for f in self.schemas[name].fields))
 
     # -- the merge -------------------------------------------------------------------------------
-    def merge(self, name: str, delta_sql: str, views: Views, eager: bool = True) -> DataFrame:
+    def merge(self, name: str, delta_sql: str, views: Views, eager: bool = True, single: bool = False) -> DataFrame:
         """The merge of ``name`` with the delta ``delta_sql`` computes (now, or by the first job
-        that reads it)."""
+        that reads it); ``single`` keeps the result in one partition (a small batch over small
+        states: see the module's docstring)."""
         with self.part(f"analyse ⊗ {name}"):
             old = views.relation(self.current[name], f"old_{name}") + " _old"
-            df = self.spark.sql(lowering.merge(self.table(name), old, delta_sql))
-            if not self.defs[name].key:
+            df = self.spark.sql(lowering.merge(self.table(name), old, delta_sql, single))
+            if single or not self.defs[name].key:
                 df = df.coalesce(1)
         with self.part(f"checkpoint ⊗ {name}" + ("" if eager else " (lazy: plans it)")):
             merged = materialize(df, eager)
