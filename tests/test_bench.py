@@ -23,7 +23,7 @@ def _options(*argv: str):
 @pytest.mark.slow
 def test_quick_groupby_all_systems(spark, tmp_path):
     opts = _options("groupby", "--quick", "--out", str(tmp_path), "--max-wait", "0", "--profile")
-    assert opts.systems == ["streamfold", "recompute", "spark-streaming"]
+    assert opts.systems == ["streamfold", "streamfold-cli", "recompute", "spark-streaming"]
     run_bench(opts, spark=spark)
     out = tmp_path / "groupby"
     for name in ("results.json", "results.md", "plot.png"):
@@ -32,7 +32,7 @@ def test_quick_groupby_all_systems(spark, tmp_path):
     assert {"workload", "sql", "sizes", "machine", "load_average", "latency_definition", "systems", "targets",
             "duckdb", "command"} <= set(doc)
     assert {"cores", "memory_gb", "pyspark", "java", "duckdb"} <= set(doc["machine"])
-    assert set(doc["systems"]) == {"streamfold", "recompute", "spark-streaming"}
+    assert set(doc["systems"]) == {"streamfold", "streamfold-cli", "recompute", "spark-streaming"}
     n = doc["sizes"]["increments"]
     for name, rec in doc["systems"].items():
         assert rec["status"] == "ok", (name, rec.get("error"))
@@ -41,6 +41,11 @@ def test_quick_groupby_all_systems(spark, tmp_path):
         assert rec["check"]["matches_duckdb"] is True, (name, rec["check"])
     sf = doc["systems"]["streamfold"]["increments"][1]
     assert {"read", "write"} <= set(sf["timings"])
+    # latency to the commit, the batch's whole cycle beside it
+    assert 0 < sf["latency_s"] <= sf["cycle_s"] and doc["systems"]["streamfold"]["cycle_median_s"] > 0
+    # `streamfold run` in its own process, timed from outside; its first increments warm its JVM
+    cli = doc["systems"]["streamfold-cli"]
+    assert cli["describe"]["warm_increments"] == 3 and all(r["batch"] >= r["increment"] for r in cli["increments"])
     assert sf["waterfall"]["jobs"] and sf["waterfall"]["py4j_calls"] > 0  # --profile
     assert (out / "waterfall.txt").read_text().count(" waterfall: ") == n + 1
     assert doc["systems"]["spark-streaming"]["describe"]["output_mode"] == "complete"

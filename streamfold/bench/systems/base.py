@@ -40,6 +40,10 @@ class System(ABC):
     counts_jobs: ClassVar[bool] = True
     #: whether its answer is exact (checked against DuckDB); an approximate one is measured, not checked
     exact: ClassVar[bool] = True
+    #: whether it runs in a process (and JVM) of its own, which the bench's warm-up cannot warm
+    own_process: ClassVar[bool] = False
+    #: its first increments, left out of its median (a process of its own warms up on them)
+    warm_increments: ClassVar[int] = 0
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
