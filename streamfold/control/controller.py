@@ -78,6 +78,7 @@ class Controller:
         self._committed_through = -1  # the last batch committed: a pause after its commit redoes nothing
         self._state = ""
         self._scratch: Any = None
+        self._wake = threading.Event()  # set when an action should not wait for the next poll
 
     # -- set-up ----------------------------------------------------------------------------------
     def attach(self, engine: Engine) -> None:
@@ -236,8 +237,19 @@ class Controller:
                          duration_s=record.get("duration_s"), rows=record.get("rows"),
                          snapshot_rows=record.get("snapshot_rows"), change_rows=record.get("change_rows"))
 
+    def idle(self, seconds: float, stop: threading.Event) -> None:
+        """Wait for the next poll; a reconfiguration asked for meanwhile ends the wait, so it
+        applies at once when no batch is running (rather than after the trigger interval)."""
+        deadline = time.monotonic() + seconds
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self._wake.wait(min(left, 0.05)):
+                break
+        self._wake.clear()
+
     def close(self) -> None:
         self.gate.close()
+        self._wake.set()
         self.events.emit("stopped")
 
     # -- Spark job tags: how a pause cancels the query's running steps ---------------------------
@@ -508,6 +520,7 @@ class Controller:
             self.log.append("reconfigure", version=version, sql=sql, semantics=how, batch=self.gate.where.batch)
             self._request = (version, sql, how, prepared)
             self.error = None
+        self._wake.set()  # the query may be waiting for its next poll: the boundary is now
         seen = self.events.last
         self.events.emit("action", action="reconfigure", version=version, semantics=how)
         out: dict[str, Any] = {"version": version, **prepared.summary(), "applies": "at the next batch boundary"}

@@ -53,8 +53,9 @@ class AnswerSql:
             new=lambda name: views.relation(new[name], "new_" + name),
             old=lambda name: views.relation(old[name], "old_" + name))
 
-    def changes_between(self, snapshot: str, before: DataFrame | None, views: Views) -> str:
-        """The changes from ``before`` (an answer read back, with the same columns) to the answer
-        ``snapshot`` computes, by comparing the two whole (the first batch under a new plan,
-        whose answer before it the old plan gave). Without ``before`` every row enters."""
-        return self.lowering.changes_between(snapshot, None if before is None else views.name(before, "before"))
+    def changes_between(self, snapshot: str, before: DataFrame | str | None, views: Views) -> str:
+        """The changes from ``before`` (an answer with the same columns: read back, or the SQL that
+        computes it) to the answer ``snapshot`` computes, by comparing the two whole (the first
+        batch under a new plan, whose answer before it the old plan gave). Without ``before``
+        every row enters."""
+        return self.lowering.changes_between(snapshot, None if before is None else views.relation(before, "before"))

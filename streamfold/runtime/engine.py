@@ -46,6 +46,7 @@ from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_c
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
 from .state import StateStore, materialize, release
+from .lowering import subquery
 from .views import Views
 
 if TYPE_CHECKING:
@@ -319,6 +320,8 @@ class Engine:
         # nothing into the kept states, so it does not run; the batch commits the new answer over
         # them (and an empty changelog, so the checkpoint has every batch).
         answer_only = self._boundary is not None and self._boundary.answer_only and not any(inputs.values())
+        if self._boundary is not None:
+            self._boundary.ran_h = not answer_only
         frames: dict[str, DataFrame]
         cached: list[DataFrame]
         if answer_only:
@@ -498,7 +501,8 @@ class Engine:
                 if boundary is None:
                     changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
                 else:  # a newly installed plan's first batch: its changes from the old plan's last answer
-                    changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark), views)
+                    changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark, states, views),
+                                                          views)
                 logs: dict[str, DataFrame | str]
                 if boundary is not None and not merged and not boundary.whole:  # h did not run: no state changed
                     logs = {n: self.store.empty(n) for n in durable}
@@ -725,10 +729,21 @@ class Installed:
     whole: bool  # its first batch writes the states whole (they are not the old plan's)
     answer_only: bool = False  # h is the old plan's: without new files its first batch runs no h
     on_failure: Callable[[BaseException], None] | None = None
+    ran_h: bool = True  # whether its first batch ran h (set by the batch)
 
-    def before_answer(self, spark: SparkSession) -> DataFrame | None:
-        """The answer the first batch's changes start from (None: from nothing)."""
-        return None if self.before is None or self.reset else spark.read.parquet(self.before)
+    def before_answer(self, spark: SparkSession, states: Mapping[str, DataFrame | str],
+                      views: Views) -> DataFrame | str | None:
+        """The answer the first batch's changes start from (None: from nothing). When h did not
+        run (an answer-only change, no new file), the states are those the last snapshot was
+        computed from, so the old plan's answer over them is that snapshot — computed where the
+        states lie, in the job that writes the batch, rather than read back and shuffled against
+        the new answer. Otherwise the last snapshot is read back (its columns known: no job to
+        infer them)."""
+        if self.before is None or self.reset:
+            return None
+        if self.answer_only and not self.ran_h:
+            return subquery(self.old.answer.snapshot(states, views))
+        return spark.read.schema(self.old.output_schema).parquet(self.before)
 
     def committed(self, engine: Engine) -> None:
         """The first batch is committed: free the old plan's states the new one does not use."""

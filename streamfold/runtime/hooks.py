@@ -26,6 +26,7 @@ query stopped while it waits.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -109,6 +110,10 @@ class BatchControl(Protocol):
     def committed(self, batch: int, record: dict[str, Any]) -> None:
         """The batch's commit record is durable."""
 
+    def idle(self, seconds: float, stop: threading.Event) -> None:
+        """Between two polls: wait ``seconds``, or less — until the query stops, or an action
+        that applies at the next boundary (a reconfiguration) is asked for."""
+
     def close(self) -> None:
         """The query stops: release whatever waits (it unwinds with :class:`QueryStopped`)."""
 
@@ -139,6 +144,9 @@ class NoControl:
 
     def committed(self, batch: int, record: dict[str, Any]) -> None:
         pass
+
+    def idle(self, seconds: float, stop: threading.Event) -> None:
+        stop.wait(seconds)
 
     def close(self) -> None:
         pass

@@ -119,7 +119,7 @@ class Query:
                     continue
                 if until_idle is not None and time.monotonic() - idle_since >= until_idle:
                     return
-                self._stop.wait(trigger)
+                self.engine.control.idle(trigger, self._stop)
         except QueryStopped:
             return
 
