@@ -100,6 +100,7 @@ class BatchResult:
     # time.monotonic() when commits/<batch>.json was published: the answer is visible from then on;
     # what the batch does after it (the next batch's state views, compaction) is not in its latency
     committed_at: float | None = field(default=None, compare=False)
+    commit_s: float | None = None  # seconds from the batch's start to its commit (the latency a reader sees)
 
     def waterfall(self) -> Waterfall | None:
         """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
@@ -388,7 +389,7 @@ class Engine:
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
         profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
-                           self._state_rows(), dict(self._timings), profile, committed_at)
+                           self._state_rows(), dict(self._timings), profile, committed_at, committed_at - start)
 
     @staticmethod
     def _release(views: Views, temps: list[DataFrame], cached: list[DataFrame],
