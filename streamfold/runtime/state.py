@@ -62,6 +62,23 @@ def materialize(df: DataFrame, eager: bool = True) -> DataFrame:
 _SIZE_CAP = 1 << 62
 
 
+_CLASSES: dict[tuple[int, str], tuple[Any, Any]] = {}  # (id of the JVM view, name) -> (that view, class)
+
+
+def _jvm_class(jvm: Any, name: str) -> Any:
+    """A JVM class (or Scala object) by its full name, looked up once per gateway: each step of
+    ``jvm.a.b.C`` is a py4j round trip (six for Spark's ``Dataset``), and states are re-planned
+    with their sizes every batch."""
+    key = (id(jvm), name)
+    held = _CLASSES.get(key)
+    if held is None or held[0] is not jvm:  # (the view is held, so its id is not reused meanwhile)
+        found = jvm
+        for part in name.split("."):
+            found = getattr(found, part)
+        held = _CLASSES[key] = (jvm, found)
+    return held[1]
+
+
 def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
     """``kept`` (a checkpoint) with a size estimate Spark can plan with: ``rows`` times the row
     width when the rows are known, else its plan's own estimate, capped at :data:`_SIZE_CAP`.
@@ -78,7 +95,7 @@ def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
         if plan.getClass().getSimpleName() != "LogicalRDD":
             return kept
         if rows is not None:
-            utils = jvm.org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
+            utils = _jvm_class(jvm, "org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils")
             size = rows * int(utils.getSizePerRow(plan.output(), getattr(utils, "getSizePerRow$default$2")()))
         else:
             size = int(plan.stats().sizeInBytes())
@@ -86,11 +103,13 @@ def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
                 return kept
         size = min(size, _SIZE_CAP)
         stats = spark.range(0, max(size // 8, 1))._jdf.queryExecution().analyzed().stats()
+        some = _jvm_class(jvm, "scala.Some")
         copy = plan.copy(plan.output(), plan.rdd(), plan.outputPartitioning(), plan.outputOrdering(),
-                         plan.isStreaming(), plan.stream(), spark._jsparkSession, jvm.scala.Some(stats),
-                         jvm.scala.Some(plan.constraints()), plan.isCheckpointedInput())
+                         plan.isStreaming(), plan.stream(), spark._jsparkSession, some(stats),
+                         some(plan.constraints()), plan.isCheckpointedInput())
         from pyspark.sql import DataFrame
-        return DataFrame(jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, copy), spark)
+        dataset = _jvm_class(jvm, "org.apache.spark.sql.classic.Dataset")
+        return DataFrame(dataset.ofRows(spark._jsparkSession, copy), spark)
     except Exception:  # noqa: BLE001 - an estimate only; the checkpoint itself is sound
         return kept
 
