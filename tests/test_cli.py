@@ -76,7 +76,7 @@ def test_run_until_idle_end_to_end(tmp_path, capsys):
     # the batch's statistics ride in its commit record; explain --analyze shows them beside the plan
     stats = json.loads((out / "commits" / "000000.json").read_text())["stats"]
     assert stats["sources"] == {"S": {"rows": 3}}
-    assert stats["states"]["agg"] == {"key": ["S.k"], "rows": 2, "rows_before": 0, "touched_keys": 2}
+    assert stats["states"]["agg"] == {"rows": 2, "rows_before": 0, "touched_keys": 2}
     assert main(["explain", "--analyze", str(out)]) == 0
     shown = capsys.readouterr().out
     assert "States (lineage key" in shown and "Statistics of batch 0" in shown

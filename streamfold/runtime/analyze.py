@@ -26,7 +26,7 @@ class Analyzed:
 
     def text(self, plan_text: str) -> str:
         stats = self.record.get("stats")
-        tail = (stats_text(stats, self.batch) if stats else
+        tail = (stats_text(stats, self.batch, self.plan) if stats else
                 f"Statistics of batch {self.batch}: none in its commit record (written by an older streamfold)\n")
         strategy = self.record.get("strategy")
         if strategy:

@@ -5,7 +5,9 @@ Collected "almost for free" while the batch runs — seed 004's point — so the
 * a source's rows in the batch: the reader's count (file footers, or the check it runs anyway);
 * a state's rows after the batch, and before it: the merge's output rows, read from its plan's
   metrics (:meth:`.state.StateStore.count_rows`). A state is keyed (by its join or group keys, or
-  by every column for a bag), so its rows are the distinct values of its key — exact;
+  by every column for a bag), so its rows are the distinct values of its key — exact, with one
+  caveat: the merge's rows include the keys the batch removed (they leave the state after the
+  merge), so after a batch that deletes, ``rows`` counts them once more;
 * the keys a batch touched in a state: the rows its delta brought into the merge, read from the
   same plan's metrics (the delta side of the merge's ``UNION ALL``; merged into an empty state,
   all of the state's keys). A delta program aggregates
@@ -66,7 +68,7 @@ def batch_stats(plan: IncrementalPlan, rows: Mapping[str, int], before: Mapping[
     for s in plan.states:
         if s.static:
             continue
-        entry: dict[str, Any] = {"key": list(s.key_names), "rows": after.get(s.name)}
+        entry: dict[str, Any] = {"rows": after.get(s.name)}
         if before.get(s.name) is not None:
             entry["rows_before"] = before[s.name]
         keys = touched.get(s.name)
@@ -78,19 +80,24 @@ def batch_stats(plan: IncrementalPlan, rows: Mapping[str, int], before: Mapping[
     return {"sources": {n: {"rows": r} for n, r in rows.items()}, "states": states}
 
 
-def stats_text(stats: Mapping[str, Any], batch: int) -> str:
-    """The statistics section ``explain --analyze`` prints after the plan."""
+def stats_text(stats: Mapping[str, Any], batch: int, plan: IncrementalPlan | None = None) -> str:
+    """The statistics section ``explain --analyze`` prints after the plan (each state's key from
+    ``plan``: the commit record does not repeat it)."""
+    keys = {s.name: list(s.key_names) for s in plan.states} if plan is not None else {}
     lines = [f"Statistics of batch {batch} (from its commit record; exact, read from Spark's metrics)", "  sources"]
     for name, s in stats.get("sources", {}).items():
         lines.append(f"    {name:<14} {s.get('rows', '?'):>12} rows in the batch")
-    lines.append("  states (rows = distinct keys; touched = distinct keys of the batch's change)")
+    lines.append("  states (rows = distinct keys, counting those the batch removed; touched = distinct keys of "
+                 "the batch's change)")
     for name, s in stats.get("states", {}).items():
         before = s.get("rows_before")
         touched = s.get("touched_keys")
         rows = s.get("rows")
         share = f"  ({touched / rows:.1%} of the state)" if touched is not None and rows else ""
+        key = keys.get(name, [])
+        shown = ", ".join(key[:3]) + (f", … ({len(key)} columns)" if len(key) > 3 else "")
         lines.append(f"    {name:<14} rows {_n(before)} → {_n(rows)}, touched {_n(touched)}{share}"
-                     f"   key ({', '.join(s.get('key', []))})")
+                     + (f"   key ({shown})" if key else ""))
     return "\n".join(lines) + "\n"
 
 
