@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 import time
+from functools import partial
 from typing import Any
 
 from ...errors import UsageError
@@ -31,6 +33,8 @@ INCREMENT = 0.01  # of the orders, per increment (and deleted by the last one)
 def run(sf: float, increments: int, queries: str | None, out: str, master: str | None, as_json: bool,
         log: Any = print) -> int:
     """Run the bench; 0 when every query gave DuckDB's answer after every batch (or was refused)."""
+    if as_json:  # stdout is the document: progress goes to stderr
+        log = partial(print, file=sys.stderr)
     if increments < 1:
         raise UsageError("--increments must be at least 1", code="BAD_OPTION", params={"increments": increments})
     os.environ.setdefault("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR")
