@@ -156,13 +156,15 @@ def plot(results: dict[str, Any], path: str) -> None:
         ax.set_xticks(list(xs))
         ax.set_xticklabels([n for n, _, _ in items], rotation=60, fontsize=8)
         ax.set_yscale("log")
+        top = max(max(m, w or m) for _, m, w in items)
+        ax.set_ylim(min(0.1, min(m for _, m, _ in items) / 2), max(2.0, top * 2))
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.axhline(1 / 3, color="gray", linewidth=0.8, linestyle="--")
     ax.set_ylabel("streamfold / recompute (same run)")
     ax.set_title(f"TPC-H SF {results['sf']:g}, {results['increments']} increments of "
                  f"{results['increment_fraction']:.0%} (1-min load {results['load_average_at_start'][0]:.1f})",
                  fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower left")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
