@@ -28,6 +28,10 @@ class Analyzed:
         stats = self.record.get("stats")
         tail = (stats_text(stats, self.batch, self.plan) if stats else
                 f"Statistics of batch {self.batch}: none in its commit record (written by an older streamfold)\n")
+        version = self.record.get("query_version")
+        if version not in (None, 1):
+            tail += (f"  note: batch {self.batch} ran query version {version} (reconfigured); the plan above is the "
+                     "query the run was started with — `streamfold control OUTPUT history` shows the versions\n")
         strategy = self.record.get("strategy")
         if strategy:
             tail += f"  strategy of batch {self.batch}: {strategy}\n"
