@@ -30,7 +30,7 @@ from . import lowering
 from .lowering import StateTable
 from .profile import Part, no_part
 from .sources import empty_frame
-from .stats import merge_delta_rows
+from .stats import DeltaRows
 from .views import Views, output_rows
 
 if TYPE_CHECKING:
@@ -124,6 +124,7 @@ class StateStore:
         self._backing: dict[str, DataFrame] = {}  # the materialized DataFrame behind it
         self.rows: dict[str, int | None] = {}
         self.touched: dict[str, int | None] = {}  # keys each merge of the last batch touched
+        self._delta_rows = DeltaRows()
         self._executed: dict[str, DataFrame] = {}  # merges whose row counts are read once they ran
         self.part: Part = no_part  # names the steps of a merge for a profile (the engine sets it)
 
@@ -176,7 +177,7 @@ class StateStore:
         plans' metrics (:mod:`.stats`)."""
         for name, df in self._executed.items():
             self.rows[name] = output_rows(df)
-            self.touched[name] = merge_delta_rows(df)
+            self.touched[name] = self._delta_rows(name, df)
         self._executed.clear()
 
     def merged_shape(self, name: str, views: Views) -> DataFrame:

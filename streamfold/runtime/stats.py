@@ -32,33 +32,77 @@ if TYPE_CHECKING:
     from ..plan.model import IncrementalPlan
 
 
-def merge_delta_rows(df: DataFrame) -> int | None:
-    """The rows the delta side of an executed merge fed it (the second input of its
-    ``UNION ALL``), from the plan's metrics; None when the plan does not show them. Follows the
-    plan's first inputs down to the union (a handful of py4j calls: no tree walk, no job)."""
-    try:
-        node = df._jdf.queryExecution().executedPlan()
-        for _ in range(32):
-            kids = node.children()
-            if node.nodeName() == "Union":
-                return _first_rows(kids.apply(kids.size() - 1)) if kids.size() == 2 else None
-            if kids.size() != 1:
+class DeltaRows:
+    """The rows the delta side of each executed merge fed it (the second input of its
+    ``UNION ALL``), read from the plan's metrics; None when the plan does not show them.
+
+    Finding them walks the plan once per state (a few dozen py4j calls); afterwards the union's
+    and the delta node's positions in the plan (pre-order, :meth:`TreeNode.apply`) are
+    remembered, and a batch checks and reads them in about seven calls per state — a merge's plan
+    has the same shape from batch to batch. A plan of another shape (batch 0's, where Spark drops
+    the union with the empty state) is walked again.
+    """
+
+    def __init__(self) -> None:
+        self._at: dict[str, tuple[int, int, str]] = {}  # state → (union's number, delta node's, its name)
+
+    def __call__(self, name: str, df: DataFrame) -> int | None:
+        try:
+            plan = df._jdf.queryExecution().executedPlan()
+            known = self._at.get(name)
+            if known is not None:
+                union, at, node_name = known
+                u, node = plan.apply(union), plan.apply(at)
+                if u is not None and node is not None and u.nodeName() == "Union" and node.nodeName() == node_name:
+                    return int(node.metrics().apply("numOutputRows").value())
+            found = _walk(plan)
+            if found is None:
                 return None
-            node = kids.apply(0)
-    except Exception:  # noqa: BLE001 - statistics are advisory: missing is acceptable
-        return None
+            u, node = found
+            numbers = _numbers(plan, (u, node))
+            if numbers is not None:
+                self._at[name] = (numbers[0], numbers[1], node.nodeName())
+            return int(node.metrics().apply("numOutputRows").value())
+        except Exception:  # noqa: BLE001 - statistics are advisory: missing is acceptable
+            return None
+
+
+def _walk(plan: Any) -> tuple[Any, Any] | None:
+    """The plan's union and the first node with a row count on its delta side, following first
+    inputs down (no job)."""
+    node = plan
+    for _ in range(32):
+        kids = node.children()
+        if node.nodeName() == "Union":
+            if kids.size() != 2:
+                return None
+            inner = kids.apply(1)
+            for _ in range(32):
+                if inner.metrics().contains("numOutputRows"):
+                    return node, inner
+                below = inner.children()
+                if below.size() == 0:
+                    return None
+                inner = below.apply(0)
+            return None
+        if kids.size() != 1:
+            return None
+        node = kids.apply(0)
     return None
 
 
-def _first_rows(node: Any) -> int | None:
-    while True:
-        metrics = node.metrics()
-        if metrics.contains("numOutputRows"):
-            return int(metrics.apply("numOutputRows").value())
-        kids = node.children()
-        if kids.size() == 0:
+def _numbers(plan: Any, nodes: tuple[Any, Any]) -> tuple[int, int] | None:
+    """The pre-order numbers of ``nodes`` in ``plan`` (as :meth:`TreeNode.apply` counts)."""
+    found: list[int] = []
+    for k in range(128):
+        node = plan.apply(k)
+        if node is None:
             return None
-        node = kids.apply(0)
+        if node.equals(nodes[len(found)]):
+            found.append(k)
+            if len(found) == 2:
+                return found[0], found[1]
+    return None
 
 
 def batch_stats(plan: IncrementalPlan, rows: Mapping[str, int], before: Mapping[str, int | None],
