@@ -56,8 +56,9 @@ def _parse_schemas(values: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _add_inputs(p: argparse.ArgumentParser, tables: bool = True) -> None:
-    p.add_argument("query", metavar="QUERY", help="path to a .sql file, or the SQL text")
+def _add_inputs(p: argparse.ArgumentParser, tables: bool = True, optional_query: bool = False) -> None:
+    p.add_argument("query", metavar="QUERY", nargs="?" if optional_query else None,
+                   help="path to a .sql file, or the SQL text")
     p.add_argument("--source", action="append", metavar="NAME=PATH[:FORMAT]",
                    help="a stream source: a directory new files arrive in (format parquet, csv or json)")
     if tables:
@@ -103,8 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("explain", help="show the incremental plan (states, h, ⊗, a)",
                         description="Compile QUERY and print its incremental plan. Needs no Spark for Parquet "
                                     "sources or when --schema gives the columns.")
-    _add_inputs(ex)
+    _add_inputs(ex, optional_query=True)
     ex.add_argument("--format", choices=("text", "json"), default="text")
+    ex.add_argument("--analyze", metavar="OUTPUT",
+                    help="the plan of the run writing to OUTPUT (no QUERY needed), with its last batch's "
+                         "statistics: rows per source, and per state its rows and the keys the batch touched")
+    ex.add_argument("--checkpoint", metavar="DIR", help="with --analyze: the run's checkpoint (default OUTPUT/_checkpoint)")
 
     demo = sub.add_parser("demo", help="the seed's groupBy and join-groupBy, incremental vs recompute")
     demo.add_argument("--dir", default="demo-out", help="working directory (default demo-out)")
@@ -200,6 +205,16 @@ def _explain(args: argparse.Namespace) -> int:
     from .runtime.sources import InputSpec, infer_schema
     from .sql import Catalog, bind
 
+    if args.analyze:
+        from .runtime.analyze import analyze
+
+        analyzed = analyze(args.analyze, args.checkpoint)
+        sys.stdout.write(analyzed.json(explain_json(analyzed.plan)) + "\n" if args.format == "json"
+                         else analyzed.text(explain_text(analyzed.plan)))
+        return EXIT_OK
+    if args.query is None:
+        raise UsageError("explain needs QUERY (or --analyze OUTPUT)", code="MISSING_QUERY", params={},
+                         hint="give the query's text or .sql file")
     sql = _query_text(args.query)
     sources, formats = _parse_inputs(args.source, False)
     tables, table_formats = _parse_inputs(args.table, True)

@@ -220,3 +220,32 @@ def test_memory_mode_measures_the_live_heap_every_20_increments_and_its_trend():
     leak = [(i, 80.0 + 0.1 * i) for i in range(20, 201, 20)]  # +0.1 MB per increment
     assert heap_trend(leak) == 102.4
     assert heap_trend(leak[:2]) is None
+
+
+def test_tpch_increments_layout_is_history_then_one_percent_slices():
+    """``streamfold bench tpch``: batch 0 is the history, then slices of 1 % of the order keys
+    that together with it cover every key once, in key order."""
+    import numpy as np
+
+    from streamfold.bench.tpch.data import _ranges
+
+    keys = np.arange(1, 1001) * 4  # TPC-H order keys are sparse
+    ranges = _ranges(keys, 4, 0.01)
+    assert ranges == [(4, 3880), (3884, 3920), (3924, 3960), (3964, 4000)]
+    assert _ranges(keys, 2, None) == [(4, 2000), (2004, 4000)]  # without increments: equal batches
+    with pytest.raises(ValueError):
+        _ranges(np.arange(10), 5, 0.3)
+
+
+def test_tpch_bench_table_states_ratios_and_checks():
+    from streamfold.bench.tpch.streamed import markdown
+
+    batch = {"batch": 0, "streamfold_s": 3.0, "recompute_s": 1.0, "strategy": "incremental", "check": "ok"}
+    results = {"sf": 0.01, "increments": 2, "increment_fraction": 0.01, "load_average_at_start": [1.0, 1.0, 1.0],
+               "manifest": {"rows": {"lineitem": 60175, "orders": 15000}},
+               "queries": {"q18": {"status": "passes", "code": None, "batches": [
+                   batch, dict(batch, batch=1, streamfold_s=0.2), dict(batch, batch=2, streamfold_s=0.4)],
+                   "median_increment_s": 0.3, "median_recompute_s": 1.0, "median_ratio": 0.3, "max_ratio": 0.4}}}
+    table = markdown(results)
+    assert "| Q18 | passes | 3.00 s / 1.00 s | 0.30 s / 1.00 s | 0.30 | 0.40 | incremental 3 | all ok |" in table
+    assert "median ≤ 1/3: 1 of 1" in table

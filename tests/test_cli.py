@@ -56,7 +56,7 @@ def test_no_command_prints_help(capsys):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_run_until_idle_end_to_end(tmp_path):
+def test_run_until_idle_end_to_end(tmp_path, capsys):
     src, out = tmp_path / "S", tmp_path / "out"
     src.mkdir()
     pq.write_table(pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [1.0, 2.0, 5.0]}), src / "0.parquet")
@@ -73,3 +73,11 @@ def test_run_until_idle_end_to_end(tmp_path):
     assert "batch 000000 waterfall:" in proc.stdout and "py4j by method:" in proc.stdout
     profile = json.loads((out / "_profile" / "000000.json").read_text())
     assert profile["jobs"] and {"read", "write", "commit"} <= {p["name"] for p in profile["phases"]}
+    # the batch's statistics ride in its commit record; explain --analyze shows them beside the plan
+    stats = json.loads((out / "commits" / "000000.json").read_text())["stats"]
+    assert stats["sources"] == {"S": {"rows": 3}}
+    assert stats["states"]["agg"] == {"rows": 2, "rows_before": 0, "touched_keys": 2}
+    assert main(["explain", "--analyze", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "States (lineage key" in shown and "Statistics of batch 0" in shown
+    assert "agg            rows 0 → 2, touched 2  (100.0% of the state)" in shown

@@ -125,6 +125,12 @@ SUBQUERY_SHAPES = [
     ("exists-inequality-under-or", "SELECT a, b FROM R WHERE a > 3 OR EXISTS (SELECT 1 FROM R x WHERE x.b < R.b)", "R", False),
     ("exists-inequality-conjunct", "SELECT a, b FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.v >= R.b)", "RS", False),
     ("in-inequality-value", "SELECT a, b IN (SELECT v FROM S WHERE S.k <> R.a) AS i FROM R", "RS", False),
+    # TPC-H Q21's shape: equalities and one <> (matches as per-key, per-value counts, semi_not_equal)
+    ("exists-and-not-exists-not-equal",
+     "SELECT a, count(*) FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v <> R.b) "
+     "AND NOT EXISTS (SELECT 1 FROM S x WHERE x.k = R.a AND x.v <> R.b AND x.w > 0) GROUP BY a", "RS", False),
+    ("exists-not-equal-self", "SELECT a, b, s FROM R WHERE EXISTS (SELECT 1 FROM R x WHERE x.a = R.a AND x.b <> R.b)",
+     "R", False),
     # (S aliased: inside a subquery over R, `S.k` would be R's column s, as Spark reads it)
     ("nested-in-in", "SELECT a FROM R WHERE a IN (SELECT z.k FROM S z WHERE z.v IN (SELECT x.b FROM R x WHERE x.a = z.k))", "RS", False),
     ("nested-scalar-exists",

@@ -41,3 +41,20 @@ def test_a_node_without_a_rule_is_refused_by_name() -> None:
 def test_each_rule_lives_in_a_rule_family_module() -> None:
     modules = {rule.__module__ for rule in RULES.values()}
     assert all(m.startswith("streamfold.plan.rules_") for m in modules), modules
+
+
+def test_a_correlation_by_one_not_equal_is_counted_per_key_and_value_and_others_say_why_not() -> None:
+    """semi_not_equal: equalities and one ``<>`` get a (key, value) count state; a condition the
+    rule does not fit (two ``<>``, a ``<``) keeps the general recount, and the plan's notes say why."""
+    import streamfold
+
+    schemas = {"R": "a INT, b INT, c INT", "S": "k INT, v INT, w INT"}
+    one = streamfold.compile("SELECT a FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v <> R.b)", schemas)
+    assert [s.key_names for s in one.states if s.name.startswith("pairs")] == [("pairs.k0", "pairs.v")]
+    assert any("N(k) − C(k, a)" in n for n in one.notes)
+    two = streamfold.compile(
+        "SELECT a FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v <> R.b AND S.w <> R.c)", schemas)
+    assert any("2 conditions compare the two sides other than by equality" in n for n in two.notes)
+    less = streamfold.compile("SELECT a FROM R WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v < R.b)",
+                              schemas)
+    assert any("the comparison of the two sides is not <>" in n for n in less.notes)

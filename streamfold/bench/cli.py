@@ -26,7 +26,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "from the files appearing to the exact answer being committed. Writes results.json, "
                     "results.md and plot.png under OUT/WORKLOAD/; every final answer is checked against DuckDB.")
     p.add_argument("workload", metavar="WORKLOAD",
-                   help=f"{' | '.join(WORKLOADS)} | custom | soak | pause | reconfigure (soak: long runs, below; the "
+                   help=f"{' | '.join(WORKLOADS)} | custom | soak | tpch | pause | reconfigure (soak: long runs, below; "
+                        "tpch: the 22 TPC-H queries with lineitem and orders streamed, below; the "
                         "control targets: pause latency during batch 0, reconfiguration delay against "
                         "stop-and-restart)")
     p.add_argument("--systems", default=None, metavar="LIST",
@@ -82,7 +83,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     soak.add_argument("--batches", type=int, metavar="N", help="soak: batches per workload (default 30; --quick 8)")
     soak.add_argument("--from", type=int, dest="from_batch", metavar="B",
                       help="soak: judge flatness from batch B on (default 5; --quick 3)")
-    soak.add_argument("--sf", type=float, default=0.01, help="soak: TPC-H scale factor (default 0.01)")
+    soak.add_argument("--sf", type=float, default=0.01, help="soak, tpch: TPC-H scale factor (default 0.01)")
+    tpch = p.add_argument_group("tpch", "streamfold bench tpch --sf SF --increments N [--queries q01,q18] [--json]: "
+                                        "the history as batch 0, then N increments of 1 % of the orders (the last "
+                                        "deleting 1 %); per query and batch streamfold's time and strategy, "
+                                        "recompute's, DuckDB's check (streamfold/bench/tpch/streamed.py); "
+                                        "--increments defaults to 10, --queries (above) to all 22")
+    tpch.add_argument("--json", action="store_true", help="tpch: print results.json instead of the table")
     soak.add_argument("--dimensions", choices=("source", "table"), default="source",
                       help="soak: TPC-H tables that are not streamed, as sources with one file (default) or "
                            "static tables")
@@ -175,6 +182,10 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
 
     if args.workload == "soak":
         return soak(args, argv)
+    if args.workload == "tpch":
+        from .tpch.streamed import run as tpch
+
+        return tpch(args.sf, args.increments or 10, args.queries, args.out, args.master, args.json)
     if args.queries or args.batches or args.from_batch is not None:
         raise UsageError("--queries, --batches and --from are for the soak", code="BAD_OPTION",
                          hint="streamfold bench soak --queries q21,groupby --batches 30")

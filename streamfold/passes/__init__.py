@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..ir.rel import Rel
-from . import fuse_projections, pull_up_order, push_filters, unnest_subqueries
+from . import fuse_projections, pull_up_order, push_filters, semi_joins_above_aggregates, unnest_subqueries
 
 Pass = Callable[[Rel], Rel]
 
@@ -18,6 +18,7 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
     ("unnest_subqueries", unnest_subqueries.run),
     ("fuse_projections", fuse_projections.run),
     ("push_filters", push_filters.run),
+    ("semi_joins_above_aggregates", semi_joins_above_aggregates.run),
     ("pull_up_order", pull_up_order.run),
     ("fuse_projections", fuse_projections.run),
 )

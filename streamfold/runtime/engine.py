@@ -42,6 +42,7 @@ from .failures import batch_failure
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
 from .profile import Profiler, Waterfall
+from .stats import batch_stats
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
@@ -340,6 +341,8 @@ class Engine:
         # reads is within one task's rows, the batch's rows and its merges are one partition, and
         # that job is one stage without a shuffle (state.py).
         held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
+        before = dict(self.store.rows)  # for the batch's statistics (.stats)
+        self.store.touched.clear()
         known = held + 4 * sum(rows.values())
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
@@ -355,6 +358,7 @@ class Engine:
                     batch, "answer", lambda: self._write_outputs(batch, reads.merged, reads.new, views, eager,
                                                                  held + sum(rows.values())))
             self.store.count_rows()
+            stats = batch_stats(self.plan, rows, before, self.store.rows, self.store.touched)
             extra = self.control.before_commit(self._pending(batch, inputs, reads, views))
             if self._boundary is not None:
                 extra["reset"] = self._boundary.reset
@@ -363,7 +367,7 @@ class Engine:
                 "batch": batch, "inputs": inputs, "duration_s": round(duration, 4), "rows": rows,
                 "snapshot_rows": snap_rows, "change_rows": change_rows,
                 "state_rows": {n: r for n, r in self._state_rows().items()},
-                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra,
+                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "stats": stats, **extra,
             }
             with self._phase("commit"):
                 self.output.commit(batch, record)

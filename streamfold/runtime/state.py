@@ -38,6 +38,7 @@ from . import lowering
 from .lowering import StateTable
 from .profile import Part, no_part
 from .sources import empty_frame
+from .stats import DeltaRows
 from .views import Views, output_rows
 
 if TYPE_CHECKING:
@@ -149,6 +150,8 @@ class StateStore:
         self.current: dict[str, DataFrame] = {}  # the state as the next batch reads it
         self._backing: dict[str, DataFrame] = {}  # the materialized DataFrame behind it
         self.rows: dict[str, int | None] = {}
+        self.touched: dict[str, int | None] = {}  # keys each merge of the last batch touched
+        self._delta_rows = DeltaRows()
         self._executed: dict[str, DataFrame] = {}  # merges whose row counts are read once they ran
         self.part: Part = no_part  # names the steps of a merge for a profile (the engine sets it)
 
@@ -198,9 +201,11 @@ class StateStore:
         return self.spark.sql(lowering.unchanged(self.table(name), views.relation(self.current[name], f"same_{name}")))
 
     def count_rows(self) -> None:
-        """Read the row counts of the merges that ran, from their plans' metrics."""
+        """Read the row counts of the merges that ran, and the keys each touched, from their
+        plans' metrics (:mod:`.stats`)."""
         for name, df in self._executed.items():
             self.rows[name] = output_rows(df)
+            self.touched[name] = self._delta_rows(name, df)
         self._executed.clear()
 
     def merged_shape(self, name: str, views: Views) -> DataFrame:

@@ -146,16 +146,22 @@ def tpchgen_cli() -> str:
     return found
 
 
-def _dir_name(sf: float, batches: int) -> str:
-    return f"sf{sf:g}-b{batches}"
+def _dir_name(sf: float, batches: int, increment: float | None = None) -> str:
+    return f"sf{sf:g}-b{batches}" + (f"-i{increment:g}" if increment else "")
 
 
 def ensure(root: str, sf: float = 0.01, batches: int = 4, delete_fraction: float = 0.05, seed: int = 20240101,
-           log=print) -> Dataset:
-    """The data set for (``sf``, ``batches``) under ``root``, generated unless it is there already."""
+           log=print, increment: float | None = None) -> Dataset:
+    """The data set for (``sf``, ``batches``) under ``root``, generated unless it is there already.
+
+    With ``increment`` (a fraction of the orders, e.g. 0.01), batch 0 is the history and each
+    later insert batch holds ``increment`` of the orders (the last ones by key), as a warehouse
+    table streamed into streamfold grows; without it, the batches are of equal size."""
     params = {"format": FORMAT_VERSION, "sf": sf, "batches": batches, "delete_fraction": delete_fraction,
               "seed": seed}
-    path = os.path.join(root, _dir_name(sf, batches))
+    if increment:
+        params["increment"] = increment
+    path = os.path.join(root, _dir_name(sf, batches, increment))
     manifest_path = os.path.join(path, "manifest.json")
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
@@ -187,7 +193,7 @@ def _generate(path: str, params: dict) -> dict:
     # orders and lineitem, split by order key; deleted: a sample plus the three largest orders
     orders, lineitem = tables["orders"], tables["lineitem"]
     order_keys = np.sort(orders["o_orderkey"].to_numpy())
-    ranges = [(int(r[0]), int(r[-1])) for r in np.array_split(order_keys, batches)]
+    ranges = _ranges(order_keys, batches, params.get("increment"))
     n_delete = max(1, int(len(order_keys) * params["delete_fraction"]))
     deleted = set(rng.choice(order_keys, size=n_delete, replace=False).tolist())
     by_price = orders.sort_by([("o_totalprice", "descending")])["o_orderkey"].to_pylist()
@@ -199,7 +205,7 @@ def _generate(path: str, params: dict) -> dict:
     # partsupp, split by part key; deleted: all partsupp rows of a sample of parts
     partsupp = tables["partsupp"]
     part_keys = np.unique(partsupp["ps_partkey"].to_numpy())
-    part_ranges = [(int(r[0]), int(r[-1])) for r in np.array_split(part_keys, batches)]
+    part_ranges = _ranges(part_keys, batches, params.get("increment"))
     n_parts = max(1, int(len(part_keys) * params["delete_fraction"]))
     deleted_parts = sorted(int(k) for k in rng.choice(part_keys, size=n_parts, replace=False))
     _write_stream(path, "partsupp", partsupp, "ps_partkey", part_ranges, deleted_parts)
@@ -214,6 +220,20 @@ def _generate(path: str, params: dict) -> dict:
         "deleted_parts": deleted_parts,
         "generator": _generator_version(),
     }
+
+
+def _ranges(keys: np.ndarray, batches: int, increment: float | None) -> list[tuple[int, int]]:
+    """Contiguous key ranges, one per insert batch: of equal size, or the history then
+    ``batches − 1`` increments of ``increment`` of the keys each."""
+    if not increment or batches < 2:
+        parts = np.array_split(keys, batches)
+    else:
+        step = max(1, int(len(keys) * increment))
+        history = len(keys) - step * (batches - 1)
+        if history < step:
+            raise ValueError(f"{batches - 1} increments of {increment:g} leave no history")
+        parts = [keys[:history]] + [keys[history + i * step: history + (i + 1) * step] for i in range(batches - 1)]
+    return [(int(r[0]), int(r[-1])) for r in parts]
 
 
 def _generator_version() -> str:

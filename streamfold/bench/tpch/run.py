@@ -170,8 +170,10 @@ def _spot(sql: str, error: Exception) -> str | None:
 
 
 def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = True, partitions: int | None = None,
-              streams: Sequence[str] = tpch_data.DEFAULT_STREAMS, log=print) -> QueryRecord:
-    """Run query ``name`` over the data set and check every batch (see the module doc)."""
+              streams: Sequence[str] = tpch_data.DEFAULT_STREAMS, log=print,
+              options: dict[str, Any] | None = None) -> QueryRecord:
+    """Run query ``name`` over the data set and check every batch (see the module doc).
+    ``options`` are more options of ``streamfold.start`` (``profile=True``, …)."""
     import streamfold
     from streamfold.errors import StreamfoldError
 
@@ -199,7 +201,7 @@ def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = 
     for d in dirs.values():
         os.makedirs(d)
     schemas = {t: tpch_data.schema_sql(t, t in stream_tables) for t in stream_tables + statics}
-    options: dict[str, Any] = {}
+    options = dict(options or {})
     if partitions:
         options["partitions"] = partitions
     oracle = TpchOracle(ds, sql, stream_tables, statics)

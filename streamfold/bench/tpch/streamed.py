@@ -1,0 +1,170 @@
+"""``streamfold bench tpch``: TPC-H streamed as a warehouse table grows, against recompute.
+
+``lineitem`` and ``orders`` are streamed: the history is batch 0, then ``--increments`` batches —
+each but the last adds about 1 % of the orders with their line items (the next order keys), the
+last deletes 1 % of the orders (a seeded sample, plus the three largest) with their line items.
+The other tables are static (Q2, Q11, Q16 stream ``partsupp`` the same way, see ``data.py``).
+
+Per query and batch: streamfold's time (files in → answer committed), the strategy its commit
+records (``"strategy"``; ``incremental`` when the commit names none), Spark recomputing the
+query over all the data so far in the same run, and DuckDB's check of streamfold's answer.
+Writes ``results.json``, ``results.md`` and ``plot.png`` under ``OUT/tpch-sf<SF>/``.
+
+    streamfold bench tpch --sf 0.01 --increments 5 --queries q01,q18,q21 [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from functools import partial
+from typing import Any
+
+from ...errors import UsageError
+from . import data as tpch_data
+from . import run as tpch
+
+INCREMENT = 0.01  # of the orders, per increment (and deleted by the last one)
+
+
+def run(sf: float, increments: int, queries: str | None, out: str, master: str | None, as_json: bool,
+        log: Any = print) -> int:
+    """Run the bench; 0 when every query gave DuckDB's answer after every batch (or was refused)."""
+    if as_json:  # stdout is the document: progress goes to stderr
+        log = partial(print, file=sys.stderr)
+    if increments < 1:
+        raise UsageError("--increments must be at least 1", code="BAD_OPTION", params={"increments": increments})
+    os.environ.setdefault("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR")
+    names = tpch.query_names(queries)
+    directory = os.path.join(out, f"tpch-sf{sf:g}")
+    os.makedirs(directory, exist_ok=True)
+    # increments − 1 insert batches after the history, then the deletion batch
+    ds = tpch_data.ensure(os.path.join(out, "tpch-data"), sf, increments, delete_fraction=INCREMENT,
+                          increment=INCREMENT, log=log)
+    from ...runtime.session import get_spark
+
+    spark = get_spark(master or "local[2]", app_name="streamfold-bench-tpch")
+    started = time.time()
+    load = os.getloadavg()
+    results: dict[str, Any] = {"sf": sf, "increments": increments, "increment_fraction": INCREMENT,
+                               "load_average_at_start": [round(v, 2) for v in load],
+                               "manifest": {k: v for k, v in ds.manifest.items() if k != "deleted_orders"},
+                               "queries": {}}
+    workdir = os.path.join(directory, "runs")
+    try:
+        for name in names:
+            record = tpch.run_query(name, ds, spark, workdir, recompute=True, log=log)
+            results["queries"][name] = _query_result(record, os.path.join(workdir, name, "out", "commits"))
+    finally:
+        spark.stop()
+    results["seconds"] = round(time.time() - started, 1)
+    with open(os.path.join(directory, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(directory, "results.md"), "w") as f:
+        f.write(markdown(results))
+    plot(results, os.path.join(directory, "plot.png"))
+    if as_json:
+        print(json.dumps(results, indent=1))
+    else:
+        print(markdown(results))
+        print(f"wrote {directory}/results.json, results.md and plot.png")
+    return 0 if all(q["status"] in ("passes", "refused") for q in results["queries"].values()) else 1
+
+
+def _query_result(record: tpch.QueryRecord, commits: str) -> dict[str, Any]:
+    batches = []
+    for b in record.batches:
+        path = os.path.join(commits, f"{b.batch:06d}.json")
+        commit: dict[str, Any] = {}
+        if os.path.exists(path):
+            with open(path) as f:
+                commit = json.load(f)
+        batches.append({"batch": b.batch, "deletes": b.deletes, "input_rows": b.input_rows,
+                        "streamfold_s": b.streamfold_s, "recompute_s": b.recompute_s,
+                        "strategy": commit.get("strategy", "incremental"),
+                        "check": "ok" if b.difference is None else b.difference})
+    later = [b for b in batches[1:] if b["recompute_s"]]
+    ratios = [b["streamfold_s"] / b["recompute_s"] for b in later]
+    return {
+        "status": record.status, "code": record.code, "message": record.message, "batches": batches,
+        "median_increment_s": _median([b["streamfold_s"] for b in later]),
+        "median_recompute_s": _median([b["recompute_s"] for b in later]),
+        "median_ratio": _median(ratios), "max_ratio": max(ratios) if ratios else None,
+    }
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 4) if values else None
+
+
+def _s(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f} s"
+
+
+def _r(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m = results["manifest"]
+    load = results["load_average_at_start"]
+    lines = [
+        f"TPC-H SF {results['sf']:g} streamed: {m['rows']['lineitem']:,} line items and {m['rows']['orders']:,} "
+        f"orders; the history as batch 0, then {results['increments']} increments of "
+        f"{results['increment_fraction']:.0%} of the orders each (the last deleting {results['increment_fraction']:.0%} "
+        f"of the orders with their line items); other tables static. 1-minute load average at the start "
+        f"{load[0]:.1f}.",
+        "",
+        "| query | status | batch 0: streamfold / recompute | increments, median: streamfold / recompute "
+        "| median ratio | worst ratio | strategies | DuckDB check |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, q in results["queries"].items():
+        bs = q["batches"]
+        first = f"{_s(bs[0]['streamfold_s'])} / {_s(bs[0]['recompute_s'])}" if bs else "—"
+        inc = f"{_s(q['median_increment_s'])} / {_s(q['median_recompute_s'])}"
+        strategies: dict[str, int] = {}
+        for b in bs:
+            strategies[b["strategy"]] = strategies.get(b["strategy"], 0) + 1
+        checks = "all ok" if bs and all(b["check"] == "ok" for b in bs) else (
+            "—" if not bs else f"differs from batch {next(b['batch'] for b in bs if b['check'] != 'ok')}")
+        status = q["status"] if q["status"] != "refused" else f"refused ({q['code']})"
+        lines.append(f"| {name.upper()} | {status} | {first} | {inc} | {_r(q['median_ratio'])} | {_r(q['max_ratio'])} "
+                     f"| {', '.join(f'{k} {v}' for k, v in strategies.items()) or '—'} | {checks} |")
+    ok = [q for q in results["queries"].values() if q["median_ratio"] is not None]
+    lines += ["", f"Ratio = streamfold's time / recompute's time in the same run, per increment. "
+                  f"Queries with median ≤ 1/3: {sum(q['median_ratio'] <= 1 / 3 for q in ok)} of {len(ok)}; "
+                  f"worst increment ≤ 1.1 × recompute: {sum((q['max_ratio'] or 0) <= 1.1 for q in ok)} of {len(ok)}."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, Any], path: str) -> None:
+    """Per query, the median ratio of an increment to recompute (log scale), with 1 and 1/3 marked."""
+    from ..plot import _pyplot
+
+    plt = _pyplot()
+    items = [(n.upper(), q["median_ratio"], q["max_ratio"]) for n, q in results["queries"].items()
+             if q["median_ratio"] is not None]
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(items) + 2), 4.0), dpi=110)
+    if items:
+        xs = range(len(items))
+        ax.bar(xs, [m for _, m, _ in items], color="steelblue", label="median increment / recompute")
+        ax.scatter(xs, [w for _, _, w in items], color="firebrick", marker="_", s=200, label="worst increment")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([n for n, _, _ in items], rotation=60, fontsize=8)
+        ax.set_yscale("log")
+        top = max(max(m, w or m) for _, m, w in items)
+        ax.set_ylim(min(0.1, min(m for _, m, _ in items) / 2), max(2.0, top * 2))
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axhline(1 / 3, color="gray", linewidth=0.8, linestyle="--")
+    ax.set_ylabel("streamfold / recompute (same run)")
+    ax.set_title(f"TPC-H SF {results['sf']:g}, {results['increments']} increments of "
+                 f"{results['increment_fraction']:.0%} (1-min load {results['load_average_at_start'][0]:.1f})",
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,67 @@
+"""``streamfold explain --analyze OUTPUT``: the plan of a run beside its last batch's statistics.
+
+Reads only files — no Spark: the query and its inputs' schemas from the checkpoint's
+``query.json`` (what the run was started with), the plan compiled again from them, and the
+statistics of the last committed batch from its commit record (:mod:`.stats`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CheckpointError
+from . import files
+from .checkpoint import OutputDir
+from .stats import stats_text
+
+
+@dataclass(frozen=True)
+class Analyzed:
+    batch: int
+    record: dict[str, Any]
+    plan: Any  # IncrementalPlan
+
+    def text(self, plan_text: str) -> str:
+        stats = self.record.get("stats")
+        tail = (stats_text(stats, self.batch, self.plan) if stats else
+                f"Statistics of batch {self.batch}: none in its commit record (written by an older streamfold)\n")
+        version = self.record.get("query_version")
+        if version not in (None, 1):
+            tail += (f"  note: batch {self.batch} ran query version {version} (reconfigured); the plan above is the "
+                     "query the run was started with — `streamfold control OUTPUT history` shows the versions\n")
+        strategy = self.record.get("strategy")
+        if strategy:
+            tail += f"  strategy of batch {self.batch}: {strategy}\n"
+        return plan_text + "\n" + tail
+
+    def json(self, plan_json: str) -> str:
+        return json.dumps({"batch": self.batch, "stats": self.record.get("stats"),
+                           "strategy": self.record.get("strategy"), "plan": json.loads(plan_json)}, indent=2)
+
+
+def analyze(output: str, checkpoint: str | None = None) -> Analyzed:
+    """The last committed batch of the run writing to ``output``, and its plan."""
+    import streamfold
+
+    out = OutputDir(output)
+    batch = out.last_committed()
+    if batch < 0:
+        raise CheckpointError(f"{output} has no committed batch", code="NO_COMMITTED_BATCH", params={"path": output},
+                              hint="give the --output directory of a run that committed a batch")
+    query_file = os.path.join(checkpoint or os.path.join(out.root, "_checkpoint"), "query.json")
+    try:
+        identity = files.read_json(query_file)["identity"]
+    except (OSError, ValueError, KeyError) as e:
+        raise CheckpointError(f"cannot read the run's query from {query_file}: {e}", code="CHECKPOINT_DAMAGED",
+                              params={"path": query_file}, hint="give --checkpoint if the run used one") from None
+    schemas: dict[str, list[tuple[str, str]]] = {}
+    tables = []
+    for name, source in identity["sources"].items():
+        schemas[name] = [(c, t) for c, t in source["columns"]] + ([("_weight", "BIGINT")] if source["deletions"] else [])
+        if source["static"]:
+            tables.append(name)
+    plan = streamfold.compile(identity["sql"], schemas, tables)
+    return Analyzed(batch, out.read_commit(batch), plan)

@@ -1,0 +1,149 @@
+"""Statistics of a batch (seed 004 §3–4): what it read, and how big each state is and how much of it the batch touched.
+
+Collected "almost for free" while the batch runs — seed 004's point — so they add no Spark job:
+
+* a source's rows in the batch: the reader's count (file footers, or the check it runs anyway);
+* a state's rows after the batch, and before it: the merge's output rows, read from its plan's
+  metrics (:meth:`.state.StateStore.count_rows`). A state is keyed (by its join or group keys, or
+  by every column for a bag), so its rows are the distinct values of its key — exact, with one
+  caveat: the merge's rows include the keys the batch removed (they leave the state after the
+  merge), so after a batch that deletes, ``rows`` counts them once more;
+* the keys a batch touched in a state: the rows its delta brought into the merge, read from the
+  same plan's metrics (the delta side of the merge's ``UNION ALL``; merged into an empty state,
+  all of the state's keys). A delta program aggregates
+  by the state's key, so its rows are the distinct keys of the batch's change — the exact
+  distinct count of the join or group keys of what the batch brought, for the state that keeps
+  them.
+
+A count the metrics do not give (a state the batch did not merge, a plan Spark rewrote) is
+absent, never guessed. The statistics ride in the batch's commit record (``"stats"``), written by
+the commit protocol like the rest of the record: a batch's statistics exist exactly when it does.
+``streamfold explain --analyze OUTPUT`` prints the last batch's beside its plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ..plan.model import IncrementalPlan
+
+
+class DeltaRows:
+    """The rows the delta side of each executed merge fed it (the second input of its
+    ``UNION ALL``), read from the plan's metrics; None when the plan does not show them.
+
+    Finding them walks the plan once per state (a few dozen py4j calls); afterwards the union's
+    and the delta node's positions in the plan (pre-order, :meth:`TreeNode.apply`) are
+    remembered, and a batch checks and reads them in about seven calls per state — a merge's plan
+    has the same shape from batch to batch. A plan of another shape (batch 0's, where Spark drops
+    the union with the empty state) is walked again.
+    """
+
+    def __init__(self) -> None:
+        self._at: dict[str, tuple[int, int, str]] = {}  # state → (union's number, delta node's, its name)
+
+    def __call__(self, name: str, df: DataFrame) -> int | None:
+        try:
+            plan = df._jdf.queryExecution().executedPlan()
+            known = self._at.get(name)
+            if known is not None:
+                union, at, node_name = known
+                u, node = plan.apply(union), plan.apply(at)
+                if u is not None and node is not None and u.nodeName() == "Union" and node.nodeName() == node_name:
+                    return int(node.metrics().apply("numOutputRows").value())
+            found = _walk(plan)
+            if found is None:
+                return None
+            u, node = found
+            numbers = _numbers(plan, (u, node))
+            if numbers is not None:
+                self._at[name] = (numbers[0], numbers[1], node.nodeName())
+            return int(node.metrics().apply("numOutputRows").value())
+        except Exception:  # noqa: BLE001 - statistics are advisory: missing is acceptable
+            return None
+
+
+def _walk(plan: Any) -> tuple[Any, Any] | None:
+    """The plan's union and the first node with a row count on its delta side, following first
+    inputs down (no job)."""
+    node = plan
+    for _ in range(32):
+        kids = node.children()
+        if node.nodeName() == "Union":
+            if kids.size() != 2:
+                return None
+            inner = kids.apply(1)
+            for _ in range(32):
+                if inner.metrics().contains("numOutputRows"):
+                    return node, inner
+                below = inner.children()
+                if below.size() == 0:
+                    return None
+                inner = below.apply(0)
+            return None
+        if kids.size() != 1:
+            return None
+        node = kids.apply(0)
+    return None
+
+
+def _numbers(plan: Any, nodes: tuple[Any, Any]) -> tuple[int, int] | None:
+    """The pre-order numbers of ``nodes`` in ``plan`` (as :meth:`TreeNode.apply` counts)."""
+    found: list[int] = []
+    for k in range(128):
+        node = plan.apply(k)
+        if node is None:
+            return None
+        if node.equals(nodes[len(found)]):
+            found.append(k)
+            if len(found) == 2:
+                return found[0], found[1]
+    return None
+
+
+def batch_stats(plan: IncrementalPlan, rows: Mapping[str, int], before: Mapping[str, int | None],
+                after: Mapping[str, int | None], touched: Mapping[str, int | None]) -> dict[str, Any]:
+    """The statistics of a batch as its commit record keeps them (JSON)."""
+    states: dict[str, Any] = {}
+    for s in plan.states:
+        if s.static:
+            continue
+        entry: dict[str, Any] = {"rows": after.get(s.name)}
+        if before.get(s.name) is not None:
+            entry["rows_before"] = before[s.name]
+        keys = touched.get(s.name)
+        if keys is None and before.get(s.name) == 0 and s.name in touched:
+            keys = after.get(s.name)  # merged into an empty state (Spark drops the union): every key is the batch's
+        if keys is not None:
+            entry["touched_keys"] = keys
+        states[s.name] = entry
+    return {"sources": {n: {"rows": r} for n, r in rows.items()}, "states": states}
+
+
+def stats_text(stats: Mapping[str, Any], batch: int, plan: IncrementalPlan | None = None) -> str:
+    """The statistics section ``explain --analyze`` prints after the plan (each state's key from
+    ``plan``: the commit record does not repeat it)."""
+    keys = {s.name: list(s.key_names) for s in plan.states} if plan is not None else {}
+    lines = [f"Statistics of batch {batch} (from its commit record; exact, read from Spark's metrics)", "  sources"]
+    for name, s in stats.get("sources", {}).items():
+        lines.append(f"    {name:<14} {s.get('rows', '?'):>12} rows in the batch")
+    lines.append("  states (rows = distinct keys, counting those the batch removed; touched = distinct keys of "
+                 "the batch's change)")
+    for name, s in stats.get("states", {}).items():
+        before = s.get("rows_before")
+        touched = s.get("touched_keys")
+        rows = s.get("rows")
+        share = f"  ({touched / rows:.1%} of the state)" if touched is not None and rows else ""
+        key = keys.get(name, [])
+        shown = ", ".join(key[:3]) + (f", … ({len(key)} columns)" if len(key) > 3 else "")
+        lines.append(f"    {name:<14} rows {_n(before)} → {_n(rows)}, touched {_n(touched)}{share}"
+                     + (f"   key ({shown})" if key else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _n(v: int | None) -> str:
+    return "?" if v is None else f"{v:,}"
