@@ -318,6 +318,14 @@ def _linear(e: Expr) -> Linear | None:
             for v, c in tb.items():
                 terms[v] = terms.get(v, 0) - c
             return {v: c for v, c in terms.items() if c}, ka - kb
+        if e.op == "*" and len(args) == 2:
+            (ta, ka), (tb, kb) = args  # type: ignore[misc]
+            if ta and tb:
+                return None
+            terms, factor = (tb, ka) if not ta else (ta, kb)
+            return {v: int(c * factor) for v, c in terms.items() if c * factor}, ka * kb
+        if e.op == "to_date" and len(args) == 1 and e.args[0].type == DATE:
+            return args[0]
         if e.op == "neg" and len(args) == 1:
             (ta, ka), = args  # type: ignore[misc]
             return {v: -c for v, c in ta.items()}, -ka
