@@ -26,8 +26,8 @@ from ..ir.types import BIGINT, BOOLEAN
 from .aggregates import Partial, scale
 from .body import Body, Input
 from .builder import PlanBuilder
-from .matrix import Matrix, plan_matrix
-from .model import Monoid, State, StateColumn, StateRole
+from .matrix import Mapping, Matrix, plan_matrix
+from .model import JoinMatrix, Monoid, State, StateColumn, StateRole
 
 
 @dataclass
@@ -58,7 +58,8 @@ class JoinTerms:
         self.plan = plan
         self.body = body
         self.lineage: dict[int, Lineage] = {}
-        self.matrix: Matrix | None = plan_matrix(body)
+        given = plan.mappings.get(self._state_name(body.inputs[0])) if len(body.inputs) == 2 else None
+        self.matrix: Matrix | None = plan_matrix(body, Mapping(*given) if given is not None else None)
 
     # -- lineage ---------------------------------------------------------------------------------
     def inject(self, consumer: list[Expr], partials: list[Partial]) -> None:
@@ -126,7 +127,7 @@ class JoinTerms:
 
     def input_state(self, inp: Input) -> str:
         """Declare (once) the state of an input, pre-aggregated on its lineage."""
-        name = ("st_" if inp.static else "in_") + _safe(inp.alias)
+        name = self._state_name(inp)
         if any(s.name == name for s in self.plan.states):
             return name
         lin = self.lineage[inp.index]
@@ -144,6 +145,7 @@ class JoinTerms:
         aggs += [(p.name, Agg(p.monoid.merge_sql, (p.contribution(weight),), False, p.type)) for p in lin.partials]
         lineage_text = ", ".join(n for n, _ in lin.exprs) or "()"
         note = f"{inp.label} pre-aggregated on its lineage ({lineage_text})"
+        program: Rel
         if self.matrix is None:
             program = Aggregate(rows, tuple(lin.exprs), tuple(aggs))
             partition = self._partition(inp, edges)
@@ -158,6 +160,10 @@ class JoinTerms:
         else:
             self.plan.add_state(state, program)
         return name
+
+    @staticmethod
+    def _state_name(inp: Input) -> str:
+        return ("st_" if inp.static else "in_") + _safe(inp.alias)
 
     def _cell_names(self, inp: Input) -> tuple[str, ...]:
         """The columns a matrix state adds to its key: the cell, and the value bucket of a band."""
@@ -203,6 +209,10 @@ class JoinTerms:
         need_state = len(streams) > 1
         if self.matrix is not None:
             self.plan.note(self.matrix.describe())
+            left, right = (self._state_name(i) for i in self.body.inputs)
+            mp = self.matrix.mapping
+            if not any(x.left == left for x in self.plan.matrices):
+                self.plan.matrices.append(JoinMatrix(left, right, mp.n, mp.m))
         terms: list[Rel] = []
         for inp in streams:
             first = self.operand(inp, StateVersion.DELTA if need_state else None)

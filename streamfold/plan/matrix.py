@@ -187,19 +187,19 @@ def _as_integer(e: Expr) -> Expr:
     return e if e.type == BIGINT else Cast(e, BIGINT)
 
 
-def plan_matrix(body: Body, cells: int = MATRIX_CELLS) -> Matrix | None:
+def plan_matrix(body: Body, mapping: Mapping | None = None, cells: int = MATRIX_CELLS) -> Matrix | None:
     """The join matrix of a body that is a theta join of two streams, or None.
 
     It applies to two stream inputs with no equality between them and at least one predicate
     reading both; anything else keeps the plan of :mod:`.joins` (hashed on equi-keys, or a
-    filtered cross product with a static side).
+    filtered cross product with a static side). ``mapping`` replaces the square one it starts with.
     """
     if len(body.inputs) != 2 or body.edges or any(i.static for i in body.inputs):
         return None
     mixed = [p for p in body.residual if len(body.inputs_of(p)) == 2]
     if not mixed:
         return None
-    mapping = square(cells)
+    mapping = mapping or square(cells)
     band = _band(body, mixed)
     if band is not None:
         return Matrix(mapping, "band", band)
@@ -261,8 +261,8 @@ def _bounds(body: Body, p: Expr) -> list[tuple[tuple[Expr, Expr], Fraction | Non
     if la is None or lb is None:
         return []
     terms = dict(la[0])
-    for v, c in lb[0].items():
-        terms[v] = terms.get(v, 0) - c
+    for v, coef in lb[0].items():
+        terms[v] = terms.get(v, 0) - coef
     diff = _difference(body, ({v: c for v, c in terms.items() if c}, la[1] - lb[1]))
     if diff is None:
         return []
