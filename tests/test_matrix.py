@@ -96,3 +96,17 @@ def test_other_conditions_are_a_nested_loop_per_cell(condition, kind):
 def test_equi_joins_and_stream_static_joins_keep_their_plans():
     assert "join matrix" not in streamfold.explain("SELECT R.a FROM R JOIN S ON R.t = S.u AND R.a < S.k", SCHEMAS)
     assert "join matrix" not in streamfold.explain("SELECT R.a FROM R JOIN S ON R.t < S.u", SCHEMAS, tables=["S"])
+
+
+def test_theta_bench_schedule_swings_the_size_ratio():
+    from streamfold.bench.theta import BATCHES_PER_PHASE, schedule
+
+    plan = schedule(1000, 4, 3)
+    assert plan[0] == (1000, 1000) and len(plan) == 1 + 3 * BATCHES_PER_PHASE
+    sizes = [0, 0]
+    ends = []
+    for b, (a, c) in enumerate(plan):
+        sizes = [sizes[0] + a, sizes[1] + c]
+        if b % BATCHES_PER_PHASE == 0 and b:
+            ends.append(sizes[0] / sizes[1])
+    assert ends[0] > 3.5 and ends[1] < 1 / 3.5 and ends[2] > 3.5

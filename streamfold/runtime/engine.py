@@ -72,6 +72,9 @@ class QueryConfig:
     compact_every: int = 20
     keep_snapshots: int | None = None  # prune older snapshots, keeping this many
     profile: bool = False  # record each batch's waterfall (BatchResult.waterfall)
+    # Algorithm 2's ε for join matrices: re-map once an input grew by this fraction; None keeps
+    # the square mapping (the thesis's STATICMID)
+    matrix_epsilon: float | None = 1.0
 
     @property
     def checkpoint_dir(self) -> str:
@@ -137,7 +140,7 @@ class Engine:
             self._check_inputs(current)
         self._setup(current or plan)
         self._restore_states()
-        self.matrices = MatrixDriver()
+        self.matrices = MatrixDriver(epsilon=config.matrix_epsilon)
         self._restate = False  # this batch writes every state whole (a join matrix migrated)
         self._migrated_rows: dict[str, int] = {}
         if self.plan.matrices and self.recovery.last_committed >= 0:
@@ -328,6 +331,7 @@ class Engine:
                 frames, rows, cached = self.control.guard(batch, "read",
                                                           lambda: self.reader.read(inputs, cache=self._reread))
         self._restate = False
+        self.matrices.begin()
         reads = self._reads(frames, rows, batch == 0)
         self._unchanged = set()
         temps: list[DataFrame] = []
@@ -355,7 +359,7 @@ class Engine:
                 self.store.rows[n] = self._migrated_rows[n]
             extra = self.control.before_commit(self._pending(batch, inputs, reads, views))
             if self.plan.matrices:
-                extra["matrix"] = self.matrices.record(self.plan)
+                extra["matrix"] = self.matrices.record(self.plan, self.store.rows)
             if self._boundary is not None:
                 extra["reset"] = self._boundary.reset
             duration = time.monotonic() - start
@@ -576,6 +580,8 @@ class Engine:
         its best mapping for their sizes now — its states replicated anew (returned, by name, to
         be the states after the batch), the plan compiled for it. The batch then writes every
         state whole, so the migration commits with it (killed before, it is decided again)."""
+        if not self.matrices.may_trigger(self.plan, self.store.rows, self._added_rows(reads)):
+            return {}  # no input can have grown enough: no count, no decision (sizes: from the merges)
         counts = self._matrix_rows(reads, views)
         moves = self.matrices.plan(self.plan, counts)
         if not moves:
@@ -602,6 +608,19 @@ class Engine:
         self._replan({**{m.left: (m.n, m.m) for m in self.plan.matrices}, **moves})
         self._restate = True
         return migrated
+
+    def _added_rows(self, reads: BatchReads) -> dict[str, int | None]:
+        """Per join matrix input, at most how many rows (lineage keys) the batch added to it: the
+        batch's rows of its source when its delta reads one source and nothing else, else None."""
+        out: dict[str, int | None] = {}
+        for step in self.plan.delta:
+            if not any(step.state in (m.left, m.right) for m in self.plan.matrices):
+                continue
+            nodes = [n for r in step.reads() for n in r.walk()]
+            scans = [n for n in nodes if isinstance(n, DeltaScan)]
+            alone = len(scans) == 1 and not any(isinstance(n, (StateScan, Once, LoopRef)) for n in nodes)
+            out[step.state] = reads.rows.get(self.catalog[scans[0].table].name) if alone else None
+        return out
 
     def _matrix_rows(self, reads: BatchReads, views: Views) -> dict[str, int]:
         """The rows of every join matrix input after the batch's merges, in one job."""

@@ -38,7 +38,7 @@ class MatrixDriver:
     """Per join matrix of the plan (named by its left state): the sizes after the last batch and
     at the last decision, and the migration the last batch made."""
 
-    epsilon: float = EPSILON
+    epsilon: float | None = EPSILON  # None: never re-map (a static mapping)
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
     last: dict[str, tuple[int, int]] = field(default_factory=dict)
     migrated: dict[str, tuple[Mapping, Mapping]] = field(default_factory=dict)  # this batch: old, new
@@ -52,6 +52,29 @@ class MatrixDriver:
             self.last[name] = (int(entry["decided_at"][0]), int(entry["decided_at"][1]))
         return mappings
 
+    def begin(self) -> None:
+        """A batch starts: no sizes counted, no migration yet."""
+        self.sizes.clear()
+        self.migrated = {}
+
+    def may_trigger(self, plan: IncrementalPlan, before: dict[str, int | None],
+                    added: dict[str, int | None]) -> bool:
+        """Whether some matrix's inputs may have grown enough for a decision this batch, from
+        their rows before it and at most how many it added (None: unknown). When not, the batch
+        needs no count of its inputs (the merges' own counts give its sizes afterwards)."""
+        if self.epsilon is None:
+            return False
+        for mx in plan.matrices:
+            rows_l, rows_r = before.get(mx.left), before.get(mx.right)
+            add_l, add_r = added.get(mx.left), added.get(mx.right)
+            if rows_l is None or rows_r is None or add_l is None or add_r is None:
+                return True
+            r, s = rows_l // mx.m + add_l, rows_r // mx.n + add_r
+            last = self.last.get(mx.left, (0, 0))
+            if r - last[0] >= self.epsilon * last[0] or s - last[1] >= self.epsilon * last[1]:
+                return True
+        return False
+
     def plan(self, plan: IncrementalPlan, rows: dict[str, int]) -> dict[str, tuple[int, int]]:
         """Algorithm 2 after a batch, from its states' rows: the new mapping of each matrix that
         moves (else {}). A left row is kept m times, a right row n times."""
@@ -62,7 +85,8 @@ class MatrixDriver:
             self.sizes[mx.left] = now
             current = Mapping(mx.n, mx.m)
             last = self.last.get(mx.left, (0, 0))
-            if not (now[0] - last[0] >= self.epsilon * last[0] or now[1] - last[1] >= self.epsilon * last[1]):
+            if self.epsilon is None or not (now[0] - last[0] >= self.epsilon * last[0]
+                                            or now[1] - last[1] >= self.epsilon * last[1]):
                 continue
             self.last[mx.left] = now
             choice = decide(current, last, now, self.epsilon)
@@ -71,11 +95,14 @@ class MatrixDriver:
                 self.migrated[mx.left] = (current, choice)
         return moves
 
-    def record(self, plan: IncrementalPlan) -> dict[str, Any]:
-        """What a commit records per matrix: mapping, sizes, ILF and the optimum's, migration."""
+    def record(self, plan: IncrementalPlan, rows: dict[str, int | None]) -> dict[str, Any]:
+        """What a commit records per matrix: mapping, sizes, ILF and the optimum's, migration.
+        Sizes are the ones counted for a decision, else the states' rows after the batch."""
         out: dict[str, Any] = {}
         for mx in plan.matrices:
-            now = self.sizes.get(mx.left, (0, 0))
+            left, right = rows.get(mx.left), rows.get(mx.right)
+            counted = (left // mx.m, right // mx.n) if left is not None and right is not None else (0, 0)
+            now = self.sizes.get(mx.left, counted)
             mp = Mapping(mx.n, mx.m)
             ilf = mp.ilf(*now)
             best = best_mapping(now[0], now[1], mp.cells).ilf(*now)
