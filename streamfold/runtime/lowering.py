@@ -164,9 +164,12 @@ def migrate(t: StateTable, current: str, side: int, old: tuple[int, int], new: t
     new_cell = f"({group} * {m_new}L) + __replica" if side == 0 else f"(__replica * {m_new}L) + {group}"
     canonical = f"pmod({quote(cell)}, {m_old}L) = 0" if side == 0 else f"{quote(cell)} < {m_old}L"
     cols = [f"{new_cell} AS {quote(n)}" if n == cell else quote(n) for n, _ in t.columns]
-    inner = (f"SELECT {', '.join(cols)}\nFROM {current}\n"
-             f"LATERAL VIEW explode(sequence(0L, {replicas - 1}L)) _migrate AS __replica\nWHERE {canonical}")
-    return conform(t, inner)
+    # Distributed without conform's casts (the columns keep their types; the new cell is a
+    # BIGINT): through a cast of a column to its own type, Spark 4 records the checkpoint's hash
+    # partitioning on an attribute the checkpoint does not output, and shuffles the state again.
+    return (f"SELECT {', '.join(cols)}\nFROM {current}\n"
+            f"LATERAL VIEW explode(sequence(0L, {replicas - 1}L)) _migrate AS __replica\nWHERE {canonical}\n"
+            "DISTRIBUTE BY " + ", ".join(quote(k) for k in t.state.partition_names))
 
 
 def unchanged(t: StateTable, current: str) -> str:
