@@ -213,6 +213,7 @@ def plan_matrix(body: Body, mapping: Mapping | None = None, cells: int = MATRIX_
 
 # -- recognising a band ---------------------------------------------------------------------------------
 Linear = tuple[dict[Expr, int], Fraction]  # Σ coefficient·variable + constant
+_WIDTH = {"TINYINT": 1, "SMALLINT": 2, "INT": 4, "BIGINT": 8}
 
 
 def _band(body: Body, preds: list[Expr]) -> Band | None:
@@ -299,8 +300,9 @@ def _linear(e: Expr) -> Linear | None:
         return ({}, value) if value == int(value) else None
     if isinstance(e, Column):
         return ({e: 1}, Fraction(0)) if (e.type.is_integral or e.type == DATE) else None
-    if isinstance(e, Cast) and e.type.is_integral and (e.expr.type.is_integral or isinstance(e.expr, Literal)):
-        return _linear(e.expr)
+    if isinstance(e, Cast) and e.type.is_integral and (isinstance(e.expr, Literal) or (
+            e.expr.type.is_integral and _WIDTH[e.expr.type.name] <= _WIDTH[e.type.name])):
+        return _linear(e.expr)  # a widening cast keeps the value (a narrowing one may not)
     if isinstance(e, Call):
         args = [_linear(x) for x in e.args]
         if any(x is None for x in args):
