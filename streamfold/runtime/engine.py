@@ -634,10 +634,7 @@ class Engine:
 
     def _replan(self, mappings: dict[str, tuple[int, int]]) -> None:
         """The plan compiled again with these join matrix mappings: the same states, other programs."""
-        from ..plan import incrementalize
-        from ..sql import bind
-
-        plan = incrementalize(bind(self.plan.sql, self.catalog), mappings)
+        plan = _with_mappings(self.plan, mappings)
         assert plan.states == self.plan.states and plan.answer == self.plan.answer
         self.plan = plan
         self._levels = _levels(plan.delta)
@@ -662,6 +659,8 @@ class Engine:
             raise StreamfoldError("internal: a plan is installed already and its batch is not committed",
                                   code="INTERNAL")
         self._check_inputs(plan)
+        if plan.matrices and self.plan.matrices:  # a join matrix's kept states are in its current mapping
+            plan = _with_mappings(plan, {m.left: (m.n, m.m) for m in self.plan.matrices})
         old = _Bundle.of(self)
         batch = self.next_batch
         same_h = (plan.states, plan.init, plan.delta) == (old.plan.states, old.plan.init, old.plan.delta)
@@ -731,6 +730,14 @@ class Engine:
     def close(self) -> None:
         self.store.close()
         self._tables.clear()
+
+
+def _with_mappings(plan: IncrementalPlan, mappings: dict[str, tuple[int, int]]) -> IncrementalPlan:
+    """``plan`` compiled again with these join matrix mappings (by left state; others ignored)."""
+    from ..plan import incrementalize
+    from ..sql import bind
+
+    return incrementalize(bind(plan.sql, Catalog(plan.sources)), mappings)
 
 
 def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:
