@@ -20,7 +20,7 @@ from .golden import FIXTURES, check, load
 
 # The queries whose statements are golden: explain fixtures that together use every statement.
 QUERIES = ("seed_groupby", "seed_join_groupby", "count_distinct", "global_aggregate", "top_k", "distinct",
-           "recursive", "iterative", "diffusion", "not_in", "stream_static_join", "aggregate_of_aggregate")
+           "recursive", "iterative", "diffusion", "not_in", "stream_static_join", "aggregate_of_aggregate", "theta_band_join")
 
 
 def _type(t: DataType) -> str:
@@ -74,6 +74,10 @@ def lowered(plan: IncrementalPlan) -> str:
     for step in plan.delta:
         out += _step(step)
     durable = [t for t in tables.values() if not t.state.static]
+    for mx in plan.matrices:  # a join matrix's migration, to the mapping its left side grows into
+        for side, name in ((0, mx.left), (1, mx.right)):
+            out += [f"-- {name}: migrated ({mx.n}, {mx.m}) → ({mx.cells}, 1)",
+                    lowering.migrate(tables[name], f"new_{name} _new", side, (mx.n, mx.m), (mx.cells, 1))]
     for t in durable:
         merged = f"merged_{t.name}"
         out += [f"-- ⊗ {t.name}", lowering.merge(t, f"old_{t.name} _old", f"SELECT * FROM delta_program_{t.name}"),

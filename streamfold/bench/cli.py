@@ -26,10 +26,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "from the files appearing to the exact answer being committed. Writes results.json, "
                     "results.md and plot.png under OUT/WORKLOAD/; every final answer is checked against DuckDB.")
     p.add_argument("workload", metavar="WORKLOAD",
-                   help=f"{' | '.join(WORKLOADS)} | custom | soak | tpch | pause | reconfigure (soak: long runs, below; "
-                        "tpch: the 22 TPC-H queries with lineitem and orders streamed, below; the "
+                   help=f"{' | '.join(WORKLOADS)} | custom | soak | tpch | pause | reconfigure | theta (soak: long "
+                        "runs, below; tpch: the 22 TPC-H queries with lineitem and orders streamed, below; the "
                         "control targets: pause latency during batch 0, reconfiguration delay against "
-                        "stop-and-restart)")
+                        "stop-and-restart; theta: a band join's join matrix under a fluctuating size ratio, "
+                        "adaptive against static and recompute)")
     p.add_argument("--systems", default=None, metavar="LIST",
                    help=f"comma-separated, from {','.join(NAMES)} (default: all — streamfold-cli for groupby, "
                         "join-groupby, groupby-10m and groupby-100m only; with --memory: streamfold)")
@@ -56,6 +57,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, metavar="N",
                    help="pause: pauses during batch 0 (default 5); reconfigure: reconfigurations, each against a "
                         "restart (default 4)")
+    p.add_argument("--ratio", type=int, metavar="K",
+                   help="theta: the inputs' size ratio swings between K and 1/K (default 4); --history is "
+                        "each input's first rows (default 2000), --increments the phases (default 3)")
     p.add_argument("--distinct", action="store_true",
                    help="reconfigure: the query keeps a count(DISTINCT y) too (a multiset state: a heavier h)")
     p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
@@ -178,6 +182,10 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         reps = args.reps or (5 if args.workload == "pause" else 4)
         return control_bench(args.workload, args.history, args.increment, reps, args.out, args.master,
                              args.distinct)
+    if args.workload == "theta":
+        from .theta import main as theta_bench
+
+        return theta_bench(args.history, args.ratio, args.increments, args.out, args.master)
     from .runner import run_bench
 
     if args.workload == "soak":

@@ -108,6 +108,10 @@ _TIMES = re.compile(r"\bTIMES\s+(\d+)", flags=re.IGNORECASE)
 MODES = ("exact", "differential", "diffusion")  # an iteration's modes (WITH ITERATIVE … MODE …)
 GROUPBY_SQL = "SELECT x, avg(y) AS avg_y FROM S GROUP BY x"
 JOIN_GROUPBY_SQL = "SELECT x.A, avg(y.D) AS avg_d FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A"
+# A band join of two streams (issue 20): no equality, so streamfold keeps it over a join matrix with
+# a value bucket; Spark streaming refuses a stream-stream join without an equality.
+BAND_JOIN_SQL = ("SELECT x.A, count(*) AS n, sum(y.D) AS total FROM S1 x JOIN S2 y ON abs(x.B - y.C) <= 1 "
+                 "GROUP BY x.A")
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
@@ -129,6 +133,10 @@ WORKLOADS: dict[str, Workload] = {
         Workload("join-groupby", JOIN_GROUPBY_SQL, (Source("S1", ("A", "B")), Source("S2", ("C", "D"))),
                  100_000, 40_000, 9, ("A",),
                  description="seed 000 §11 join-groupBy: 100K + 100K history, nine 40K increments to each input"),
+        Workload("band-join", BAND_JOIN_SQL, (Source("S1", ("A", "B")), Source("S2", ("C", "D"))),
+                 1_000_000, 40_000, 9, ("A",),
+                 description="issue 20's band join: |x.B − y.C| ≤ 1 over two streams of random pairs, a 1M-row "
+                             "history and nine 40K increments to each input, counted and summed per x.A"),
         Workload("groupby-10m", GROUPBY_SQL, (Source("S", ("x", "y")),), 10_000_000, 40_000, 9, ("x",),
                  history_files=10,
                  description="groupBy with a 10M-row history: how an increment's cost grows with the history"),
@@ -153,6 +161,7 @@ WORKLOADS: dict[str, Workload] = {
 QUICK: dict[str, Callable[[Workload], Workload]] = {
     "groupby": lambda w: w.sized(20_000, 2_000, 3),
     "join-groupby": lambda w: w.sized(5_000, 1_000, 3),
+    "band-join": lambda w: w.sized(5_000, 1_000, 3),
     "groupby-10m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "groupby-100m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "pagerank": lambda w: w.sized(300, 5, 2).with_steps(2),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.rel import DeltaScan, Field, Rel, StateScan
-from .model import Diffusion, ExactIteration, Fixpoint, Merge, State, Step, Temp
+from .model import Diffusion, ExactIteration, Fixpoint, JoinMatrix, Merge, State, Step, Temp
 from .simplify import simplify
 
 
@@ -15,6 +15,10 @@ class PlanBuilder:
     init: list[Step] = field(default_factory=list)
     delta: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    matrices: list[JoinMatrix] = field(default_factory=list)
+    # (n, m) per join matrix (named by its left state) to plan with instead of the square one:
+    # the mapping the runtime moved to (streamfold.plan.matrix.decide)
+    mappings: dict[str, tuple[int, int]] = field(default_factory=dict)
     _names: set[str] = field(default_factory=set)
 
     def name(self, base: str) -> str:

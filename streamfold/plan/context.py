@@ -37,10 +37,11 @@ Rule = Callable[["PlanContext", Rel], Compiled]
 class PlanContext:
     """The planner as the rules see it (see the module docstring)."""
 
-    def __init__(self, bound: BoundQuery, logical: Rel, dispatch: Rule) -> None:
+    def __init__(self, bound: BoundQuery, logical: Rel, dispatch: Rule,
+                 mappings: dict[str, tuple[int, int]] | None = None) -> None:
         self.bound = bound
         self.logical = logical
-        self.plan = PlanBuilder()
+        self.plan = PlanBuilder(mappings=dict(mappings or {}))
         self._dispatch = dispatch
         self._memo: dict[Rel, Compiled] = {}
         self._shared: dict[Rel, tuple[Rel, Compiled]] = {}  # canonical form → first relation, its delta

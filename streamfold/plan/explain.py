@@ -121,6 +121,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             "reads": _reads((a.rows,)),
         },
         "notes": list(plan.notes),
+        "matrices": [{"left": m.left, "right": m.right, "mapping": [m.n, m.m], "cells": m.cells} for m in plan.matrices],
         "logical": rel_sql(plan.logical),
     }
 

@@ -8,6 +8,10 @@ for join-groupBy — and may carry partial aggregates of the columns only it has
 A batch's change to the join is ``Σᵢ R₁'⋈…⋈Rᵢ₋₁'⋈ΔRᵢ⋈Rᵢ₊₁⋈…⋈Rₙ`` over the stream inputs
 (primes: after this batch's merge), which is exact for many-to-many joins; a static input has
 one version; a body with one stream needs no state for it.
+
+A theta join of two streams (no equality between them) is laid out as a join matrix
+(:mod:`.matrix`): both states are also keyed by the cells a row is kept in, and the delta terms
+meet them cell by cell instead of as a filtered cross product.
 """
 
 from __future__ import annotations
@@ -15,13 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all
-from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
+from ..ir.rel import (
+    WEIGHT, Aggregate, Explode, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union,
+)
 from ..ir.types import BIGINT, BOOLEAN
 from .aggregates import Partial, scale
 from .body import Body, Input
 from .builder import PlanBuilder
-from .model import Monoid, State, StateColumn, StateRole
-
+from .matrix import Mapping, Matrix, plan_matrix
+from .model import JoinMatrix, Monoid, State, StateColumn, StateRole
 
 
 @dataclass
@@ -52,6 +58,8 @@ class JoinTerms:
         self.plan = plan
         self.body = body
         self.lineage: dict[int, Lineage] = {}
+        given = plan.mappings.get(self._state_name(body.inputs[0])) if len(body.inputs) == 2 else None
+        self.matrix: Matrix | None = plan_matrix(body, Mapping(*given) if given is not None else None)
 
     # -- lineage ---------------------------------------------------------------------------------
     def inject(self, consumer: list[Expr], partials: list[Partial]) -> None:
@@ -119,11 +127,11 @@ class JoinTerms:
 
     def input_state(self, inp: Input) -> str:
         """Declare (once) the state of an input, pre-aggregated on its lineage."""
-        name = ("st_" if inp.static else "in_") + _safe(inp.alias)
+        name = self._state_name(inp)
         if any(s.name == name for s in self.plan.states):
             return name
         lin = self.lineage[inp.index]
-        key = tuple(Field(n, e.type) for n, e in lin.exprs)
+        key = tuple(Field(n, e.type) for n, e in lin.exprs) + tuple(Field(n, BIGINT) for n in self._cell_names(inp))
         columns = (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of rows"),) + tuple(
             StateColumn(p.name, p.type, p.monoid, p.meaning) for p in lin.partials
         )
@@ -135,16 +143,49 @@ class JoinTerms:
         weight: Expr = Literal(1, BIGINT) if inp.static else Column(WEIGHT, BIGINT)
         aggs: list[tuple[str, Agg]] = [(WEIGHT, Agg("sum", (weight,), False, BIGINT))]
         aggs += [(p.name, Agg(p.monoid.merge_sql, (p.contribution(weight),), False, p.type)) for p in lin.partials]
-        program = Aggregate(rows, tuple(lin.exprs), tuple(aggs))
         lineage_text = ", ".join(n for n, _ in lin.exprs) or "()"
+        note = f"{inp.label} pre-aggregated on its lineage ({lineage_text})"
+        program: Rel
+        if self.matrix is None:
+            program = Aggregate(rows, tuple(lin.exprs), tuple(aggs))
+            partition = self._partition(inp, edges)
+        else:
+            program, partition = self._matrix_rows(inp, rows, aggs)
+            side = "row" if inp.index == 0 else "column"
+            note += f", kept in each cell of its {side} group of the join matrix"
         state = State(name, StateRole.STATIC if inp.static else StateRole.JOIN_INPUT, key, columns,
-                      note=f"{inp.label} pre-aggregated on its lineage ({lineage_text})",
-                      static=inp.static, partition=self._partition(inp, edges))
+                      note=note, static=inp.static, partition=partition)
         if inp.static:
             self.plan.add_static(state, program)
         else:
             self.plan.add_state(state, program)
         return name
+
+    @staticmethod
+    def _state_name(inp: Input) -> str:
+        return ("st_" if inp.static else "in_") + _safe(inp.alias)
+
+    def _cell_names(self, inp: Input) -> tuple[str, ...]:
+        """The columns a matrix state adds to its key: the cell, and the value bucket of a band."""
+        if self.matrix is None:
+            return ()
+        alias = _safe(inp.alias)
+        return (f"{alias}._cell",) + ((f"{alias}._bucket",) if self.matrix.band is not None else ())
+
+    def _matrix_rows(self, inp: Input, rows: Rel, aggs: list[tuple[str, Agg]]) -> tuple[Rel, tuple[str, ...]]:
+        """An input's rows replicated into the cells of its group, with their value bucket; the
+        state is partitioned on (cell, bucket), which the delta terms join it on."""
+        matrix = self.matrix
+        assert matrix is not None
+        lin = self.lineage[inp.index]
+        names = self._cell_names(inp)
+        replica = f"{_safe(inp.alias)}._replica"
+        exploded = Explode(rows, matrix.replicas(inp.index), replica)
+        group = matrix.group(inp.index, tuple(e for _, e in lin.exprs))
+        keys = list(lin.exprs) + [(names[0], matrix.cell(inp.index, group, Column(replica, BIGINT)))]
+        if matrix.band is not None:
+            keys.append((names[1], matrix.band.bucket(inp.index)))
+        return Aggregate(exploded, tuple(keys), tuple(aggs)), names
 
     def _partition(self, inp: Input, edges: list) -> tuple[str, ...] | None:
         """The join key of the input's first join partner: what a delta joins this state on."""
@@ -166,6 +207,12 @@ class JoinTerms:
         each joined row projected to the consumer's columns and its weight ``_weight``."""
         streams = self.body.streams
         need_state = len(streams) > 1
+        if self.matrix is not None:
+            self.plan.note(self.matrix.describe())
+            left, right = (self._state_name(i) for i in self.body.inputs)
+            mp = self.matrix.mapping
+            if not any(x.left == left for x in self.plan.matrices):
+                self.plan.matrices.append(JoinMatrix(left, right, mp.n, mp.m))
         terms: list[Rel] = []
         for inp in streams:
             first = self.operand(inp, StateVersion.DELTA if need_state else None)
@@ -188,6 +235,8 @@ class JoinTerms:
                 if {e.left, e.right} <= done | {nxt} and nxt in (e.left, e.right):
                     a, b = self.over(e.left_expr), self.over(e.right_expr)
                     conds.append(Call("<=>" if e.null_safe else "=", (a, b), BOOLEAN))
+            if self.matrix is not None:
+                rel, conds = self._cells(start, rel, body.inputs[nxt])
             cond = and_all(conds)
             rel = Join(rel, other, JoinKind.INNER if cond is not None else JoinKind.CROSS, cond)
             done.add(nxt)
@@ -196,6 +245,22 @@ class JoinTerms:
             assert cond is not None
             rel = Filter(rel, cond)
         return rel
+
+    def _cells(self, start: Input, delta: Rel, other: Input) -> tuple[Rel, list[Expr]]:
+        """A matrix's delta term: the batch's rows meet the other state in their cells — and, in a
+        band, in the buckets the band may reach, one exploded row per bucket offset."""
+        matrix = self.matrix
+        assert matrix is not None
+        mine, theirs = self._cell_names(start), self._cell_names(other)
+        conds: list[Expr] = [Call("=", (Column(mine[0], BIGINT), Column(theirs[0], BIGINT)), BOOLEAN)]
+        if matrix.band is not None:
+            offset = f"{_safe(start.alias)}._offset"
+            delta = Explode(delta, matrix.offsets(), offset)
+            # b(left) − b(right) = k: the left side's rows look for b(right) = b(left) − k
+            sign = "-" if start.index == 0 else "+"
+            target = Call(sign, (Column(mine[1], BIGINT), Column(offset, BIGINT)), BIGINT)
+            conds.append(Call("=", (target, Column(theirs[1], BIGINT)), BOOLEAN))
+        return delta, conds
 
     def _project(self, joined: Rel, partials: list[Partial], out_cols: list[tuple[str, Expr]],
                  value_cols: list[tuple[str, Expr]]) -> Rel:

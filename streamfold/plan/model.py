@@ -315,6 +315,25 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class JoinMatrix:
+    """A theta join laid out as a join matrix (:mod:`.matrix`): the states of its two inputs,
+    kept in the cells of an (n, m) mapping, which the runtime may change between batches."""
+
+    left: str  # the state of the rows split in n row groups (it names the matrix)
+    right: str  # the state of the rows split in m column groups
+    n: int
+    m: int
+
+    def __post_init__(self) -> None:
+        if self.n < 1 or self.m < 1 or (self.n * self.m) & (self.n * self.m - 1):
+            raise ValueError(f"join matrix {self.left}: ({self.n}, {self.m}) is not a mapping of 2^k cells")
+
+    @property
+    def cells(self) -> int:
+        return self.n * self.m
+
+
+@dataclass(frozen=True, slots=True)
 class IncrementalPlan:
     sql: str
     sources: tuple[SourceSchema, ...]
@@ -324,6 +343,7 @@ class IncrementalPlan:
     delta: tuple[Step, ...]
     answer: Answer
     notes: tuple[str, ...] = ()
+    matrices: tuple[JoinMatrix, ...] = ()
 
     def state(self, name: str) -> State:
         for s in self.states:

@@ -86,11 +86,6 @@ def match_join(ctx: PlanContext, join: Join) -> Compiled:
         return Compiled(m.not_in(), static=False, weighted=True)
     if join.kind in (JoinKind.SEMI, JoinKind.ANTI):
         return Compiled(m.semi_anti(anti=join.kind == JoinKind.ANTI), static=False, weighted=True)
-    if sp.mixed:
-        raise UnsupportedError(
-            "an outer join whose condition compares the two sides other than by equality is not supported yet",
-            code="UNSUPPORTED_JOIN", params={"construct": f"{join.kind} join with a non-equality condition"},
-            hint="keep only equalities (and conditions on one side) in the ON clause")
     matched = ctx.compile(Join(join.left, join.right, JoinKind.INNER, join.condition)).program
     parts = [_reorder(matched, join.names), m.padded(m.unmatched_left(), "left")]
     if join.kind == JoinKind.FULL:
@@ -281,14 +276,15 @@ class Matcher:
                 (c, self.join.right.field(c).ref()) for c in rcols)))
         key_cond = and_all([Call("=", (lx, Column(k, r.type)), BOOLEAN) for (lx, _), (k, r) in zip(self.sp.keys, keys)])
         old_left = self.left_old()
-        touched_keys = Aggregate(Project(StateScan(right_name, StateVersion.DELTA, right_fields),
-                                         tuple((k, Column(k, r.type)) for k, r in keys)),
-                                 tuple((k, Column(k, r.type)) for k, r in keys), ())
+        pred = and_all([key_cond] + list(self.sp.mixed) if key_cond is not None else list(self.sp.mixed))
+        # The old left rows whose count can change: those matching a right row the batch changed
+        # (a theta join's condition, not only its keys: a band touches few left rows).
+        changed_right = Project(StateScan(right_name, StateVersion.DELTA, right_fields),
+                                tuple((f.name, f.ref()) for f in right_fields if f.name != WEIGHT))
         affected = Aggregate(Union((
             Project(self.left_delta(), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields))),
-            Project(Join(old_left, touched_keys, JoinKind.SEMI, key_cond), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields))),
+            Project(Join(old_left, changed_right, JoinKind.SEMI, pred), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields))),
         )), tuple((n, Column(n, f.type)) for n, f in zip(lnames, self.lfields)), ())
-        pred = and_all([key_cond] + list(self.sp.mixed) if key_cond is not None else list(self.sp.mixed))
 
         def matches(version: StateVersion, tag: str) -> Rel:
             r = Project(StateScan(right_name, version, right_fields),

@@ -33,7 +33,7 @@ from ..plan.model import LOOPS, Diffusion, IncrementalPlan, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
 from ..sql.iterate import spark_schema_sql
-from . import files
+from . import files, lowering
 from .answer import AnswerSql
 from .batch import BatchReads, parallel
 from .checkpoint import Checkpoint, OutputDir, batch_name
@@ -44,6 +44,7 @@ from .inputs import BatchReader, first_line
 from .profile import Profiler, Waterfall
 from .stats import batch_stats
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
+from .matrices import MatrixDriver
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
 from .state import StateStore, materialize, release
@@ -77,6 +78,9 @@ class QueryConfig:
     compact_every: int = 20
     keep_snapshots: int | None = None  # prune older snapshots, keeping this many
     profile: bool = False  # record each batch's waterfall (BatchResult.waterfall)
+    # Algorithm 2's ε for join matrices: re-map once an input grew by this fraction; None keeps
+    # the square mapping (the thesis's STATICMID)
+    matrix_epsilon: float | None = 1.0
 
     @property
     def checkpoint_dir(self) -> str:
@@ -146,6 +150,13 @@ class Engine:
             self._check_inputs(current)
         self._setup(current or plan)
         self._restore_states()
+        self.matrices = MatrixDriver(epsilon=config.matrix_epsilon)
+        self._restate = False  # this batch writes every state whole (a join matrix migrated)
+        self._migrated_rows: dict[str, int] = {}
+        if self.plan.matrices and self.recovery.last_committed >= 0:
+            mappings = self.matrices.resume(self.output.read_commit(self.recovery.last_committed))
+            if mappings and mappings != {m.left: (m.n, m.m) for m in self.plan.matrices}:
+                self._replan(mappings)
         self.next_batch = self.recovery.last_committed + 1
         self.consumed = self.recovery.consumed
 
@@ -332,6 +343,8 @@ class Engine:
             with self._phase("read"):
                 frames, rows, cached = self.control.guard(batch, "read",
                                                           lambda: self.reader.read(inputs, cache=self._reread))
+        self._restate = False
+        self.matrices.begin()
         self._unchanged = set()
         temps: list[DataFrame] = []
         committed = False
@@ -352,14 +365,22 @@ class Engine:
         try:
             if not answer_only:
                 self._apply_h(batch, reads, views, eager, temps)
+            migrated: dict[str, DataFrame] = {}
+            if self.plan.matrices and not answer_only and self._boundary is None:
+                with self._phase("join matrix"):
+                    migrated = self._adapt(batch, reads, views)
             self.progress(f"batch {batch_name(batch)}: answer")
             with self._phase("write"):
                 snap_rows, change_rows = self.control.guard(
                     batch, "answer", lambda: self._write_outputs(batch, reads.merged, reads.new, views, eager,
                                                                  held + sum(rows.values())))
             self.store.count_rows()
+            for n in migrated:  # the merges' counts were of the states before the migration
+                self.store.rows[n] = self._migrated_rows[n]
             stats = batch_stats(self.plan, rows, before, self.store.rows, self.store.touched)
             extra = self.control.before_commit(self._pending(batch, inputs, reads, views))
+            if self.plan.matrices:
+                extra["matrix"] = self.matrices.record(self.plan, self.store.rows)
             if self._boundary is not None:
                 extra["reset"] = self._boundary.reset
             duration = time.monotonic() - start
@@ -378,7 +399,9 @@ class Engine:
             current: dict[str, tuple[DataFrame, DataFrame | None]] = {}
             with self._part("next batch's state views"):
                 for n, df in reads.merged.items():
-                    if n not in self._unchanged:
+                    if n in migrated:
+                        current[n] = (migrated[n], migrated[n])
+                    elif n not in self._unchanged:
                         current[n] = (self.store.next_version(n, df, views), df)
         finally:
             with self._part("drop views, release"):
@@ -389,7 +412,7 @@ class Engine:
             boundary.committed(self)
         self.control.committed(batch, record)
         with self._phase("compact"):
-            restated = boundary is not None and boundary.whole
+            restated = (boundary is not None and boundary.whole) or self._restate
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
         profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
@@ -500,6 +523,7 @@ class Engine:
         states: dict[str, DataFrame | str] = {**self.store.current, **new}
         durable = self.store.durable()
         boundary = self._boundary
+        whole = self._restate or (boundary is not None and boundary.whole)
         try:
             with self._part("outputs' SQL (views)"):
                 snapshot = self.answer.snapshot(states, views)
@@ -509,10 +533,10 @@ class Engine:
                     changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark, states, views),
                                                           views)
                 logs: dict[str, DataFrame | str]
-                if boundary is not None and not merged and not boundary.whole:  # h did not run: no state changed
+                if boundary is not None and not merged and not whole:  # h did not run: no state changed
                     logs = {n: self.store.empty(n) for n in durable}
                     log_dir = self.checkpoint.delta_dir(batch)
-                elif boundary is None or not boundary.whole:
+                elif not whole:
                     logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
                     log_dir = self.checkpoint.delta_dir(batch)
                 else:  # its states whole: a restart restores them without the old plan's changelogs
@@ -526,7 +550,7 @@ class Engine:
             # changes and changelog by the keys touched. Small ones are collected and written here.
             if eager:
                 self.store.count_rows()
-            bound = self._rows_bound(merged if boundary is None or (merged and not boundary.whole) else durable)
+            bound = self._rows_bound(merged if not whole and (boundary is None or merged) else durable)
             if not eager or bound <= SMALL_ROWS:
                 schemas = [self.answer.columns(), self.answer.columns(weight=True)]
                 if log is not None:
@@ -574,6 +598,72 @@ class Engine:
             for b in range(0, batch - keep + 1):
                 files.remove(self.output.snapshot_path(b))
 
+    # -- join matrices (runtime/matrices.py) ------------------------------------------------------
+    def _adapt(self, batch: int, reads: BatchReads, views: Views) -> dict[str, DataFrame]:
+        """Algorithm 2 after the batch's merges: each join matrix whose inputs grew enough moves to
+        its best mapping for their sizes now — its states replicated anew (returned, by name, to
+        be the states after the batch), the plan compiled for it. The batch then writes every
+        state whole, so the migration commits with it (killed before, it is decided again)."""
+        if not self.matrices.may_trigger(self.plan, self.store.rows, self._added_rows(reads)):
+            return {}  # no input can have grown enough: no count, no decision (sizes: from the merges)
+        counts = self._matrix_rows(reads, views)
+        moves = self.matrices.plan(self.plan, counts)
+        if not moves:
+            return {}
+        self.progress(f"batch {batch_name(batch)}: join matrix " + ", ".join(
+            f"{name} {old} → {new}" for name, (old, new) in self.matrices.migrated.items()))
+        migrated: dict[str, DataFrame] = {}
+        try:
+            for mx in self.plan.matrices:
+                if mx.left not in moves:
+                    continue
+                r, s = self.matrices.sizes[mx.left]
+                n, m = moves[mx.left]
+                for side, name in ((0, mx.left), (1, mx.right)):
+                    source = views.relation(reads.new[name], f"migrate_{name}") + " _new"
+                    sql = lowering.migrate(self.store.table(name), source, side, (mx.n, mx.m), (n, m))
+                    migrated[name] = materialize(self.spark.sql(sql))
+                    reads.new[name] = migrated[name]
+                    self._migrated_rows[name] = r * m if side == 0 else s * n
+        except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
+            for df in migrated.values():
+                release(df)
+            raise batch_failure(batch, "migrate", "migrating a join matrix", e, self._local) from e
+        self._replan({**{m.left: (m.n, m.m) for m in self.plan.matrices}, **moves})
+        self._restate = True
+        return migrated
+
+    def _added_rows(self, reads: BatchReads) -> dict[str, int | None]:
+        """Per join matrix input, at most how many rows (lineage keys) the batch added to it: the
+        batch's rows of its source when its delta reads one source and nothing else, else None."""
+        out: dict[str, int | None] = {}
+        for step in self.plan.delta:
+            if not any(step.state in (m.left, m.right) for m in self.plan.matrices):
+                continue
+            nodes = [n for r in step.reads() for n in r.walk()]
+            scans = [n for n in nodes if isinstance(n, DeltaScan)]
+            alone = len(scans) == 1 and not any(isinstance(n, (StateScan, Once, LoopRef)) for n in nodes)
+            out[step.state] = reads.rows.get(self.catalog[scans[0].table].name) if alone else None
+        return out
+
+    def _matrix_rows(self, reads: BatchReads, views: Views) -> dict[str, int]:
+        """The rows of every join matrix input after the batch's merges, in one job."""
+        names = sorted({n for m in self.plan.matrices for n in (m.left, m.right)})
+        items = []
+        for i, name in enumerate(names):
+            relation = views.relation(reads.new.get(name, self.store.current[name]), f"count_{name}")
+            items.append(f"(SELECT count(*) FROM {relation} _c{i}) AS c{i}")
+        row = self.spark.sql("SELECT " + ", ".join(items)).collect()[0]
+        return {name: int(row[i]) for i, name in enumerate(names)}
+
+    def _replan(self, mappings: dict[str, tuple[int, int]]) -> None:
+        """The plan compiled again with these join matrix mappings: the same states, other programs."""
+        plan = _with_mappings(self.plan, mappings)
+        assert plan.states == self.plan.states and plan.answer == self.plan.answer
+        self.plan = plan
+        self._levels = _levels(plan.delta)
+        self._reread = _read_more_than_once(plan.delta)
+
     # -- reconfiguration (the seam for streamfold.control) ---------------------------------------
     def install(self, plan: IncrementalPlan, keep: Mapping[str, str], history: dict[str, list[str]] | None,
                 on_failure: Callable[[BaseException], None] | None = None) -> None:
@@ -593,6 +683,8 @@ class Engine:
             raise StreamfoldError("internal: a plan is installed already and its batch is not committed",
                                   code="INTERNAL")
         self._check_inputs(plan)
+        if plan.matrices and self.plan.matrices:  # a join matrix's kept states are in its current mapping
+            plan = _with_mappings(plan, {m.left: (m.n, m.m) for m in self.plan.matrices})
         old = _Bundle.of(self)
         batch = self.next_batch
         same_h = (plan.states, plan.init, plan.delta) == (old.plan.states, old.plan.init, old.plan.delta)
@@ -662,6 +754,14 @@ class Engine:
     def close(self) -> None:
         self.store.close()
         self._tables.clear()
+
+
+def _with_mappings(plan: IncrementalPlan, mappings: dict[str, tuple[int, int]]) -> IncrementalPlan:
+    """``plan`` compiled again with these join matrix mappings (by left state; others ignored)."""
+    from ..plan import incrementalize
+    from ..sql import bind
+
+    return incrementalize(bind(plan.sql, Catalog(plan.sources)), mappings)
 
 
 def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:

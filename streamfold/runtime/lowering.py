@@ -152,6 +152,29 @@ def merge(t: StateTable, old: str, delta: str, single: bool = False) -> str:
     return text
 
 
+def migrate(t: StateTable, current: str, side: int, old: tuple[int, int], new: tuple[int, int]) -> str:
+    """A join matrix input's rows moved from mapping ``old`` to ``new`` (each (n, m)): one copy
+    of each row (its replica in column 0 of its row group for the left side, ``side`` 0; in row
+    0 of its column group for the right side) replicated into the cells of its group under the
+    new mapping. Groups hash the lineage exactly as the plan's delta program does (the columns
+    cast back to the plan's types), so the batches after the migration find every row."""
+    cell = next(k for k in t.keys if k.endswith("._cell"))
+    lineage = [f for f in t.state.key if not f.name.endswith(("._cell", "._bucket"))]
+    (_, m_old), (n_new, m_new) = old, new
+    hashed = ", ".join(["'R'" if side == 0 else "'S'"] + [f"CAST({quote(f.name)} AS {f.type.sql()})" for f in lineage])
+    group = f"pmod(xxhash64({hashed}), {n_new if side == 0 else m_new}L)"
+    replicas = m_new if side == 0 else n_new
+    new_cell = f"({group} * {m_new}L) + __replica" if side == 0 else f"(__replica * {m_new}L) + {group}"
+    canonical = f"pmod({quote(cell)}, {m_old}L) = 0" if side == 0 else f"{quote(cell)} < {m_old}L"
+    cols = [f"{new_cell} AS {quote(n)}" if n == cell else quote(n) for n, _ in t.columns]
+    # Distributed without conform's casts (the columns keep their types; the new cell is a
+    # BIGINT): through a cast of a column to its own type, Spark 4 records the checkpoint's hash
+    # partitioning on an attribute the checkpoint does not output, and shuffles the state again.
+    return (f"SELECT {', '.join(cols)}\nFROM {current}\n"
+            f"LATERAL VIEW explode(sequence(0L, {replicas - 1}L)) _migrate AS __replica\nWHERE {canonical}\n"
+            "DISTRIBUTE BY " + ", ".join(quote(k) for k in t.state.partition_names))
+
+
 def unchanged(t: StateTable, current: str) -> str:
     """What :func:`merge` gives over an empty delta, as a projection of the state ``current``
     (a FROM item): every key's old row is its new row, and no key is touched."""

@@ -71,6 +71,8 @@ class StreamingSystem(System):
     def process(self, increment: int) -> dict[str, Any]:
         self.query.processAllAvailable()
         error = self.query.exception()
+        if error is not None and "not supported" in str(error):  # the query's shape, refused at its first batch
+            raise Rejected({"planning": str(error).splitlines()[0]})
         if error is not None:
             raise RuntimeError(f"the streaming query failed: {error}")
         return {"timings": self._progress()}
