@@ -372,16 +372,22 @@ def test_nothing_cached_accumulates(spark, tmp_path):
     assert cached() == 0
 
 
-def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, tmp_path):
-    from streamfold.runtime.profile import Waterfall
-
+def _profiled_sums(spark, tmp_path):
+    """A profiled sum per key with batch 0 committed and batch 1's file in place: (tmp, source, query)."""
     tmp = str(tmp_path)
     src = os.path.join(tmp, "S")
     put(src, "a.parquet", [(1, 5), (2, 7)])
     q = start(spark, tmp, "SELECT k, sum(v) AS total FROM S GROUP BY k", profile=True)
+    q.process_available()
+    put(src, "b.parquet", [(1, 1)])
+    return tmp, src, q
+
+
+def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, tmp_path):
+    from streamfold.runtime.profile import Waterfall
+
+    tmp, src, q = _profiled_sums(spark, tmp_path)
     try:
-        q.process_available()
-        put(src, "b.parquet", [(1, 1)])
         q.process_available()  # the state moves from batch 0's hash partitions into one partition
         put(src, "c.parquet", [(1, 2)])
         result = q.process_available()
@@ -414,13 +420,8 @@ def test_a_batch_over_large_states_shuffles_only_its_own_rows(spark, tmp_path, m
     one job of two stages, the batch's rows read and shuffled on the key, then merged into the
     state and answered. A third stage would be the state shuffled: it stays where it is."""
     monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)
-    tmp = str(tmp_path)
-    src = os.path.join(tmp, "S")
-    put(src, "a.parquet", [(1, 5), (2, 7)])
-    q = start(spark, tmp, "SELECT k, sum(v) AS total FROM S GROUP BY k", profile=True)
+    _, _, q = _profiled_sums(spark, tmp_path)
     try:
-        q.process_available()
-        put(src, "b.parquet", [(1, 1)])
         waterfall = q.process_available().waterfall()
         assert [len([s for s in j.stages if s.status != "SKIPPED"]) for j in waterfall.jobs] == [2]
         assert sorted(rows_of(q)) == [(1, 6), (2, 7)]
