@@ -42,13 +42,12 @@ from .failures import batch_failure
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
 from .profile import Profiler, Waterfall
-from .stats import batch_stats
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .matrices import MatrixDriver
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
 from .state import StateStore, materialize, release
-from .lowering import subquery
+from .stats import batch_stats
 from .views import Views
 
 if TYPE_CHECKING:
@@ -847,7 +846,7 @@ class Installed:
         if self.before is None or self.reset:
             return None
         if self.answer_only and not self.ran_h:
-            return subquery(self.old.answer.snapshot(states, views))
+            return lowering.subquery(self.old.answer.snapshot(states, views))
         return spark.read.schema(self.old.output_schema).parquet(self.before)
 
     def committed(self, engine: Engine) -> None:
