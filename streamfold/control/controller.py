@@ -240,11 +240,8 @@ class Controller:
     def idle(self, seconds: float, stop: threading.Event) -> None:
         """Wait for the next poll; a reconfiguration asked for meanwhile ends the wait, so it
         applies at once when no batch is running (rather than after the trigger interval)."""
-        deadline = time.monotonic() + seconds
-        while not stop.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0 or self._wake.wait(min(left, 0.05)):
-                break
+        if not stop.is_set():  # a stop closes the controller, which sets the wake too
+            self._wake.wait(seconds)
         self._wake.clear()
 
     def close(self) -> None:
