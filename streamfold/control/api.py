@@ -111,8 +111,8 @@ def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[
                          until_idle=until_idle, **options)
     session = spark if spark is not None else get_spark(master)
     catalog = input_catalog(session, config)  # every input's, so a new query may read any of them
-    controller = Controller(config, partial(compile_sql, catalog=catalog), grace=pause_grace)
-    engine = Engine(session, compile_sql(config.sql, catalog), config, progress=progress, control=controller)
+    controller = Controller(config, partial(compile_sql, catalog=catalog, policy=config.matrix_policy), grace=pause_grace)
+    engine = Engine(session, compile_sql(config.sql, catalog, config.matrix_policy), config, progress=progress, control=controller)
     query = ControlledQuery(engine, session, controller)
     try:
         controller.attach(engine)

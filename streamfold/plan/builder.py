@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.rel import DeltaScan, Field, Rel, StateScan
+from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import Diffusion, ExactIteration, Fixpoint, JoinMatrix, Merge, State, Step, Temp
 from .simplify import simplify
 
@@ -19,6 +20,7 @@ class PlanBuilder:
     # (n, m) per join matrix (named by its left state) to plan with instead of the square one:
     # the mapping the runtime moved to (streamfold.plan.matrix.decide)
     mappings: dict[str, tuple[int, int]] = field(default_factory=dict)
+    policy: MatrixPolicy = DEFAULT_POLICY
     _names: set[str] = field(default_factory=set)
 
     def name(self, base: str) -> str:

@@ -28,6 +28,7 @@ from ..ir.types import BIGINT
 from ..sql.bind import BoundQuery
 from .body import Body, Input, flatten
 from .builder import PlanBuilder
+from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .terms import sum_weights
 
@@ -38,10 +39,10 @@ class PlanContext:
     """The planner as the rules see it (see the module docstring)."""
 
     def __init__(self, bound: BoundQuery, logical: Rel, dispatch: Rule,
-                 mappings: dict[str, tuple[int, int]] | None = None) -> None:
+                 mappings: dict[str, tuple[int, int]] | None = None, policy: MatrixPolicy = DEFAULT_POLICY) -> None:
         self.bound = bound
         self.logical = logical
-        self.plan = PlanBuilder(mappings=dict(mappings or {}))
+        self.plan = PlanBuilder(mappings=dict(mappings or {}), policy=policy)
         self._dispatch = dispatch
         self._memo: dict[Rel, Compiled] = {}
         self._shared: dict[Rel, tuple[Rel, Compiled]] = {}  # canonical form → first relation, its delta

@@ -35,6 +35,7 @@ from ..passes import normalize
 from ..sql.bind import BoundQuery
 from . import rules_aggregates, rules_joins, rules_linear, rules_loops, rules_setops
 from .context import PlanContext, Rule, reads_stream
+from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import Compiled, IncrementalPlan
 from .rules_answer import answer
 
@@ -73,13 +74,15 @@ REFUSED: dict[type[Rel], Callable[[Rel], UnsupportedError]] = {
 }
 
 
-def incrementalize(bound: BoundQuery, mappings: dict[str, tuple[int, int]] | None = None) -> IncrementalPlan:
+def incrementalize(bound: BoundQuery, mappings: dict[str, tuple[int, int]] | None = None,
+                   policy: MatrixPolicy = DEFAULT_POLICY) -> IncrementalPlan:
     """Compile a bound query into its incremental plan, or refuse with a coded error.
 
-    ``mappings`` gives join matrices an (n, m) mapping other than the square one they start with
-    (keyed by :attr:`JoinMatrix.left`): the runtime re-plans with them when it migrates."""
+    ``mappings`` gives join matrices an (n, m) mapping other than the one they start with
+    (keyed by :attr:`JoinMatrix.left`): the runtime re-plans with them when it migrates.
+    ``policy`` says which joins go over a join matrix, of how many cells, starting how."""
     try:  # a pass's refusal (a subquery it cannot unnest) shows the query too
-        return _plan(bound, normalize(bound.rel), mappings)
+        return _plan(bound, normalize(bound.rel), mappings, policy)
     except UnsupportedError as e:
         raise e.with_sql(bound.sql) from None
 
@@ -102,15 +105,16 @@ def refusal(rel: Rel) -> UnsupportedError:
                             params={"construct": type(rel).__name__})
 
 
-def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] | None = None) -> IncrementalPlan:
+def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] | None,
+          policy: MatrixPolicy) -> IncrementalPlan:
     if not reads_stream(logical):
         raise UnsupportedError("the query reads no stream source, so its answer never changes", code="NO_STREAM",
                                params={}, hint="give at least one input with --source (static inputs use --table)")
-    ctx = PlanContext(bound, logical, dispatch, mappings)
+    ctx = PlanContext(bound, logical, dispatch, mappings, policy)
     a = answer(ctx)
     used = {s.table.lower() for s in logical.walk() if isinstance(s, Scan)}
     sources = tuple(s for s in bound.catalog.values() if s.name.lower() in used)
     p = ctx.plan
     return IncrementalPlan(sql=bound.sql, sources=sources, logical=logical, states=tuple(p.states),
                            init=tuple(p.init), delta=tuple(p.delta), answer=a, notes=tuple(p.notes),
-                           matrices=tuple(p.matrices))
+                           matrices=tuple(p.matrices), policy=policy)

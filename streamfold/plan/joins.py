@@ -59,7 +59,7 @@ class JoinTerms:
         self.body = body
         self.lineage: dict[int, Lineage] = {}
         given = plan.mappings.get(self._state_name(body.inputs[0])) if len(body.inputs) == 2 else None
-        self.matrix: Matrix | None = plan_matrix(body, Mapping(*given) if given is not None else None)
+        self.matrix: Matrix | None = plan_matrix(body, Mapping(*given) if given is not None else None, plan.policy)
 
     # -- lineage ---------------------------------------------------------------------------------
     def inject(self, consumer: list[Expr], partials: list[Partial]) -> None:
@@ -146,11 +146,12 @@ class JoinTerms:
         lineage_text = ", ".join(n for n, _ in lin.exprs) or "()"
         note = f"{inp.label} pre-aggregated on its lineage ({lineage_text})"
         program: Rel
+        partition = self._partition(inp, edges)
         if self.matrix is None:
             program = Aggregate(rows, tuple(lin.exprs), tuple(aggs))
-            partition = self._partition(inp, edges)
         else:
-            program, partition = self._matrix_rows(inp, rows, aggs)
+            program, cells = self._matrix_rows(inp, rows, aggs)
+            partition = (partition or ()) + cells  # an equi-join's key, then the cell (the join's order)
             side = "row" if inp.index == 0 else "column"
             note += f", kept in each cell of its {side} group of the join matrix"
         state = State(name, StateRole.STATIC if inp.static else StateRole.JOIN_INPUT, key, columns,
@@ -236,7 +237,8 @@ class JoinTerms:
                     a, b = self.over(e.left_expr), self.over(e.right_expr)
                     conds.append(Call("<=>" if e.null_safe else "=", (a, b), BOOLEAN))
             if self.matrix is not None:
-                rel, conds = self._cells(start, rel, body.inputs[nxt])
+                rel, cells = self._cells(start, rel, body.inputs[nxt])
+                conds += cells
             cond = and_all(conds)
             rel = Join(rel, other, JoinKind.INNER if cond is not None else JoinKind.CROSS, cond)
             done.add(nxt)

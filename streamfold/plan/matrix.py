@@ -42,6 +42,7 @@ MATRIX_CELLS = 4
 EPSILON = 1.0  # Algorithm 2's trigger: re-map when a relation grew by this fraction
 
 
+
 @dataclass(frozen=True, slots=True)
 class Mapping:
     """An (n, m) mapping: R in n row groups, S in m column groups, n·m cells."""
@@ -98,6 +99,31 @@ def decide(current: Mapping, last: tuple[int, int], now: tuple[int, int],
     return None if best == current else best
 
 
+@dataclass(frozen=True, slots=True)
+class MatrixPolicy:
+    """What the planner lays over a join matrix, and how: ``cells`` J; ``equi``: equi-joins of two
+    streams too (by default they are hash-partitioned on their key — the thesis's SHJ — which a
+    skewed key collapses onto one partition); ``start``: the mapping matrices start with, instead
+    of the square one (the thesis's STATICOPT, with a static mapping)."""
+
+    cells: int = MATRIX_CELLS
+    equi: bool = False
+    start: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        mappings(self.cells)  # a power of two
+        if self.start is not None and self.start[0] * self.start[1] != self.cells:
+            raise ValueError(f"a starting mapping {self.start} of {self.cells} cells needs n·m = {self.cells}")
+
+    @property
+    def first(self) -> Mapping:
+        """The mapping a matrix starts with."""
+        return Mapping(*self.start) if self.start is not None else square(self.cells)
+
+
+DEFAULT_POLICY = MatrixPolicy()  # theta joins over 4 cells, equi-joins hashed
+
+
 # -- the condition ------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Band:
@@ -131,7 +157,7 @@ class Matrix:
     """How a theta join of two streams is laid out: its mapping, and its band if it has one."""
 
     mapping: Mapping
-    kind: str  # "band", "inequality", "not-equal" or "theta"
+    kind: str  # "equi", "band", "inequality", "not-equal" or "theta"
     band: Band | None = None
 
     def group(self, side: int, lineage: tuple[Expr, ...]) -> Expr:
@@ -157,10 +183,13 @@ class Matrix:
 
     def describe(self) -> str:
         mp = self.mapping
-        text = (f"theta join over a join matrix: mapping (n, m) = {mp}, {mp.cells} cells; a left row is "
+        text = (f"{'equi-join' if self.kind == 'equi' else 'theta join'} over a join matrix: mapping (n, m) = {mp}, {mp.cells} cells; a left row is "
                 f"kept in the {mp.m} cells of its row group, a right row in the {mp.n} cells of its column "
                 "group (groups hash the row's lineage), so each pair meets in one cell")
-        if self.band is not None:
+        if self.kind == "equi":
+            text += ("; equi-join: inside a cell a hash join on (key, cell), so a key's rows are spread over "
+                     "the cells of their groups however many they are")
+        elif self.band is not None:
             b = self.band
             lo, hi = b.offsets
             text += (f"; band {_show(b.left)} − {_show(b.right)} ∈ [{b.lo}, {b.hi}]: inside a cell an "
@@ -187,19 +216,22 @@ def _as_integer(e: Expr) -> Expr:
     return e if e.type == BIGINT else Cast(e, BIGINT)
 
 
-def plan_matrix(body: Body, mapping: Mapping | None = None, cells: int = MATRIX_CELLS) -> Matrix | None:
+def plan_matrix(body: Body, mapping: Mapping | None = None, policy: MatrixPolicy = DEFAULT_POLICY) -> Matrix | None:
     """The join matrix of a body that is a theta join of two streams, or None.
 
     It applies to two stream inputs with no equality between them and at least one predicate
-    reading both; anything else keeps the plan of :mod:`.joins` (hashed on equi-keys, or a
-    filtered cross product with a static side). ``mapping`` replaces the square one it starts with.
+    reading both — or, under ``policy.equi``, with an equality (then the cells split each key's
+    rows); anything else keeps the plan of :mod:`.joins` (hashed on equi-keys, or a filtered
+    cross product with a static side). ``mapping`` replaces the one the policy starts with.
     """
-    if len(body.inputs) != 2 or body.edges or any(i.static for i in body.inputs):
+    if len(body.inputs) != 2 or any(i.static for i in body.inputs):
         return None
+    mapping = mapping or policy.first
+    if body.edges:
+        return Matrix(mapping, "equi") if policy.equi else None
     mixed = [p for p in body.residual if len(body.inputs_of(p)) == 2]
     if not mixed:
         return None
-    mapping = mapping or square(cells)
     band = _band(body, mixed)
     if band is not None:
         return Matrix(mapping, "band", band)

@@ -24,6 +24,7 @@ from enum import Enum, StrEnum
 from ..ir.rel import WEIGHT, Field, LoopRef, Once, Rel, SortKey, Union
 from ..ir.types import DataType
 from ..sql.catalog import SourceSchema
+from .matrix import DEFAULT_POLICY, MatrixPolicy
 
 # The result of a state's merge (``StateScan(state, "merged")``) has, besides the state's
 # columns, the old value of each non-key column (``OLD + column``; NULL for a key new in the
@@ -344,6 +345,7 @@ class IncrementalPlan:
     answer: Answer
     notes: tuple[str, ...] = ()
     matrices: tuple[JoinMatrix, ...] = ()
+    policy: MatrixPolicy = DEFAULT_POLICY  # what it was planned with: a re-plan keeps it
 
     def state(self, name: str) -> State:
         for s in self.states:

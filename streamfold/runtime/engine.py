@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
 from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
+from ..plan.matrix import MatrixPolicy
 from ..plan.model import LOOPS, Diffusion, IncrementalPlan, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
@@ -80,6 +81,16 @@ class QueryConfig:
     # Algorithm 2's ε for join matrices: re-map once an input grew by this fraction; None keeps
     # the square mapping (the thesis's STATICMID)
     matrix_epsilon: float | None = 1.0
+    # the planner's join matrices (plan.matrix.MatrixPolicy): J cells, whether equi-joins of two
+    # streams go over one too (else hashed on their key), the mapping they start with (else square)
+    matrix_cells: int = 4
+    matrix_equi: bool = False
+    matrix_start: tuple[int, int] | None = None
+
+    @property
+    def matrix_policy(self) -> MatrixPolicy:
+        return MatrixPolicy(self.matrix_cells, self.matrix_equi,
+                            tuple(self.matrix_start) if self.matrix_start is not None else None)  # type: ignore[arg-type]
 
     @property
     def checkpoint_dir(self) -> str:
@@ -760,7 +771,7 @@ def _with_mappings(plan: IncrementalPlan, mappings: dict[str, tuple[int, int]]) 
     from ..plan import incrementalize
     from ..sql import bind
 
-    return incrementalize(bind(plan.sql, Catalog(plan.sources)), mappings)
+    return incrementalize(bind(plan.sql, Catalog(plan.sources)), mappings, plan.policy)
 
 
 def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..plan import IncrementalPlan, incrementalize
+from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy
 from ..sql import Catalog, bind
 from .checkpoint import batch_name
 from .engine import BatchResult, Engine, QueryConfig
@@ -235,7 +236,7 @@ def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mappi
 def compile_config(spark: SparkSession, config: QueryConfig) -> IncrementalPlan:
     """The incremental plan of the configured query: each input's schema (given, or read from its
     files), then the query bound against them and incrementalized (coded errors if it cannot be)."""
-    return compile_sql(config.sql, input_catalog(spark, config))
+    return compile_sql(config.sql, input_catalog(spark, config), config.matrix_policy)
 
 
 def input_catalog(spark: SparkSession, config: QueryConfig) -> Catalog:
@@ -243,9 +244,9 @@ def input_catalog(spark: SparkSession, config: QueryConfig) -> Catalog:
     return Catalog([infer_schema(s, spark) for s in config.inputs])
 
 
-def compile_sql(sql: str, catalog: Catalog) -> IncrementalPlan:
+def compile_sql(sql: str, catalog: Catalog, policy: MatrixPolicy = DEFAULT_POLICY) -> IncrementalPlan:
     """``sql`` bound against ``catalog`` and incrementalized (coded errors if it cannot be)."""
-    return incrementalize(bind(sql, catalog))
+    return incrementalize(bind(sql, catalog), policy=policy)
 
 
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],
