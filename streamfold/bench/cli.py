@@ -60,6 +60,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--ratio", type=int, metavar="K",
                    help="theta: the inputs' size ratio swings between K and 1/K (default 4); --history is "
                         "each input's first rows (default 2000), --increments the phases (default 3)")
+    p.add_argument("--skew", action="store_true",
+                   help="theta: the thesis's Table 4.1 joins (EQ5, EQ7, BCI, BNCI; --queries) on Zipf-skewed TPC-H at "
+                        "--sf (default 0.01) for each --zipf z, under SHJ, STATICMID, STATICOPT and DYNAMIC "
+                        "(--systems) over --cells J (default 16); --increments after a history of half the rows")
+    p.add_argument("--zipf", metavar="LIST", help="theta --skew: the Zipf parameters (default 0,0.25,0.5,0.75,1)")
+    p.add_argument("--cells", type=int, metavar="J", help="theta --skew: the join matrix's cells (a power of two)")
     p.add_argument("--distinct", action="store_true",
                    help="reconfigure: the query keeps a count(DISTINCT y) too (a multiset state: a heavier h)")
     p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
@@ -182,6 +188,11 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         reps = args.reps or (5 if args.workload == "pause" else 4)
         return control_bench(args.workload, args.history, args.increment, reps, args.out, args.master,
                              args.distinct)
+    if args.workload == "theta" and args.skew:
+        from .theta_tpch import main as skew_bench
+
+        return skew_bench(args.sf, args.zipf, args.queries, args.systems, args.cells, args.increments, args.out,
+                          args.master)
     if args.workload == "theta":
         from .theta import main as theta_bench
 
