@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.spark]
 
 R = Source("R", (("a", "INT"), ("k", "INT"), ("v", "INT")), weighted=True)
 S = Source("S", (("k", "INT"), ("u", "INT")), weighted=True)
-EQUI = {"matrix_equi": True, "matrix_cells": 4}
+EQUI = {"matrix_equi": "matrix", "matrix_cells": 4}
 
 SHAPES = [
     ("left-aggregate", "SELECT R.a, count(S.u) AS n, sum(R.v + S.u) AS t FROM R LEFT JOIN S ON R.k = S.k GROUP BY R.a"),
@@ -49,11 +49,11 @@ def test_equi_joins_go_over_the_matrix_only_when_asked():
     from streamfold.plan import explain_text, incrementalize
     from streamfold.sql import Catalog, bind
 
-    text = explain_text(incrementalize(bind(sql, Catalog.from_mapping(schemas)), None, MatrixPolicy(16, True, (1, 16))))
+    text = explain_text(incrementalize(bind(sql, Catalog.from_mapping(schemas)), None, MatrixPolicy(16, "matrix", (1, 16))))
     assert "equi-join over a join matrix: mapping (n, m) = (1, 16), 16 cells" in text
     assert "(R.k = S.k) AND (R._cell = S._cell)" in text
     with pytest.raises(ValueError):
-        MatrixPolicy(16, True, (2, 4))
+        MatrixPolicy(16, "matrix", (2, 4))
 
 
 @pytest.mark.parametrize("qid,sql", SHAPES, ids=[q[0] for q in SHAPES])
@@ -74,16 +74,26 @@ SKEWED_BATCHES = [
     {"R": [(a, 0 if a % 5 else 3, a % 6, 1) for a in range(4, 40)] + [(1, 0, 1, -1)], "S": [(0, 0, -1)]},
 ]
 MAPPINGS = [[1, 4], [1, 4], [4, 1]]
+HEAVY = [[0], [0, 2], [0]]  # key 2 passes a joiner's share of the input in batch 1, falls below it in 2
 
 
-def test_skewed_full_equi_join_migrates_and_stays_exact(spark, tmp_path):
-    """A full outer equi-join under an aggregate, most rows on one key, with deletions: each batch
-    equals DuckDB's answer, the mapping follows the sizes and ILF/ILF* stays ≤ 1.25."""
-    check_stream(spark, str(tmp_path), SKEWED_SQL, [R, S], SKEWED_BATCHES, **EQUI)
+def test_skewed_full_equi_join_goes_hybrid_migrates_and_stays_exact(spark, tmp_path):
+    """The hybrid of §4.4.4 on a full outer equi-join under an aggregate, most rows on key 0,
+    with deletions: the heavy keys are picked from the frequencies after every batch and laid
+    over the matrix (the others hashed, one copy each) — each batch changes them, and with them
+    or with the mapping migrates — ILF/ILF* stays ≤ 1.25, and every batch equals DuckDB's answer."""
+    check_stream(spark, str(tmp_path), SKEWED_SQL, [R, S], SKEWED_BATCHES, matrix_equi="hybrid", matrix_cells=4)
     for b, expected in enumerate(MAPPINGS):
         with open(os.path.join(tmp_path, "out", "commits", f"{b:06d}.json"), encoding="utf-8") as fh:
             entries = json.load(fh)["matrix"]
         entry = next(e for e in entries.values() if e["right"].startswith("in_S"))
         assert entry["mapping"] == expected, (b, entry)
         assert ratio(entry) <= Fraction(5, 4)
-        assert ("migrated_from" in entry) == (b != 1)
+        assert entry["heavy"] == HEAVY[b] and entry["heavy_from"] == (HEAVY[b - 1] if b else []), (b, entry)
+
+
+def test_heavy_keys_are_those_above_a_joiners_fair_share():
+    from streamfold.plan.matrix import heavy_keys
+
+    assert heavy_keys({7: (50, 10), 3: (5, 5), 9: (21, 0)}, 100, 60, 8) == (7, 9)  # share 20
+    assert heavy_keys({"b": (30, 0), "a": (30, 1)}, 30, 31, 2) == ("a",)

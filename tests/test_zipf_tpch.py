@@ -46,4 +46,4 @@ def test_the_bench_queries_are_planned_as_the_thesis_operators():
         else:
             assert "theta join over a join matrix" in text and "band " in text
     assert options("STATICOPT", 16, (1, 16))["matrix_start"] == (1, 16)
-    assert options("SHJ", 16, None)["matrix_equi"] is False
+    assert options("SHJ", 16, None)["matrix_equi"] == "hash"

@@ -22,7 +22,10 @@ Four partitionings over J cells (``--cells``; the hash join over J partitions):
 * **STATICMID** — the join matrix with the square mapping (√J, √J), never re-mapped;
 * **STATICOPT** — the join matrix with the best mapping for the final sizes (known in hindsight:
   from DYNAMIC's last commit), never re-mapped;
-* **DYNAMIC** — the join matrix starting square, re-mapped by Algorithm 2 (ε = 1).
+* **DYNAMIC** — the join matrix starting square, re-mapped by Algorithm 2 (ε = 1);
+* **HYBRID** — (equi-joins) §4.4.4's hybrid: the keys with more rows than a joiner's fair share
+  over the join matrix (DYNAMIC's), the others hashed to one cell each; the heavy keys picked
+  from the frequencies whenever Algorithm 2 decides.
 
 Per batch: the time to commit it; the *largest partition's input* — the rows of both join
 states that one joiner holds: per cell of the matrix (a left row is in the m cells of its row
@@ -63,7 +66,8 @@ QUERIES: dict[str, tuple[str, tuple[str, ...]]] = {
              ("LINEITEM",)),
 }
 EQUI = ("eq5", "eq7")
-SYSTEMS = ("DYNAMIC", "STATICOPT", "STATICMID", "SHJ")  # DYNAMIC first: STATICOPT takes its final sizes
+# DYNAMIC first: STATICOPT takes its final sizes
+SYSTEMS = ("DYNAMIC", "STATICOPT", "STATICMID", "SHJ", "HYBRID")
 SCHEMAS = {
     "RNS": "r_name STRING, n_name STRING, s_suppkey BIGINT, s_nationkey BIGINT, s_acctbal DOUBLE",
     "SN": "s_suppkey BIGINT, s_acctbal DOUBLE, n_name STRING, s_nationkey BIGINT",
@@ -76,13 +80,15 @@ def options(system: str, cells: int, start: tuple[int, int] | None) -> dict[str,
     """streamfold's run options for one partitioning."""
     common: dict[str, Any] = {"partitions": cells, "matrix_cells": cells}
     if system == "SHJ":
-        return {**common, "matrix_equi": False}
+        return {**common, "matrix_equi": "hash"}
+    if system == "HYBRID":
+        return {**common, "matrix_equi": "hybrid", "matrix_epsilon": 1.0}
     if system == "DYNAMIC":
-        return {**common, "matrix_equi": True, "matrix_epsilon": 1.0}
+        return {**common, "matrix_equi": "matrix", "matrix_epsilon": 1.0}
     if system == "STATICMID":
-        return {**common, "matrix_equi": True, "matrix_epsilon": None}
+        return {**common, "matrix_equi": "matrix", "matrix_epsilon": None}
     assert system == "STATICOPT" and start is not None
-    return {**common, "matrix_equi": True, "matrix_epsilon": None, "matrix_start": start}
+    return {**common, "matrix_equi": "matrix", "matrix_epsilon": None, "matrix_start": start}
 
 
 def largest_partition(q: Any, system: str, states: tuple[tuple[str, tuple[str, ...]], ...], cells: int) -> int:
@@ -91,7 +97,7 @@ def largest_partition(q: Any, system: str, states: tuple[tuple[str, tuple[str, .
     parts = []
     for name, key in states:
         if system == "SHJ":
-            where = f"pmod(hash({', '.join(f'`{k}`' for k in key)}), {cells})"
+            where = f"pmod(hash({', '.join(f'`{k}`' for k in key)}), {cells})"  # Spark's HashPartitioning
         else:
             cell = next(k for k in key if k.endswith("._cell"))
             where = f"`{cell}`"
@@ -183,7 +189,7 @@ def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], c
             entry: dict[str, Any] = {"query": query, "z": z, "rows": manifest["rows"],
                                      "top_supplier_share": manifest["top_supplier_share"], "systems": {}}
             for system in systems:
-                if system == "SHJ" and query not in EQUI:
+                if system in ("SHJ", "HYBRID") and query not in EQUI:
                     continue  # a band join has no key to hash
                 start = None
                 if system == "STATICOPT":

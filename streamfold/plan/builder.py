@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..ir.rel import DeltaScan, Field, Rel, StateScan
 from .matrix import DEFAULT_POLICY, MatrixPolicy
@@ -21,6 +22,7 @@ class PlanBuilder:
     # the mapping the runtime moved to (streamfold.plan.matrix.decide)
     mappings: dict[str, tuple[int, int]] = field(default_factory=dict)
     policy: MatrixPolicy = DEFAULT_POLICY
+    heavy: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # a hybrid join's heavy keys, by left state
     _names: set[str] = field(default_factory=set)
 
     def name(self, base: str) -> str:

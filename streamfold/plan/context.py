@@ -18,6 +18,7 @@ The context dispatches ``compile`` to the rules through the function the driver
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..ir.expr import Column, Expr
 from ..ir.rel import (
@@ -39,10 +40,11 @@ class PlanContext:
     """The planner as the rules see it (see the module docstring)."""
 
     def __init__(self, bound: BoundQuery, logical: Rel, dispatch: Rule,
-                 mappings: dict[str, tuple[int, int]] | None = None, policy: MatrixPolicy = DEFAULT_POLICY) -> None:
+                 mappings: dict[str, tuple[int, int]] | None = None, policy: MatrixPolicy = DEFAULT_POLICY,
+                 heavy: dict[str, tuple[Any, ...]] | None = None) -> None:
         self.bound = bound
         self.logical = logical
-        self.plan = PlanBuilder(mappings=dict(mappings or {}), policy=policy)
+        self.plan = PlanBuilder(mappings=dict(mappings or {}), policy=policy, heavy=dict(heavy or {}))
         self._dispatch = dispatch
         self._memo: dict[Rel, Compiled] = {}
         self._shared: dict[Rel, tuple[Rel, Compiled]] = {}  # canonical form → first relation, its delta

@@ -25,6 +25,7 @@ query's answer. A node with no rule is refused by name (:func:`refusal`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import UnsupportedError
 from ..ir.rel import (
@@ -75,14 +76,16 @@ REFUSED: dict[type[Rel], Callable[[Rel], UnsupportedError]] = {
 
 
 def incrementalize(bound: BoundQuery, mappings: dict[str, tuple[int, int]] | None = None,
-                   policy: MatrixPolicy = DEFAULT_POLICY) -> IncrementalPlan:
+                   policy: MatrixPolicy = DEFAULT_POLICY, heavy: dict[str, tuple[Any, ...]] | None = None
+                   ) -> IncrementalPlan:
     """Compile a bound query into its incremental plan, or refuse with a coded error.
 
     ``mappings`` gives join matrices an (n, m) mapping other than the one they start with
     (keyed by :attr:`JoinMatrix.left`): the runtime re-plans with them when it migrates.
-    ``policy`` says which joins go over a join matrix, of how many cells, starting how."""
+    ``policy`` says which joins go over a join matrix, of how many cells, starting how; ``heavy``
+    gives a hybrid equi-join's heavy keys (by left state), which the runtime picks."""
     try:  # a pass's refusal (a subquery it cannot unnest) shows the query too
-        return _plan(bound, normalize(bound.rel), mappings, policy)
+        return _plan(bound, normalize(bound.rel), mappings, policy, heavy)
     except UnsupportedError as e:
         raise e.with_sql(bound.sql) from None
 
@@ -106,11 +109,11 @@ def refusal(rel: Rel) -> UnsupportedError:
 
 
 def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] | None,
-          policy: MatrixPolicy) -> IncrementalPlan:
+          policy: MatrixPolicy, heavy: dict[str, tuple[Any, ...]] | None = None) -> IncrementalPlan:
     if not reads_stream(logical):
         raise UnsupportedError("the query reads no stream source, so its answer never changes", code="NO_STREAM",
                                params={}, hint="give at least one input with --source (static inputs use --table)")
-    ctx = PlanContext(bound, logical, dispatch, mappings, policy)
+    ctx = PlanContext(bound, logical, dispatch, mappings, policy, heavy)
     a = answer(ctx)
     used = {s.table.lower() for s in logical.walk() if isinstance(s, Scan)}
     sources = tuple(s for s in bound.catalog.values() if s.name.lower() in used)

@@ -58,8 +58,10 @@ class JoinTerms:
         self.plan = plan
         self.body = body
         self.lineage: dict[int, Lineage] = {}
-        given = plan.mappings.get(self._state_name(body.inputs[0])) if len(body.inputs) == 2 else None
-        self.matrix: Matrix | None = plan_matrix(body, Mapping(*given) if given is not None else None, plan.policy)
+        first = self._state_name(body.inputs[0])
+        given = plan.mappings.get(first) if len(body.inputs) == 2 else None
+        self.matrix: Matrix | None = plan_matrix(body, Mapping(*given) if given is not None else None, plan.policy,
+                                                 plan.heavy.get(first, ()))
 
     # -- lineage ---------------------------------------------------------------------------------
     def inject(self, consumer: list[Expr], partials: list[Partial]) -> None:
@@ -153,7 +155,10 @@ class JoinTerms:
             program, cells = self._matrix_rows(inp, rows, aggs)
             partition = (partition or ()) + cells  # an equi-join's key, then the cell (the join's order)
             side = "row" if inp.index == 0 else "column"
-            note += f", kept in each cell of its {side} group of the join matrix"
+            if self.matrix.kind == "hybrid":
+                note += f", a heavy key's row kept in each cell of its {side} group of the join matrix, another in the cell its key hashes to"
+            else:
+                note += f", kept in each cell of its {side} group of the join matrix"
         state = State(name, StateRole.STATIC if inp.static else StateRole.JOIN_INPUT, key, columns,
                       note=note, static=inp.static, partition=partition)
         if inp.static:
@@ -212,8 +217,12 @@ class JoinTerms:
             self.plan.note(self.matrix.describe())
             left, right = (self._state_name(i) for i in self.body.inputs)
             mp = self.matrix.mapping
+            hybrid = None
+            if self.matrix.keys is not None:  # the key's lineage column in each state
+                hybrid = tuple(next(n for n, x in self.lineage[i].exprs if x == k)
+                               for i, k in enumerate(self.matrix.keys))
             if not any(x.left == left for x in self.plan.matrices):
-                self.plan.matrices.append(JoinMatrix(left, right, mp.n, mp.m))
+                self.plan.matrices.append(JoinMatrix(left, right, mp.n, mp.m, hybrid, self.matrix.heavy))  # type: ignore[arg-type]
         terms: list[Rel] = []
         for inp in streams:
             first = self.operand(inp, StateVersion.DELTA if need_state else None)

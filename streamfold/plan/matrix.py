@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
-from ..ir.expr import Call, Cast, Column, Expr, Literal
-from ..ir.types import BIGINT, DATE, STRING, array
+from ..ir.expr import Call, Case, Cast, Column, Expr, Literal
+from ..ir.types import BIGINT, BOOLEAN, DATE, STRING, array
 from .body import Body
 
 # J: the cells of a theta join's matrix. The mapping starts square, (√J, √J) — the thesis's
@@ -99,19 +100,26 @@ def decide(current: Mapping, last: tuple[int, int], now: tuple[int, int],
     return None if best == current else best
 
 
+EQUI_PARTITIONINGS = ("hash", "matrix", "hybrid")
+
+
 @dataclass(frozen=True, slots=True)
 class MatrixPolicy:
-    """What the planner lays over a join matrix, and how: ``cells`` J; ``equi``: equi-joins of two
-    streams too (by default they are hash-partitioned on their key — the thesis's SHJ — which a
-    skewed key collapses onto one partition); ``start``: the mapping matrices start with, instead
-    of the square one (the thesis's STATICOPT, with a static mapping)."""
+    """What the planner lays over a join matrix, and how: ``cells`` J; ``equi``, how an equi-join of
+    two streams is partitioned — ``hash`` on its key (the default; the thesis's SHJ, which a skewed
+    key collapses onto one partition), ``matrix`` (every key's rows spread over a join matrix) or
+    ``hybrid`` (§4.4.4: the heavy keys over the matrix, the others hashed over the same J cells;
+    the runtime picks the heavy keys from their frequencies); ``start``: the mapping matrices
+    start with, instead of the square one (the thesis's STATICOPT, with a static mapping)."""
 
     cells: int = MATRIX_CELLS
-    equi: bool = False
+    equi: str = "hash"
     start: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         mappings(self.cells)  # a power of two
+        if self.equi not in EQUI_PARTITIONINGS:
+            raise ValueError(f"equi-joins are partitioned by one of {', '.join(EQUI_PARTITIONINGS)}, not {self.equi!r}")
         if self.start is not None and self.start[0] * self.start[1] != self.cells:
             raise ValueError(f"a starting mapping {self.start} of {self.cells} cells needs n·m = {self.cells}")
 
@@ -122,6 +130,14 @@ class MatrixPolicy:
 
 
 DEFAULT_POLICY = MatrixPolicy()  # theta joins over 4 cells, equi-joins hashed
+
+
+def heavy_keys(frequencies: dict[Any, tuple[int, int]], r: int, s: int, cells: int) -> tuple[Any, ...]:
+    """The keys a hybrid join lays over its matrix (§4.4.4): those whose rows (``frequencies``:
+    left and right rows per key) are more than one joiner's fair share of the input,
+    (|R| + |S|) / J — hashed, such a key alone would overload its cell. Sorted, for a stable plan."""
+    limit = (r + s) / cells
+    return tuple(sorted((k for k, (a, b) in frequencies.items() if a + b > limit), key=repr))
 
 
 # -- the condition ------------------------------------------------------------------------------------
@@ -157,8 +173,24 @@ class Matrix:
     """How a theta join of two streams is laid out: its mapping, and its band if it has one."""
 
     mapping: Mapping
-    kind: str  # "equi", "band", "inequality", "not-equal" or "theta"
+    kind: str  # "equi", "hybrid", "band", "inequality", "not-equal" or "theta"
     band: Band | None = None
+    keys: tuple[Expr, Expr] | None = None  # a hybrid's join key over input 0 and over input 1
+    heavy: tuple[Any, ...] = ()  # a hybrid's keys laid over the matrix
+
+    def _heavy(self, side: int) -> Expr:
+        assert self.keys is not None
+        key = self.keys[side]
+        if not self.heavy:
+            return Literal(False, BOOLEAN)
+        return Call("IN", (key, *(Literal(v, key.type) for v in self.heavy)), BOOLEAN)
+
+    def hashed_cell(self, side: int) -> Expr:
+        """A hybrid's light key's one cell: a hash of the key, equal on both sides."""
+        assert self.keys is not None
+        key = self.keys[side]
+        value = Cast(key, BIGINT) if key.type.is_integral else Cast(key, STRING)
+        return Call("pmod", (Call("xxhash64", (value,), BIGINT), Literal(self.mapping.cells, BIGINT)), BIGINT)
 
     def group(self, side: int, lineage: tuple[Expr, ...]) -> Expr:
         """A row's row group (side 0) or column group (side 1), from its lineage."""
@@ -169,12 +201,18 @@ class Matrix:
     def replicas(self, side: int) -> Expr:
         """The other coordinate of the cells a row is kept in: 0 … m−1 for R, 0 … n−1 for S."""
         count = self.mapping.m if side == 0 else self.mapping.n
+        if self.kind == "hybrid":  # a light key's row is kept once
+            last = Case(((self._heavy(side), Literal(count - 1, BIGINT)),), Literal(0, BIGINT), BIGINT)
+            return Call("sequence", (Literal(0, BIGINT), last), array(BIGINT))
         return _sequence(0, count - 1)
 
     def cell(self, side: int, group: Expr, replica: Expr) -> Expr:
         """The cell ``i·m + j`` of a row's group and one of its replicas."""
         i, j = (group, replica) if side == 0 else (replica, group)
-        return Call("+", (Call("*", (i, Literal(self.mapping.m, BIGINT)), BIGINT), j), BIGINT)
+        cell = Call("+", (Call("*", (i, Literal(self.mapping.m, BIGINT)), BIGINT), j), BIGINT)
+        if self.kind == "hybrid":
+            return Case(((self._heavy(side), cell),), self.hashed_cell(side), BIGINT)
+        return cell
 
     def offsets(self) -> Expr:
         assert self.band is not None
@@ -183,12 +221,18 @@ class Matrix:
 
     def describe(self) -> str:
         mp = self.mapping
-        text = (f"{'equi-join' if self.kind == 'equi' else 'theta join'} over a join matrix: mapping (n, m) = {mp}, {mp.cells} cells; a left row is "
+        text = (f"{'equi-join' if self.kind in ('equi', 'hybrid') else 'theta join'} over a join matrix: mapping (n, m) = {mp}, {mp.cells} cells; a left row is "
                 f"kept in the {mp.m} cells of its row group, a right row in the {mp.n} cells of its column "
                 "group (groups hash the row's lineage), so each pair meets in one cell")
         if self.kind == "equi":
             text += ("; equi-join: inside a cell a hash join on (key, cell), so a key's rows are spread over "
                      "the cells of their groups however many they are")
+        elif self.kind == "hybrid":
+            heavy = ", ".join(_show(Literal(v, self.keys[0].type)) for v in self.heavy) if self.keys else ""
+            text = (f"skewed equi-join, hybrid (§4.4.4): the heavy keys ({heavy or 'none yet'}) over a join matrix, "
+                    f"mapping (n, m) = {mp}, {mp.cells} cells — a left row of a heavy key kept in the {mp.m} cells of "
+                    f"its row group, a right row in the {mp.n} cells of its column group — and every other key's "
+                    f"rows in the one cell its hash names; inside a cell a hash join on (key, cell)")
         elif self.band is not None:
             b = self.band
             lo, hi = b.offsets
@@ -216,19 +260,27 @@ def _as_integer(e: Expr) -> Expr:
     return e if e.type == BIGINT else Cast(e, BIGINT)
 
 
-def plan_matrix(body: Body, mapping: Mapping | None = None, policy: MatrixPolicy = DEFAULT_POLICY) -> Matrix | None:
+def plan_matrix(body: Body, mapping: Mapping | None = None, policy: MatrixPolicy = DEFAULT_POLICY,
+                heavy: tuple[Any, ...] = ()) -> Matrix | None:
     """The join matrix of a body that is a theta join of two streams, or None.
 
     It applies to two stream inputs with no equality between them and at least one predicate
     reading both — or, under ``policy.equi``, with an equality (then the cells split each key's
     rows); anything else keeps the plan of :mod:`.joins` (hashed on equi-keys, or a filtered
     cross product with a static side). ``mapping`` replaces the one the policy starts with.
+    A hybrid equi-join (one key, integral or string on both sides; others go over the matrix
+    whole) lays the ``heavy`` keys over the matrix and hashes the others.
     """
     if len(body.inputs) != 2 or any(i.static for i in body.inputs):
         return None
     mapping = mapping or policy.first
     if body.edges:
-        return Matrix(mapping, "equi") if policy.equi else None
+        if policy.equi == "hybrid" and len(body.edges) == 1 and not body.edges[0].null_safe:
+            e = body.edges[0]
+            keys = (e.left_expr, e.right_expr) if e.left == 0 else (e.right_expr, e.left_expr)
+            if all(k.type.is_integral for k in keys) or all(k.type.is_string for k in keys):
+                return Matrix(mapping, "hybrid", keys=keys, heavy=heavy)
+        return Matrix(mapping, "equi") if policy.equi != "hash" else None
     mixed = [p for p in body.residual if len(body.inputs_of(p)) == 2]
     if not mixed:
         return None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum, StrEnum
+from typing import Any
 
 from ..ir.rel import WEIGHT, Field, LoopRef, Once, Rel, SortKey, Union
 from ..ir.types import DataType
@@ -324,6 +325,10 @@ class JoinMatrix:
     right: str  # the state of the rows split in m column groups
     n: int
     m: int
+    # a hybrid equi-join (§4.4.4): its key's column in the left and in the right state, and the
+    # keys laid over the matrix (the others are hashed to one cell each)
+    hybrid: tuple[str, str] | None = None
+    heavy: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.n < 1 or self.m < 1 or (self.n * self.m) & (self.n * self.m - 1):

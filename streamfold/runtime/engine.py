@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
 from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
-from ..plan.matrix import MatrixPolicy
-from ..plan.model import LOOPS, Diffusion, IncrementalPlan, Step, Temp
+from ..ir.printer import quote
+from ..plan.matrix import MatrixPolicy, heavy_keys
+from ..plan.model import LOOPS, Diffusion, IncrementalPlan, JoinMatrix, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
 from ..sql.iterate import spark_schema_sql
@@ -42,6 +43,7 @@ from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
 from .failures import batch_failure
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
+from .lowering import HybridLayout
 from .profile import Profiler, Waterfall
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .matrices import MatrixDriver
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("streamfold")
 
+# A hybrid equi-join's heavy keys, at most (each is a literal in its plan).
+MAX_HEAVY_KEYS = 64
 # Small batches over small states run in one partition (state.py); STREAMFOLD_ONE_PARTITION=0
 # turns that off (for A/B measurements).
 _ONE_PARTITION = os.environ.get("STREAMFOLD_ONE_PARTITION", "1") != "0"
@@ -81,10 +85,10 @@ class QueryConfig:
     # Algorithm 2's ε for join matrices: re-map once an input grew by this fraction; None keeps
     # the square mapping (the thesis's STATICMID)
     matrix_epsilon: float | None = 1.0
-    # the planner's join matrices (plan.matrix.MatrixPolicy): J cells, whether equi-joins of two
-    # streams go over one too (else hashed on their key), the mapping they start with (else square)
+    # the planner's join matrices (plan.matrix.MatrixPolicy): J cells, how equi-joins of two
+    # streams are partitioned (hash, matrix, hybrid), the mapping matrices start with (else square)
     matrix_cells: int = 4
-    matrix_equi: bool = False
+    matrix_equi: str = "hash"
     matrix_start: tuple[int, int] | None = None
 
     @property
@@ -164,9 +168,10 @@ class Engine:
         self._restate = False  # this batch writes every state whole (a join matrix migrated)
         self._migrated_rows: dict[str, int] = {}
         if self.plan.matrices and self.recovery.last_committed >= 0:
-            mappings = self.matrices.resume(self.output.read_commit(self.recovery.last_committed))
-            if mappings and mappings != {m.left: (m.n, m.m) for m in self.plan.matrices}:
-                self._replan(mappings)
+            mappings, heavy = self.matrices.resume(self.output.read_commit(self.recovery.last_committed))
+            if mappings and (mappings != {m.left: (m.n, m.m) for m in self.plan.matrices}
+                             or heavy != {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None}):
+                self._replan(mappings, heavy)
         self.next_batch = self.recovery.last_committed + 1
         self.consumed = self.recovery.consumed
 
@@ -611,35 +616,57 @@ class Engine:
     # -- join matrices (runtime/matrices.py) ------------------------------------------------------
     def _adapt(self, batch: int, reads: BatchReads, views: Views) -> dict[str, DataFrame]:
         """Algorithm 2 after the batch's merges: each join matrix whose inputs grew enough moves to
-        its best mapping for their sizes now — its states replicated anew (returned, by name, to
-        be the states after the batch), the plan compiled for it. The batch then writes every
-        state whole, so the migration commits with it (killed before, it is decided again)."""
+        its best mapping for their sizes now — and a hybrid equi-join to the heavy keys of their
+        frequencies now — its states replicated anew (returned, by name, to be the states after
+        the batch), the plan compiled for it. The batch then writes every state whole, so the
+        migration commits with it (killed before, it is decided again)."""
         if not self.matrices.may_trigger(self.plan, self.store.rows, self._added_rows(reads)):
             return {}  # no input can have grown enough: no count, no decision (sizes: from the merges)
-        counts = self._matrix_rows(reads, views)
-        moves = self.matrices.plan(self.plan, counts)
-        if not moves:
+        sizes = self._matrix_sizes(reads, views)
+        moves = self.matrices.plan(self.plan, sizes)
+        heavy: dict[str, tuple[Any, ...]] = {}
+        frequencies: dict[str, dict[Any, tuple[int, int]]] = {}
+        for mx in self.plan.matrices:
+            if mx.hybrid is not None and mx.left in self.matrices.triggered:
+                r, s = sizes[mx.left]
+                frequencies[mx.left] = self._key_frequencies(mx, reads, views, (r + s) / mx.cells)
+                chosen = heavy_keys(frequencies[mx.left], r, s, mx.cells)
+                if chosen != mx.heavy:
+                    heavy[mx.left] = chosen
+                    self.matrices.heavy_from[mx.left] = mx.heavy
+        if not moves and not heavy:
             return {}
         self.progress(f"batch {batch_name(batch)}: join matrix " + ", ".join(
-            f"{name} {old} → {new}" for name, (old, new) in self.matrices.migrated.items()))
+            [f"{name} {old} → {new}" for name, (old, new) in self.matrices.migrated.items()]
+            + [f"{name} heavy keys {list(keys)}" for name, keys in heavy.items()]))
         migrated: dict[str, DataFrame] = {}
         try:
             for mx in self.plan.matrices:
-                if mx.left not in moves:
+                if mx.left not in moves and mx.left not in heavy:
                     continue
                 r, s = self.matrices.sizes[mx.left]
-                n, m = moves[mx.left]
+                n, m = moves.get(mx.left, (mx.n, mx.m))
                 for side, name in ((0, mx.left), (1, mx.right)):
+                    layouts = None
+                    copies = m if side == 0 else n
+                    rows = (r if side == 0 else s) * copies
+                    if mx.hybrid is not None:
+                        new_heavy = heavy.get(mx.left, mx.heavy)
+                        layouts = (HybridLayout(mx.hybrid[side], mx.heavy, mx.cells),
+                                   HybridLayout(mx.hybrid[side], new_heavy, mx.cells))
+                        rows_of_heavy = sum(frequencies[mx.left][k][side] for k in new_heavy)
+                        rows = (r if side == 0 else s) + rows_of_heavy * (copies - 1)
                     source = views.relation(reads.new[name], f"migrate_{name}") + " _new"
-                    sql = lowering.migrate(self.store.table(name), source, side, (mx.n, mx.m), (n, m))
+                    sql = lowering.migrate(self.store.table(name), source, side, (mx.n, mx.m), (n, m), layouts)
                     migrated[name] = materialize(self.spark.sql(sql))
                     reads.new[name] = migrated[name]
-                    self._migrated_rows[name] = r * m if side == 0 else s * n
+                    self._migrated_rows[name] = rows
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
             for df in migrated.values():
                 release(df)
             raise batch_failure(batch, "migrate", "migrating a join matrix", e, self._local) from e
-        self._replan({**{m.left: (m.n, m.m) for m in self.plan.matrices}, **moves})
+        self._replan({**{m.left: (m.n, m.m) for m in self.plan.matrices}, **moves},
+                     {**{m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None}, **heavy})
         self._restate = True
         return migrated
 
@@ -656,19 +683,45 @@ class Engine:
             out[step.state] = reads.rows.get(self.catalog[scans[0].table].name) if alone else None
         return out
 
-    def _matrix_rows(self, reads: BatchReads, views: Views) -> dict[str, int]:
-        """The rows of every join matrix input after the batch's merges, in one job."""
-        names = sorted({n for m in self.plan.matrices for n in (m.left, m.right)})
+    def _matrix_sizes(self, reads: BatchReads, views: Views) -> dict[str, tuple[int, int]]:
+        """Per join matrix (by its left state), |R| and |S| after the batch's merges — one copy of
+        each row (a left row is kept m times, a right row n times; a hybrid's light key's row
+        once) — in one job."""
         items = []
-        for i, name in enumerate(names):
-            relation = views.relation(reads.new.get(name, self.store.current[name]), f"count_{name}")
-            items.append(f"(SELECT count(*) FROM {relation} _c{i}) AS c{i}")
-        row = self.spark.sql("SELECT " + ", ".join(items)).collect()[0]
-        return {name: int(row[i]) for i, name in enumerate(names)}
+        for i, mx in enumerate(self.plan.matrices):
+            for side, name in ((0, mx.left), (1, mx.right)):
+                relation = views.relation(reads.new.get(name, self.store.current[name]), f"count_{name}")
+                if mx.hybrid is None:  # every row kept as often: count them all
+                    items.append(f"(SELECT count(*) DIV {mx.m if side == 0 else mx.n} FROM {relation} _c{i}_{side})")
+                    continue
+                layout = HybridLayout(mx.hybrid[side], mx.heavy, mx.cells)
+                keep = lowering.canonical(self.store.table(name), side, mx.m, layout)
+                items.append(f"(SELECT count(*) FROM {relation} _c{i}_{side} WHERE {keep})")
+        row = self.spark.sql("SELECT " + ", ".join(f"{x} AS c{k}" for k, x in enumerate(items))).collect()[0]
+        return {mx.left: (int(row[2 * i]), int(row[2 * i + 1])) for i, mx in enumerate(self.plan.matrices)}
 
-    def _replan(self, mappings: dict[str, tuple[int, int]]) -> None:
-        """The plan compiled again with these join matrix mappings: the same states, other programs."""
-        plan = _with_mappings(self.plan, mappings)
+    def _key_frequencies(self, mx: JoinMatrix, reads: BatchReads, views: Views,
+                         above: float) -> dict[Any, tuple[int, int]]:
+        """A hybrid equi-join's rows per key on each side (one copy of each row), for the keys
+        with more than ``above`` rows in all (the candidates for heavy keys)."""
+        assert mx.hybrid is not None
+        parts = []
+        for side, name in ((0, mx.left), (1, mx.right)):
+            relation = views.relation(reads.new.get(name, self.store.current[name]), f"keys_{name}")
+            layout = HybridLayout(mx.hybrid[side], mx.heavy, mx.cells)
+            keep = lowering.canonical(self.store.table(name), side, mx.m, layout)
+            counts = ("count(*) AS ra, 0L AS sb" if side == 0 else "0L AS ra, count(*) AS sb")
+            parts.append(f"SELECT {quote(mx.hybrid[side])} AS k, {counts} FROM {relation} _k{side} WHERE {keep} GROUP BY 1")
+        sql = (f"SELECT k, sum(ra) AS r, sum(sb) AS s FROM ({' UNION ALL '.join(parts)}) _keys GROUP BY k "
+               f"HAVING sum(ra) + sum(sb) > {float(above)!r} ORDER BY sum(ra) + sum(sb) DESC LIMIT {MAX_HEAVY_KEYS}")
+        return {row[0]: (int(row[1]), int(row[2])) for row in self.spark.sql(sql).collect()}
+
+    def _replan(self, mappings: dict[str, tuple[int, int]], heavy: dict[str, tuple[Any, ...]] | None = None) -> None:
+        """The plan compiled again with these join matrix mappings (and hybrids' heavy keys, else
+        the current ones): the same states, other programs."""
+        if heavy is None:
+            heavy = {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None}
+        plan = _with_mappings(self.plan, mappings, heavy)
         assert plan.states == self.plan.states and plan.answer == self.plan.answer
         self.plan = plan
         self._levels = _levels(plan.delta)
@@ -694,7 +747,8 @@ class Engine:
                                   code="INTERNAL")
         self._check_inputs(plan)
         if plan.matrices and self.plan.matrices:  # a join matrix's kept states are in its current mapping
-            plan = _with_mappings(plan, {m.left: (m.n, m.m) for m in self.plan.matrices})
+            plan = _with_mappings(plan, {m.left: (m.n, m.m) for m in self.plan.matrices},
+                                  {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None})
         old = _Bundle.of(self)
         batch = self.next_batch
         same_h = (plan.states, plan.init, plan.delta) == (old.plan.states, old.plan.init, old.plan.delta)
@@ -766,12 +820,14 @@ class Engine:
         self._tables.clear()
 
 
-def _with_mappings(plan: IncrementalPlan, mappings: dict[str, tuple[int, int]]) -> IncrementalPlan:
-    """``plan`` compiled again with these join matrix mappings (by left state; others ignored)."""
+def _with_mappings(plan: IncrementalPlan, mappings: dict[str, tuple[int, int]],
+                   heavy: dict[str, tuple[Any, ...]] | None = None) -> IncrementalPlan:
+    """``plan`` compiled again with these join matrix mappings and hybrids' heavy keys (by left
+    state; others ignored)."""
     from ..plan import incrementalize
     from ..sql import bind
 
-    return incrementalize(bind(plan.sql, Catalog(plan.sources)), mappings, plan.policy)
+    return incrementalize(bind(plan.sql, Catalog(plan.sources)), mappings, plan.policy, heavy)
 
 
 def _levels(steps: tuple[Step, ...]) -> list[list[Step]]:

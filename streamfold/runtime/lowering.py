@@ -23,7 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ..ir.expr import Literal
 from ..ir.printer import quote, sql
 from ..ir.rel import WEIGHT, DeltaScan, Join, Limit, Once, Rel, Sort, StateScan
 from ..ir.sqltext import rel_sql
@@ -152,26 +154,65 @@ def merge(t: StateTable, old: str, delta: str, single: bool = False) -> str:
     return text
 
 
-def migrate(t: StateTable, current: str, side: int, old: tuple[int, int], new: tuple[int, int]) -> str:
+@dataclass(frozen=True)
+class HybridLayout:
+    """A hybrid equi-join's state layout (:class:`..plan.matrix.Matrix`, kind ``hybrid``): its key
+    column, the keys laid over the matrix, and the cells J the others are hashed over."""
+
+    key: str
+    heavy: tuple[Any, ...]
+    cells: int
+
+    def is_heavy(self, t: StateTable) -> str:
+        if not self.heavy:
+            return "false"
+        key = next(f for f in t.state.key if f.name == self.key)
+        return f"{quote(self.key)} IN ({', '.join(sql(Literal(v, key.type)) for v in self.heavy)})"
+
+    def hashed(self, t: StateTable) -> str:
+        key = next(f for f in t.state.key if f.name == self.key)
+        target = "BIGINT" if key.type.is_integral else "STRING"
+        return f"pmod(xxhash64(CAST({quote(self.key)} AS {target})), {self.cells}L)"
+
+
+def canonical(t: StateTable, side: int, m: int, hybrid: HybridLayout | None = None) -> str:
+    """The predicate that keeps one copy of each row of a join matrix input: its replica in
+    column 0 of its row group (left, ``side`` 0: ``cell mod m = 0``), in row 0 of its column
+    group (right: ``cell < m``); a hybrid's light key's row has one copy only."""
+    cell = next(k for k in t.keys if k.endswith("._cell"))
+    first = f"pmod({quote(cell)}, {m}L) = 0" if side == 0 else f"{quote(cell)} < {m}L"
+    if hybrid is None:
+        return first
+    return f"(CASE WHEN {hybrid.is_heavy(t)} THEN {first} ELSE true END)"
+
+
+def migrate(t: StateTable, current: str, side: int, old: tuple[int, int], new: tuple[int, int],
+            hybrid: tuple[HybridLayout, HybridLayout] | None = None) -> str:
     """A join matrix input's rows moved from mapping ``old`` to ``new`` (each (n, m)): one copy
-    of each row (its replica in column 0 of its row group for the left side, ``side`` 0; in row
-    0 of its column group for the right side) replicated into the cells of its group under the
-    new mapping. Groups hash the lineage exactly as the plan's delta program does (the columns
-    cast back to the plan's types), so the batches after the migration find every row."""
+    of each row (:func:`canonical`) replicated into the cells of its group under the new
+    mapping. Groups hash the lineage exactly as the plan's delta program does (the columns
+    cast back to the plan's types), so the batches after the migration find every row. A hybrid
+    equi-join (``hybrid``: its old and new layout) may also change its heavy keys: a heavy
+    key's rows are replicated as above, a light key's row goes to the one cell its key hashes to."""
     cell = next(k for k in t.keys if k.endswith("._cell"))
     lineage = [f for f in t.state.key if not f.name.endswith(("._cell", "._bucket"))]
     (_, m_old), (n_new, m_new) = old, new
     hashed = ", ".join(["'R'" if side == 0 else "'S'"] + [f"CAST({quote(f.name)} AS {f.type.sql()})" for f in lineage])
     group = f"pmod(xxhash64({hashed}), {n_new if side == 0 else m_new}L)"
-    replicas = m_new if side == 0 else n_new
+    replicas = f"{(m_new if side == 0 else n_new) - 1}L"
     new_cell = f"({group} * {m_new}L) + __replica" if side == 0 else f"(__replica * {m_new}L) + {group}"
-    canonical = f"pmod({quote(cell)}, {m_old}L) = 0" if side == 0 else f"{quote(cell)} < {m_old}L"
+    if hybrid is not None:
+        before, after = hybrid
+        heavy = after.is_heavy(t)
+        replicas = f"CASE WHEN {heavy} THEN {replicas} ELSE 0L END"
+        new_cell = f"CASE WHEN {heavy} THEN {new_cell} ELSE {after.hashed(t)} END"
+    keep = canonical(t, side, m_old, hybrid[0] if hybrid is not None else None)
     cols = [f"{new_cell} AS {quote(n)}" if n == cell else quote(n) for n, _ in t.columns]
     # Distributed without conform's casts (the columns keep their types; the new cell is a
     # BIGINT): through a cast of a column to its own type, Spark 4 records the checkpoint's hash
     # partitioning on an attribute the checkpoint does not output, and shuffles the state again.
     return (f"SELECT {', '.join(cols)}\nFROM {current}\n"
-            f"LATERAL VIEW explode(sequence(0L, {replicas - 1}L)) _migrate AS __replica\nWHERE {canonical}\n"
+            f"LATERAL VIEW explode(sequence(0L, {replicas})) _migrate AS __replica\nWHERE {keep}\n"
             "DISTRIBUTE BY " + ", ".join(quote(k) for k in t.state.partition_names))
 
 

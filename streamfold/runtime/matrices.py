@@ -21,6 +21,13 @@ mapping, the sizes, the ILF against the optimum's, and the sizes of the last dec
 The migration is a re-replication of both states (one shuffle), not Lemma 4.4.5's pairwise
 exchange: Spark places cells on partitions by a hash of the cell, so no cell keeps its rows in
 place when the mapping changes.
+
+A hybrid equi-join (§4.4.4) keeps its light keys' rows once, in the cell their key hashes to,
+and lays its heavy keys over the matrix. Its sizes are counted every batch (one copy of each
+row: :func:`.lowering.canonical`), and whenever Algorithm 2 decides for it the driver also
+counts the rows per key (the keys above a joiner's fair share only) and picks the heavy keys
+again (:func:`..plan.matrix.heavy_keys`); a change of the heavy keys migrates both states the
+same way, within the batch's commit, which records them.
 """
 
 from __future__ import annotations
@@ -42,26 +49,36 @@ class MatrixDriver:
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
     last: dict[str, tuple[int, int]] = field(default_factory=dict)
     migrated: dict[str, tuple[Mapping, Mapping]] = field(default_factory=dict)  # this batch: old, new
+    triggered: set[str] = field(default_factory=set)  # the matrices Algorithm 2 decided for this batch
+    heavy_from: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # this batch: a hybrid's old heavy keys
 
-    def resume(self, record: dict[str, Any]) -> dict[str, tuple[int, int]]:
-        """The mappings in effect after a committed batch (from its record), and the sizes of
-        each matrix's last decision; a record without matrices leaves the square ones."""
+    def resume(self, record: dict[str, Any]) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[Any, ...]]]:
+        """The mappings (and hybrids' heavy keys) in effect after a committed batch (from its
+        record), and the sizes of each matrix's last decision; a record without matrices leaves
+        the square ones."""
         mappings: dict[str, tuple[int, int]] = {}
+        heavy: dict[str, tuple[Any, ...]] = {}
         for name, entry in (record.get("matrix") or {}).items():
             mappings[name] = (int(entry["mapping"][0]), int(entry["mapping"][1]))
             self.last[name] = (int(entry["decided_at"][0]), int(entry["decided_at"][1]))
-        return mappings
+            if "heavy" in entry:
+                heavy[name] = tuple(entry["heavy"])
+        return mappings, heavy
 
     def begin(self) -> None:
         """A batch starts: no sizes counted, no migration yet."""
         self.sizes.clear()
         self.migrated = {}
+        self.triggered = set()
+        self.heavy_from = {}
 
     def may_trigger(self, plan: IncrementalPlan, before: dict[str, int | None],
                     added: dict[str, int | None]) -> bool:
         """Whether some matrix's inputs may have grown enough for a decision this batch, from
         their rows before it and at most how many it added (None: unknown). When not, the batch
         needs no count of its inputs (the merges' own counts give its sizes afterwards)."""
+        if any(mx.hybrid is not None for mx in plan.matrices):
+            return True  # its sizes are counted every batch (light keys are kept once)
         if self.epsilon is None:
             return False
         for mx in plan.matrices:
@@ -75,13 +92,13 @@ class MatrixDriver:
                 return True
         return False
 
-    def plan(self, plan: IncrementalPlan, rows: dict[str, int]) -> dict[str, tuple[int, int]]:
-        """Algorithm 2 after a batch, from its states' rows: the new mapping of each matrix that
-        moves (else {}). A left row is kept m times, a right row n times."""
+    def plan(self, plan: IncrementalPlan, sizes: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+        """Algorithm 2 after a batch, from each matrix's sizes (|R|, |S|: one copy of each row):
+        the new mapping of each matrix that moves (else {})."""
         self.migrated = {}
         moves: dict[str, tuple[int, int]] = {}
         for mx in plan.matrices:
-            now = (rows[mx.left] // mx.m, rows[mx.right] // mx.n)
+            now = sizes[mx.left]
             self.sizes[mx.left] = now
             current = Mapping(mx.n, mx.m)
             last = self.last.get(mx.left, (0, 0))
@@ -89,6 +106,7 @@ class MatrixDriver:
                                             or now[1] - last[1] >= self.epsilon * last[1]):
                 continue
             self.last[mx.left] = now
+            self.triggered.add(mx.left)
             choice = decide(current, last, now, self.epsilon)
             if choice is not None:
                 moves[mx.left] = (choice.n, choice.m)
@@ -114,6 +132,10 @@ class MatrixDriver:
             if mx.left in self.migrated:
                 old, _ = self.migrated[mx.left]
                 entry["migrated_from"] = [old.n, old.m]
+            if mx.hybrid is not None:
+                entry["heavy"] = list(mx.heavy)
+                if mx.left in self.heavy_from:
+                    entry["heavy_from"] = list(self.heavy_from[mx.left])
             out[mx.left] = entry
         return out
 
