@@ -121,7 +121,9 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             "reads": _reads((a.rows,)),
         },
         "notes": list(plan.notes),
-        "matrices": [{"left": m.left, "right": m.right, "mapping": [m.n, m.m], "cells": m.cells} for m in plan.matrices],
+        "matrices": [{"left": m.left, "right": m.right, "mapping": [m.n, m.m], "cells": m.cells,
+                      **({"hybrid_keys": list(m.hybrid), "heavy": list(m.heavy)} if m.hybrid is not None else {})}
+                     for m in plan.matrices],
         "logical": rel_sql(plan.logical),
     }
 
