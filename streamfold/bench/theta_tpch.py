@@ -294,12 +294,20 @@ def plot(results: dict[str, Any], path: str) -> None:
     for i, query in enumerate(queries):
         mine = [r for r in runs if r["query"] == query]
         ax = axes[0][i]
-        for system in SYSTEMS:
-            pts = [(r["z"], r["systems"][system]["batches"][-1]["largest_partition"]) for r in mine if system in r["systems"]]
-            if pts:
-                ax.plot(*zip(*pts), marker="o", label=system)
-        ax.set_title(f"{query.upper()}: largest partition (final)", fontsize=10)
-        ax.set_xlabel("Zipf z")
+        if len(mine) > 1:  # against z
+            for system in SYSTEMS:
+                pts = [(r["z"], r["systems"][system]["batches"][-1]["largest_partition"])
+                       for r in mine if system in r["systems"]]
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", label=system)
+            ax.set_title(f"{query.upper()}: largest partition (final)", fontsize=10)
+            ax.set_xlabel("Zipf z")
+        else:  # one z: per batch
+            for system, rec in mine[0]["systems"].items():
+                ax.plot([r["batch"] for r in rec["batches"]], [r["largest_partition"] for r in rec["batches"]],
+                        marker="o", label=system)
+            ax.set_title(f"{query.upper()} z={mine[0]['z']}: largest partition", fontsize=10)
+            ax.set_xlabel("batch (0: history)")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=8)
         ax = axes[1][i]
