@@ -94,6 +94,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                                         "recompute's, DuckDB's check (streamfold/bench/tpch/streamed.py); "
                                         "--increments defaults to 10, --queries (above) to all 22")
     tpch.add_argument("--json", action="store_true", help="tpch: print results.json instead of the table")
+    tpch.add_argument("--strategy", choices=("auto", "incremental", "recompute"), default="auto",
+                      help="tpch: streamfold's strategy per batch (default auto: the cost model chooses)")
     soak.add_argument("--dimensions", choices=("source", "table"), default="source",
                       help="soak: TPC-H tables that are not streamed, as sources with one file (default) or "
                            "static tables")
@@ -193,7 +195,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     if args.workload == "tpch":
         from .tpch.streamed import run as tpch
 
-        return tpch(args.sf, args.increments or 10, args.queries, args.out, args.master, args.json)
+        return tpch(args.sf, args.increments or 10, args.queries, args.out, args.master, args.json,
+                    strategy=args.strategy)
     if args.queries or args.batches or args.from_batch is not None:
         raise UsageError("--queries, --batches and --from are for the soak", code="BAD_OPTION",
                          hint="streamfold bench soak --queries q21,groupby --batches 30")
