@@ -33,7 +33,7 @@ from ..plan.model import LOOPS, Diffusion, IncrementalPlan, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
 from ..sql.iterate import spark_schema_sql
-from . import files, lowering, recompute
+from . import files, lowering
 from .answer import AnswerSql
 from .batch import BatchReads, parallel
 from .checkpoint import Checkpoint, OutputDir, batch_name
@@ -47,6 +47,7 @@ from .matrices import MatrixDriver
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
 from .state import StateStore, materialize, release
+from .recompute import Recomputer
 from .stats import batch_stats
 from .strategy import WINDOW, Choice, CostModel
 from .views import Views, output_rows
@@ -163,7 +164,7 @@ class Engine:
         self.next_batch = self.recovery.last_committed + 1
         self.consumed = self.recovery.consumed
         self._stale = self.recovery.stale  # the states were not maintained since a recompute batch
-        self.cost = CostModel(config.strategy if self._recompute_sql is not None else "incremental")
+        self.cost = CostModel(config.strategy if self._recomputer is not None else "incremental")
         self._history_rows = 0  # rows of every committed batch
         self._probe: Choice | None = None  # a recompute to measure after the batch's commit
         if self.recovery.last_committed >= 0:
@@ -185,8 +186,8 @@ class Engine:
         self._temp_schemas: dict[str, StructType] = {}  # filled by _declare_states
         # The batch query as Spark runs it from scratch (the recompute strategy), where there is one:
         # not for iterations (their loops are interpreted) nor join matrices (their mapping is state).
-        self._recompute_sql = None if plan.matrices or any(isinstance(s, LOOPS) for s in plan.delta) \
-            else spark_schema_sql(plan.sql)
+        self._recomputer = None if plan.matrices or any(isinstance(s, LOOPS) for s in plan.delta) \
+            else Recomputer(self.spark, plan, spark_schema_sql(plan.sql), self.specs, self.catalog)
         # The states and temps the batch being run leaves as they were (none known for a new plan,
         # whose states a rebuild computes).
         self._unchanged: set[str] = set()
@@ -444,7 +445,7 @@ class Engine:
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
         if self._probe is not None:
             with self._phase("probe: recompute measured"):
-                self._measure_recompute(batch)
+                self._measure_recompute(batch, sum(rows.values()))
         profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings), profile, committed_at, committed_at - start)
@@ -637,7 +638,7 @@ class Engine:
             return Choice("incremental", "batch 0 builds the states")
         if self._boundary is not None:
             return Choice("incremental", "the first batch of a reconfigured plan")
-        if self._recompute_sql is None:
+        if self._recomputer is None:
             return Choice("incremental", "this plan cannot be recomputed from scratch (iteration or join matrix)")
         choice = self.cost.choose(self._stale, sum(rows.values()), self._history_rows)
         if self._stale and choice.strategy == "incremental":  # stale states are never merged into
@@ -669,20 +670,19 @@ class Engine:
             self._history_rows = sum(sum(self.output.read_commit(b).get("rows", {}).values()) for b in range(last + 1))
         self.cost.resume(records)
 
-    def _measure_recompute(self, batch: int) -> None:
-        """A probe after the batch's commit: the query over every file so far, to the noop sink."""
+    def _measure_recompute(self, batch: int, batch_rows: int) -> None:
+        """A probe after the batch's commit: the query over every file so far, to the noop sink.
+        A first run in this JVM pays code generation and JIT compilation that later ones do not:
+        when it is dearer than an incremental batch (when it matters), it is measured once more
+        and the lesser time kept."""
+        assert self._recomputer is not None
         history = {s.name: sorted(self.consumed.get(s.name, set())) for s in self.plan.streams}
         self.progress(f"batch {batch_name(batch)}: measuring a recompute (cost model)")
-        frames, _, cached = self.reader.read(history, cache=False)
-        began = time.monotonic()
-        try:
-            recompute.register_inputs(self.spark, self.plan, frames, self._table)
-            assert self._recompute_sql is not None
-            recompute.measure(self.spark, self._recompute_sql)
-        finally:
-            for df in cached:
-                df.unpersist()
-        self.cost.observe("probe", False, 0, self._history_rows, time.monotonic() - began)
+        seconds = self._recomputer.measure(history)
+        incremental = self.cost.predicted("incremental", batch_rows, self._history_rows)
+        if incremental is not None and seconds > incremental:
+            seconds = min(seconds, self._recomputer.measure(history))
+        self.cost.observe("probe", False, 0, self._history_rows, seconds)
 
     def _rebuild_all(self, batch: int) -> _Bundle:
         """The plan's states, not maintained since a recompute, built again from every file before
@@ -712,24 +712,22 @@ class Engine:
                          cached: list[DataFrame], start: float, choice: Choice) -> BatchResult:
         """The batch by the recompute strategy: the answer from every file so far, its changes from
         the last snapshot; no state is written, and the states are stale from here on."""
-        views = Views(self.spark, f"b{batch}")
+        assert self._recomputer is not None
+        views = Views(self._recomputer.spark, f"b{batch}")
         held: DataFrame | None = None
         try:
             with self._phase("recompute"):
                 history = {s.name: sorted(self.consumed.get(s.name, set())) + list(inputs.get(s.name, []))
                            for s in self.plan.streams}
-                frames, _, more = self.control.guard(batch, "recompute: read",
-                                                     lambda: self.reader.read(history, cache=False))
-                cached += more
-                assert self._recompute_sql is not None
-                sql = self._recompute_sql
-                recompute.register_inputs(self.spark, self.plan, frames, self._table)
-                held = self.control.guard(batch, "answer", lambda: materialize(recompute.answer(self.spark, sql)))
+                recomputer = self._recomputer
+                assert recomputer is not None
+                cached += self.control.guard(batch, "recompute: read", lambda: recomputer.register(history))
+                held = self.control.guard(batch, "answer", lambda: materialize(recomputer.answer()))
             with self._phase("write"):
                 snap_rows, change_rows = self._write_recomputed(batch, held, views)
             pending = Pending(batch, inputs, dict(rows), self.output.snapshot_path(batch),
-                              self.output.changes_path(batch), state=self._not_maintained,
-                              touched=self._not_maintained, states=())
+                              self.output.changes_path(batch), state=self.not_maintained,
+                              touched=self.not_maintained, states=())
             extra = self.control.before_commit(pending)
             extra.update(self._cost_record(batch, choice, rows))
             record = {
@@ -758,8 +756,9 @@ class Engine:
 
     def _write_recomputed(self, batch: int, answer: DataFrame, views: Views) -> tuple[int, int]:
         """The snapshot (``answer``, computed) and its changes from the last committed snapshot."""
+        spark = answer.sparkSession
         previous = self.output.snapshot_path(batch - 1)
-        before = self.spark.read.schema(self.output_schema).parquet(previous) if os.path.isdir(previous) else None
+        before = spark.read.schema(self.output_schema).parquet(previous) if os.path.isdir(previous) else None
         snapshot = f"SELECT * FROM {views.name(answer, 'recomputed')}"
         changes = self.answer.changes_between(snapshot, before, views)
         try:
@@ -767,16 +766,21 @@ class Engine:
             if rows is not None and rows <= SMALL_ROWS:
                 outputs = [(snapshot, self.output.snapshot_path(batch), self.answer.columns()),
                            (changes, self.output.changes_path(batch), self.answer.columns(weight=True))]
-                written = emit_together(self.spark, outputs, 1 if rows <= ONE_TASK_ROWS else None, self._part)
+                written = emit_together(spark, outputs, 1 if rows <= ONE_TASK_ROWS else None, self._part)
             else:
                 written = [emit(answer, self.output.snapshot_path(batch), False, ordered=bool(self.plan.answer.order)),
-                           self._emit(changes, self.output.changes_path(batch))]
+                           emit(spark.sql(changes), self.output.changes_path(batch), False)]
         except Exception as e:  # noqa: BLE001
             raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
         return written[0], written[1]
 
+    @property
+    def stale(self) -> bool:
+        """Whether the states were not maintained since a recompute batch (until a rebuild)."""
+        return self._stale
+
     @staticmethod
-    def _not_maintained(name: str) -> DataFrame:
+    def not_maintained(name: str) -> DataFrame:
         raise StreamfoldError(f"state {name} is not maintained: this batch recomputed the answer from scratch",
                               code="STATE_NOT_MAINTAINED", params={"state": name},
                               hint="states are kept while the cost model chooses incremental batches "

@@ -120,6 +120,14 @@ class CostModel:
         rate = self._per_row(self.builds)
         return None if rate is None else rate * history_rows
 
+    def predicted(self, strategy: str, batch_rows: int, history_rows: int) -> float | None:
+        """The model's seconds for ``strategy`` on a batch of ``batch_rows`` after ``history_rows``."""
+        if strategy == "incremental":
+            return self._incremental(batch_rows)
+        if strategy == "recompute":
+            return self._recompute(history_rows + batch_rows)
+        return self._rebuild(history_rows)
+
     # -- the choice ---------------------------------------------------------------------------
     def choose(self, stale: bool, batch_rows: int, history_rows: int) -> Choice:
         """The strategy for a batch of ``batch_rows`` after ``history_rows`` rows (before it)."""
