@@ -761,6 +761,9 @@ class Engine:
         before = spark.read.schema(self.output_schema).parquet(previous) if os.path.isdir(previous) else None
         snapshot = f"SELECT * FROM {views.name(answer, 'recomputed')}"
         changes = self.answer.changes_between(snapshot, before, views)
+        # The answer is computed (its adaptive plan ran as one job per stage); the outputs over it
+        # are one job of their own as the engine's are, without adaptive execution.
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
         try:
             rows = output_rows(answer)
             if rows is not None and rows <= SMALL_ROWS:
@@ -772,6 +775,8 @@ class Engine:
                            emit(spark.sql(changes), self.output.changes_path(batch), False)]
         except Exception as e:  # noqa: BLE001
             raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
+        finally:
+            spark.conf.set("spark.sql.adaptive.enabled", "true")
         return written[0], written[1]
 
     @property
