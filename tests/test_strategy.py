@@ -193,3 +193,12 @@ def test_restart_with_stale_states_rebuilds_them(spark, tmp_path, monkeypatch):
     # scripted "incremental" on stale states is taken as a rebuild), 6 and 7 incremental
     assert strategies == ["incremental", "incremental", "recompute", "recompute", "recompute", "rebuild",
                           "incremental", "incremental"]
+
+
+def test_unknown_strategy_is_refused_with_a_hint():
+    from streamfold.errors import UsageError
+    from streamfold.runtime.query import make_config
+
+    with pytest.raises(UsageError) as e:
+        make_config("SELECT 1 FROM R", {"R": "/nowhere"}, "/out", {}, {}, {}, strategy="sometimes")
+    assert e.value.code == "BAD_OPTION" and "incremental" in (e.value.hint or "")
