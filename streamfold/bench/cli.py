@@ -32,8 +32,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "stop-and-restart; theta: a band join's join matrix under a fluctuating size ratio, "
                         "adaptive against static and recompute)")
     p.add_argument("--systems", default=None, metavar="LIST",
-                   help=f"comma-separated, from {','.join(NAMES)} (default: all — streamfold-cli for groupby, "
-                        "join-groupby, groupby-10m and groupby-100m only; with --memory: streamfold)")
+                   help=f"comma-separated, from {','.join(NAMES)} (default: all but streamfold-auto — "
+                        "streamfold-cli for groupby, join-groupby, groupby-10m and groupby-100m only; with "
+                        "--memory: streamfold)")
     p.add_argument("--history", type=int, metavar="N", help="history rows per source")
     p.add_argument("--increment", type=int, metavar="N", help="rows per source per increment")
     p.add_argument("--increments", type=int, metavar="N",
@@ -124,8 +125,9 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
     if workload.increments < 1:
         raise UsageError("--increments must be at least 1", code="BAD_SIZE", params={"value": workload.increments})
     # `streamfold run` in a process of its own is measured where issue 18's targets are stated
-    default = "streamfold" if args.memory else ",".join(n for n in NAMES if n != "streamfold-cli" or
-                                                          workload.name in TARGETS)
+    # (streamfold-auto, the cost model's choice per batch, only when asked for)
+    default = "streamfold" if args.memory else ",".join(n for n in NAMES if n != "streamfold-auto" and (
+        n != "streamfold-cli" or workload.name in TARGETS))
     systems = [s.strip() for s in (args.systems or default).split(",") if s.strip()]
     known = NAMES + tuple(MODE_SYSTEMS.values())
     unknown = [s for s in systems if s not in known]
