@@ -202,3 +202,36 @@ def test_unknown_strategy_is_refused_with_a_hint():
     with pytest.raises(UsageError) as e:
         make_config("SELECT 1 FROM R", {"R": "/nowhere"}, "/out", {}, {}, {}, strategy="sometimes")
     assert e.value.code == "BAD_OPTION" and "incremental" in (e.value.hint or "")
+
+
+@pytest.mark.spark
+def test_reconfiguring_while_states_are_stale_rebuilds_them_first(spark, tmp_path):
+    """Under --strategy recompute the states go stale after batch 0; a state is not inspectable
+    then (coded), and an answer-only reconfiguration rebuilds the running plan's states before it
+    applies (and recomputes with the new query afterwards). Every committed snapshot is DuckDB's
+    answer under its query version."""
+    from .controlled import Feed, check_every_commit
+
+    sql = "SELECT k, sum(v) AS s, count(*) AS n FROM S GROUP BY k"
+    feed = Feed(str(tmp_path / "S"))
+    out = str(tmp_path / "out")
+    q = streamfold.start(f"{sql} HAVING count(*) > 1", {"S": feed.directory}, out, schemas={"S": "k INT, v BIGINT"},
+                         spark=spark, trigger=0.1, partitions=2, endpoint=False, strategy="recompute")
+    try:
+        feed.put([(1, 5), (1, 1), (2, 7), (2, 3), (2, 9), (3, 4)])
+        q.wait_for_batch(0, timeout=180)
+        feed.put([(1, 2), (3, 1), (4, 4)])
+        q.wait_for_batch(1, timeout=180)
+        assert q.commit(1)["strategy"] == "recompute" and q.engine.stale
+        with pytest.raises(streamfold.StreamfoldError) as e:
+            q.inspect("SELECT * FROM agg")
+        assert e.value.code == "STATE_NOT_MAINTAINED"
+        assert q.inspect("SELECT count(*) AS c FROM snapshot")["rows"]
+        done = q.reconfigure(f"{sql} HAVING count(*) > 2", wait=True)  # the answer only
+        assert q.commit(done["result"]["batch"])["strategy"] == "incremental" and not q.engine.stale
+        feed.put([(2, 1), (5, 5)])
+        q.wait_for_batch(done["result"]["batch"] + 1, timeout=180)
+        assert q.commit(q.last_batch)["strategy"] == "recompute"
+    finally:
+        q.stop()
+    check_every_commit(out, feed, f"{sql} HAVING count(*) > 1")

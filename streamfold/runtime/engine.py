@@ -184,14 +184,19 @@ class Engine:
         self._levels = _levels(plan.delta)
         self._reread = _read_more_than_once(plan.delta)
         self._temp_schemas: dict[str, StructType] = {}  # filled by _declare_states
-        # The batch query as Spark runs it from scratch (the recompute strategy), where there is one:
-        # not for iterations (their loops are interpreted) nor join matrices (their mapping is state).
-        self._recomputer = None if plan.matrices or any(isinstance(s, LOOPS) for s in plan.delta) \
-            else Recomputer(self.spark, plan, spark_schema_sql(plan.sql), self.specs, self.catalog)
+        self._recomputer = self._recomputer_for(plan)
         # The states and temps the batch being run leaves as they were (none known for a new plan,
         # whose states a rebuild computes).
         self._unchanged: set[str] = set()
         self._declare_states()
+
+    def _recomputer_for(self, plan: IncrementalPlan) -> Recomputer | None:
+        """The batch query as Spark runs it from scratch (the recompute strategy), where there is
+        one: not for iterations (their loops are interpreted) nor join matrices (their mapping is
+        state)."""
+        if plan.matrices or any(isinstance(s, LOOPS) for s in plan.delta):
+            return None
+        return Recomputer(self.spark, plan, spark_schema_sql(plan.sql), self.specs, self.catalog)
 
     # -- set-up ----------------------------------------------------------------------------------
     def _check_inputs(self, plan: IncrementalPlan) -> None:
@@ -890,6 +895,7 @@ class Engine:
             if same_h:  # only the answer changes: the states, and the store that holds them, stay
                 self.plan, self.output_schema = plan, spark_output_schema(self.spark, plan, self.catalog)
                 self.answer = AnswerSql(plan, self.output_schema, self.store)
+                self._recomputer = self._recomputer_for(plan)
             else:
                 self._setup(plan)
                 views = Views(self.spark, f"install{batch}")
@@ -1010,16 +1016,17 @@ class _Bundle:
     loops: dict[type, LoopInterpreter]
     levels: list[list[Step]]
     reread: bool
+    recomputer: Recomputer | None
 
     @classmethod
     def of(cls, engine: Engine) -> _Bundle:
         return cls(engine.plan, engine.catalog, engine.output_schema, engine.store, engine.answer, engine.reader,
-                   engine.loops, engine._levels, engine._reread)
+                   engine.loops, engine._levels, engine._reread, engine._recomputer)
 
     def restore(self, engine: Engine) -> None:
         engine.plan, engine.catalog, engine.output_schema = self.plan, self.catalog, self.output_schema
         engine.store, engine.answer, engine.reader, engine.loops = self.store, self.answer, self.reader, self.loops
-        engine._levels, engine._reread = self.levels, self.reread
+        engine._levels, engine._reread, engine._recomputer = self.levels, self.reread, self.recomputer
 
 
 @dataclass
