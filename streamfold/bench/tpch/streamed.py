@@ -5,7 +5,9 @@ each but the last adds about 1 % of the orders with their line items (the next o
 last deletes 1 % of the orders (a seeded sample, plus the three largest) with their line items.
 The other tables are static (Q2, Q11, Q16 stream ``partsupp`` the same way, see ``data.py``).
 
-Per query and batch: streamfold's time (files in → answer committed), the strategy its commit
+Per query and batch: streamfold's time (files in → answer committed: what the engine does after
+the commit — compaction, the cost model's probe of a recompute — is in the batch's ``timings``
+and delays only the next batch), the strategy its commit
 records (``"strategy"``; ``incremental`` when the commit names none), Spark recomputing the
 query over all the data so far in the same run, and DuckDB's check of streamfold's answer.
 Writes ``results.json``, ``results.md`` and ``plot.png`` under ``OUT/tpch-sf<SF>/``.
