@@ -51,6 +51,9 @@ class Recomputer:
             spark.conf.set("spark.sql.adaptive.enabled", "true")
             # the outputs' job (adaptive execution off) shuffles the answer as the engine's do
             spark.conf.set("spark.sql.shuffle.partitions", engine.conf.get("spark.sql.shuffle.partitions") or "4")
+            # every file of the history is listed by path: on the driver, not by a Spark job per
+            # recompute (Spark lists in parallel above 32 paths)
+            spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "4096")
             self._spark = spark
             self._reader = BatchReader(spark, self.plan.streams, self.specs, self._catalog)
         return self._spark
