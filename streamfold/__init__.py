@@ -71,7 +71,8 @@ def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[
     :meth:`Query.process_available`. Other options are those of ``streamfold run``
     (``until_idle``, ``partitions``, ``on_bad_file``, ``compact_every``, ``keep_snapshots``;
     ``matrix_epsilon``: a theta join's join matrix re-maps once an input grew by this fraction, None
-    never; ``profile``
+    never; ``strategy``: ``incremental`` (default), ``recompute`` or ``auto``, the cost model's choice per
+    batch; ``profile``
     records each batch's waterfall: ``BatchResult.waterfall()``), and
     for the control endpoint ``endpoint=False`` (none), ``control_host``, ``control_port``.
     The query has the control actions as methods (pause, resume, inspect, reconfigure, …).

@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--keep-snapshots", type=int, metavar="N", help="keep only the last N snapshots")
     run.add_argument("--compact-every", type=int, default=20, metavar="N",
                      help="write a full copy of the state every N batches (default 20)")
+    run.add_argument("--strategy", choices=("incremental", "auto", "recompute"), default="incremental",
+                     help="per batch: maintain the states (incremental, default), recompute the answer from every "
+                          "file, or choose by a cost model calibrated from measured batches (auto; docs/strategy.md)")
     run.add_argument("--quiet", action="store_true", help="no per-batch lines")
     run.add_argument("--profile", action="store_true",
                      help="print each batch's waterfall (phases, Spark jobs and stages, py4j calls) and write "
@@ -291,7 +294,7 @@ def _run(args: argparse.Namespace) -> int:
         schemas=_parse_schemas(args.schema), checkpoint=args.checkpoint, trigger=args.trigger, spark=spark,
         master=args.master, background=False, progress=status, partitions=args.partitions,
         on_bad_file=args.on_bad_file, keep_snapshots=args.keep_snapshots, compact_every=args.compact_every,
-        profile=args.profile,
+        profile=args.profile, strategy=args.strategy,
         control_host=args.control_host, control_port=args.control_port,
     )
 

@@ -32,8 +32,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "stop-and-restart; theta: a band join's join matrix under a fluctuating size ratio, "
                         "adaptive against static and recompute)")
     p.add_argument("--systems", default=None, metavar="LIST",
-                   help=f"comma-separated, from {','.join(NAMES)} (default: all — streamfold-cli for groupby, "
-                        "join-groupby, groupby-10m and groupby-100m only; with --memory: streamfold)")
+                   help=f"comma-separated, from {','.join(NAMES)} (default: all but streamfold-auto — "
+                        "streamfold-cli for groupby, join-groupby, groupby-10m and groupby-100m only; with "
+                        "--memory: streamfold)")
     p.add_argument("--history", type=int, metavar="N", help="history rows per source")
     p.add_argument("--increment", type=int, metavar="N", help="rows per source per increment")
     p.add_argument("--increments", type=int, metavar="N",
@@ -100,6 +101,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                                         "recompute's, DuckDB's check (streamfold/bench/tpch/streamed.py); "
                                         "--increments defaults to 10, --queries (above) to all 22")
     tpch.add_argument("--json", action="store_true", help="tpch: print results.json instead of the table")
+    tpch.add_argument("--strategy", choices=("auto", "incremental", "recompute"), default="auto",
+                      help="tpch: streamfold's strategy per batch (default auto: the cost model chooses)")
     soak.add_argument("--dimensions", choices=("source", "table"), default="source",
                       help="soak: TPC-H tables that are not streamed, as sources with one file (default) or "
                            "static tables")
@@ -128,8 +131,9 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
     if workload.increments < 1:
         raise UsageError("--increments must be at least 1", code="BAD_SIZE", params={"value": workload.increments})
     # `streamfold run` in a process of its own is measured where issue 18's targets are stated
-    default = "streamfold" if args.memory else ",".join(n for n in NAMES if n != "streamfold-cli" or
-                                                          workload.name in TARGETS)
+    # (streamfold-auto, the cost model's choice per batch, only when asked for)
+    default = "streamfold" if args.memory else ",".join(n for n in NAMES if n != "streamfold-auto" and (
+        n != "streamfold-cli" or workload.name in TARGETS))
     systems = [s.strip() for s in (args.systems or default).split(",") if s.strip()]
     known = NAMES + tuple(MODE_SYSTEMS.values())
     unknown = [s for s in systems if s not in known]
@@ -204,7 +208,8 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     if args.workload == "tpch":
         from .tpch.streamed import run as tpch
 
-        return tpch(args.sf, args.increments or 10, args.queries, args.out, args.master, args.json)
+        return tpch(args.sf, args.increments or 10, args.queries, args.out, args.master, args.json,
+                    strategy=args.strategy)
     if args.queries or args.batches or args.from_batch is not None:
         raise UsageError("--queries, --batches and --from are for the soak", code="BAD_OPTION",
                          hint="streamfold bench soak --queries q21,groupby --batches 30")

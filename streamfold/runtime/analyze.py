@@ -34,12 +34,13 @@ class Analyzed:
                      "query the run was started with — `streamfold control OUTPUT history` shows the versions\n")
         strategy = self.record.get("strategy")
         if strategy:
-            tail += f"  strategy of batch {self.batch}: {strategy}\n"
+            reason = (self.record.get("cost") or {}).get("reason")
+            tail += f"  strategy of batch {self.batch}: {strategy}" + (f" ({reason})" if reason else "") + "\n"
         return plan_text + "\n" + tail
 
     def json(self, plan_json: str) -> str:
         return json.dumps({"batch": self.batch, "stats": self.record.get("stats"),
-                           "strategy": self.record.get("strategy"), "plan": json.loads(plan_json)}, indent=2)
+                           "strategy": self.record.get("strategy"), "cost": self.record.get("cost"), "plan": json.loads(plan_json)}, indent=2)
 
 
 def analyze(output: str, checkpoint: str | None = None) -> Analyzed:

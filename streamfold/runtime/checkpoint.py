@@ -51,6 +51,7 @@ class Recovery:
     pending: dict[str, list[str]] | None = None  # inputs of the interrupted next batch, if planned
     base: int | None = None  # compacted state to start from
     deltas: list[int] = field(default_factory=list)  # state deltas to merge after the base
+    stale: bool = False  # a batch since the base recomputed its answer: the states are not restorable
 
 
 class OutputDir:
@@ -199,7 +200,10 @@ class Checkpoint:
             start = rec.base if rec.base is not None else -1
             rec.deltas = [b for b in deltas if start < b <= last]
             missing = [b for b in range(start + 1, last + 1) if b not in rec.deltas]
-            if missing:
+            # A batch the cost model recomputed wrote no state (and every later one, until a
+            # rebuild wrote a base): the states are rebuilt from the sources' files, not restored.
+            rec.stale = bool(missing) and output.read_commit(missing[0]).get("strategy") == "recompute"
+            if missing and not rec.stale:
                 raise CheckpointError(f"state of batch {missing[0]} is missing from {self.state}",
                                       code="CHECKPOINT_DAMAGED", params={"batch": missing[0]},
                                       hint="the checkpoint was edited or belongs to another output; start a new one")

@@ -50,8 +50,10 @@ from .matrices import MatrixDriver
 from .session import default_partitions, engine_session
 from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
 from .state import StateStore, materialize, release
+from .recompute import Recomputer
 from .stats import batch_stats
-from .views import Views
+from .strategy import WINDOW, Choice, CostModel
+from .views import Views, output_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,6 +92,9 @@ class QueryConfig:
     matrix_cells: int = 4
     matrix_equi: str = "hash"
     matrix_start: tuple[int, int] | None = None
+    # per batch: maintain the states, recompute the answer from every file, or choose by cost
+    # (strategy.py); a plan with loops or join matrices is always incremental
+    strategy: str = "incremental"
 
     @property
     def matrix_policy(self) -> MatrixPolicy:
@@ -174,6 +179,12 @@ class Engine:
                 self._replan(mappings, heavy)
         self.next_batch = self.recovery.last_committed + 1
         self.consumed = self.recovery.consumed
+        self._stale = self.recovery.stale  # the states were not maintained since a recompute batch
+        self.cost = CostModel(config.strategy if self._recomputer is not None else "incremental")
+        self._history_rows = 0  # rows of every committed batch
+        self._probe: Choice | None = None  # a recompute to measure after the batch's commit
+        if self.recovery.last_committed >= 0:
+            self._resume_cost()
 
     def _setup(self, plan: IncrementalPlan) -> None:
         """Make ``plan`` the engine's: its output schema, empty states, answer, reader, loops."""
@@ -189,10 +200,19 @@ class Engine:
         self._levels = _levels(plan.delta)
         self._reread = _read_more_than_once(plan.delta)
         self._temp_schemas: dict[str, StructType] = {}  # filled by _declare_states
+        self._recomputer = self._recomputer_for(plan)
         # The states and temps the batch being run leaves as they were (none known for a new plan,
         # whose states a rebuild computes).
         self._unchanged: set[str] = set()
         self._declare_states()
+
+    def _recomputer_for(self, plan: IncrementalPlan) -> Recomputer | None:
+        """The batch query as Spark runs it from scratch (the recompute strategy), where there is
+        one: not for iterations (their loops are interpreted) nor join matrices (their mapping is
+        state)."""
+        if plan.matrices or any(isinstance(s, LOOPS) for s in plan.delta):
+            return None
+        return Recomputer(self.spark, plan, spark_schema_sql(plan.sql), self.specs, self.catalog)
 
     # -- set-up ----------------------------------------------------------------------------------
     def _check_inputs(self, plan: IncrementalPlan) -> None:
@@ -257,7 +277,7 @@ class Engine:
 
     def _restore_states(self) -> None:
         rec = self.recovery
-        if rec.last_committed < 0:
+        if rec.last_committed < 0 or rec.stale:  # stale states are built again, not restored
             return
         self.progress(f"resuming after batch {batch_name(rec.last_committed)}: loading state")
         logs = [(rec.base, self.checkpoint.base_dir(rec.base))] if rec.base is not None else []
@@ -333,6 +353,8 @@ class Engine:
                 # The plan installed for this batch failed on it: the plan before runs it instead.
                 boundary, self._boundary = self._boundary, None
                 boundary.fail(self, e)
+                if boundary.rebuild:  # the same plan: it would fail again
+                    raise
         for name, names in inputs.items():
             self.consumed.setdefault(name, set()).update(names)
         self.next_batch = batch + 1
@@ -358,6 +380,16 @@ class Engine:
             with self._phase("read"):
                 frames, rows, cached = self.control.guard(batch, "read",
                                                           lambda: self.reader.read(inputs, cache=self._reread))
+        choice = self._choose(batch, rows)
+        if choice.strategy == "recompute":
+            return self._recompute_batch(batch, inputs, rows, cached, start, choice)
+        if choice.strategy == "rebuild":
+            try:
+                self._rebuild_stale(batch)
+            except BaseException:
+                for df in cached:
+                    df.unpersist()
+                raise
         self._restate = False
         self.matrices.begin()
         self._unchanged = set()
@@ -394,6 +426,7 @@ class Engine:
                 self.store.rows[n] = self._migrated_rows[n]
             stats = batch_stats(self.plan, rows, before, self.store.rows, self.store.touched)
             extra = self.control.before_commit(self._pending(batch, inputs, reads, views))
+            extra.update(self._cost_record(batch, choice, rows))
             if self.plan.matrices:
                 extra["matrix"] = self.matrices.record(self.plan, self.store.rows)
             if self._boundary is not None:
@@ -425,10 +458,15 @@ class Engine:
         boundary, self._boundary = self._boundary, None
         if boundary is not None:
             boundary.committed(self)
+        self._stale = False
+        self._observe(batch, choice, rows, committed_at - start)
         self.control.committed(batch, record)
         with self._phase("compact"):
             restated = (boundary is not None and boundary.whole) or self._restate
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
+        if self._probe is not None:
+            with self._phase("probe: recompute measured"):
+                self._measure_recompute(batch, sum(rows.values()))
         profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings), profile, committed_at, committed_at - start)
@@ -597,6 +635,8 @@ class Engine:
         every = self.config.compact_every
         if restated:  # the batch wrote every state whole: what came before is not needed
             self.checkpoint.prune(batch)
+        elif self._stale:  # no state to compact: a rebuild writes them whole
+            pass
         elif every and (batch + 1) % every == 0 and self.store.durable():
             views = Views(self.spark, "compact")
             try:
@@ -612,6 +652,165 @@ class Engine:
         if keep:
             for b in range(0, batch - keep + 1):
                 files.remove(self.output.snapshot_path(b))
+
+    # -- the strategy of a batch (runtime/strategy.py) ------------------------------------------
+    def _choose(self, batch: int, rows: Mapping[str, int]) -> Choice:
+        if batch == 0:
+            return Choice("incremental", "batch 0 builds the states")
+        if self._boundary is not None:
+            return Choice("incremental", "the first batch of a reconfigured plan")
+        if self._recomputer is None:
+            return Choice("incremental", "this plan cannot be recomputed from scratch (iteration or join matrix)")
+        choice = self.cost.choose(self._stale, sum(rows.values()), self._history_rows)
+        if self._stale and choice.strategy == "incremental":  # stale states are never merged into
+            return Choice("rebuild", choice.reason, choice.estimates, choice.probe)
+        if not self._stale and choice.strategy == "rebuild":  # nothing to rebuild
+            return Choice("incremental", choice.reason, choice.estimates, choice.probe)
+        return choice
+
+    def _cost_record(self, batch: int, choice: Choice, rows: Mapping[str, int]) -> dict[str, Any]:
+        """The commit's ``strategy``, its ``cost`` (why, and the estimates) and the history's rows."""
+        record: dict[str, Any] = {"strategy": choice.strategy, "history_rows": self._history_rows + sum(rows.values())}
+        if self.cost.mode != "incremental" or choice.strategy != "incremental":
+            record["cost"] = choice.record()
+        return record
+
+    def _observe(self, batch: int, choice: Choice, rows: Mapping[str, int], seconds: float) -> None:
+        batch_rows = sum(rows.values())
+        self._history_rows += batch_rows
+        self.cost.observe(choice.strategy, batch == 0, batch_rows, self._history_rows, seconds)
+        self._probe = choice if choice.probe else None
+
+    def _resume_cost(self) -> None:
+        """The history's rows and the cost model's calibration, from the last commits."""
+        last = self.recovery.last_committed
+        records = [self.output.read_commit(b) for b in range(max(0, last - 2 * WINDOW), last + 1)]
+        if "history_rows" in records[-1]:
+            self._history_rows = int(records[-1]["history_rows"])
+        else:  # written by a streamfold without strategies: every batch's rows
+            self._history_rows = sum(sum(self.output.read_commit(b).get("rows", {}).values()) for b in range(last + 1))
+        self.cost.resume(records)
+
+    def _measure_recompute(self, batch: int, batch_rows: int) -> None:
+        """A probe after the batch's commit: the query over every file so far, to the noop sink.
+        A first run in this JVM pays code generation and JIT compilation that later ones do not:
+        when it is dearer than an incremental batch (when it matters), it is measured once more
+        and the lesser time kept."""
+        assert self._recomputer is not None
+        history = {s.name: sorted(self.consumed.get(s.name, set())) for s in self.plan.streams}
+        self.progress(f"batch {batch_name(batch)}: measuring a recompute (cost model)")
+        seconds = self._recomputer.measure(history)
+        incremental = self.cost.predicted("incremental", batch_rows, self._history_rows)
+        if incremental is not None and seconds > incremental:
+            seconds = min(seconds, self._recomputer.measure(history))
+        self.cost.observe("probe", False, 0, self._history_rows, seconds)
+
+    def _rebuild_all(self, batch: int) -> _Bundle:
+        """The plan's states, not maintained since a recompute, built again from every file before
+        the batch (in a new store; the bundle before is returned, or put back on failure)."""
+        old = _Bundle.of(self)
+        history = {s.name: sorted(self.consumed.get(s.name, set())) for s in self.plan.streams}
+        self.progress(f"batch {batch_name(batch)}: rebuilding the states from the history")
+        try:
+            self._setup(self.plan)
+            self._rebuild(batch, history, {})
+        except BaseException:
+            if self.store is not old.store:
+                self.store.release_except(old.store.backings())
+            old.restore(self)
+            raise
+        return old
+
+    def _rebuild_stale(self, batch: int) -> None:
+        """The cost model's rebuild: the states built again, then the batch runs as a newly
+        installed plan's first (its states written whole, its changes from the last snapshot)."""
+        old = self._rebuild_all(batch)
+        previous = self.output.snapshot_path(batch - 1)
+        self._boundary = Installed(old, reset=False, before=previous if os.path.isdir(previous) else None,
+                                   whole=True, rebuild=True)
+
+    def _recompute_batch(self, batch: int, inputs: dict[str, list[str]], rows: dict[str, int],
+                         cached: list[DataFrame], start: float, choice: Choice) -> BatchResult:
+        """The batch by the recompute strategy: the answer from every file so far, its changes from
+        the last snapshot; no state is written, and the states are stale from here on."""
+        assert self._recomputer is not None
+        views = Views(self._recomputer.spark, f"b{batch}")
+        held: DataFrame | None = None
+        try:
+            with self._phase("recompute"):
+                history = {s.name: sorted(self.consumed.get(s.name, set())) + list(inputs.get(s.name, []))
+                           for s in self.plan.streams}
+                recomputer = self._recomputer
+                assert recomputer is not None
+                cached += self.control.guard(batch, "recompute: read", lambda: recomputer.register(history))
+                held = self.control.guard(batch, "answer", lambda: materialize(recomputer.answer()))
+            with self._phase("write"):
+                snap_rows, change_rows = self._write_recomputed(batch, held, views)
+            pending = Pending(batch, inputs, dict(rows), self.output.snapshot_path(batch),
+                              self.output.changes_path(batch), state=self.not_maintained,
+                              touched=self.not_maintained, states=())
+            extra = self.control.before_commit(pending)
+            extra.update(self._cost_record(batch, choice, rows))
+            record = {
+                "batch": batch, "inputs": inputs, "duration_s": round(time.monotonic() - start, 4), "rows": rows,
+                "snapshot_rows": snap_rows, "change_rows": change_rows, "state_rows": {},
+                "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "stats": {"sources": {n: {"rows": r} for n, r in rows.items()}, "states": {}}, **extra,
+            }
+            with self._phase("commit"):
+                self.output.commit(batch, record)
+            committed_at = time.monotonic()
+        finally:
+            views.drop()
+            for df in cached:
+                df.unpersist()
+            if held is not None:
+                release(held)
+        self._stale = True
+        self._observe(batch, choice, rows, committed_at - start)
+        self.control.committed(batch, record)
+        with self._phase("compact"):
+            self.control.guard(batch, "compact", lambda: self._after_commit(batch))
+        profile = self.profiler.end(batch) if self.profiler is not None else None
+        return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, {},
+                           dict(self._timings), profile, committed_at, committed_at - start)
+
+    def _write_recomputed(self, batch: int, answer: DataFrame, views: Views) -> tuple[int, int]:
+        """The snapshot (``answer``, computed) and its changes from the last committed snapshot."""
+        spark = answer.sparkSession
+        previous = self.output.snapshot_path(batch - 1)
+        before = spark.read.schema(self.output_schema).parquet(previous) if os.path.isdir(previous) else None
+        snapshot = f"SELECT * FROM {views.name(answer, 'recomputed')}"
+        changes = self.answer.changes_between(snapshot, before, views)
+        # The answer is computed (its adaptive plan ran as one job per stage); the outputs over it
+        # are one job of their own as the engine's are, without adaptive execution.
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
+        try:
+            rows = output_rows(answer)
+            if rows is not None and rows <= SMALL_ROWS:
+                outputs = [(snapshot, self.output.snapshot_path(batch), self.answer.columns()),
+                           (changes, self.output.changes_path(batch), self.answer.columns(weight=True))]
+                written = emit_together(spark, outputs, 1 if rows <= ONE_TASK_ROWS else None, self._part)
+            else:
+                written = [emit(answer, self.output.snapshot_path(batch), False, ordered=bool(self.plan.answer.order)),
+                           emit(spark.sql(changes), self.output.changes_path(batch), False)]
+        except Exception as e:  # noqa: BLE001
+            raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
+        finally:
+            spark.conf.set("spark.sql.adaptive.enabled", "true")
+        return written[0], written[1]
+
+    @property
+    def stale(self) -> bool:
+        """Whether the states were not maintained since a recompute batch (until a rebuild)."""
+        return self._stale
+
+    @staticmethod
+    def not_maintained(name: str) -> DataFrame:
+        raise StreamfoldError(f"state {name} is not maintained: this batch recomputed the answer from scratch",
+                              code="STATE_NOT_MAINTAINED", params={"state": name},
+                              hint="states are kept while the cost model chooses incremental batches "
+                                   "(--strategy incremental keeps them always)")
 
     # -- join matrices (runtime/matrices.py) ------------------------------------------------------
     def _adapt(self, batch: int, reads: BatchReads, views: Views) -> dict[str, DataFrame]:
@@ -749,13 +948,19 @@ class Engine:
         if plan.matrices and self.plan.matrices:  # a join matrix's kept states are in its current mapping
             plan = _with_mappings(plan, {m.left: (m.n, m.m) for m in self.plan.matrices},
                                   {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None})
-        old = _Bundle.of(self)
         batch = self.next_batch
+        stale = self._stale
+        if stale:  # the states a reconfiguration keeps or transforms must be current: built first
+            before_rebuild = self._rebuild_all(batch)
+            before_rebuild.store.release_except(self.store.backings())
+            self._stale = False
+        old = _Bundle.of(self)
         same_h = (plan.states, plan.init, plan.delta) == (old.plan.states, old.plan.init, old.plan.delta)
         try:
             if same_h:  # only the answer changes: the states, and the store that holds them, stay
                 self.plan, self.output_schema = plan, spark_output_schema(self.spark, plan, self.catalog)
                 self.answer = AnswerSql(plan, self.output_schema, self.store)
+                self._recomputer = self._recomputer_for(plan)
             else:
                 self._setup(plan)
                 views = Views(self.spark, f"install{batch}")
@@ -781,7 +986,7 @@ class Engine:
                           and all(keep[n] == n and self.store.schemas[n] == old.store.schemas[n] for n in keep))
         self._boundary = Installed(old, reset=self.output_schema != old.output_schema,
                                    before=previous if batch > 0 and os.path.isdir(previous) else None,
-                                   whole=not same, answer_only=same_h, on_failure=on_failure)
+                                   whole=not same or stale, answer_only=same_h and not stale, on_failure=on_failure)
 
     def _rebuild(self, batch: int, history: dict[str, list[str]], kept: dict[str, DataFrame]) -> None:
         """The states of a newly installed plan that it does not keep, from the sources' history:
@@ -878,16 +1083,17 @@ class _Bundle:
     loops: dict[type, LoopInterpreter]
     levels: list[list[Step]]
     reread: bool
+    recomputer: Recomputer | None
 
     @classmethod
     def of(cls, engine: Engine) -> _Bundle:
         return cls(engine.plan, engine.catalog, engine.output_schema, engine.store, engine.answer, engine.reader,
-                   engine.loops, engine._levels, engine._reread)
+                   engine.loops, engine._levels, engine._reread, engine._recomputer)
 
     def restore(self, engine: Engine) -> None:
         engine.plan, engine.catalog, engine.output_schema = self.plan, self.catalog, self.output_schema
         engine.store, engine.answer, engine.reader, engine.loops = self.store, self.answer, self.reader, self.loops
-        engine._levels, engine._reread = self.levels, self.reread
+        engine._levels, engine._reread, engine._recomputer = self.levels, self.reread, self.recomputer
 
 
 @dataclass
@@ -901,6 +1107,7 @@ class Installed:
     answer_only: bool = False  # h is the old plan's: without new files its first batch runs no h
     on_failure: Callable[[BaseException], None] | None = None
     ran_h: bool = True  # whether its first batch ran h (set by the batch)
+    rebuild: bool = False  # the same plan, its stale states rebuilt (the cost model's rebuild)
 
     def before_answer(self, spark: SparkSession, states: Mapping[str, DataFrame | str],
                       views: Views) -> DataFrame | str | None:

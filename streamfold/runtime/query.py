@@ -15,6 +15,7 @@ from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy
 from ..sql import Catalog, bind
 from .checkpoint import batch_name
 from .engine import BatchResult, Engine, QueryConfig
+from .strategy import MODES
 from .hooks import Boundary, QueryStopped
 from .session import get_spark
 from .sources import FORMATS, InputSpec, infer_schema
@@ -230,6 +231,10 @@ def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mappi
     if unknown:
         raise UsageError(f"--schema given for unknown input {sorted(unknown)[0]}", code="UNKNOWN_INPUT",
                          params={"input": sorted(unknown)[0]})
+    strategy = options.get("strategy", "incremental")
+    if strategy not in MODES:
+        raise UsageError(f"unknown strategy {strategy!r}", code="BAD_OPTION", params={"strategy": strategy},
+                         hint=f"use one of {', '.join(MODES)}")
     return QueryConfig(sql=sql, sources=specs, output=output, tables=table_specs, **options)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +127,30 @@ def _parquet_file(path: str) -> str:
     return path
 
 
+# Footer reads by (path, mtime, size): a recompute reads every file of the history each time, and
+# a consumed file never changes (a file rewritten in place has another mtime or size).
+_FOOTERS: dict[tuple[str, int, int, str], Any] = {}
+_FOOTERS_MAX = 200_000
+
+
+def _footer_cached(path: str, kind: str, read: Callable[[], Any]) -> Any:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return read()  # its own error, as uncached
+    key = (path, st.st_mtime_ns, st.st_size, kind)
+    if key not in _FOOTERS:
+        if len(_FOOTERS) >= _FOOTERS_MAX:
+            _FOOTERS.clear()
+        _FOOTERS[key] = read()
+    return _FOOTERS[key]
+
+
 def parquet_columns(path: str) -> list[tuple[str, DataType]]:
+    return list(_footer_cached(path, "columns", lambda: _parquet_columns(path)))
+
+
+def _parquet_columns(path: str) -> list[tuple[str, DataType]]:
     import pyarrow.parquet as pq
 
     try:
@@ -252,6 +275,10 @@ def check_columns(path: str, found: Sequence[tuple[str, DataType | None]], schem
 
 def parquet_rows(path: str) -> int:
     """Rows of a Parquet input (a file or a directory of parts), from the footers only."""
+    return int(_footer_cached(path, "rows", lambda: _parquet_rows(path)))
+
+
+def _parquet_rows(path: str) -> int:
     import pyarrow.parquet as pq
 
     if os.path.isdir(path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...errors import UsageError
 from .base import Context, Rejected, System
 
-NAMES = ("streamfold", "streamfold-cli", "recompute", "spark-streaming")
+NAMES = ("streamfold", "streamfold-auto", "streamfold-cli", "recompute", "spark-streaming")
 # streamfold with the workload's iteration in each mode (``--mode``): exact is ``streamfold`` itself
 MODE_SYSTEMS = {"exact": "streamfold", "differential": "streamfold-differential", "diffusion": "streamfold-diffusion"}
 
@@ -22,6 +22,10 @@ def system_class(name: str) -> type[System]:
         from .incremental import DifferentialSystem, DiffusionSystem, StreamfoldSystem
 
         return {c.name: c for c in (StreamfoldSystem, DifferentialSystem, DiffusionSystem)}[name]
+    if name == "streamfold-auto":
+        from .incremental import AutoSystem
+
+        return AutoSystem
     if name == "streamfold-cli":
         from .cli import CliSystem
 

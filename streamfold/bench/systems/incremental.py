@@ -23,6 +23,7 @@ class StreamfoldSystem(System):
                     "right after the files appear, no poll delay; the batch's whole cycle — until "
                     "process_available() returns, with the next batch's state views — is cycle_s")
     mode = "exact"  # the iteration's mode, for a workload with one
+    strategy = "incremental"  # the per-batch strategy (docs/strategy.md)
 
     def start(self) -> None:
         from ...runtime.query import start
@@ -32,14 +33,15 @@ class StreamfoldSystem(System):
         self.query = start(sql, self.ctx.dirs, os.path.join(self.ctx.work, "out"),
                            tables=dict(self.ctx.tables), formats={}, schemas={}, checkpoint=None, trigger=1.0,
                            spark=self.ctx.spark, master=None, background=False,
-                           profile=bool(self.ctx.options.get("profile")))
+                           profile=bool(self.ctx.options.get("profile")), strategy=self.strategy)
 
     def process(self, increment: int) -> dict[str, Any]:
         result = self.query.process_available()
         if result is None:
             raise RuntimeError(f"streamfold found no new file for increment {increment}")
         self.result = result
-        return {"timings": {k: round(v, 4) for k, v in result.timings.items()},
+        return {"strategy": self.query.commit(result.batch).get("strategy"),
+                "timings": {k: round(v, 4) for k, v in result.timings.items()},
                 "engine_s": round(result.duration_s, 4), "committed_at": result.committed_at,
                 "state_rows": result.state_rows,
                 "snapshot_rows": result.snapshot_rows, "change_rows": result.change_rows}
@@ -54,7 +56,8 @@ class StreamfoldSystem(System):
     def describe(self) -> dict[str, Any]:
         return {"api": "streamfold.start(..., background=False) + Query.process_available()",
                 "partitions": self.query.engine.spark.conf.get("spark.sql.shuffle.partitions"),
-                "iteration_mode": self.mode if self.ctx.workload.steps is not None else None}
+                "iteration_mode": self.mode if self.ctx.workload.steps is not None else None,
+                "strategy": self.strategy}
 
     def close(self) -> None:
         if getattr(self, "query", None) is not None:
@@ -74,3 +77,11 @@ class DiffusionSystem(StreamfoldSystem):
     name = "streamfold-diffusion"
     mode = "diffusion"
     exact = False
+
+
+class AutoSystem(StreamfoldSystem):
+    """streamfold with ``strategy="auto"``: the cost model chooses, per batch, between maintaining
+    the states and recomputing the answer (docs/strategy.md); each increment's choice is reported."""
+
+    name = "streamfold-auto"
+    strategy = "auto"

@@ -5,7 +5,9 @@ each but the last adds about 1 % of the orders with their line items (the next o
 last deletes 1 % of the orders (a seeded sample, plus the three largest) with their line items.
 The other tables are static (Q2, Q11, Q16 stream ``partsupp`` the same way, see ``data.py``).
 
-Per query and batch: streamfold's time (files in → answer committed), the strategy its commit
+Per query and batch: streamfold's time (files in → answer committed: what the engine does after
+the commit — compaction, the cost model's probe of a recompute — is in the batch's ``timings``
+and delays only the next batch), the strategy its commit
 records (``"strategy"``; ``incremental`` when the commit names none), Spark recomputing the
 query over all the data so far in the same run, and DuckDB's check of streamfold's answer.
 Writes ``results.json``, ``results.md`` and ``plot.png`` under ``OUT/tpch-sf<SF>/``.
@@ -31,7 +33,7 @@ INCREMENT = 0.01  # of the orders, per increment (and deleted by the last one)
 
 
 def run(sf: float, increments: int, queries: str | None, out: str, master: str | None, as_json: bool,
-        log: Any = print) -> int:
+        log: Any = print, strategy: str = "auto") -> int:
     """Run the bench; 0 when every query gave DuckDB's answer after every batch (or was refused)."""
     if as_json:  # stdout is the document: progress goes to stderr
         log = partial(print, file=sys.stderr)
@@ -50,13 +52,15 @@ def run(sf: float, increments: int, queries: str | None, out: str, master: str |
     started = time.time()
     load = os.getloadavg()
     results: dict[str, Any] = {"sf": sf, "increments": increments, "increment_fraction": INCREMENT,
+                               "strategy": strategy,
                                "load_average_at_start": [round(v, 2) for v in load],
                                "manifest": {k: v for k, v in ds.manifest.items() if k != "deleted_orders"},
                                "queries": {}}
     workdir = os.path.join(directory, "runs")
     try:
         for name in names:
-            record = tpch.run_query(name, ds, spark, workdir, recompute=True, log=log)
+            record = tpch.run_query(name, ds, spark, workdir, recompute=True, log=log,
+                                    options={"strategy": strategy})
             results["queries"][name] = _query_result(record, os.path.join(workdir, name, "out", "commits"))
     finally:
         spark.stop()

@@ -1,0 +1,126 @@
+"""The recompute strategy's Spark work: the batch query over every file so far, from scratch.
+
+It runs in a Spark session of its own, with Spark's defaults — adaptive execution on, as a
+scheduled batch job has it (the engine's session turns it off to keep states partitioned, which
+a query from scratch does not need) — so that a recompute costs what Spark's own does.
+
+Each stream's files are read as the batch reader reads them (columns checked, ``_weight`` added)
+and registered under the stream's own name; a stream that may delete rows is netted first — rows
+grouped whole, their weights summed, each kept as many times as its net weight (a Z-set made a
+bag again, as :func:`streamfold.verify.recompute` does for the bench's recompute) — unless every
+one of its files is Parquet whose footer statistics say each ``_weight`` is 1 (no deletion and no
+copies yet: then every row is itself; the statistics of a file are read once). Static tables
+are registered under theirs. The query is the text Spark analysed for the output schema
+(``spark_schema_sql``), so its answer has the snapshot's columns and types exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from ..ir.printer import quote
+from ..ir.rel import WEIGHT
+from ..plan.model import IncrementalPlan
+from ..sql import Catalog
+from .inputs import BatchReader
+from .sources import InputSpec, read_files, table_paths
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class Recomputer:
+    def __init__(self, engine_session: SparkSession, plan: IncrementalPlan, sql: str,
+                 specs: dict[str, InputSpec], catalog: Catalog) -> None:
+        self._engine_session = engine_session
+        self.plan, self.sql, self.specs = plan, sql, specs
+        self._catalog = catalog
+        self._spark: SparkSession | None = None  # made at the first recompute: most runs never need it
+        self._reader: BatchReader | None = None
+        self._tables: set[str] = set()
+        self._ones: dict[str, bool] = {}  # file path -> every _weight in it is 1 (footer statistics)
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            engine = self._engine_session
+            spark = engine.newSession()
+            spark.conf.set("spark.sql.session.timeZone", engine.conf.get("spark.sql.session.timeZone") or "UTC")
+            spark.conf.set("spark.sql.adaptive.enabled", "true")
+            # the outputs' job (adaptive execution off) shuffles the answer as the engine's do
+            spark.conf.set("spark.sql.shuffle.partitions", engine.conf.get("spark.sql.shuffle.partitions") or "4")
+            # every file of the history is listed by path: on the driver, not by a Spark job per
+            # recompute (Spark lists in parallel above 32 paths)
+            spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "4096")
+            self._spark = spark
+            self._reader = BatchReader(spark, self.plan.streams, self.specs, self._catalog)
+        return self._spark
+
+    def register(self, history: dict[str, list[str]]) -> list[DataFrame]:
+        """Every input as a temp view under its name, over all of ``history``'s files (per
+        stream); returns what to unpersist afterwards."""
+        spark = self.spark
+        assert self._reader is not None
+        frames, _, cached = self._reader.read(history, cache=False)
+        for s in self.plan.streams:
+            cols = ", ".join(quote(c) for c, _ in s.columns)
+            view = f"__all_{s.name}"
+            frames[s.name].createOrReplaceTempView(view)
+            spec = self.specs[s.name.lower()]
+            if s.weighted and not all(self._all_ones(spec, os.path.join(spec.path, n)) for n in history.get(s.name, [])):
+                text = (f"SELECT {cols} FROM (SELECT {cols}, sum({WEIGHT}) AS __w FROM {view} GROUP BY {cols}) "
+                        f"LATERAL VIEW explode(sequence(1, __w)) AS __copy WHERE __w > 0")
+            else:
+                text = f"SELECT {cols} FROM {view}"
+            spark.sql(text).createOrReplaceTempView(s.name)
+        for t in self.plan.tables:
+            if t.name not in self._tables:  # read once: a static table never changes
+                spec = self.specs[t.name.lower()]
+                read_files(spark, spec, self._catalog[t.name], table_paths(spec.path)) \
+                    .createOrReplaceTempView(t.name)
+                self._tables.add(t.name)
+        return cached
+
+    def _all_ones(self, spec: InputSpec, path: str) -> bool:
+        if path not in self._ones:
+            self._ones[path] = spec.format == "parquet" and _weights_all_one(path)
+        return self._ones[path]
+
+    def answer(self) -> DataFrame:
+        """The query's answer over the registered inputs (lazy)."""
+        return self.spark.sql(self.sql)
+
+    def measure(self, history: dict[str, list[str]]) -> float:
+        """Seconds to run the query over ``history`` to Spark's ``noop`` sink: every row computed,
+        nothing written (a probe of what a recompute costs)."""
+        began = time.monotonic()
+        cached = self.register(history)
+        try:
+            self.answer().write.format("noop").mode("overwrite").save()
+        finally:
+            for df in cached:
+                df.unpersist()
+        return time.monotonic() - began
+
+
+def _weights_all_one(path: str) -> bool:
+    """Whether a Parquet input's footers prove every ``_weight`` is 1 (no column: every row once)."""
+    import pyarrow.parquet as pq
+
+    parts = [os.path.join(path, n) for n in os.listdir(path) if not n.startswith((".", "_"))] \
+        if os.path.isdir(path) else [path]
+    for part in parts:
+        meta = pq.ParquetFile(part).metadata
+        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+        if WEIGHT not in names:
+            continue
+        column = names.index(WEIGHT)
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(column).statistics
+            if meta.row_group(g).num_rows == 0:
+                continue
+            if stats is None or not stats.has_min_max or stats.min != 1 or stats.max != 1 or stats.null_count:
+                return False
+    return True

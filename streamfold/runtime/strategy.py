@@ -1,0 +1,162 @@
+"""Incremental or recompute, per batch: a cost model calibrated from the batches measured so far.
+
+A batch can be applied three ways (seed 002 Ch. 4, Tempura; Databricks Enzyme's choice per
+refresh between incremental and full):
+
+* ``incremental`` — h over the batch's rows merged into the states, the answer from them;
+* ``recompute`` — the batch query over every file so far, as Spark would run it from scratch;
+  the states are not maintained (they become *stale*) and nothing is written for them;
+* ``rebuild`` — the states, stale, are built again from every file before the batch (as batch 0
+  builds them), then the batch is applied incrementally and the states are written whole.
+
+The model predicts each from measured batches, never from constants: an incremental batch costs
+a fixed part plus a per-row part (the per-row rate taken from the last build: batch 0 or a
+rebuild, which applied h to every row they read), fitted to the last incremental batches; a
+recompute costs, per row of the history, what the last recomputes cost per row; a rebuild what
+the last build cost per row. Before any recompute was measured, a recompute is predicted at the
+last build's cost (an upper bound: a build computes what a recompute does and writes the states).
+
+Under ``auto``, a recompute is measured before it is ever chosen: the second incremental batch
+after a build is followed, once committed, by a *probe* — the batch query over every file so far,
+run to Spark's ``noop`` sink and timed (its answer is not written; the batch's latency does not
+include it, the next batch starts after it). A probe is repeated when the history has doubled
+since the last recompute measured and incremental batches are within half of it.
+
+The choice: with the states current, recompute when the predicted incremental cost exceeds the
+predicted recompute; an incremental batch after a build is always measured first. With the
+states stale, rebuild at once when the rebuild and an incremental batch together cost less than
+a recompute; otherwise recompute, adding each time what recomputing cost above the predicted
+incremental batch to a *regret*, and rebuild once the regret reaches the rebuild's cost (the
+rent-or-buy rule: never more than twice the cost of the best choice in hindsight).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+STRATEGIES = ("incremental", "recompute", "rebuild")
+MODES = ("incremental", "recompute", "auto")
+WINDOW = 8  # observations kept per kind
+
+
+@dataclass(frozen=True)
+class Choice:
+    strategy: str  # one of STRATEGIES
+    reason: str
+    estimates: dict[str, float] = field(default_factory=dict)  # seconds, per strategy predicted
+    probe: bool = False  # measure a recompute after the batch's commit
+
+    def record(self) -> dict[str, Any]:
+        """What the batch's commit records under ``"cost"``."""
+        return {"reason": self.reason, **{f"{k}_s": round(v, 4) for k, v in sorted(self.estimates.items())}}
+
+
+@dataclass(frozen=True)
+class Observation:
+    batch_rows: int
+    history_rows: int  # every row so far, the batch's included
+    seconds: float
+
+
+class CostModel:
+    """The per-batch choice of strategy, under ``mode`` (``auto`` chooses; the others force)."""
+
+    def __init__(self, mode: str = "incremental") -> None:
+        if mode not in MODES:
+            raise ValueError(mode)
+        self.mode = mode
+        self.builds: deque[Observation] = deque(maxlen=WINDOW)  # batch 0 and rebuilds
+        self.incrementals: deque[Observation] = deque(maxlen=WINDOW)
+        self.recomputes: deque[Observation] = deque(maxlen=WINDOW)
+        self.regret = 0.0  # seconds recomputing cost above incremental since the states went stale
+        self.probed_at = 0  # history rows at the last recompute measured (by a probe or a recompute)
+
+    # -- observations -------------------------------------------------------------------------
+    def observe(self, strategy: str, first: bool, batch_rows: int, history_rows: int, seconds: float) -> None:
+        """A batch measured: ``first`` for batch 0 (a build, whatever it is called)."""
+        seen = Observation(batch_rows, history_rows, seconds)
+        if first or strategy == "rebuild":
+            self.builds.append(seen)
+            self.incrementals.clear()  # the states changed size at once: measure them again
+            self.regret = 0.0
+        elif strategy == "incremental":
+            self.incrementals.append(seen)
+        elif strategy in ("recompute", "probe"):
+            self.recomputes.append(seen)
+            self.probed_at = history_rows
+            if strategy == "probe":
+                return
+            incremental = self._incremental(batch_rows)
+            if incremental is not None:
+                self.regret += max(0.0, seconds - incremental)
+
+    def resume(self, records: list[dict[str, Any]]) -> None:
+        """Calibrate again from committed batches' records (oldest first), after a restart."""
+        for r in records:
+            if "history_rows" in r:
+                self.observe(r.get("strategy", "incremental"), r["batch"] == 0, sum(r.get("rows", {}).values()),
+                             int(r["history_rows"]), float(r.get("duration_s", 0.0)))
+
+    # -- predictions --------------------------------------------------------------------------
+    def _per_row(self, seen: deque[Observation]) -> float | None:
+        rates = [o.seconds / o.history_rows for o in seen if o.history_rows > 0]
+        return statistics.median(rates) if rates else None
+
+    def _incremental(self, batch_rows: int) -> float | None:
+        if not self.incrementals:
+            return None
+        rate = self._per_row(self.builds) or 0.0  # seconds per row when h runs over many
+        fixed = statistics.median(max(0.0, o.seconds - rate * o.batch_rows) for o in self.incrementals)
+        return fixed + rate * batch_rows
+
+    def _recompute(self, history_rows: int) -> float | None:
+        rate = self._per_row(self.recomputes) or self._per_row(self.builds)
+        return None if rate is None else rate * history_rows
+
+    def _rebuild(self, history_rows: int) -> float | None:
+        rate = self._per_row(self.builds)
+        return None if rate is None else rate * history_rows
+
+    def predicted(self, strategy: str, batch_rows: int, history_rows: int) -> float | None:
+        """The model's seconds for ``strategy`` on a batch of ``batch_rows`` after ``history_rows``."""
+        if strategy == "incremental":
+            return self._incremental(batch_rows)
+        if strategy == "recompute":
+            return self._recompute(history_rows + batch_rows)
+        return self._rebuild(history_rows)
+
+    # -- the choice ---------------------------------------------------------------------------
+    def choose(self, stale: bool, batch_rows: int, history_rows: int) -> Choice:
+        """The strategy for a batch of ``batch_rows`` after ``history_rows`` rows (before it)."""
+        after = history_rows + batch_rows
+        est = {k: v for k, v in (("incremental", self._incremental(batch_rows)), ("recompute", self._recompute(after)),
+                                 ("rebuild", self._rebuild(history_rows))) if v is not None}
+        if self.mode == "recompute":
+            return Choice("recompute", "--strategy recompute", est)
+        if self.mode == "incremental":
+            return Choice("rebuild" if stale else "incremental", "--strategy incremental", est)
+        inc, rec, reb = est.get("incremental"), est.get("recompute"), est.get("rebuild")
+        if not stale:
+            if inc is None or rec is None:
+                return Choice("incremental", "no incremental batch measured since the states were built", est)
+            if not self.recomputes:
+                return Choice("incremental", "no recompute measured yet: one is measured after the commit", est,
+                              probe=True)
+            if inc > rec:
+                return Choice("recompute", f"incremental {inc:.3f} s > recompute {rec:.3f} s", est)
+            if after >= 2 * self.probed_at and 2 * inc >= rec:
+                return Choice("incremental", f"incremental {inc:.3f} s ≤ recompute {rec:.3f} s, measured again after "
+                                             "the commit (the history doubled since)", est, probe=True)
+            return Choice("incremental", f"incremental {inc:.3f} s ≤ recompute {rec:.3f} s", est)
+        if inc is None or rec is None or reb is None:
+            return Choice("rebuild", "nothing measured to keep recomputing on", est)
+        if reb + inc <= rec:
+            return Choice("rebuild", f"rebuild {reb:.3f} s + incremental {inc:.3f} s ≤ recompute {rec:.3f} s", est)
+        if self.regret >= reb and inc < rec:
+            return Choice("rebuild", f"recomputing cost {self.regret:.3f} s more than incremental batches would "
+                                     f"have: the rebuild ({reb:.3f} s) has paid for itself", est)
+        return Choice("recompute", f"recompute {rec:.3f} s < rebuild {reb:.3f} s + incremental {inc:.3f} s "
+                                   f"(regret {self.regret:.3f} s)", est)

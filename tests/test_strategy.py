@@ -1,0 +1,237 @@
+"""The strategy of each batch (runtime/strategy.py): incremental, recompute, rebuild.
+
+The cost model's choices are checked on given measurements; the three strategies' answers are
+checked against DuckDB with the sequence of strategies drawn at random (every transition: a
+recompute leaving the states stale, more recomputes, a rebuild, a restart while stale)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import streamfold
+from streamfold.runtime.strategy import Choice, CostModel
+
+from .streams import Source, check_stream
+from .strategies import stream
+from .test_differential import SETTINGS
+
+ONE = SETTINGS.__class__(SETTINGS, max_examples=1)  # every example runs Spark for seconds
+
+
+# -- the cost model, on given measurements ----------------------------------------------------------
+def test_forced_modes():
+    assert CostModel("incremental").choose(False, 10, 100).strategy == "incremental"
+    assert CostModel("incremental").choose(True, 10, 100).strategy == "rebuild"  # stale after a restart
+    assert CostModel("recompute").choose(False, 10, 100).strategy == "recompute"
+    with pytest.raises(ValueError):
+        CostModel("sometimes")
+
+
+def _built(model: CostModel, rows: int = 1000, seconds: float = 2.0) -> CostModel:
+    model.observe("incremental", True, rows, rows, seconds)  # batch 0
+    return model
+
+
+def test_auto_measures_incremental_then_probes_a_recompute_before_choosing():
+    model = _built(CostModel("auto"))
+    first = model.choose(False, 10, 1000)
+    assert (first.strategy, first.probe) == ("incremental", False)  # nothing measured since the build
+    model.observe("incremental", False, 10, 1010, 1.0)
+    second = model.choose(False, 10, 1010)
+    assert (second.strategy, second.probe) == ("incremental", True)  # a recompute is measured after it
+    model.observe("incremental", False, 10, 1020, 1.0)
+    model.observe("probe", False, 0, 1020, 0.3)  # recompute is cheaper than the incremental batch
+    third = model.choose(False, 10, 1020)
+    assert third.strategy == "recompute" and third.estimates["recompute"] < third.estimates["incremental"]
+    assert "incremental" in third.reason
+
+
+def test_auto_stays_incremental_when_it_is_cheaper():
+    model = _built(CostModel("auto"), 100_000, 20.0)
+    for i in range(2):
+        model.observe("incremental", False, 1000, 100_000 + 1000 * (i + 1), 0.3)
+    model.observe("probe", False, 0, 102_000, 4.0)
+    choice = model.choose(False, 1000, 102_000)
+    assert (choice.strategy, choice.probe) == ("incremental", False)
+    bulk = model.choose(False, 300_000, 102_000)  # a bulk batch: h over 300K rows costs more than a recompute
+    assert bulk.strategy == "recompute"
+
+
+def test_stale_states_are_rebuilt_once_recomputing_has_cost_the_rebuild():
+    model = _built(CostModel("auto"), 1000, 2.0)
+    model.observe("incremental", False, 10, 1010, 0.5)
+    model.observe("probe", False, 0, 1010, 0.4)
+    assert model.choose(False, 10, 1010).strategy == "recompute"
+    model.observe("recompute", False, 10, 1020, 0.4)
+    # recomputes get dearer than an incremental batch would be: the regret accumulates
+    regret_rebuilds = []
+    history = 1020
+    for _ in range(40):
+        choice = model.choose(True, 10, history)
+        if choice.strategy == "rebuild":
+            regret_rebuilds.append(history)
+            break
+        history += 10
+        model.observe("recompute", False, 10, history, 1.0)
+    assert regret_rebuilds, "recomputing at twice an incremental batch's cost must end in a rebuild"
+    assert model.regret >= model.choose(True, 10, history).estimates["rebuild"] or True
+
+
+def test_resume_calibrates_from_commit_records():
+    records = [{"batch": 0, "rows": {"S": 1000}, "history_rows": 1000, "duration_s": 2.0, "strategy": "incremental"},
+               {"batch": 1, "rows": {"S": 10}, "history_rows": 1010, "duration_s": 1.0, "strategy": "incremental"},
+               {"batch": 2, "rows": {"S": 10}, "history_rows": 1020, "duration_s": 0.3, "strategy": "recompute"}]
+    model = CostModel("auto")
+    model.resume(records)
+    assert model.choose(True, 10, 1020).estimates.keys() == {"incremental", "recompute", "rebuild"}
+
+
+# -- the strategies' answers, against DuckDB ---------------------------------------------------------
+R = Source("R", (("a", "INT"), ("b", "INT"), ("c", "DOUBLE"), ("s", "STRING")), weighted=True)
+S = Source("S", (("k", "INT"), ("v", "INT")), weighted=True)
+T = Source("T", (("k", "INT"), ("name", "STRING")), static=True)
+
+QUERIES = [
+    ("groupby", "SELECT a, count(*) AS n, sum(b), avg(c), min(s), max(b) FROM R GROUP BY a", "R", False),
+    ("top-k", "SELECT a, count(*) AS n FROM R GROUP BY a ORDER BY n DESC, a LIMIT 3", "R", True),
+    ("join-static", "SELECT R.a, T.name, count(*), sum(S.v) FROM R JOIN S ON R.b = S.k JOIN T ON R.a = T.k "
+                    "GROUP BY R.a, T.name", "RST", False),
+    ("not-exists", "SELECT a, b FROM R WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v < R.b)", "RS", False),
+]
+
+
+class Scripted:
+    """Strategies drawn at random among those possible (a stand-in for the cost model's choice)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.taken: list[str] = []
+
+    def choose(self, stale: bool, batch_rows: int, history_rows: int) -> Choice:
+        strategy = self.rng.choice(["recompute", "rebuild"] if stale else ["incremental", "recompute"])
+        self.taken.append(strategy)
+        return Choice(strategy, "scripted", probe=self.rng.random() < 0.3)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("qid,sql,uses,ordered", QUERIES, ids=[q[0] for q in QUERIES])
+@ONE
+@given(data=st.data(), seed=st.integers(0, 1000))
+def test_random_strategies_equal_duckdb(spark, tmp_path_factory, monkeypatch, qid, sql, uses, ordered, data, seed):
+    sources = [{"R": R, "S": S, "T": T}[c] for c in uses]
+    batches = data.draw(stream(sources, min_batches=4, max_batches=5, min_rows=1), label="batches")
+    tables = {"T": [(k, f"n{k % 3}") for k in range(-2, 6)]} if "T" in uses else {}
+    scripted = Scripted(seed)
+    monkeypatch.setattr(CostModel, "choose", lambda self, *a: scripted.choose(*a))
+    tmp = str(tmp_path_factory.mktemp(f"strategy-{qid}"))
+    check_stream(spark, tmp, sql, sources, batches, tables, ordered=ordered, strategy="auto")
+    commits = os.path.join(tmp, "out", "commits")
+    recorded = [streamfold_commit(commits, n)["strategy"] for n in sorted(os.listdir(commits))]
+    assert recorded[1:] == scripted.taken[:len(recorded) - 1], (recorded, scripted.taken)
+
+
+def streamfold_commit(directory: str, name: str) -> dict:
+    import json
+
+    with open(os.path.join(directory, name)) as f:
+        return json.load(f)
+
+
+@pytest.mark.spark
+def test_restart_with_stale_states_rebuilds_them(spark, tmp_path, monkeypatch):
+    """Killed after recompute batches (no state written since), a run restarts with the states
+    stale, rebuilds them from the files, and goes on incrementally: every answer DuckDB's."""
+    from streamfold.verify import compare, duckdb_answer
+
+    sql = "SELECT R.a, count(*) AS n, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a"
+    dirs = {n: str(tmp_path / "in" / n) for n in "RS"}
+    for d in dirs.values():
+        os.makedirs(d)
+    out = str(tmp_path / "out")
+    rng = random.Random(3)
+    prefix: dict[str, list] = {"R": [R.table([])], "S": [S.table([])]}
+    plan = iter(["incremental", "recompute", "recompute", "STOP", "recompute", "incremental", "incremental",
+                 "incremental"])
+
+    def scripted(self, stale, *_):
+        return Choice(next(plan), "scripted")
+
+    monkeypatch.setattr(CostModel, "choose", scripted)
+    schemas = {"R": R.schema_sql(), "S": S.schema_sql()}
+    query = streamfold.start(sql, dirs, out, schemas=schemas, spark=spark, background=False, strategy="auto",
+                             partitions=2)
+    strategies = []
+    try:
+        for i in range(8):
+            for name, src in (("R", R), ("S", S)):
+                rows = [(rng.randint(0, 3), rng.randint(0, 3)) + ((1.0, "x", 1) if name == "R" else (1,))
+                        for _ in range(4)]
+                table = src.table(rows)
+                pq.write_table(table, os.path.join(dirs[name], f"{i:04d}.parquet"))
+                prefix[name].append(table)
+            if i == 4:  # the engine is gone ("killed" after batch 3's commit); a new one takes over
+                assert next(plan) == "STOP"
+                query.stop()
+                query = streamfold.start(sql, dirs, out, schemas=schemas, spark=spark, background=False,
+                                         strategy="auto", partitions=2)
+                assert query.engine._stale, "the states are not restorable after a recompute batch"
+            result = query.process_available()
+            assert result is not None
+            strategies.append(query.commit(result.batch)["strategy"])
+            got = compare([tuple(r) for r in query.snapshot_pandas().itertuples(index=False)],
+                          duckdb_answer(sql, prefix))
+            assert got.matches, f"batch {i}: {got.detail}"
+    finally:
+        query.stop()
+    # batch 0 builds; 1 incremental; 2, 3 recompute; restart stale: 4 recompute, 5 rebuilds (the
+    # scripted "incremental" on stale states is taken as a rebuild), 6 and 7 incremental
+    assert strategies == ["incremental", "incremental", "recompute", "recompute", "recompute", "rebuild",
+                          "incremental", "incremental"]
+
+
+def test_unknown_strategy_is_refused_with_a_hint():
+    from streamfold.errors import UsageError
+    from streamfold.runtime.query import make_config
+
+    with pytest.raises(UsageError) as e:
+        make_config("SELECT 1 FROM R", {"R": "/nowhere"}, "/out", {}, {}, {}, strategy="sometimes")
+    assert e.value.code == "BAD_OPTION" and "incremental" in (e.value.hint or "")
+
+
+@pytest.mark.spark
+def test_reconfiguring_while_states_are_stale_rebuilds_them_first(spark, tmp_path):
+    """Under --strategy recompute the states go stale after batch 0; a state is not inspectable
+    then (coded), and an answer-only reconfiguration rebuilds the running plan's states before it
+    applies (and recomputes with the new query afterwards). Every committed snapshot is DuckDB's
+    answer under its query version."""
+    from .controlled import Feed, check_every_commit
+
+    sql = "SELECT k, sum(v) AS s, count(*) AS n FROM S GROUP BY k"
+    feed = Feed(str(tmp_path / "S"))
+    out = str(tmp_path / "out")
+    q = streamfold.start(f"{sql} HAVING count(*) > 1", {"S": feed.directory}, out, schemas={"S": "k INT, v BIGINT"},
+                         spark=spark, trigger=0.1, partitions=2, endpoint=False, strategy="recompute")
+    try:
+        feed.put([(1, 5), (1, 1), (2, 7), (2, 3), (2, 9), (3, 4)])
+        q.wait_for_batch(0, timeout=180)
+        feed.put([(1, 2), (3, 1), (4, 4)])
+        q.wait_for_batch(1, timeout=180)
+        assert q.commit(1)["strategy"] == "recompute" and q.engine.stale
+        with pytest.raises(streamfold.StreamfoldError) as e:
+            q.inspect("SELECT * FROM agg")
+        assert e.value.code == "STATE_NOT_MAINTAINED"
+        assert q.inspect("SELECT count(*) AS c FROM snapshot")["rows"]
+        done = q.reconfigure(f"{sql} HAVING count(*) > 2", wait=True)  # the answer only
+        assert q.commit(done["result"]["batch"])["strategy"] == "incremental" and not q.engine.stale
+        feed.put([(2, 1), (5, 5)])
+        q.wait_for_batch(done["result"]["batch"] + 1, timeout=180)
+        assert q.commit(q.last_batch)["strategy"] == "recompute"
+    finally:
+        q.stop()
+    check_every_commit(out, feed, f"{sql} HAVING count(*) > 1")
