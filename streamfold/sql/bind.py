@@ -434,7 +434,8 @@ class _QueryBinder:
         having_node = node.args.get("having")
         having = None
         if having_node is not None:
-            having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=self.subquery_hook(ctes)).boolean(having_node.this),
+            condition = self._having_aliases(having_node.this, items, scope)
+            having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=self.subquery_hook(ctes)).boolean(condition),
                           having_node.this, having=True)
 
         def order_bind(n: exp.Expr) -> Expr:
@@ -448,6 +449,26 @@ class _QueryBinder:
         names = [n for n, _, _ in items]
         distinct = node.args.get("distinct") is not None
         return self._finish(node, agg_rel, scope, exprs, names, distinct, None, order_exprs)
+
+    def _having_aliases(self, condition: exp.Expr, items: list[tuple[str, exp.Expr, Column | None]],
+                        scope: Scope) -> exp.Expr:
+        """HAVING may name a select item by its alias, as in Spark (``SELECT a, sum(b) AS t … HAVING
+        t > 1`` is ``HAVING sum(b) > 1``); a name that is a column of the input stays that column, and
+        names inside a subquery are the subquery's own."""
+        aliases = {name.lower(): item.this for name, item, _ in items if isinstance(item, exp.Alias)}
+        if not aliases:
+            return condition
+
+        def replace(n: exp.Expr) -> exp.Expr:
+            if (isinstance(n, exp.Column) and not n.table and isinstance(n.this, exp.Identifier)
+                    and n.name.lower() in aliases and not _inside_subquery(n, condition)
+                    and not any(n.name.lower() in e.columns for e in scope.entries)
+                    and n.name.lower() not in scope.merged):
+                return aliases[n.name.lower()].copy()
+            return n
+
+        return condition.transform(replace, copy=True) if any(
+            isinstance(n, exp.Column) and n.name.lower() in aliases for n in condition.walk()) else condition
 
     def _group_target(self, g: exp.Expr, items: list[tuple[str, exp.Expr, Column | None]],
                       scope: Scope) -> exp.Expr:

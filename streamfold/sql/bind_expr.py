@@ -473,6 +473,40 @@ class ExprBinder:
         return Call(name, args, result, template)
 
     # -- aggregates ------------------------------------------------------------------------------
+    def _bind_Filter(self, node: exp.Filter) -> Expr:
+        """``agg(x) FILTER (WHERE p)`` is ``agg(CASE WHEN p THEN x END)``: every supported aggregate
+        skips NULLs, and ``count(*) FILTER (WHERE p)`` counts ``CASE WHEN p THEN 1 END``::
+
+            sum(b) FILTER (WHERE a > 1)  →  sum(CASE WHEN a > 1 THEN b END)
+        """
+        agg = node.this
+        anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in _ANON_AGGS
+        if not (anonymous or type(agg) in _AGGS):
+            if isinstance(agg, tuple(_UNSUPPORTED_AGGS)):
+                return self.bind(agg)  # its own UNSUPPORTED_AGGREGATE
+            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "FILTER (WHERE …) applies only to an aggregate",
+                            node, "write the condition in WHERE or in a CASE", construct="FILTER")
+        cond = node.expression.this
+
+        def guard(x: exp.Expr) -> exp.Expr:
+            return exp.Case(ifs=[exp.If(this=cond.copy(), true=x)])
+
+        guarded = agg.copy()
+        inner = guarded.expressions[0] if anonymous and guarded.expressions else None if anonymous else guarded.this
+        if inner is None or isinstance(inner, exp.Star):
+            replacement: exp.Expr = guard(exp.Literal.number(1))
+        elif isinstance(inner, exp.Distinct):
+            replacement = exp.Distinct(expressions=[guard(e) for e in inner.expressions])
+        else:
+            replacement = guard(inner.copy())
+        if inner is None and anonymous:
+            guarded.set("expressions", [replacement])
+        elif inner is None:
+            guarded.set("this", replacement)
+        else:
+            inner.replace(replacement)
+        return self._agg(guarded, _ANON_AGGS[agg.name.lower()] if anonymous else _AGGS[type(agg)])
+
     def _agg(self, node: exp.Expr, fn: str) -> Expr:
         if self.on_agg is None:
             raise self._err(
