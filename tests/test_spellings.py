@@ -8,7 +8,7 @@ import pytest
 
 import streamfold
 
-SCHEMAS = {"F": "cid INT, pid INT, amount DOUBLE, status STRING, _weight BIGINT"}
+SCHEMAS = {"F": "cid INT, pid INT, amount DOUBLE, status STRING, d DATE, ts TIMESTAMP, _weight BIGINT"}
 
 # (id, the spelling, what it means)
 SPELLINGS = [
@@ -24,6 +24,17 @@ SPELLINGS = [
     ("having-alias-input-column-first",  # `pid` is a column of F, so HAVING's pid is the group key
      "SELECT pid, count(*) AS pid_n, max(cid) AS cid FROM F GROUP BY pid HAVING pid > 1",
      "SELECT pid, count(*) AS pid_n, max(cid) AS cid FROM F GROUP BY pid HAVING F.pid > 1"),
+    ("group-by-all",
+     "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY ALL",
+     "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY cid + 1, status"),
+    ("group-by-all-star", "SELECT * FROM F GROUP BY ALL", "SELECT * FROM F GROUP BY cid, pid, amount, status, d, ts"),
+    ("group-by-all-global", "SELECT count(*) AS n FROM F GROUP BY ALL", "SELECT count(*) AS n FROM F"),
+    ("is-distinct-from",
+     "SELECT cid IS DISTINCT FROM pid AS x, cid IS NOT DISTINCT FROM pid AS y FROM F WHERE cid IS DISTINCT FROM 3",
+     "SELECT NOT (cid <=> pid) AS x, cid <=> pid AS y FROM F WHERE NOT (cid <=> 3)"),
+    ("comments-and-semicolons",
+     "-- revenue\nSELECT cid /* the key */, sum(amount) AS t FROM F GROUP BY cid; -- done\n",
+     "SELECT cid, sum(amount) AS t FROM F GROUP BY cid"),
 ]
 
 
@@ -41,3 +52,17 @@ def test_filter_on_something_not_an_aggregate_is_refused_with_a_code() -> None:
     with pytest.raises(streamfold.UnsupportedError) as e:
         streamfold.compile("SELECT cid, upper(status) FILTER (WHERE pid > 1) FROM F", SCHEMAS)
     assert e.value.code == "UNSUPPORTED_EXPRESSION" and e.value.params == {"construct": "FILTER"}
+
+
+@pytest.mark.parametrize("call,lowered", [
+    ("date_format(d, 'yyyy-MM')", "DATE_FORMAT(F.d, 'yyyy-MM')"),
+    ("date_format(ts, 'yyyy-MM-dd HH:mm')", "DATE_FORMAT(F.ts, 'yyyy-MM-dd HH:mm')"),
+    ("to_timestamp(status, 'yyyy-MM-dd HH:mm:ss')", "TO_TIMESTAMP(F.status, 'yyyy-MM-dd HH:mm:ss')"),
+    ("date_format(d, status)", "DATE_FORMAT(F.d, F.status)"),
+])
+def test_a_time_format_reaches_spark_in_its_own_pattern_letters(call: str, lowered: str) -> None:
+    """sqlglot keeps a literal time format in strftime letters (``%Y-%m``) and wraps date_format's
+    argument in a conversion of its own: the format is written back by Spark's generator, and
+    the argument is the column (date_format was refused as a call of `cast`; to_timestamp ran
+    with the pattern ``%Y-%m…``)."""
+    assert lowered in streamfold.explain(f"SELECT {call} AS x FROM F", SCHEMAS)

@@ -416,11 +416,13 @@ class _QueryBinder:
         keys: list[tuple[str, Expr]] = []
         key_binder = ExprBinder(scope, "GROUP BY")
         group = node.args.get("group")
-        for g in (group.expressions if group is not None else []):
-            target = self._group_target(g, items, scope)
-            e = key_binder.bind(target)
-            if any(isinstance(k, Column) and k.name in aggs.values() for k in e.walk()):
-                raise self.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
+        for g in self._group_items(group, items):
+            if isinstance(g, Column):  # a column of `*` under GROUP BY ALL
+                e: Expr = g
+            else:
+                e = key_binder.bind(self._group_target(g, items, scope))
+                if any(isinstance(k, Column) and k.name in aggs.values() for k in e.walk()):
+                    raise self.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
             if all(e != k for _, k in keys):
                 name = e.name if isinstance(e, Column) else self.fresh("_key")
                 keys.append((name, e))
@@ -449,6 +451,19 @@ class _QueryBinder:
         names = [n for n, _, _ in items]
         distinct = node.args.get("distinct") is not None
         return self._finish(node, agg_rel, scope, exprs, names, distinct, None, order_exprs)
+
+    @staticmethod
+    def _group_items(group: exp.Group | None, items: list[tuple[str, exp.Expr, Column | None]]
+                     ) -> list[exp.Expr | Column]:
+        """The GROUP BY items; ``GROUP BY ALL`` (Spark) is every select item without an aggregate."""
+        if group is None:
+            return []
+        if not group.args.get("all"):
+            return list(group.expressions)
+        agg_types = tuple(_AGG_NODE_TYPES)
+        return [ref if ref is not None else _unalias(item) for _, item, ref in items if ref is not None or not any(
+            (isinstance(sub, agg_types) or (isinstance(sub, exp.Anonymous) and sub.name.lower() in _ANON_AGG_NAMES))
+            and not _inside_subquery(sub, item) for sub in item.walk())]
 
     def _having_aliases(self, condition: exp.Expr, items: list[tuple[str, exp.Expr, Column | None]],
                         scope: Scope) -> exp.Expr:

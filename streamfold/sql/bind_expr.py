@@ -272,6 +272,10 @@ class ExprBinder:
             )
         return Call(op, (left, right), BOOLEAN)
 
+    def _bind_NullSafeNEQ(self, node: exp.NullSafeNEQ) -> Expr:
+        """``a IS DISTINCT FROM b`` is ``NOT (a <=> b)``."""
+        return Call("NOT", (self._compare(node, "<=>"),), BOOLEAN)
+
     def _logic(self, node: exp.Expr, op: str) -> Expr:
         args = []
         for side in (node.this, node.expression):
@@ -479,7 +483,7 @@ class ExprBinder:
 
             sum(b) FILTER (WHERE a > 1)  →  sum(CASE WHEN a > 1 THEN b END)
         """
-        agg = node.this
+        agg: exp.Expr = node.this
         anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in _ANON_AGGS
         if not (anonymous or type(agg) in _AGGS):
             if isinstance(agg, tuple(_UNSUPPORTED_AGGS)):
@@ -632,7 +636,11 @@ def _template(node: exp.Func) -> tuple[str, list[exp.Expr]]:
         return exp.column(f"__sfarg{len(args) - 1}__")
 
     for key, value in node.args.items():
-        if isinstance(value, exp.Expr) and not isinstance(value, (exp.Var, exp.DataType)):
+        if key == "format" and isinstance(value, exp.Literal):
+            continue  # a time format, kept in strftime letters by sqlglot: Spark's generator writes Spark's back
+        if isinstance(value, exp.TimeStrToTime):  # sqlglot's view of date_format's argument, not a call of ours
+            clone.set(key, exp.TimeStrToTime(this=placeholder(value.this)))
+        elif isinstance(value, exp.Expr) and not isinstance(value, (exp.Var, exp.DataType)):
             clone.set(key, placeholder(value))
         elif isinstance(value, list):
             clone.set(key, [placeholder(v) if isinstance(v, exp.Expr) else v for v in value])
