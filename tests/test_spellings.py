@@ -29,6 +29,13 @@ SPELLINGS = [
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY cid + 1, status"),
     ("group-by-all-star", "SELECT * FROM F GROUP BY ALL", "SELECT * FROM F GROUP BY cid, pid, amount, status, d, ts"),
     ("group-by-all-global", "SELECT count(*) AS n FROM F GROUP BY ALL", "SELECT count(*) AS n FROM F"),
+    ("lateral-column-alias",
+     "SELECT cid, sum(amount) AS s, s / count(*) AS m, amount_n + 1 AS k FROM "
+     "(SELECT cid, amount, amount * 2 AS amount_n FROM F) t GROUP BY cid, amount_n HAVING s > 0",
+     "SELECT cid, sum(amount) AS s, sum(amount) / count(*) AS m, amount_n + 1 AS k FROM "
+     "(SELECT cid, amount, amount * 2 AS amount_n FROM F) t GROUP BY cid, amount_n HAVING sum(amount) > 0"),
+    ("lateral-column-alias-plain", "SELECT amount * 2 AS a2, a2 + 1 AS a3 FROM F",
+     "SELECT amount * 2 AS a2, amount * 2 + 1 AS a3 FROM F"),
     ("is-distinct-from",
      "SELECT cid IS DISTINCT FROM pid AS x, cid IS NOT DISTINCT FROM pid AS y FROM F WHERE cid IS DISTINCT FROM 3",
      "SELECT NOT (cid <=> pid) AS x, cid <=> pid AS y FROM F WHERE NOT (cid <=> 3)"),

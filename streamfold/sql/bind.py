@@ -359,6 +359,9 @@ class _QueryBinder:
                 for name, ref in scope.star(table, span_of(item)):
                     out.append((name, item, ref))
                 continue
+            # a lateral column alias (Spark): an earlier item's alias names its expression
+            item = _with_aliases(item, {n.lower(): i.this for n, i, ref in out
+                                        if ref is None and isinstance(i, exp.Alias)}, scope)
             out.append((self._output_name(item, scope), item, None))
         return out
 
@@ -468,22 +471,9 @@ class _QueryBinder:
     def _having_aliases(self, condition: exp.Expr, items: list[tuple[str, exp.Expr, Column | None]],
                         scope: Scope) -> exp.Expr:
         """HAVING may name a select item by its alias, as in Spark (``SELECT a, sum(b) AS t … HAVING
-        t > 1`` is ``HAVING sum(b) > 1``); a name that is a column of the input stays that column, and
-        names inside a subquery are the subquery's own."""
-        aliases = {name.lower(): item.this for name, item, _ in items if isinstance(item, exp.Alias)}
-        if not aliases:
-            return condition
-
-        def replace(n: exp.Expr) -> exp.Expr:
-            if (isinstance(n, exp.Column) and not n.table and isinstance(n.this, exp.Identifier)
-                    and n.name.lower() in aliases and not _inside_subquery(n, condition)
-                    and not any(n.name.lower() in e.columns for e in scope.entries)
-                    and n.name.lower() not in scope.merged):
-                return aliases[n.name.lower()].copy()
-            return n
-
-        return condition.transform(replace, copy=True) if any(
-            isinstance(n, exp.Column) and n.name.lower() in aliases for n in condition.walk()) else condition
+        t > 1`` is ``HAVING sum(b) > 1``)."""
+        return _with_aliases(condition, {name.lower(): item.this for name, item, _ in items
+                                         if isinstance(item, exp.Alias)}, scope)
 
     def _group_target(self, g: exp.Expr, items: list[tuple[str, exp.Expr, Column | None]],
                       scope: Scope) -> exp.Expr:
@@ -781,6 +771,20 @@ class _QueryBinder:
 _AGG_NODE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevSamp, exp.StddevPop,
                    exp.Variance, exp.VariancePop, exp.AggFunc)
 _ANON_AGG_NAMES = {"var_samp", "var_pop", "stddev_samp", "stddev_pop", "std", "mean"}
+
+
+def _with_aliases(node: exp.Expr, aliases: dict[str, exp.Expr], scope: Scope) -> exp.Expr:
+    """``node`` with each unqualified name of an alias in ``aliases`` (lower-case) replaced by the
+    aliased expression: a name that is a column of the input stays that column, and names inside
+    a subquery are the subquery's own (Spark's rule for lateral column aliases and HAVING)."""
+    def aliased(n: exp.Expr) -> bool:
+        return (isinstance(n, exp.Column) and not n.table and isinstance(n.this, exp.Identifier)
+                and n.name.lower() in aliases and not _inside_subquery(n, node)
+                and not any(n.name.lower() in e.columns for e in scope.entries) and n.name.lower() not in scope.merged)
+
+    if not aliases or not any(aliased(n) for n in node.walk()):
+        return node
+    return node.transform(lambda n: aliases[n.name.lower()].copy() if aliased(n) else n, copy=True)
 
 
 def _inside_subquery(sub: exp.Expr, root: exp.Expr) -> bool:
