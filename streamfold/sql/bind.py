@@ -696,7 +696,11 @@ class _QueryBinder:
             scope.entries.append(ScopeEntry.of(alias, [(c, f) for (c, _), f in zip(source.columns, fields)]))
             return scan
         if isinstance(node, exp.Subquery):
-            inner, names = self.query(node.this, ctes)
+            try:
+                inner, names = self.query(node.this, ctes)
+            except BindError as e:
+                self._outer_reference_in_derived_table(e, scope)
+                raise
             table_alias = node.args.get("alias")
             if table_alias is not None and table_alias.columns:
                 names = self._cte_columns(_Cte(None, {}, [c.name for c in table_alias.columns]), names, node)
@@ -708,6 +712,23 @@ class _QueryBinder:
             return self._derived(inner, names, alias, self.unique_alias(alias), scope)
         raise self.err(UnsupportedError, "UNSUPPORTED_FROM", f"`{node.sql(dialect='spark')}` in FROM is not supported",
                        node, construct=node.key)
+
+    def _outer_reference_in_derived_table(self, error: BindError, scope: Scope) -> None:
+        """A name a derived table does not know, that the query around it (or a subquery's
+        enclosing query) does: a correlated derived table, refused by its own code."""
+        if error.code not in ("UNKNOWN_COLUMN", "UNKNOWN_TABLE_ALIAS") or "column" not in error.params:
+            return
+        table = error.params.get("alias") or error.params.get("table")
+        try:
+            scope.resolve(str(table) if table else None, str(error.params["column"]), None)
+        except SqlError:
+            return
+        raise UnsupportedError(
+            "a derived table (a subquery in FROM) reading a column of the query around it is not supported",
+            code="UNSUPPORTED_SUBQUERY", sql=self.sql, span=error.span,
+            params={"construct": "correlated derived table", "column": str(error.params["column"])},
+            hint="select the column it compares with in the derived table, and write the condition "
+                 "outside it (in the WHERE or ON around it)") from None
 
     def _derived(self, inner: Rel, names: list[str], alias: str, internal: str, scope: Scope) -> Rel:
         exprs = tuple((f"{internal}.{n}", f.ref()) for n, f in zip(names, inner.schema))
