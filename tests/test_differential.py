@@ -122,7 +122,9 @@ SUBQUERY_SHAPES = [
     ("scalar-rank", "SELECT a, b, (SELECT count(*) FROM R x WHERE x.b < R.b) AS below FROM R", "R", False),
     ("scalar-inequality-filter", "SELECT a, c FROM R WHERE c > (SELECT avg(x.c) FROM R x WHERE x.a > R.a)", "R", False),
     ("scalar-mixed-correlation", "SELECT a, (SELECT max(v) FROM S WHERE S.k = R.a AND S.v < R.b) AS below FROM R", "RS", False),
-    ("exists-inequality-under-or", "SELECT a, b FROM R WHERE a > 3 OR EXISTS (SELECT 1 FROM R x WHERE x.b < R.b)", "R", False),
+    # (and a second one in the select list, whose D reads R, not R joined with the first's values)
+    ("exists-inequality-under-or", "SELECT a, b, (SELECT count(*) FROM R y WHERE y.c < R.c) AS below FROM R "
+     "WHERE a > 3 OR EXISTS (SELECT 1 FROM R x WHERE x.b < R.b)", "R", False),
     ("exists-inequality-conjunct", "SELECT a, b FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.v >= R.b)", "RS", False),
     ("in-inequality-value", "SELECT a, b IN (SELECT v FROM S WHERE S.k <> R.a) AS i FROM R", "RS", False),
     # TPC-H Q21's shape: equalities and one <> (matches as per-key, per-value counts, semi_not_equal)
@@ -139,6 +141,10 @@ SUBQUERY_SHAPES = [
     ("having-inequality", "SELECT a, count(*) FROM R GROUP BY a HAVING count(*) > (SELECT count(*) FROM S WHERE S.k < R.a)", "RS", False),
     ("grouped-uncorrelated-scalar", "SELECT a, sum(b) - (SELECT max(v) FROM S) FROM R GROUP BY a", "RS", False),
     ("row-in", "SELECT a, b FROM R WHERE (a, b) IN (SELECT k, v FROM S)", "RS", False),
+    # grouped subqueries correlated by equalities (they become group keys), as EXISTS and as IN
+    ("grouped-subquery-correlated",
+     "SELECT a, b FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a GROUP BY S.v HAVING count(*) > 1) "
+     "OR b IN (SELECT count(*) FROM S z WHERE z.k = R.a GROUP BY z.w)", "RS", False),
     ("derived-column-list-order",
      "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0 ORDER BY 1, 4, 3, 2) AS q(c1, c2, c3, c4)",
      "R", True),
