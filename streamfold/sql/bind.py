@@ -328,6 +328,12 @@ class _QueryBinder:
                 raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
                                node.args[unsupported] if not isinstance(node.args[unsupported], list)
                                else node.args[unsupported][0], construct=unsupported)
+        for item in node.expressions:  # before aggregates are looked for: `sum(x) OVER (…)` is no aggregate
+            window = next((w for w in item.find_all(exp.Window) if not _inside_subquery(w, item)), None)
+            if window is not None:
+                raise self.err(UnsupportedError, "UNSUPPORTED_WINDOW",
+                               "window functions (OVER …) are not supported in a continuous query", window,
+                               "use GROUP BY, or a join with an aggregated subquery", construct="window")
         if node.args.get("distinct") and node.args["distinct"].args.get("on"):
             raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "DISTINCT ON is not supported",
                            node.args["distinct"], construct="DISTINCT ON")
@@ -662,6 +668,7 @@ class _QueryBinder:
         return out, {i: [(entry.names[k], f.ref()) for k, f in entry.columns.items()]}
 
     def table_ref(self, node: exp.Expr, ctes: dict[str, _Cte], scope: Scope) -> Rel:
+        self._table_clauses(node)
         if isinstance(node, exp.Table):
             if node.args.get("db") or node.args.get("catalog"):
                 raise self.err(UnsupportedError, "UNSUPPORTED_TABLE_NAME",
@@ -712,6 +719,22 @@ class _QueryBinder:
             return self._derived(inner, names, alias, self.unique_alias(alias), scope)
         raise self.err(UnsupportedError, "UNSUPPORTED_FROM", f"`{node.sql(dialect='spark')}` in FROM is not supported",
                        node, construct=node.key)
+
+    def _table_clauses(self, node: exp.Expr) -> None:
+        """Clauses on a table reference that change which rows it gives — refused, never ignored
+        (``F TABLESAMPLE (10 PERCENT)`` read as all of ``F`` would be a wrong answer)."""
+        clauses = {"pivots": ("PIVOT", "aggregate with GROUP BY and CASE (sum(CASE WHEN k = 'a' THEN v END))"),
+                   "sample": ("TABLESAMPLE", "a continuous query keeps the answer over all rows; filter them "
+                                             "with a condition in WHERE instead"),
+                   "version": ("time travel (VERSION/TIMESTAMP AS OF)", "the inputs are the source directories"),
+                   "hints": ("table hints", "remove the hint")}
+        for arg, (construct, hint) in clauses.items():
+            value = node.args.get(arg)
+            if value and arg == "pivots" and value[0].args.get("unpivot"):
+                construct, hint = "UNPIVOT", "write one SELECT per column, joined with UNION ALL"
+            if value:
+                raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{construct} is not supported",
+                               value[0] if isinstance(value, list) else value, hint, construct=construct)
 
     def _outer_reference_in_derived_table(self, error: BindError, scope: Scope) -> None:
         """A name a derived table does not know, that the query around it (or a subquery's

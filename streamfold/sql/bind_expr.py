@@ -525,9 +525,11 @@ class ExprBinder:
         inner = node.this if not isinstance(node, exp.Anonymous) else (node.expressions[0] if node.expressions else None)
         if isinstance(inner, exp.Distinct):
             distinct = True
-            if len(inner.expressions) != 1:
+            if len(inner.expressions) != 1 or isinstance(inner.expressions[0], exp.Star):
                 raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
-                                f"{fn}(DISTINCT …) over several columns is not supported", node, function=fn)
+                                f"{fn}(DISTINCT …) over several columns is not supported", node,
+                                "count the rows of a SELECT DISTINCT in a derived table: "
+                                "SELECT count(*) FROM (SELECT DISTINCT a, b FROM …) t", function=fn)
             inner = inner.expressions[0]
         self._in_agg = True
         try:
