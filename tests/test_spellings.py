@@ -8,7 +8,8 @@ import pytest
 
 import streamfold
 
-SCHEMAS = {"F": "cid INT, pid INT, amount DOUBLE, status STRING, d DATE, ts TIMESTAMP, _weight BIGINT"}
+SCHEMAS = {"F": "cid INT, pid INT, amount DOUBLE, status STRING, d DATE, ts TIMESTAMP, _weight BIGINT",
+           "C": "cid INT, region STRING, _weight BIGINT"}
 
 # (id, the spelling, what it means)
 SPELLINGS = [
@@ -36,6 +37,11 @@ SPELLINGS = [
      "(SELECT cid, amount, amount * 2 AS amount_n FROM F) t GROUP BY cid, amount_n HAVING sum(amount) > 0"),
     ("lateral-column-alias-plain", "SELECT amount * 2 AS a2, a2 + 1 AS a3 FROM F",
      "SELECT amount * 2 AS a2, amount * 2 + 1 AS a3 FROM F"),
+    ("ilike", "SELECT cid FROM F WHERE status ILIKE 'O%' OR status NOT ILIKE '%x'",
+     "SELECT cid FROM F WHERE lower(status) LIKE lower('O%') OR lower(status) NOT LIKE lower('%x')"),
+    ("using-chained",  # the second USING compares the first's merged column
+     "SELECT cid, count(*) AS n FROM F JOIN C USING (cid) JOIN C c2 USING (cid) GROUP BY cid",
+     "SELECT F.cid, count(*) AS n FROM F JOIN C ON F.cid = C.cid JOIN C c2 ON F.cid = c2.cid GROUP BY F.cid"),
     ("is-distinct-from",
      "SELECT cid IS DISTINCT FROM pid AS x, cid IS NOT DISTINCT FROM pid AS y FROM F WHERE cid IS DISTINCT FROM 3",
      "SELECT NOT (cid <=> pid) AS x, cid <=> pid AS y FROM F WHERE NOT (cid <=> 3)"),

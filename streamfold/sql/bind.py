@@ -787,10 +787,12 @@ class _QueryBinder:
             for ident in using:
                 col = ident.name.lower()
                 left_hits = [e for e in scope.entries[:-1] if col in e.columns]
-                if len(left_hits) != 1 or col not in right_entry.columns:
+                # after `A JOIN B USING (k)`, the left side of `… JOIN C USING (k)` has one k: the merged one
+                merged = scope.merged.get(col)
+                if (len(left_hits) != 1 and merged is None) or col not in right_entry.columns:
                     raise self.err(BindError, "UNKNOWN_COLUMN", f"USING column `{ident.name}` must be on both sides",
-                                   ident, column=ident.name)
-                lf, rf = left_hits[0].columns[col], right_entry.columns[col]
+                                   ident, "name a column both sides have (once on the left)", column=ident.name)
+                lf, rf = merged if merged is not None else left_hits[0].columns[col], right_entry.columns[col]
                 preds.append(Call("=", (lf.ref(), rf.ref()), BOOLEAN))
                 if jkind in ("inner", "left", "semi", "anti"):
                     scope.merged[col] = lf

@@ -380,6 +380,13 @@ class ExprBinder:
         # sqlglot parses ``x NOT LIKE p`` as a Like marked ``negate``
         return Call("NOT LIKE" if node.args.get("negate") else "LIKE", (value, pattern), BOOLEAN)
 
+    def _bind_ILike(self, node: exp.ILike) -> Expr:
+        """``x ILIKE p`` is Spark's ``lower(x) LIKE lower(p)``."""
+        like = self._bind_Like(node)  # type: ignore[arg-type]
+        assert isinstance(like, Call)
+        lowered = tuple(Call("lower", (a,), a.type, "LOWER({0})") for a in like.args)
+        return Call(like.op, lowered, BOOLEAN)
+
     def _bind_DPipe(self, node: exp.DPipe) -> Expr:
         left, right = self.bind(node.this), self.bind(node.expression)
         return Call("concat", (left, right), STRING, "concat({0}, {1})")
