@@ -327,7 +327,8 @@ class _QueryBinder:
             if node.args.get(unsupported):
                 raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
                                node.args[unsupported] if not isinstance(node.args[unsupported], list)
-                               else node.args[unsupported][0], construct=unsupported)
+                               else node.args[unsupported][0], "docs/sql.md lists what is supported",
+                               construct=unsupported)
         for item in node.expressions:  # before aggregates are looked for: `sum(x) OVER (…)` is no aggregate
             window = next((w for w in item.find_all(exp.Window) if not _inside_subquery(w, item)), None)
             if window is not None:
@@ -346,7 +347,8 @@ class _QueryBinder:
         group = node.args.get("group")
         if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
             raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, CUBE and ROLLUP are not supported",
-                           group, construct="grouping sets")
+                           group, "write one GROUP BY query per grouping, combined with UNION ALL",
+                           construct="grouping sets")
         having = node.args.get("having")
         if group is not None or having is not None or self._has_agg(items, node):
             return self._aggregate_select(node, rel, scope, items, ctes)
@@ -567,7 +569,8 @@ class _QueryBinder:
     def _count(self, node: exp.Expr, clause: str) -> int:
         if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
             return int(node.this)
-        raise self.err(BindError, "INVALID_LIMIT", f"{clause} must be a non-negative whole number", node, clause=clause)
+        raise self.err(BindError, "INVALID_LIMIT", f"{clause} must be a non-negative whole number", node,
+                       f"write {clause} n with a whole number n ≥ 0", clause=clause)
 
     def _ordinal(self, node: exp.Expr, refs: list[Column]) -> Expr | None:
         if isinstance(node, exp.Literal) and not node.is_string:
@@ -769,7 +772,7 @@ class _QueryBinder:
         kind = (join.kind or "").lower()
         if join.args.get("method"):
             raise self.err(UnsupportedError, "UNSUPPORTED_JOIN", f"{join.args['method']} JOIN is not supported", join,
-                           construct="natural join")
+                           "name the columns: JOIN … USING (col, …) or JOIN … ON", construct="natural join")
         if kind in ("semi", "anti"):
             jkind = kind
         elif side in ("left", "right", "full"):

@@ -36,6 +36,7 @@ _UNSUPPORTED_AGGS = {
     exp.AnyValue: "any_value", exp.First: "first", exp.Last: "last", exp.CountIf: "count_if",
     exp.GroupConcat: "string_agg",
 }
+_OPERATOR_NAMES: dict[type, str] = {exp.RegexpLike: "rlike", exp.RegexpILike: "rlike"}
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
 # Aggregates found while binding are handed to this callback, which returns their stand-in.
@@ -105,7 +106,7 @@ class ExprBinder:
             return self._function(node)
         raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
                         f"expression `{node.sql(dialect='spark')}` is not supported", node,
-                        construct=type(node).__name__)
+                        "docs/sql.md lists the supported expressions and functions", construct=type(node).__name__)
 
     def boolean(self, node: exp.Expr) -> Expr:
         e = self.bind(node)
@@ -317,7 +318,7 @@ class ExprBinder:
     def _bind_Is(self, node: exp.Is) -> Expr:
         if not isinstance(node.expression, exp.Null):
             raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "only IS [NOT] NULL is supported", node,
-                            construct="IS")
+                            "compare with = (or IS [NOT] DISTINCT FROM)", construct="IS")
         return Call("IS NOT NULL" if node.args.get("negate") else "IS NULL", (self.bind(node.this),), BOOLEAN)
 
     def _subquery_rel(self, node: exp.Expr) -> tuple[Any, list[str]]:
@@ -438,7 +439,10 @@ class ExprBinder:
         try:
             target = parse_type(to.sql(dialect="spark"))
         except ValueError as e:
-            raise self._err(UnsupportedError, "UNSUPPORTED_TYPE", str(e), to, construct="type") from None
+            raise self._err(UnsupportedError, "UNSUPPORTED_TYPE", str(e), to,
+                            "a DECIMAL has at most 38 digits, its scale at most its precision" if "DECIMAL" in str(e)
+                            else "cast to a simple type (INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, DATE, TIMESTAMP, "
+                            "BOOLEAN), an ARRAY or a STRUCT", construct="type") from None
         inner_node = node.this
         if isinstance(inner_node, exp.Literal) and inner_node.is_string and target.name in ("DATE", "TIMESTAMP"):
             return self._typed_literal(inner_node, target)
@@ -461,7 +465,8 @@ class ExprBinder:
     def _function(self, node: exp.Func) -> Expr:
         template, arg_nodes = _template(node)
         m = _NAME.match(template)
-        name = m.group(1).lower() if m else type(node).__name__.lower()
+        # an operator-like call (`x RLIKE p`) has no name in its template: sqlglot's node names it
+        name = m.group(1).lower() if m else _OPERATOR_NAMES.get(type(node), type(node).__name__.lower())
         if isinstance(node, exp.Anonymous) and name in _ANON_AGGS:
             return self._agg(node, _ANON_AGGS[name])
         if name in functions.NONDETERMINISTIC:
@@ -565,7 +570,10 @@ class ExprBinder:
             raise self._mismatch(node, f"`{fn}` needs numbers, but its argument is {t}",
                                  "CAST the argument to a number", function=fn, actual=t.sql())
         if not (t.is_numeric or t.is_null):
-            raise self._mismatch(node, f"`{fn}` needs numbers, but its argument is {t}", function=fn, actual=t.sql())
+            raise self._mismatch(node, f"`{fn}` needs numbers, but its argument is {t}",
+                                 "CAST the argument to a number" if t.name != "DATE" else
+                                 "aggregate a number of days, e.g. datediff(d, DATE '2020-01-01')",
+                                 function=fn, actual=t.sql())
         if fn == "sum":
             return sum_type(t)
         if fn == "avg":
