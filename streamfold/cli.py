@@ -283,6 +283,7 @@ def _run(args: argparse.Namespace) -> int:
     tables, table_formats = _parse_inputs(args.table, True)
     if not sources:
         raise UsageError("give at least one --source", code="NO_SOURCE", hint="--source NAME=DIR")
+    _check_options(args)
     _check_before_spark(sql, sources, tables)
     status = _Status()
     from .runtime.session import get_spark
@@ -321,6 +322,23 @@ def _run(args: argparse.Namespace) -> int:
         status.close()
         query.stop()
     return EXIT_OK
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Numbers a run cannot work with, refused by name rather than failing later."""
+    bounds = (("trigger", "--trigger", 0.0, False), ("until_idle", "--until-idle", 0.0, True),
+              ("partitions", "--partitions", 1, True), ("keep_snapshots", "--keep-snapshots", 1, True),
+              ("compact_every", "--compact-every", 1, True))
+    for attr, flag, low, inclusive in bounds:
+        value = getattr(args, attr, None)
+        if value is not None and (value < low or (value == low and not inclusive)):
+            need = f"at least {low}" if inclusive else f"more than {low}"
+            raise UsageError(f"{flag} {value} is out of range", code="BAD_OPTION",
+                             params={"option": flag, "value": value}, hint=f"{flag} must be {need}")
+    if not 0 <= (args.control_port or 0) <= 65535:
+        raise UsageError(f"--control-port {args.control_port} is out of range", code="BAD_OPTION",
+                         params={"option": "--control-port", "value": args.control_port},
+                         hint="a port is 0 (any free one) to 65535")
 
 
 def _check_before_spark(sql: str, sources: dict[str, str], tables: dict[str, str]) -> None:
