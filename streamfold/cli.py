@@ -27,7 +27,8 @@ def _query_text(arg: str) -> str:
         with open(arg, encoding="utf-8") as fh:
             return fh.read()
     if arg.strip().lower().endswith(".sql") and " " not in arg.strip():
-        raise UsageError(f"query file {arg} does not exist", code="QUERY_NOT_FOUND", params={"path": arg})
+        raise UsageError(f"query file {arg} does not exist", code="QUERY_NOT_FOUND", params={"path": arg},
+                         hint="give the path of a .sql file, or the query's text")
     return arg
 
 
@@ -285,6 +286,8 @@ def _run(args: argparse.Namespace) -> int:
     tables, table_formats = _parse_inputs(args.table, True)
     if not sources:
         raise UsageError("give at least one --source", code="NO_SOURCE", hint="--source NAME=DIR")
+    _check_options(args)
+    _check_before_spark(sql, sources, tables)
     status = _Status()
     from .runtime.session import get_spark
 
@@ -322,6 +325,39 @@ def _run(args: argparse.Namespace) -> int:
         status.close()
         query.stop()
     return EXIT_OK
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Numbers a run cannot work with, refused by name rather than failing later."""
+    bounds = (("trigger", "--trigger", 0.0, False), ("until_idle", "--until-idle", 0.0, True),
+              ("partitions", "--partitions", 1, True), ("keep_snapshots", "--keep-snapshots", 1, True),
+              ("compact_every", "--compact-every", 1, True))
+    for attr, flag, low, inclusive in bounds:
+        value = getattr(args, attr, None)
+        if value is not None and (value < low or (value == low and not inclusive)):
+            need = f"at least {low}" if inclusive else f"more than {low}"
+            raise UsageError(f"{flag} {value} is out of range", code="BAD_OPTION",
+                             params={"option": flag, "value": value}, hint=f"{flag} must be {need}")
+    if not 0 <= (args.control_port or 0) <= 65535:
+        raise UsageError(f"--control-port {args.control_port} is out of range", code="BAD_OPTION",
+                         params={"option": "--control-port", "value": args.control_port},
+                         hint="a port is 0 (any free one) to 65535")
+
+
+def _check_before_spark(sql: str, sources: dict[str, str], tables: dict[str, str]) -> None:
+    """The mistakes found without Spark — a query that does not parse, an input path that is not
+    there — reported before a JVM is started for them."""
+    from .runtime.sources import list_inputs, table_paths
+    from .sql.parse import parse
+
+    parse(sql)
+    for path in sources.values():
+        list_inputs(path)
+    for name, path in tables.items():
+        if not os.path.exists(path):
+            raise UsageError(f"table {name}: {path} does not exist", code="TABLE_NOT_FOUND",
+                             params={"table": name, "path": path}, hint="check the --table path")
+        table_paths(path)
 
 
 def _write_profile(output: str, waterfall: Any) -> None:

@@ -42,6 +42,12 @@ def test_explain_reads_parquet_schemas_without_spark(capsys, tmp_path):
     (["explain", "SELECT a FROM S", "--schema", "S=a NOTATYPE"], "BAD_SCHEMA"),
     (["explain", "missing.sql", "--schema", "S=a INT"], "QUERY_NOT_FOUND"),
     (["explain", "SELECT a FROM S", "--source", "S"], "BAD_INPUT_SPEC"),
+    # found by `run` before it starts Spark
+    (["run", "SELECT a FROM S", "--source", "S=/no/such/dir", "--output", "out"], "SOURCE_NOT_FOUND"),
+    (["run", "SELECT a FROM S", "--source", "S=.:xls", "--output", "out"], "BAD_FORMAT"),
+    (["run", "SELECT a FORM S", "--source", "S=.", "--output", "out"], "PARSE_ERROR"),
+    (["run", "SELECT a FROM S", "--source", "S=.", "--table", "T=/no/such/file", "--output", "out"], "TABLE_NOT_FOUND"),
+    (["run", "SELECT a FROM S", "--source", "S=.", "--output", "out", "--partitions", "0"], "BAD_OPTION"),
 ])
 def test_user_mistakes_exit_2_with_a_code_and_no_traceback(capsys, argv, code):
     assert main(argv) == 2

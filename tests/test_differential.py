@@ -26,13 +26,16 @@ N_COLS = (("id", "INT"), ("tags", "ARRAY<STRING>"), ("p", "STRUCT<a: INT, b: STR
 # (id, query, inputs it reads, ORDER BY is total so order is checked too)
 QUERIES = [
     ("groupby-aggregates", "SELECT a, count(*), count(b), sum(b), avg(c), min(b), max(c), min(s), max(d) FROM R GROUP BY a", "R", False),
-    ("groupby-two-keys", "SELECT a, s, count(*) AS n, sum(c) FROM R GROUP BY a, s", "R", False),
+    ("groupby-two-keys", "SELECT a, s, count(*) AS n, sum(c) FROM R GROUP BY ALL", "R", False),
     ("global-aggregate", "SELECT count(*), count(c), sum(b), avg(b), min(s), max(d) FROM R", "R", False),
     ("groupby-expressions", "SELECT a + 1 AS k, sum(b * 2) AS t, avg(c * 2) FROM R WHERE c > 0 OR b IS NULL GROUP BY a + 1", "R", False),
     ("count-distinct", "SELECT s, count(DISTINCT a), count(a), count(DISTINCT d) FROM R GROUP BY s", "R", False),
     ("global-distinct", "SELECT count(DISTINCT b), sum(DISTINCT b), avg(DISTINCT c) FROM R", "R", False),
     ("moments", "SELECT a, stddev(b), variance(b), stddev_pop(c), var_pop(b), var_samp(c) FROM R GROUP BY a", "R", False),
     ("having", "SELECT a, count(*) AS n, sum(b) FROM R GROUP BY a HAVING count(*) > 1 AND sum(b) IS NOT NULL", "R", False),
+    # Spark's spellings: FILTER, HAVING and lateral column aliases (tests/test_spellings.py)
+    ("spark-spellings", "SELECT a, count(*) AS n, sum(b) AS t, count(*) FILTER (WHERE b > 1) AS big, t * 2 AS t2 "
+     "FROM R GROUP BY a HAVING n > 1 OR t IS NULL", "R", False),
     ("top-k", "SELECT a, count(*) AS n FROM R GROUP BY a ORDER BY n DESC, a LIMIT 3", "R", True),
     ("top-k-offset", "SELECT a, sum(b) AS t FROM R GROUP BY a ORDER BY t DESC NULLS LAST, a LIMIT 2 OFFSET 1", "R", True),
     ("order-by-aggregate", "SELECT s, max(c) AS m FROM R GROUP BY s ORDER BY s NULLS LAST", "R", True),
@@ -40,7 +43,7 @@ QUERIES = [
     ("scalar-functions",
      "SELECT a, upper(s), length(s), substring(s, 1, 1), CASE WHEN b > 2 THEN 'hi' WHEN b IS NULL THEN 'none' ELSE 'lo' END, "
      "coalesce(b, -1), year(d), month(d), date_add(d, 3), datediff(d, DATE '2020-01-01'), abs(c - 1), b % 3, c / 2, "
-     "b IN (1, 2), s LIKE 'a%', concat(s, '!') FROM R", "R", False),
+     "b IN (1, 2), s LIKE 'a%', concat(s, '!'), date_format(d, 'yyyy-MM'), a IS DISTINCT FROM b FROM R", "R", False),
     ("negations", "SELECT a, s NOT LIKE 'a%', b NOT IN (1, 2), c NOT BETWEEN 0 AND 1, d IS NOT NULL, NOT (s LIKE '%b') "
      "FROM R WHERE s NOT LIKE '%c' OR b NOT IN (0, 4) OR s IS NULL", "R", False),
     ("plain-order-limit", "SELECT a, b, s FROM R WHERE a IS NOT NULL ORDER BY a DESC, b NULLS FIRST, s LIMIT 4", "R", True),
@@ -122,7 +125,9 @@ SUBQUERY_SHAPES = [
     ("scalar-rank", "SELECT a, b, (SELECT count(*) FROM R x WHERE x.b < R.b) AS below FROM R", "R", False),
     ("scalar-inequality-filter", "SELECT a, c FROM R WHERE c > (SELECT avg(x.c) FROM R x WHERE x.a > R.a)", "R", False),
     ("scalar-mixed-correlation", "SELECT a, (SELECT max(v) FROM S WHERE S.k = R.a AND S.v < R.b) AS below FROM R", "RS", False),
-    ("exists-inequality-under-or", "SELECT a, b FROM R WHERE a > 3 OR EXISTS (SELECT 1 FROM R x WHERE x.b < R.b)", "R", False),
+    # (and a second one in the select list, whose D reads R, not R joined with the first's values)
+    ("exists-inequality-under-or", "SELECT a, b, (SELECT count(*) FROM R y WHERE y.c < R.c) AS below FROM R "
+     "WHERE a > 3 OR EXISTS (SELECT 1 FROM R x WHERE x.b < R.b)", "R", False),
     ("exists-inequality-conjunct", "SELECT a, b FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.v >= R.b)", "RS", False),
     ("in-inequality-value", "SELECT a, b IN (SELECT v FROM S WHERE S.k <> R.a) AS i FROM R", "RS", False),
     # TPC-H Q21's shape: equalities and one <> (matches as per-key, per-value counts, semi_not_equal)
@@ -139,6 +144,10 @@ SUBQUERY_SHAPES = [
     ("having-inequality", "SELECT a, count(*) FROM R GROUP BY a HAVING count(*) > (SELECT count(*) FROM S WHERE S.k < R.a)", "RS", False),
     ("grouped-uncorrelated-scalar", "SELECT a, sum(b) - (SELECT max(v) FROM S) FROM R GROUP BY a", "RS", False),
     ("row-in", "SELECT a, b FROM R WHERE (a, b) IN (SELECT k, v FROM S)", "RS", False),
+    # grouped subqueries correlated by equalities (they become group keys), as EXISTS and as IN
+    ("grouped-subquery-correlated",
+     "SELECT a, b FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a GROUP BY S.v HAVING count(*) > 1) "
+     "OR b IN (SELECT count(*) FROM S z WHERE z.k = R.a GROUP BY z.w)", "RS", False),
     ("derived-column-list-order",
      "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0 ORDER BY 1, 4, 3, 2) AS q(c1, c2, c3, c4)",
      "R", True),

@@ -189,15 +189,19 @@ def test_nested_json_source_with_arrays_and_structs(spark, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_bad_file_stops_the_run_and_nothing_is_committed(spark, tmp_path):
+def test_a_bad_file_stops_the_run_nothing_is_committed_and_a_rerun_without_it_resumes(spark, tmp_path):
     tmp = str(tmp_path)
     src = os.path.join(tmp, "C")
     os.makedirs(src)
     with open(os.path.join(src, "0.csv"), "w") as fh:
         fh.write("k,v\n1,10\n")
-    q = streamfold.start("SELECT k, sum(v) FROM C GROUP BY k", {"C": src}, os.path.join(tmp, "out"),
-                         formats={"C": "csv"}, schemas={"C": "k INT, v BIGINT"}, spark=spark, background=False,
-                         partitions=2)
+
+    def start_query():
+        return streamfold.start("SELECT k, sum(v) FROM C GROUP BY k", {"C": src}, os.path.join(tmp, "out"),
+                                formats={"C": "csv"}, schemas={"C": "k INT, v BIGINT"}, spark=spark,
+                                background=False, partitions=2)
+
+    q = start_query()
     try:
         q.process_available()
         with open(os.path.join(src, "1.csv"), "w") as fh:
@@ -208,8 +212,19 @@ def test_a_bad_file_stops_the_run_and_nothing_is_committed(spark, tmp_path):
             q.process_available()
         assert info.value.code == "UNPARSEABLE_VALUES"
         assert info.value.params["name"] == "2.csv"
+        assert "--on-bad-file quarantine" in (info.value.hint or "")
         assert q.last_batch == 0
         assert not os.path.exists(os.path.join(tmp, "out", "commits", "000001.json"))
+    finally:
+        q.stop()
+    # What the hint says: move the file away and run again. The failed batch's files are not kept
+    # for a redo (that would read the file moved away); the rerun lists the directory again.
+    os.rename(os.path.join(src, "2.csv"), os.path.join(tmp, "2.csv"))
+    q = start_query()
+    try:
+        result = q.process_available()
+        assert result is not None and result.batch == 1 and result.inputs == {"C": ["1.csv"]}
+        assert sorted(rows_of(q)) == [(1, 10), (2, 20)]
     finally:
         q.stop()
 

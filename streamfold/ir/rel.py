@@ -84,9 +84,30 @@ def _coerce(node: Rel, attr: str, kind: type[StrEnum], what: str) -> None:
 
 
 class Rel:
-    """Base of relational nodes."""
+    """Base of relational nodes.
 
-    __slots__ = ()
+    A plan is a DAG: unnesting reads one relation in several places (a subquery's outer rows,
+    and their distinct values). Hashing it as a tree would take time exponential in how deep
+    such sharing nests, so each node keeps its hash once computed (``_hash``)."""
+
+    __slots__ = ("_hash",)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        generated = cls.__dict__.get("__hash__")
+        if generated is None or getattr(generated, "cached", False):
+            return
+
+        def cached_hash(self: Rel) -> int:
+            try:
+                return self._hash  # type: ignore[attr-defined, no-any-return]
+            except AttributeError:
+                value: int = generated(self)
+                object.__setattr__(self, "_hash", value)
+                return value
+
+        cached_hash.cached = True  # type: ignore[attr-defined]
+        cls.__hash__ = cached_hash  # type: ignore[method-assign, assignment]
 
     @property
     def schema(self) -> tuple[Field, ...]:

@@ -38,6 +38,9 @@ def canonical(rel: Rel) -> Rel:
 class _Renamer:
     def __init__(self, rename: Callable[[str], str]) -> None:
         self.n = rename
+        # a relation read in several places is renamed once (a plan is a DAG; as a tree it can
+        # be exponentially larger)
+        self.done: dict[int, tuple[Rel, Rel]] = {}
 
     def e(self, e: Expr) -> Expr:
         return e.transform(lambda x: Column(self.n(x.name), x.type) if isinstance(x, Column) else None)
@@ -48,7 +51,15 @@ class _Renamer:
     def named(self, items: tuple[tuple[str, Expr], ...]) -> tuple[tuple[str, Expr], ...]:
         return tuple((self.n(name), self.e(x)) for name, x in items)
 
-    def rel(self, rel: Rel) -> Rel:  # noqa: C901 - one case per node kind
+    def rel(self, rel: Rel) -> Rel:
+        seen = self.done.get(id(rel))
+        if seen is not None and seen[0] is rel:
+            return seen[1]
+        out = self._rel(rel)
+        self.done[id(rel)] = (rel, out)
+        return out
+
+    def _rel(self, rel: Rel) -> Rel:  # noqa: C901 - one case per node kind
         if isinstance(rel, Scan):
             return Scan(rel.table, self.n(rel.alias), self.f(rel.fields), rel.columns, rel.static, rel.weighted)
         if isinstance(rel, LoopRef):

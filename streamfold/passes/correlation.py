@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedError
 from ..ir.expr import Call, Column, Expr, OuterColumn, and_all, conjuncts, outer_columns
-from ..ir.rel import Distinct, Filter, Project, Rel, Sort
+from ..ir.rel import Aggregate, Distinct, Filter, Project, Rel, Sort
+from ..ir.types import BOOLEAN
 
 Unnest = Callable[[Rel], Rel]  # unnests the subqueries inside a subquery (the pass itself)
 
@@ -85,10 +86,48 @@ def pull(rel: Rel) -> tuple[Rel, list[Expr]]:
         return Distinct(inner), preds
     if isinstance(rel, Sort):
         return pull(rel.input)
+    if isinstance(rel, Aggregate) and rel.keys:
+        return _pull_through_group_by(rel)
     if outer_columns(rel):
-        raise unsupported(f"a correlated reference inside a {type(rel).__name__.lower()} of a subquery",
-                          "correlate in the subquery's WHERE")
+        if isinstance(rel, Aggregate):
+            raise unsupported("a correlated reference under an aggregate without GROUP BY inside a subquery",
+                              "such a subquery has one row: compare its value instead, "
+                              "`(SELECT count(*) … WHERE …) > 1`")
+        raise unsupported(f"a correlated reference under a {type(rel).__name__.lower()} inside a subquery",
+                          "correlate in the subquery's own WHERE, above any join, union or derived table in it")
     return rel, []
+
+
+def _pull_through_group_by(rel: Aggregate) -> tuple[Rel, list[Expr]]:
+    """Correlated equalities below a GROUP BY, taken above it: ``inner = outer`` holds for all the
+    rows an outer row meets, so grouping by ``inner`` as well splits no group it sees::
+
+        Aggregate[g.pid; count(*)](Filter[g.cid = outer.cid](Scan F g))
+          →  Aggregate[g.pid, g.cid; count(*)](Scan F g), with g.cid = outer.cid pulled
+
+    Any other correlation would change what is grouped: refused."""
+    inner, preds = pull(rel.input)
+    if not preds:
+        return Aggregate(inner, rel.keys, rel.aggs), preds
+    keys = list(rel.keys)
+    taken = {n for n, _ in rel.keys} | {n for n, _ in rel.aggs}
+    lifted: list[Expr] = []
+    for p in preds:
+        pair = equality(p)
+        if pair is None:
+            raise unsupported("a subquery with GROUP BY correlated by something other than an equality",
+                              "correlate the grouped subquery by equalities (inner = outer), or aggregate in a "
+                              "derived table and correlate with that")
+        inside, outside = pair
+        name = next((n for n, e in keys if e == inside), None)
+        if name is None:
+            name = inside.name if isinstance(inside, Column) and inside.name not in taken else f"_corr{len(keys)}"
+            while name in taken:
+                name = "_" + name
+            keys.append((name, inside))
+            taken.add(name)
+        lifted.append(Call("=", (Column(name, inside.type), outside), BOOLEAN))
+    return Aggregate(inner, tuple(keys), rel.aggs), lifted
 
 
 def outside_where() -> UnsupportedError:

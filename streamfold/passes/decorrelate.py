@@ -26,7 +26,7 @@ the planner (its inner join with a non-equality condition is a filtered cross jo
 from __future__ import annotations
 
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all
-from ..ir.rel import Aggregate, Distinct, Join, JoinKind, Project, Rel, Union
+from ..ir.rel import Aggregate, Distinct, Filter, Join, JoinKind, Project, Rel, Union
 from ..ir.rename import freshen
 from ..ir.types import BIGINT, BOOLEAN, INT
 from .correlation import Correlation, localize
@@ -46,7 +46,8 @@ def theta(kind: str, corr: Correlation, rel: Rel, n: int, arg: Expr | None = Non
     # D reads a copy of the outer rows under names of its own: the plan keeps one set of states
     # per name, and the copy's are keyed differently (by the outer values alone).
     suffix = f"@sq{n}"
-    copy = freshen(rel, suffix)
+    needed = set(outer) | (arg.columns() if arg is not None else set())
+    copy = freshen(_outer_rows(rel, needed), suffix)
     d_names = {o: f"{prefix}o{i}" for i, o in enumerate(outer)}
     d_exprs: list[tuple[str, Expr]] = [(d_names[o], copy.field(o + suffix).ref()) for o in outer]
     links: list[Expr] = [Call("<=>", (rel.field(o).ref(), Column(d_names[o], rel.field(o).type)), BOOLEAN)
@@ -99,6 +100,32 @@ def theta(kind: str, corr: Correlation, rel: Rel, n: int, arg: Expr | None = Non
         per_value = Distinct(per_value)
     joined = Join(rel, per_value, JoinKind.INNER, and_all(links))
     return {name: Column(prefix + name, e.type) for name, e in out.items()}, joined
+
+
+def _outer_rows(rel: Rel, needed: set[str]) -> Rel:
+    """The part of ``rel`` that D's copy reads: ``rel`` without the filters and the joins an
+    earlier subquery of the same query added on top of it, as long as it keeps the ``needed``
+    columns. Their values there are a superset of those in ``rel`` (a filter on subquery columns,
+    or a join that adds them to the left rows, drops rows, it never makes values), and a D value
+    no outer row has joins nothing back. Without this, each subquery would copy every earlier one: a
+    plan exponential in their number::
+
+        rel = Join(Join(F, A0), A1)  →  D₂ reads F, not a copy of F ⋈ A0 ⋈ A1
+    """
+    while True:
+        if (isinstance(rel, Filter) and needed <= set(rel.input.names)
+                and any(c.startswith("_sq") for c in rel.condition.columns())):
+            rel = rel.input
+        elif (isinstance(rel, Join) and needed <= set(rel.left.names)
+              and (rel.kind in _KEEPS_LEFT_ONLY or (rel.kind in (JoinKind.INNER, JoinKind.LEFT)
+                                                    and all(name.startswith("_sq") for name in rel.right.names)))):
+            rel = rel.left
+        else:
+            return rel
+
+
+# joins whose output rows are left rows (a semi or anti join of an unnested condition)
+_KEEPS_LEFT_ONLY = (JoinKind.SEMI, JoinKind.ANTI, JoinKind.NULL_AWARE_ANTI)
 
 
 def _over_matches(a: Agg, match: Column) -> Agg:

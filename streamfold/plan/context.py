@@ -48,7 +48,8 @@ class PlanContext:
         self._dispatch = dispatch
         self._memo: dict[Rel, Compiled] = {}
         self._shared: dict[Rel, tuple[Rel, Compiled]] = {}  # canonical form → first relation, its delta
-        self._repeated = _repeated(logical)
+        self._canonical: dict[Rel, Rel] = {}
+        self._repeated = _repeated(logical, self.canonical)
         self._aliases: dict[Rel, str] = {}
 
     def compile(self, rel: Rel) -> Compiled:
@@ -57,10 +58,16 @@ class PlanContext:
             self._memo[rel] = self._share(rel)
         return self._memo[rel]
 
+    def canonical(self, rel: Rel) -> Rel:
+        """``rel``'s canonical form (names numbered), computed once per relation."""
+        if rel not in self._canonical:
+            self._canonical[rel] = canonical(rel)
+        return self._canonical[rel]
+
     def _share(self, rel: Rel) -> Compiled:
         """Relations equal up to their names (copies of a CTE, the unchanging parts of an
         iteration's steps) share one set of states: the later ones rename the first's delta."""
-        key = canonical(rel)
+        key = self.canonical(rel)
         if key not in self._shared:
             compiled = self._compile(rel)
             if key in self._repeated and not compiled.static and _costly(compiled.program):
@@ -116,7 +123,7 @@ def reads_stream(rel: Rel) -> bool:
     return any(isinstance(n, Scan) and not n.static for n in rel.walk())
 
 
-def _repeated(logical: Rel) -> set[Rel]:
+def _repeated(logical: Rel, canonical: Callable[[Rel], Rel]) -> set[Rel]:
     """The canonical forms of the relations a query reads more than once (a CTE read twice,
     the parts of an iteration's steps that do not depend on the loop)."""
     expanded = logical.transform(

@@ -48,7 +48,7 @@ from .profile import Profiler, Waterfall
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .matrices import MatrixDriver
 from .session import default_partitions, engine_session
-from .sources import InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
+from .sources import BAD_FILE_HINT, InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
 from .state import StateStore, materialize, release
 from .recompute import Recomputer
 from .stats import batch_stats
@@ -340,6 +340,10 @@ class Engine:
                 break
             except BadInputError as e:
                 if self.config.on_bad_file != "quarantine":
+                    # Nothing of the batch is applied: forget its files, so the rerun the hint
+                    # asks for lists the directory again (without the file moved away).
+                    files.remove(self.checkpoint.offsets_path(batch))
+                    e.hint = f"{e.hint}; {BAD_FILE_HINT}" if e.hint else BAD_FILE_HINT
                     raise
                 inputs = self.reader.quarantine(e, inputs, self.output.root, self.progress)
             except RedoBatch as redo:  # the controller drops the batch's work: files skipped, or a new plan

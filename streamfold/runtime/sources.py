@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 FORMATS = ("parquet", "csv", "json")
+BAD_FILE_HINT = ("nothing of this batch was applied: move the file out of the source directory (or replace it "
+                 "with a good one) and run the same command again, or run with --on-bad-file quarantine")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ class InputSpec:
         head, sep, tail = rest.rpartition(":")
         if sep and tail.lower() in FORMATS:
             rest, fmt = head, tail.lower()
+        elif sep and head and tail.isalnum() and not os.path.exists(rest):
+            raise UsageError(f"unknown format {tail!r} for input {name.strip()}", code="BAD_FORMAT",
+                             params={"format": tail, "spec": text}, hint="the formats are parquet, csv and json")
         if not name.strip() or not rest:
             raise UsageError(f"cannot read input {text!r}", code="BAD_INPUT_SPEC", params={"spec": text},
                              hint="write it as NAME=PATH or NAME=PATH:FORMAT")

@@ -327,7 +327,14 @@ class _QueryBinder:
             if node.args.get(unsupported):
                 raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
                                node.args[unsupported] if not isinstance(node.args[unsupported], list)
-                               else node.args[unsupported][0], construct=unsupported)
+                               else node.args[unsupported][0], "docs/sql.md lists what is supported",
+                               construct=unsupported)
+        for item in node.expressions:  # before aggregates are looked for: `sum(x) OVER (…)` is no aggregate
+            window = next((w for w in item.find_all(exp.Window) if not _inside_subquery(w, item)), None)
+            if window is not None:
+                raise self.err(UnsupportedError, "UNSUPPORTED_WINDOW",
+                               "window functions (OVER …) are not supported in a continuous query", window,
+                               "use GROUP BY, or a join with an aggregated subquery", construct="window")
         if node.args.get("distinct") and node.args["distinct"].args.get("on"):
             raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "DISTINCT ON is not supported",
                            node.args["distinct"], construct="DISTINCT ON")
@@ -340,7 +347,8 @@ class _QueryBinder:
         group = node.args.get("group")
         if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
             raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, CUBE and ROLLUP are not supported",
-                           group, construct="grouping sets")
+                           group, "write one GROUP BY query per grouping, combined with UNION ALL",
+                           construct="grouping sets")
         having = node.args.get("having")
         if group is not None or having is not None or self._has_agg(items, node):
             return self._aggregate_select(node, rel, scope, items, ctes)
@@ -359,6 +367,9 @@ class _QueryBinder:
                 for name, ref in scope.star(table, span_of(item)):
                     out.append((name, item, ref))
                 continue
+            # a lateral column alias (Spark): an earlier item's alias names its expression
+            item = _with_aliases(item, {n.lower(): i.this for n, i, ref in out
+                                        if ref is None and isinstance(i, exp.Alias)}, scope)
             out.append((self._output_name(item, scope), item, None))
         return out
 
@@ -416,11 +427,13 @@ class _QueryBinder:
         keys: list[tuple[str, Expr]] = []
         key_binder = ExprBinder(scope, "GROUP BY")
         group = node.args.get("group")
-        for g in (group.expressions if group is not None else []):
-            target = self._group_target(g, items, scope)
-            e = key_binder.bind(target)
-            if any(isinstance(k, Column) and k.name in aggs.values() for k in e.walk()):
-                raise self.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
+        for g in self._group_items(group, items):
+            if isinstance(g, Column):  # a column of `*` under GROUP BY ALL
+                e: Expr = g
+            else:
+                e = key_binder.bind(self._group_target(g, items, scope))
+                if any(isinstance(k, Column) and k.name in aggs.values() for k in e.walk()):
+                    raise self.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
             if all(e != k for _, k in keys):
                 name = e.name if isinstance(e, Column) else self.fresh("_key")
                 keys.append((name, e))
@@ -434,7 +447,8 @@ class _QueryBinder:
         having_node = node.args.get("having")
         having = None
         if having_node is not None:
-            having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=self.subquery_hook(ctes)).boolean(having_node.this),
+            condition = self._having_aliases(having_node.this, items, scope)
+            having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=self.subquery_hook(ctes)).boolean(condition),
                           having_node.this, having=True)
 
         def order_bind(n: exp.Expr) -> Expr:
@@ -448,6 +462,26 @@ class _QueryBinder:
         names = [n for n, _, _ in items]
         distinct = node.args.get("distinct") is not None
         return self._finish(node, agg_rel, scope, exprs, names, distinct, None, order_exprs)
+
+    @staticmethod
+    def _group_items(group: exp.Group | None, items: list[tuple[str, exp.Expr, Column | None]]
+                     ) -> list[exp.Expr | Column]:
+        """The GROUP BY items; ``GROUP BY ALL`` (Spark) is every select item without an aggregate."""
+        if group is None:
+            return []
+        if not group.args.get("all"):
+            return list(group.expressions)
+        agg_types = tuple(_AGG_NODE_TYPES)
+        return [ref if ref is not None else _unalias(item) for _, item, ref in items if ref is not None or not any(
+            (isinstance(sub, agg_types) or (isinstance(sub, exp.Anonymous) and sub.name.lower() in _ANON_AGG_NAMES))
+            and not _inside_subquery(sub, item) for sub in item.walk())]
+
+    def _having_aliases(self, condition: exp.Expr, items: list[tuple[str, exp.Expr, Column | None]],
+                        scope: Scope) -> exp.Expr:
+        """HAVING may name a select item by its alias, as in Spark (``SELECT a, sum(b) AS t … HAVING
+        t > 1`` is ``HAVING sum(b) > 1``)."""
+        return _with_aliases(condition, {name.lower(): item.this for name, item, _ in items
+                                         if isinstance(item, exp.Alias)}, scope)
 
     def _group_target(self, g: exp.Expr, items: list[tuple[str, exp.Expr, Column | None]],
                       scope: Scope) -> exp.Expr:
@@ -535,7 +569,8 @@ class _QueryBinder:
     def _count(self, node: exp.Expr, clause: str) -> int:
         if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
             return int(node.this)
-        raise self.err(BindError, "INVALID_LIMIT", f"{clause} must be a non-negative whole number", node, clause=clause)
+        raise self.err(BindError, "INVALID_LIMIT", f"{clause} must be a non-negative whole number", node,
+                       f"write {clause} n with a whole number n ≥ 0", clause=clause)
 
     def _ordinal(self, node: exp.Expr, refs: list[Column]) -> Expr | None:
         if isinstance(node, exp.Literal) and not node.is_string:
@@ -636,6 +671,7 @@ class _QueryBinder:
         return out, {i: [(entry.names[k], f.ref()) for k, f in entry.columns.items()]}
 
     def table_ref(self, node: exp.Expr, ctes: dict[str, _Cte], scope: Scope) -> Rel:
+        self._table_clauses(node)
         if isinstance(node, exp.Table):
             if node.args.get("db") or node.args.get("catalog"):
                 raise self.err(UnsupportedError, "UNSUPPORTED_TABLE_NAME",
@@ -670,7 +706,11 @@ class _QueryBinder:
             scope.entries.append(ScopeEntry.of(alias, [(c, f) for (c, _), f in zip(source.columns, fields)]))
             return scan
         if isinstance(node, exp.Subquery):
-            inner, names = self.query(node.this, ctes)
+            try:
+                inner, names = self.query(node.this, ctes)
+            except BindError as e:
+                self._outer_reference_in_derived_table(e, scope)
+                raise
             table_alias = node.args.get("alias")
             if table_alias is not None and table_alias.columns:
                 names = self._cte_columns(_Cte(None, {}, [c.name for c in table_alias.columns]), names, node)
@@ -682,6 +722,39 @@ class _QueryBinder:
             return self._derived(inner, names, alias, self.unique_alias(alias), scope)
         raise self.err(UnsupportedError, "UNSUPPORTED_FROM", f"`{node.sql(dialect='spark')}` in FROM is not supported",
                        node, construct=node.key)
+
+    def _table_clauses(self, node: exp.Expr) -> None:
+        """Clauses on a table reference that change which rows it gives — refused, never ignored
+        (``F TABLESAMPLE (10 PERCENT)`` read as all of ``F`` would be a wrong answer)."""
+        clauses = {"pivots": ("PIVOT", "aggregate with GROUP BY and CASE (sum(CASE WHEN k = 'a' THEN v END))"),
+                   "sample": ("TABLESAMPLE", "a continuous query keeps the answer over all rows; filter them "
+                                             "with a condition in WHERE instead"),
+                   "version": ("time travel (VERSION/TIMESTAMP AS OF)", "the inputs are the source directories"),
+                   "hints": ("table hints", "remove the hint")}
+        for arg, (construct, hint) in clauses.items():
+            value = node.args.get(arg)
+            if value and arg == "pivots" and value[0].args.get("unpivot"):
+                construct, hint = "UNPIVOT", "write one SELECT per column, joined with UNION ALL"
+            if value:
+                raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{construct} is not supported",
+                               value[0] if isinstance(value, list) else value, hint, construct=construct)
+
+    def _outer_reference_in_derived_table(self, error: BindError, scope: Scope) -> None:
+        """A name a derived table does not know, that the query around it (or a subquery's
+        enclosing query) does: a correlated derived table, refused by its own code."""
+        if error.code not in ("UNKNOWN_COLUMN", "UNKNOWN_TABLE_ALIAS") or "column" not in error.params:
+            return
+        table = error.params.get("alias") or error.params.get("table")
+        try:
+            scope.resolve(str(table) if table else None, str(error.params["column"]), None)
+        except SqlError:
+            return
+        raise UnsupportedError(
+            "a derived table (a subquery in FROM) reading a column of the query around it is not supported",
+            code="UNSUPPORTED_SUBQUERY", sql=self.sql, span=error.span,
+            params={"construct": "correlated derived table", "column": str(error.params["column"])},
+            hint="select the column it compares with in the derived table, and write the condition "
+                 "outside it (in the WHERE or ON around it)") from None
 
     def _derived(self, inner: Rel, names: list[str], alias: str, internal: str, scope: Scope) -> Rel:
         exprs = tuple((f"{internal}.{n}", f.ref()) for n, f in zip(names, inner.schema))
@@ -699,7 +772,7 @@ class _QueryBinder:
         kind = (join.kind or "").lower()
         if join.args.get("method"):
             raise self.err(UnsupportedError, "UNSUPPORTED_JOIN", f"{join.args['method']} JOIN is not supported", join,
-                           construct="natural join")
+                           "name the columns: JOIN … USING (col, …) or JOIN … ON", construct="natural join")
         if kind in ("semi", "anti"):
             jkind = kind
         elif side in ("left", "right", "full"):
@@ -717,10 +790,12 @@ class _QueryBinder:
             for ident in using:
                 col = ident.name.lower()
                 left_hits = [e for e in scope.entries[:-1] if col in e.columns]
-                if len(left_hits) != 1 or col not in right_entry.columns:
+                # after `A JOIN B USING (k)`, the left side of `… JOIN C USING (k)` has one k: the merged one
+                merged = scope.merged.get(col)
+                if (len(left_hits) != 1 and merged is None) or col not in right_entry.columns:
                     raise self.err(BindError, "UNKNOWN_COLUMN", f"USING column `{ident.name}` must be on both sides",
-                                   ident, column=ident.name)
-                lf, rf = left_hits[0].columns[col], right_entry.columns[col]
+                                   ident, "name a column both sides have (once on the left)", column=ident.name)
+                lf, rf = merged if merged is not None else left_hits[0].columns[col], right_entry.columns[col]
                 preds.append(Call("=", (lf.ref(), rf.ref()), BOOLEAN))
                 if jkind in ("inner", "left", "semi", "anti"):
                     scope.merged[col] = lf
@@ -745,6 +820,20 @@ class _QueryBinder:
 _AGG_NODE_TYPES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.Stddev, exp.StddevSamp, exp.StddevPop,
                    exp.Variance, exp.VariancePop, exp.AggFunc)
 _ANON_AGG_NAMES = {"var_samp", "var_pop", "stddev_samp", "stddev_pop", "std", "mean"}
+
+
+def _with_aliases(node: exp.Expr, aliases: dict[str, exp.Expr], scope: Scope) -> exp.Expr:
+    """``node`` with each unqualified name of an alias in ``aliases`` (lower-case) replaced by the
+    aliased expression: a name that is a column of the input stays that column, and names inside
+    a subquery are the subquery's own (Spark's rule for lateral column aliases and HAVING)."""
+    def aliased(n: exp.Expr) -> bool:
+        return (isinstance(n, exp.Column) and not n.table and isinstance(n.this, exp.Identifier)
+                and n.name.lower() in aliases and not _inside_subquery(n, node)
+                and not any(n.name.lower() in e.columns for e in scope.entries) and n.name.lower() not in scope.merged)
+
+    if not aliases or not any(aliased(n) for n in node.walk()):
+        return node
+    return node.transform(lambda n: aliases[n.name.lower()].copy() if aliased(n) else n, copy=True)
 
 
 def _inside_subquery(sub: exp.Expr, root: exp.Expr) -> bool:

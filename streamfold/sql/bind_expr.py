@@ -36,6 +36,7 @@ _UNSUPPORTED_AGGS = {
     exp.AnyValue: "any_value", exp.First: "first", exp.Last: "last", exp.CountIf: "count_if",
     exp.GroupConcat: "string_agg",
 }
+_OPERATOR_NAMES: dict[type, str] = {exp.RegexpLike: "rlike", exp.RegexpILike: "rlike"}
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
 # Aggregates found while binding are handed to this callback, which returns their stand-in.
@@ -105,7 +106,7 @@ class ExprBinder:
             return self._function(node)
         raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
                         f"expression `{node.sql(dialect='spark')}` is not supported", node,
-                        construct=type(node).__name__)
+                        "docs/sql.md lists the supported expressions and functions", construct=type(node).__name__)
 
     def boolean(self, node: exp.Expr) -> Expr:
         e = self.bind(node)
@@ -272,6 +273,10 @@ class ExprBinder:
             )
         return Call(op, (left, right), BOOLEAN)
 
+    def _bind_NullSafeNEQ(self, node: exp.NullSafeNEQ) -> Expr:
+        """``a IS DISTINCT FROM b`` is ``NOT (a <=> b)``."""
+        return Call("NOT", (self._compare(node, "<=>"),), BOOLEAN)
+
     def _logic(self, node: exp.Expr, op: str) -> Expr:
         args = []
         for side in (node.this, node.expression):
@@ -313,7 +318,7 @@ class ExprBinder:
     def _bind_Is(self, node: exp.Is) -> Expr:
         if not isinstance(node.expression, exp.Null):
             raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "only IS [NOT] NULL is supported", node,
-                            construct="IS")
+                            "compare with = (or IS [NOT] DISTINCT FROM)", construct="IS")
         return Call("IS NOT NULL" if node.args.get("negate") else "IS NULL", (self.bind(node.this),), BOOLEAN)
 
     def _subquery_rel(self, node: exp.Expr) -> tuple[Any, list[str]]:
@@ -376,6 +381,13 @@ class ExprBinder:
         # sqlglot parses ``x NOT LIKE p`` as a Like marked ``negate``
         return Call("NOT LIKE" if node.args.get("negate") else "LIKE", (value, pattern), BOOLEAN)
 
+    def _bind_ILike(self, node: exp.ILike) -> Expr:
+        """``x ILIKE p`` is Spark's ``lower(x) LIKE lower(p)``."""
+        like = self._bind_Like(node)  # type: ignore[arg-type]
+        assert isinstance(like, Call)
+        lowered = tuple(Call("lower", (a,), a.type, "LOWER({0})") for a in like.args)
+        return Call(like.op, lowered, BOOLEAN)
+
     def _bind_DPipe(self, node: exp.DPipe) -> Expr:
         left, right = self.bind(node.this), self.bind(node.expression)
         return Call("concat", (left, right), STRING, "concat({0}, {1})")
@@ -427,7 +439,10 @@ class ExprBinder:
         try:
             target = parse_type(to.sql(dialect="spark"))
         except ValueError as e:
-            raise self._err(UnsupportedError, "UNSUPPORTED_TYPE", str(e), to, construct="type") from None
+            raise self._err(UnsupportedError, "UNSUPPORTED_TYPE", str(e), to,
+                            "a DECIMAL has at most 38 digits, its scale at most its precision" if "DECIMAL" in str(e)
+                            else "cast to a simple type (INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, DATE, TIMESTAMP, "
+                            "BOOLEAN), an ARRAY or a STRUCT", construct="type") from None
         inner_node = node.this
         if isinstance(inner_node, exp.Literal) and inner_node.is_string and target.name in ("DATE", "TIMESTAMP"):
             return self._typed_literal(inner_node, target)
@@ -450,7 +465,8 @@ class ExprBinder:
     def _function(self, node: exp.Func) -> Expr:
         template, arg_nodes = _template(node)
         m = _NAME.match(template)
-        name = m.group(1).lower() if m else type(node).__name__.lower()
+        # an operator-like call (`x RLIKE p`) has no name in its template: sqlglot's node names it
+        name = m.group(1).lower() if m else _OPERATOR_NAMES.get(type(node), type(node).__name__.lower())
         if isinstance(node, exp.Anonymous) and name in _ANON_AGGS:
             return self._agg(node, _ANON_AGGS[name])
         if name in functions.NONDETERMINISTIC:
@@ -473,6 +489,40 @@ class ExprBinder:
         return Call(name, args, result, template)
 
     # -- aggregates ------------------------------------------------------------------------------
+    def _bind_Filter(self, node: exp.Filter) -> Expr:
+        """``agg(x) FILTER (WHERE p)`` is ``agg(CASE WHEN p THEN x END)``: every supported aggregate
+        skips NULLs, and ``count(*) FILTER (WHERE p)`` counts ``CASE WHEN p THEN 1 END``::
+
+            sum(b) FILTER (WHERE a > 1)  →  sum(CASE WHEN a > 1 THEN b END)
+        """
+        agg: exp.Expr = node.this
+        anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in _ANON_AGGS
+        if not (anonymous or type(agg) in _AGGS):
+            if isinstance(agg, tuple(_UNSUPPORTED_AGGS)):
+                return self.bind(agg)  # its own UNSUPPORTED_AGGREGATE
+            raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "FILTER (WHERE …) applies only to an aggregate",
+                            node, "write the condition in WHERE or in a CASE", construct="FILTER")
+        cond = node.expression.this
+
+        def guard(x: exp.Expr) -> exp.Expr:
+            return exp.Case(ifs=[exp.If(this=cond.copy(), true=x)])
+
+        guarded = agg.copy()
+        inner = guarded.expressions[0] if anonymous and guarded.expressions else None if anonymous else guarded.this
+        if inner is None or isinstance(inner, exp.Star):
+            replacement: exp.Expr = guard(exp.Literal.number(1))
+        elif isinstance(inner, exp.Distinct):
+            replacement = exp.Distinct(expressions=[guard(e) for e in inner.expressions])
+        else:
+            replacement = guard(inner.copy())
+        if inner is None and anonymous:
+            guarded.set("expressions", [replacement])
+        elif inner is None:
+            guarded.set("this", replacement)
+        else:
+            inner.replace(replacement)
+        return self._agg(guarded, _ANON_AGGS[agg.name.lower()] if anonymous else _AGGS[type(agg)])
+
     def _agg(self, node: exp.Expr, fn: str) -> Expr:
         if self.on_agg is None:
             raise self._err(
@@ -487,9 +537,11 @@ class ExprBinder:
         inner = node.this if not isinstance(node, exp.Anonymous) else (node.expressions[0] if node.expressions else None)
         if isinstance(inner, exp.Distinct):
             distinct = True
-            if len(inner.expressions) != 1:
+            if len(inner.expressions) != 1 or isinstance(inner.expressions[0], exp.Star):
                 raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
-                                f"{fn}(DISTINCT …) over several columns is not supported", node, function=fn)
+                                f"{fn}(DISTINCT …) over several columns is not supported", node,
+                                "count the rows of a SELECT DISTINCT in a derived table: "
+                                "SELECT count(*) FROM (SELECT DISTINCT a, b FROM …) t", function=fn)
             inner = inner.expressions[0]
         self._in_agg = True
         try:
@@ -518,7 +570,10 @@ class ExprBinder:
             raise self._mismatch(node, f"`{fn}` needs numbers, but its argument is {t}",
                                  "CAST the argument to a number", function=fn, actual=t.sql())
         if not (t.is_numeric or t.is_null):
-            raise self._mismatch(node, f"`{fn}` needs numbers, but its argument is {t}", function=fn, actual=t.sql())
+            raise self._mismatch(node, f"`{fn}` needs numbers, but its argument is {t}",
+                                 "CAST the argument to a number" if t.name != "DATE" else
+                                 "aggregate a number of days, e.g. datediff(d, DATE '2020-01-01')",
+                                 function=fn, actual=t.sql())
         if fn == "sum":
             return sum_type(t)
         if fn == "avg":
@@ -598,7 +653,11 @@ def _template(node: exp.Func) -> tuple[str, list[exp.Expr]]:
         return exp.column(f"__sfarg{len(args) - 1}__")
 
     for key, value in node.args.items():
-        if isinstance(value, exp.Expr) and not isinstance(value, (exp.Var, exp.DataType)):
+        if key == "format" and isinstance(value, exp.Literal):
+            continue  # a time format, kept in strftime letters by sqlglot: Spark's generator writes Spark's back
+        if isinstance(value, exp.TimeStrToTime):  # sqlglot's view of date_format's argument, not a call of ours
+            clone.set(key, exp.TimeStrToTime(this=placeholder(value.this)))
+        elif isinstance(value, exp.Expr) and not isinstance(value, (exp.Var, exp.DataType)):
             clone.set(key, placeholder(value))
         elif isinstance(value, list):
             clone.set(key, [placeholder(v) if isinstance(v, exp.Expr) else v for v in value])

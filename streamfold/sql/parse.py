@@ -15,7 +15,8 @@ from ..errors import ParseError, Span
 def parse(sql: str) -> exp.Query:
     """Parse exactly one query; a syntax error becomes a ``PARSE_ERROR`` with the spot marked."""
     try:
-        statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
+        # (a comment after the last `;` is a Semicolon "statement" of sqlglot's, holding the comment)
+        statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None and not isinstance(s, exp.Semicolon)]
     except SqlglotParseError as e:
         first = e.errors[0] if e.errors else {}
         span = _span_from_position(sql, first.get("line"), first.get("col"), first.get("highlight") or "")
@@ -29,7 +30,8 @@ def parse(sql: str) -> exp.Query:
         raise ParseError(f"cannot read the query: {e}", code="PARSE_ERROR", sql=sql,
                          params={"description": str(e)}) from None
     if not statements:
-        raise ParseError("the query is empty", code="EMPTY_QUERY", sql=sql)
+        raise ParseError("the query is empty", code="EMPTY_QUERY", sql=sql,
+                         hint="give the SELECT query as text or as the path of a .sql file")
     if len(statements) > 1:
         raise ParseError(
             f"expected one query, found {len(statements)} statements", code="MULTIPLE_STATEMENTS",

@@ -1,0 +1,81 @@
+"""Spellings of one query compile to one plan: sugar Spark accepts is rewritten in the binder to
+what it means, so it needs no rule of its own (and is maintained exactly wherever its meaning is).
+No Spark needed."""
+
+from __future__ import annotations
+
+import pytest
+
+import streamfold
+
+SCHEMAS = {"F": "cid INT, pid INT, amount DOUBLE, status STRING, d DATE, ts TIMESTAMP, _weight BIGINT",
+           "C": "cid INT, region STRING, _weight BIGINT"}
+
+# (id, the spelling, what it means)
+SPELLINGS = [
+    ("filter-clause",
+     "SELECT cid, count(*) FILTER (WHERE status = 'open') AS n, sum(amount) FILTER (WHERE pid > 1) AS s, "
+     "count(DISTINCT pid) FILTER (WHERE amount > 0) AS d, var_samp(amount) FILTER (WHERE pid IS NULL) AS v FROM F GROUP BY cid",
+     "SELECT cid, count(CASE WHEN status = 'open' THEN 1 END) AS n, sum(CASE WHEN pid > 1 THEN amount END) AS s, "
+     "count(DISTINCT CASE WHEN amount > 0 THEN pid END) AS d, var_samp(CASE WHEN pid IS NULL THEN amount END) AS v "
+     "FROM F GROUP BY cid"),
+    ("having-alias",
+     "SELECT cid, sum(amount) AS total FROM F GROUP BY cid HAVING total > 1 AND count(*) > 1",
+     "SELECT cid, sum(amount) AS total FROM F GROUP BY cid HAVING sum(amount) > 1 AND count(*) > 1"),
+    ("having-alias-input-column-first",  # `pid` is a column of F, so HAVING's pid is the group key
+     "SELECT pid, count(*) AS pid_n, max(cid) AS cid FROM F GROUP BY pid HAVING pid > 1",
+     "SELECT pid, count(*) AS pid_n, max(cid) AS cid FROM F GROUP BY pid HAVING F.pid > 1"),
+    ("group-by-all",
+     "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY ALL",
+     "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY cid + 1, status"),
+    ("group-by-all-star", "SELECT * FROM F GROUP BY ALL", "SELECT * FROM F GROUP BY cid, pid, amount, status, d, ts"),
+    ("group-by-all-global", "SELECT count(*) AS n FROM F GROUP BY ALL", "SELECT count(*) AS n FROM F"),
+    ("lateral-column-alias",
+     "SELECT cid, sum(amount) AS s, s / count(*) AS m, amount_n + 1 AS k FROM "
+     "(SELECT cid, amount, amount * 2 AS amount_n FROM F) t GROUP BY cid, amount_n HAVING s > 0",
+     "SELECT cid, sum(amount) AS s, sum(amount) / count(*) AS m, amount_n + 1 AS k FROM "
+     "(SELECT cid, amount, amount * 2 AS amount_n FROM F) t GROUP BY cid, amount_n HAVING sum(amount) > 0"),
+    ("lateral-column-alias-plain", "SELECT amount * 2 AS a2, a2 + 1 AS a3 FROM F",
+     "SELECT amount * 2 AS a2, amount * 2 + 1 AS a3 FROM F"),
+    ("ilike", "SELECT cid FROM F WHERE status ILIKE 'O%' OR status NOT ILIKE '%x'",
+     "SELECT cid FROM F WHERE lower(status) LIKE lower('O%') OR lower(status) NOT LIKE lower('%x')"),
+    ("using-chained",  # the second USING compares the first's merged column
+     "SELECT cid, count(*) AS n FROM F JOIN C USING (cid) JOIN C c2 USING (cid) GROUP BY cid",
+     "SELECT F.cid, count(*) AS n FROM F JOIN C ON F.cid = C.cid JOIN C c2 ON F.cid = c2.cid GROUP BY F.cid"),
+    ("is-distinct-from",
+     "SELECT cid IS DISTINCT FROM pid AS x, cid IS NOT DISTINCT FROM pid AS y FROM F WHERE cid IS DISTINCT FROM 3",
+     "SELECT NOT (cid <=> pid) AS x, cid <=> pid AS y FROM F WHERE NOT (cid <=> 3)"),
+    ("comments-and-semicolons",
+     "-- revenue\nSELECT cid /* the key */, sum(amount) AS t FROM F GROUP BY cid; -- done\n",
+     "SELECT cid, sum(amount) AS t FROM F GROUP BY cid"),
+]
+
+
+def _plan(sql: str) -> list[str]:
+    text = streamfold.explain(sql, SCHEMAS).splitlines()
+    return text[text.index("Sources"):]  # all but the query's own text
+
+
+@pytest.mark.parametrize("qid,spelling,meaning", SPELLINGS, ids=[s[0] for s in SPELLINGS])
+def test_a_spelling_compiles_to_the_plan_of_what_it_means(qid: str, spelling: str, meaning: str) -> None:
+    assert _plan(spelling) == _plan(meaning)
+
+
+def test_filter_on_something_not_an_aggregate_is_refused_with_a_code() -> None:
+    with pytest.raises(streamfold.UnsupportedError) as e:
+        streamfold.compile("SELECT cid, upper(status) FILTER (WHERE pid > 1) FROM F", SCHEMAS)
+    assert e.value.code == "UNSUPPORTED_EXPRESSION" and e.value.params == {"construct": "FILTER"}
+
+
+@pytest.mark.parametrize("call,lowered", [
+    ("date_format(d, 'yyyy-MM')", "DATE_FORMAT(F.d, 'yyyy-MM')"),
+    ("date_format(ts, 'yyyy-MM-dd HH:mm')", "DATE_FORMAT(F.ts, 'yyyy-MM-dd HH:mm')"),
+    ("to_timestamp(status, 'yyyy-MM-dd HH:mm:ss')", "TO_TIMESTAMP(F.status, 'yyyy-MM-dd HH:mm:ss')"),
+    ("date_format(d, status)", "DATE_FORMAT(F.d, F.status)"),
+])
+def test_a_time_format_reaches_spark_in_its_own_pattern_letters(call: str, lowered: str) -> None:
+    """sqlglot keeps a literal time format in strftime letters (``%Y-%m``) and wraps date_format's
+    argument in a conversion of its own: the format is written back by Spark's generator, and
+    the argument is the column (date_format was refused as a call of `cast`; to_timestamp ran
+    with the pattern ``%Y-%m…``)."""
+    assert lowered in streamfold.explain(f"SELECT {call} AS x FROM F", SCHEMAS)
