@@ -52,6 +52,16 @@ def test_auto_measures_incremental_then_probes_a_recompute_before_choosing():
     assert "incremental" in third.reason
 
 
+def test_a_measured_recompute_batch_replaces_the_probes():
+    model = _built(CostModel("auto"))
+    model.observe("incremental", False, 10, 1010, 0.5)
+    model.observe("probe", False, 0, 1010, 0.3)  # the probe said recompute is cheaper
+    assert model.choose(False, 10, 1010).strategy == "recompute"
+    model.observe("recompute", False, 10, 1020, 0.9)  # the real batch was not
+    assert model.predicted("recompute", 10, 1020) == pytest.approx(0.9 / 1020 * 1030)
+    assert model.regret == pytest.approx(0.4)
+
+
 def test_auto_stays_incremental_when_it_is_cheaper():
     model = _built(CostModel("auto"), 100_000, 20.0)
     for i in range(2):

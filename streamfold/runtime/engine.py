@@ -707,7 +707,10 @@ class Engine:
         incremental = self.cost.predicted("incremental", batch_rows, self._history_rows)
         if incremental is not None and seconds > incremental:
             seconds = min(seconds, self._recomputer.measure(history))
-        self.cost.observe("probe", False, 0, self._history_rows, seconds)
+        # The probe computes the answer only; a recompute batch also reads the file list and
+        # writes its outputs and commit, as the batch just measured did: its own times for those.
+        around = sum(self._timings.get(p, 0.0) for p in ("read", "write", "commit"))
+        self.cost.observe("probe", False, 0, self._history_rows, seconds + around)
 
     def _rebuild_all(self, batch: int) -> _Bundle:
         """The plan's states, not maintained since a recompute, built again from every file before

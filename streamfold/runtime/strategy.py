@@ -19,8 +19,11 @@ last build's cost (an upper bound: a build computes what a recompute does and wr
 Under ``auto``, a recompute is measured before it is ever chosen: the second incremental batch
 after a build is followed, once committed, by a *probe* — the batch query over every file so far,
 run to Spark's ``noop`` sink and timed (its answer is not written; the batch's latency does not
-include it, the next batch starts after it). A probe is repeated when the history has doubled
-since the last recompute measured and incremental batches are within half of it.
+include it, the next batch starts after it). The probe's time counts, besides the query, what the
+probed batch spent reading its file list, writing its outputs and committing (a recompute batch
+does those too); the first recompute batch measured replaces the probes. A probe is repeated
+when the history has doubled since the last recompute measured and incremental batches are
+within half of it.
 
 The choice: with the states current, recompute when the predicted incremental cost exceeds the
 predicted recompute; an incremental batch after a build is always measured first. With the
@@ -73,6 +76,7 @@ class CostModel:
         self.recomputes: deque[Observation] = deque(maxlen=WINDOW)
         self.regret = 0.0  # seconds recomputing cost above incremental since the states went stale
         self.probed_at = 0  # history rows at the last recompute measured (by a probe or a recompute)
+        self._probes: list[Observation] = []  # probes among the recomputes, until a real one is measured
 
     # -- observations -------------------------------------------------------------------------
     def observe(self, strategy: str, first: bool, batch_rows: int, history_rows: int, seconds: float) -> None:
@@ -85,9 +89,13 @@ class CostModel:
         elif strategy == "incremental":
             self.incrementals.append(seen)
         elif strategy in ("recompute", "probe"):
+            if strategy == "recompute" and self._probes:  # a measured recompute batch replaces the probes
+                self.recomputes = deque((o for o in self.recomputes if o not in self._probes), maxlen=WINDOW)
+                self._probes.clear()
             self.recomputes.append(seen)
             self.probed_at = history_rows
             if strategy == "probe":
+                self._probes.append(seen)
                 return
             incremental = self._incremental(batch_rows)
             if incremental is not None:
