@@ -430,7 +430,7 @@ class Engine:
                 self.store.rows[n] = self._migrated_rows[n]
             stats = batch_stats(self.plan, rows, before, self.store.rows, self.store.touched)
             extra = self.control.before_commit(self._pending(batch, inputs, reads, views))
-            extra.update(self._cost_record(batch, choice, rows))
+            extra.update(self._cost_record(choice, rows))
             if self.plan.matrices:
                 extra["matrix"] = self.matrices.record(self.plan, self.store.rows)
             if self._boundary is not None:
@@ -672,7 +672,7 @@ class Engine:
             return Choice("incremental", choice.reason, choice.estimates, choice.probe)
         return choice
 
-    def _cost_record(self, batch: int, choice: Choice, rows: Mapping[str, int]) -> dict[str, Any]:
+    def _cost_record(self, choice: Choice, rows: Mapping[str, int]) -> dict[str, Any]:
         """The commit's ``strategy``, its ``cost`` (why, and the estimates) and the history's rows."""
         record: dict[str, Any] = {"strategy": choice.strategy, "history_rows": self._history_rows + sum(rows.values())}
         if self.cost.mode != "incremental" or choice.strategy != "incremental":
@@ -757,7 +757,7 @@ class Engine:
                               self.output.changes_path(batch), state=self.not_maintained,
                               touched=self.not_maintained, states=())
             extra = self.control.before_commit(pending)
-            extra.update(self._cost_record(batch, choice, rows))
+            extra.update(self._cost_record(choice, rows))
             record = {
                 "batch": batch, "inputs": inputs, "duration_s": round(time.monotonic() - start, 4), "rows": rows,
                 "snapshot_rows": snap_rows, "change_rows": change_rows, "state_rows": {},
