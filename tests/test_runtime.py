@@ -453,3 +453,47 @@ def test_a_batch_over_large_states_shuffles_only_its_own_rows(spark, tmp_path, m
         assert sorted(rows_of(q)) == [(1, 6), (2, 7)]
     finally:
         q.stop()
+
+
+def test_an_interrupted_batch_whose_file_was_removed_is_redone_without_it(spark, tmp_path, caplog):
+    """A kill after a batch's offsets were written, then the user removes one of its files: the
+    restart redoes the batch with the files still there (none of the removed one was committed)
+    and says so, instead of failing on it at every restart; a batch whose files all went is
+    forgotten, and a file that comes back later is taken as a new one."""
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    sql = "SELECT k, sum(v) AS s FROM S GROUP BY k"
+    put(src, "0.parquet", [(1, 1)])
+    q = start(spark, tmp, sql)
+    q.process_available()
+    q.stop()
+    offsets = os.path.join(tmp, "out", "_checkpoint", "offsets")
+    put(src, "1.parquet", [(1, 2)])
+    put(src, "2.parquet", [(2, 5)])
+    with open(os.path.join(offsets, "000001.json"), "w") as f:  # the kill: batch 1 planned, not committed
+        json.dump({"batch": 1, "inputs": {"S": ["1.parquet", "2.parquet"]}}, f)
+    os.rename(os.path.join(src, "2.parquet"), os.path.join(tmp, "2.parquet"))
+    q = start(spark, tmp, sql)
+    try:
+        with caplog.at_level("WARNING", logger="streamfold"):
+            q.process_available()
+        assert "2.parquet of S are no longer in" in caplog.text
+        assert rows_of(q) == [(1, 3)]
+        with open(os.path.join(tmp, "out", "commits", "000001.json")) as f:
+            assert json.load(f)["inputs"] == {"S": ["1.parquet"]}
+    finally:
+        q.stop()
+    # Batch 2 planned with one file that is then removed: nothing is left of it to run.
+    put(src, "3.parquet", [(3, 7)])
+    with open(os.path.join(offsets, "000002.json"), "w") as f:
+        json.dump({"batch": 2, "inputs": {"S": ["3.parquet"]}}, f)
+    os.remove(os.path.join(src, "3.parquet"))
+    os.rename(os.path.join(tmp, "2.parquet"), os.path.join(src, "2.parquet"))  # and the other comes back
+    q = start(spark, tmp, sql)
+    try:
+        q.process_available()
+        assert sorted(rows_of(q)) == [(1, 3), (2, 5)]
+        with open(os.path.join(tmp, "out", "commits", "000002.json")) as f:
+            assert json.load(f)["inputs"] == {"S": ["2.parquet"]}
+    finally:
+        q.stop()

@@ -24,6 +24,7 @@ commit, which records the strategy, the ranks, both strategies' costs, and drift
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -34,7 +35,7 @@ from typing import Any
 from ..errors import BatchError, LinalgError, StreamfoldError, UsageError
 from ..runtime import files
 from ..runtime.checkpoint import Checkpoint, OutputDir, batch_name
-from ..runtime.sources import list_inputs
+from ..runtime.sources import list_inputs, still_present
 from .api import Program
 from .compiler import Compiled, compile_program
 from .lazy import MIN_ENTRIES
@@ -176,7 +177,9 @@ class LinalgRun:
     def poll(self) -> dict[str, list[str]] | None:
         if self.recovery.pending is not None:
             pending, self.recovery.pending = self.recovery.pending, None
-            return pending
+            kept = still_present(pending, lambda name: self.config.sources[name], logging.getLogger("streamfold").warning)
+            if any(kept.values()):
+                return kept
         found = {}
         for name in self.program.input_names:
             seen = self.consumed.setdefault(name, set())

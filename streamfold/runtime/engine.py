@@ -48,7 +48,8 @@ from .profile import Profiler, Waterfall
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .matrices import MatrixDriver
 from .session import default_partitions, engine_session
-from .sources import BAD_FILE_HINT, InputSpec, empty_frame, list_inputs, read_files, spark_struct, table_paths
+from .sources import (BAD_FILE_HINT, InputSpec, empty_frame, list_inputs, read_files, spark_struct, still_present,
+                      table_paths)
 from .state import StateStore, materialize, release
 from .recompute import Recomputer
 from .stats import batch_stats
@@ -318,7 +319,10 @@ class Engine:
         """The files that appeared since the last batch, per source; None if there are none."""
         if self.recovery.pending is not None:
             pending, self.recovery.pending = self.recovery.pending, None
-            return pending
+            kept = still_present(pending, lambda s: self.specs[s.lower()].path, log.warning)
+            if any(kept.values()) or not any(pending.values()):
+                return kept
+            # every file of the interrupted batch is gone: the batch is made of what is there now
         found: dict[str, list[str]] = {}
         for s in self.plan.streams:
             seen = self.consumed.setdefault(s.name, set())

@@ -75,6 +75,25 @@ def list_inputs(path: str) -> list[str]:
     return sorted(n for n in names if not n.startswith((".", "_")))
 
 
+def still_present(pending: dict[str, list[str]], directory: Callable[[str], str],
+                  report: Callable[[str], None]) -> dict[str, list[str]]:
+    """An interrupted batch's files (per source) that are still in their source directories.
+
+    The redo of a batch reads the files its offsets list, so that the batch is the same one.
+    A file removed from its directory since then was never part of a committed answer: the redo
+    goes on without it (and says so) instead of failing on it at every restart. If it comes back,
+    it is a new file like any other.
+    """
+    kept: dict[str, list[str]] = {}
+    for name, names in pending.items():
+        kept[name] = [n for n in names if os.path.exists(os.path.join(directory(name), n))]
+        gone = [n for n in names if n not in kept[name]]
+        if gone:
+            report(f"the interrupted batch's file(s) {', '.join(gone)} of {name} are no longer in "
+                   f"{directory(name)}: redoing the batch without them (nothing of them was committed)")
+    return kept
+
+
 def table_paths(path: str) -> list[str]:
     """The files of a static table: the path itself if it is a file, else its visible entries."""
     if os.path.isfile(path):
