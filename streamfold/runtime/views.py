@@ -9,10 +9,12 @@ shows (with the physical join hints added).
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..ir.rel import DeltaScan, LoopRef, Once, Rel, Scan, StateScan
 from .lowering import program, subquery
@@ -22,6 +24,89 @@ if TYPE_CHECKING:
 
 # A leaf is a DataFrame (registered as a temp view) or SQL text of a relation over views.
 Resolve = Callable[[Rel], "DataFrame | str"]
+
+log = logging.getLogger("streamfold")
+
+
+class _ViewCommands:
+    """Temp views registered and dropped without a SQL execution each.
+
+    ``DataFrame.createOrReplaceTempView`` builds Spark's ``CreateViewCommand`` and runs it as a
+    query of its own: analysed, executed under a new SQL execution id, announced to the listener
+    bus with its plan's description. Measured on this machine that is 8-13 ms of driver CPU per
+    view (a batch registers several: its rows, each state's versions, the merges' results),
+    against 0.2-0.6 ms for running the same command's ``run`` directly — what the command does
+    is the same: the analysed plan stored as the view, replacing one of the same name. Dropping
+    goes to the session catalog directly too (no cached plan is ever registered as a view here,
+    so there is nothing to uncache). The command's constructor is Spark-internal: if it is not
+    there or fails, the public API is used from then on (logged once).
+    """
+
+    def __init__(self, spark: SparkSession) -> None:
+        jvm: Any = spark._jvm
+        self._session = spark._jsparkSession  # type: ignore[attr-defined]
+        self._catalog = self._session.sessionState().catalog()
+        command = jvm.org.apache.spark.sql.execution.command
+        companion = getattr(getattr(command, "CreateViewCommand$"), "MODULE$")
+        immutable = jvm.scala.collection.immutable
+        none = jvm.scala.Option.empty()
+        self._identifier = getattr(getattr(jvm.org.apache.spark.sql.catalyst, "TableIdentifier$"), "MODULE$")
+        self._new = command.CreateViewCommand
+        # name, columns, comment, collation, properties, original text | plan | allow existing,
+        # replace, view type, schema mode, analysed, referred temp functions
+        self._before = (getattr(getattr(immutable, "Nil$"), "MODULE$"), none, none,
+                        getattr(getattr(immutable, "Map$"), "MODULE$").empty(), none)
+        self._after = (False, True, getattr(getattr(jvm.org.apache.spark.sql.catalyst.analysis, "LocalTempView$"), "MODULE$"),
+                       getattr(companion, "apply$default$11")(), True, getattr(companion, "apply$default$13")())
+
+    def create(self, df: DataFrame, name: str) -> None:
+        command = self._new(self._identifier.apply(name), *self._before, df._jdf.logicalPlan(), *self._after)
+        command.run(self._session)
+
+    def drop(self, name: str) -> None:
+        self._catalog.dropTempView(name)
+
+
+# STREAMFOLD_DIRECT_VIEWS=0 registers views through the public API (for A/B measurements).
+_DIRECT = os.environ.get("STREAMFOLD_DIRECT_VIEWS", "1") != "0"
+_COMMANDS: dict[int, tuple[Any, _ViewCommands | None]] = {}  # id of the Java session -> (it, commands)
+
+
+def _commands(spark: SparkSession) -> _ViewCommands | None:
+    """The direct view commands of ``spark``'s session (None: use the public API)."""
+    if not _DIRECT:
+        return None
+    session = spark._jsparkSession  # type: ignore[attr-defined]
+    held = _COMMANDS.get(id(session))
+    if held is None or held[0] is not session:
+        try:
+            commands: _ViewCommands | None = _ViewCommands(spark)
+        except Exception as e:  # noqa: BLE001 - an internal API: the public one always works
+            log.info("temp views through the public API (%s)", e)
+            commands = None
+        held = _COMMANDS[id(session)] = (session, commands)
+    return held[1]
+
+
+def create_view(spark: SparkSession, df: DataFrame, name: str) -> None:
+    """``df.createOrReplaceTempView(name)``, without its SQL execution (:class:`_ViewCommands`)."""
+    commands = _commands(spark)
+    if commands is not None:
+        try:
+            commands.create(df, name)
+            return
+        except Exception as e:  # noqa: BLE001
+            log.info("temp views through the public API from now on (%s)", e)
+            _COMMANDS[id(spark._jsparkSession)] = (spark._jsparkSession, None)  # type: ignore[attr-defined]
+    df.createOrReplaceTempView(name)
+
+
+def drop_view(spark: SparkSession, name: str) -> None:
+    commands = _commands(spark)
+    if commands is not None:
+        commands.drop(name)
+    else:
+        spark.catalog.dropTempView(name)
 
 
 class Views:
@@ -42,7 +127,7 @@ class Views:
                 self._count += 1
                 safe = re.sub(r"[^A-Za-z0-9_]", "_", hint)
                 name = f"__{self.prefix}_{safe}_{self._count}"
-                df.createOrReplaceTempView(name)
+                create_view(self.spark, df, name)
                 self._by_id[key] = (name, df)  # holding df keeps id(df) from being reused
             return self._by_id[key][0]
 
@@ -55,7 +140,7 @@ class Views:
     def drop(self) -> None:
         with self._lock:
             for name, _ in self._by_id.values():
-                self.spark.catalog.dropTempView(name)
+                drop_view(self.spark, name)
             self._by_id.clear()
 
 
