@@ -24,6 +24,8 @@ import streamfold
 from streamfold.plan import explain_text, incrementalize
 from streamfold.plan.matrix import MatrixPolicy
 from streamfold.plan.model import IncrementalPlan, SkewWatch
+from streamfold.cli import main
+from streamfold.runtime.analyze import analyze
 from streamfold.runtime.checkpoint import Checkpoint
 from streamfold.runtime.matrices import MatrixDriver
 from streamfold.sql import Catalog, bind
@@ -59,6 +61,15 @@ def test_auto_hashes_an_equi_join_says_why_and_plans_the_hybrid_once_given_heavy
     two = _plan("SELECT R.a, S.u FROM R JOIN S ON R.k = S.k AND R.v = S.u", MatrixPolicy(4, "auto"))
     assert not two.watched and not two.matrices
     assert not _plan(sql, MatrixPolicy(4)).watched
+
+
+def test_explain_takes_the_partitioning_of_equi_joins(capsys):
+    args = ["explain", "SELECT R.a, S.u FROM R JOIN S ON R.k = S.k", "--schema", f"R={SCHEMAS['R']}",
+            "--schema", f"S={SCHEMAS['S']}"]
+    assert main([*args, "--equi-joins", "auto"]) == 0
+    assert "hashed on its key (matrix_equi=auto)" in capsys.readouterr().out
+    assert main([*args, "--equi-joins", "hybrid"]) == 0
+    assert "skewed equi-join, hybrid" in capsys.readouterr().out
 
 
 def test_a_watched_join_is_checked_when_an_input_grew_by_epsilon_since_the_last_check():
@@ -174,6 +185,7 @@ def test_auto_switches_a_join_that_turns_skewed_to_the_hybrid_and_a_restart_keep
     for b in (4, 5):  # after the restart: the hybrid, planned from the commit
         later = _commit(out, b)
         assert "partitioning" not in later and later["matrix"]["in_R"]["switched_at"] == 3, later["matrix"]
+    assert "partitioning of in_R ⋈ in_S after batch 5: hybrid since batch 3 (matrix_equi=auto" in analyze(out).text("")
 
 
 CRASH_SQL = "SELECT S.u, R.a, count(*) AS n, sum(R.v) AS sv FROM R FULL JOIN S ON R.k = S.k GROUP BY S.u, R.a"

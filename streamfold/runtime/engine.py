@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
 from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
 from ..ir.printer import quote
-from ..plan.matrix import MatrixPolicy, best_mapping, heavy_keys
+from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy, best_mapping, heavy_keys
 from ..plan.model import LOOPS, Diffusion, IncrementalPlan, JoinMatrix, SkewWatch, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
@@ -92,7 +92,7 @@ class QueryConfig:
     # streams are partitioned (hash, matrix, hybrid, auto: hashed until a key turns out heavy),
     # the mapping matrices start with (else square)
     matrix_cells: int = 4
-    matrix_equi: str = "hash"
+    matrix_equi: str = DEFAULT_POLICY.equi
     matrix_start: tuple[int, int] | None = None
     # per batch: maintain the states, recompute the answer from every file, or choose by cost
     # (strategy.py); a plan with loops or join matrices is always incremental
