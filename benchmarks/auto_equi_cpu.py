@@ -51,7 +51,8 @@ def one_run(args: argparse.Namespace) -> None:
         os.makedirs(d)
     out = os.path.join(work, "out")
     schemas = {s.name: ", ".join(f"{c} INT" for c in s.columns) for s in workload.sources}
-    query = streamfold.start(SQL, dirs, out, schemas=schemas, spark=spark, background=False, matrix_equi=args.mode)
+    query = streamfold.start(SQL, dirs, out, schemas=schemas, spark=spark, background=False, matrix_equi=args.mode,
+                             profile=True)
     try:
         for inc in range(workload.increments + 1):
             appear(data, inc, dirs)
@@ -62,8 +63,12 @@ def one_run(args: argparse.Namespace) -> None:
             with open(os.path.join(out, "commits", f"{inc:06d}.json"), encoding="utf-8") as fh:
                 record = json.load(fh)
             checked = any("checked" in e for e in (record.get("partitioning") or {}).values())
+            waterfall = result.waterfall()
+            assert waterfall is not None
+            task_s = sum(st.task_s for j in waterfall.jobs for st in j.stages)
             print(json.dumps({"mode": args.mode, "batch": inc, "cpu_s": round(cpu, 3),
                               "wall_s": round(time.monotonic() - wall0, 3), "checked": checked,
+                              "jobs": len(waterfall.jobs), "task_s": round(task_s, 3),
                               "matrix": "matrix" in record}), flush=True)
     finally:
         query.stop()
@@ -96,18 +101,22 @@ def main() -> None:
             lines = [json.loads(x) for x in child.stdout.splitlines() if x.startswith("{")]
             runs[mode].append(lines)
             after = os.getloadavg()
-            print(f"round {r} {mode}: load {load[0]:.2f} → {after[0]:.2f}; CPU s per batch "
-                  + " ".join(f"{x['cpu_s']:.2f}{'*' if x['checked'] else ''}" for x in lines), flush=True)
-    print("\nbatch  " + "  ".join(f"{m:>18}" for m in runs) + "   (CPU s, min over rounds; * = checked)")
+            print(f"round {r} {mode}: load {load[0]:.2f} → {after[0]:.2f}; per batch CPU s / Spark jobs / task s "
+                  + "  ".join(f"{x['cpu_s']:.2f}/{x['jobs']}/{x['task_s']:.2f}{'*' if x['checked'] else ''}"
+                              for x in lines), flush=True)
+    print("\nbatch  " + "  ".join(f"{m:>26}" for m in runs) + "   (CPU s, min over rounds, its wall s and "
+          "Spark jobs; * = checked)")
     for b in range(args.increments + 1):
         cells = []
         for rounds in runs.values():
             best = min(rounds, key=lambda lines: lines[b]["cpu_s"])[b]
-            cells.append(f"{best['cpu_s']:>8.2f} ({best['wall_s']:.2f} wall){'*' if best['checked'] else ' '}")
+            cells.append(f"{best['cpu_s']:>8.2f} ({best['wall_s']:.2f} wall, {best['jobs']} jobs){'*' if best['checked'] else ' '}")
         print(f"{b:>5}  " + "  ".join(cells))
     for mode, rounds in runs.items():
         totals = [sum(x["cpu_s"] for x in lines[1:]) for lines in rounds]
-        print(f"{mode}: increments 1–{args.increments}, CPU s per round: " + ", ".join(f"{t:.2f}" for t in totals))
+        jobs = [sum(x["jobs"] for x in lines[1:]) for lines in rounds]
+        print(f"{mode}: increments 1–{args.increments}, CPU s per round: " + ", ".join(f"{t:.2f}" for t in totals)
+              + f"; Spark jobs: {jobs[0]}")
 
 
 if __name__ == "__main__":

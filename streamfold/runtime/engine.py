@@ -1066,7 +1066,8 @@ class Engine:
             raise StreamfoldError("internal: a plan is installed already and its batch is not committed",
                                   code="INTERNAL")
         self._check_inputs(plan)
-        if plan.matrices and self.plan.matrices:  # a join matrix's kept states are in its current mapping
+        # a join matrix's kept states are in its current mapping (a hashed join switched to a hybrid: as one)
+        if (plan.matrices or plan.watched) and self.plan.matrices:
             plan = _with_mappings(plan, {m.left: (m.n, m.m) for m in self.plan.matrices},
                                   {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None})
         batch = self.next_batch
