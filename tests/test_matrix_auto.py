@@ -203,9 +203,11 @@ CRASH_BATCHES = [
 @pytest.mark.spark
 def test_a_crash_before_the_switching_batch_commits_loses_nothing_and_the_rerun_switches_again(
         spark, tmp_path, monkeypatch):
-    """A full outer equi-join under an aggregate: killed just before batch 3's commit — its
-    states already laid out as the hybrid and written whole — the rerun restores the hashed
-    states of batch 2, decides the same switch and commits it; answers exact throughout."""
+    """A full outer equi-join under an aggregate: restarted before batch 2 (it resumes the sizes
+    of its last check, so it does not check again before R doubles), then killed just before
+    batch 3's commit — its states already laid out as the hybrid and written whole — the rerun
+    restores the hashed states of batch 2, decides the same switch and commits it; answers
+    exact throughout."""
     from streamfold.runtime import checkpoint
 
     real_commit = checkpoint.OutputDir.commit
@@ -216,10 +218,13 @@ def test_a_crash_before_the_switching_batch_commits_loses_nothing_and_the_rerun_
             raise KeyboardInterrupt("killed before the commit")
         return real_commit(self, batch, record)
 
+    check_stream(spark, str(tmp_path), CRASH_SQL, [R, S], CRASH_BATCHES[:2], **AUTO)
     monkeypatch.setattr(checkpoint.OutputDir, "commit", crash_on_batch_3)
     with pytest.raises(KeyboardInterrupt):
-        check_stream(spark, str(tmp_path), CRASH_SQL, [R, S], CRASH_BATCHES[:4], **AUTO)
+        _continue(spark, str(tmp_path), CRASH_SQL, CRASH_BATCHES[:4], 2)
     out = str(tmp_path / "out")
+    first, second = (_commit(out, b)["partitioning"]["in_R"] for b in (1, 2))
+    assert "checked" in first and "checked" not in second and second["checked_at"] == first["checked"]["sizes"]
     assert not os.path.exists(os.path.join(out, "commits", "000003.json"))
     monkeypatch.setattr(checkpoint.OutputDir, "commit", real_commit)
     _continue(spark, str(tmp_path), CRASH_SQL, CRASH_BATCHES, 3)

@@ -174,7 +174,7 @@ class Engine:
         self._restore_states()
         self._restate = False  # this batch writes every state whole (a join matrix migrated)
         self._migrated_rows: dict[str, int] = {}
-        if self.plan.matrices and self.recovery.last_committed >= 0:
+        if (self.plan.matrices or self.plan.watched) and self.recovery.last_committed >= 0:
             mappings, heavy = self.matrices.resume(self.output.read_commit(self.recovery.last_committed))
             if mappings and (mappings != {m.left: (m.n, m.m) for m in self.plan.matrices}
                              or heavy != {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None}):
@@ -417,8 +417,12 @@ class Engine:
         committed = False
         hashed: _Bundle | None = None  # the plan before a hashed join became a hybrid this batch
         if self.plan.watched and batch > 0 and self._boundary is None and choice.strategy == "incremental":
-            with self._phase("join matrix"):
-                hashed = self._watch(batch, views)
+            try:
+                with self._phase("join matrix"):
+                    hashed = self._watch(batch, views)
+            except BaseException:
+                self._release(views, [], cached, None)
+                raise
         # A small batch over small states runs as one Spark job: merges are checkpointed lazily
         # and computed by the job that writes the outputs. Otherwise (batch 0's history, large
         # states) each merge is its own job and large outputs are written by Spark. When all it
