@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import pyarrow.parquet as pq
 
 import streamfold
+from streamfold.errors import CheckpointError
 from streamfold.plan import explain_text, incrementalize
 from streamfold.plan.matrix import MatrixPolicy
 from streamfold.plan.model import IncrementalPlan, SkewWatch
@@ -186,6 +187,10 @@ def test_auto_switches_a_join_that_turns_skewed_to_the_hybrid_and_a_restart_keep
         later = _commit(out, b)
         assert "partitioning" not in later and later["matrix"]["in_R"]["switched_at"] == 3, later["matrix"]
     assert "partitioning of in_R ⋈ in_S after batch 5: hybrid since batch 3 (matrix_equi=auto" in analyze(out).text("")
+    with pytest.raises(CheckpointError) as refused:  # its states are a hybrid's: a hash plan cannot resume them
+        streamfold.start(SKEWED_SQL, {n: os.path.join(tmp, "in", n) for n in ("R", "S")}, out, spark=spark,
+                         schemas={s.name: s.schema_sql() for s in (R, S)}, background=False, partitions=2)
+    assert refused.value.code == "CHECKPOINT_MISMATCH" and refused.value.params["differences"] == ["join matrix in_R"]
 
 
 CRASH_SQL = "SELECT S.u, R.a, count(*) AS n, sum(R.v) AS sv FROM R FULL JOIN S ON R.k = S.k GROUP BY S.u, R.a"

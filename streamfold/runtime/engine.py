@@ -27,7 +27,7 @@ from functools import partial
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
+from ..errors import BadInputError, BatchError, CheckpointError, StreamfoldError, UnsupportedError
 from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
 from ..ir.printer import quote
 from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy, best_mapping, heavy_keys
@@ -190,14 +190,23 @@ class Engine:
 
     def _switched_joins(self, plan: IncrementalPlan) -> IncrementalPlan:
         """``plan`` with the hashed equi-joins that became hybrids (``matrix_equi="auto"``) by the
-        last committed batch planned as those hybrids, as its states were committed."""
-        if not plan.watched or self.recovery.last_committed < 0:
+        last committed batch planned as those hybrids, as its states were committed. A plan
+        without a join matrix the last commit has (a run resumed with another ``matrix_equi``)
+        could not read the committed states: refused."""
+        if self.recovery.last_committed < 0:
             return plan
         entries = self.output.read_commit(self.recovery.last_committed).get("matrix") or {}
-        if not any(w.left in entries for w in plan.watched):
-            return plan
-        return _with_mappings(plan, {n: (int(e["mapping"][0]), int(e["mapping"][1])) for n, e in entries.items()},
-                              {n: tuple(e["heavy"]) for n, e in entries.items() if "heavy" in e})
+        if any(w.left in entries for w in plan.watched):
+            plan = _with_mappings(plan, {n: (int(e["mapping"][0]), int(e["mapping"][1])) for n, e in entries.items()},
+                                  {n: tuple(e["heavy"]) for n, e in entries.items() if "heavy" in e})
+        missing = sorted(set(entries) - {m.left for m in plan.matrices})
+        if missing:
+            raise CheckpointError(
+                f"checkpoint {self.checkpoint.root} keeps join {', '.join(missing)} over a join matrix, which this "
+                f"run's equi-join partitioning ({plan.policy.equi}) does not plan", code="CHECKPOINT_MISMATCH",
+                params={"path": self.checkpoint.root, "differences": [f"join matrix {n}" for n in missing]},
+                hint="resume with the --equi-joins (matrix_equi) the run was started with")
+        return plan
 
     def _setup(self, plan: IncrementalPlan) -> None:
         """Make ``plan`` the engine's: its output schema, empty states, answer, reader, loops."""
