@@ -38,20 +38,25 @@ __all__ = [
 ]
 
 
-def compile(sql: str, schemas: Schemas, tables: Iterable[str] = ()) -> IncrementalPlan:  # noqa: A001
+def compile(sql: str, schemas: Schemas, tables: Iterable[str] = (),  # noqa: A001
+            matrix_equi: str | None = None) -> IncrementalPlan:
     """Compile ``sql`` to its incremental plan. ``schemas`` maps each input to ``"col TYPE, …"``
-    (a ``_weight`` column marks a source that may delete rows); ``tables`` names the static ones."""
+    (a ``_weight`` column marks a source that may delete rows); ``tables`` names the static ones;
+    ``matrix_equi`` how equi-joins of two streams are partitioned (as the run option)."""
     from .plan import incrementalize
+    from .plan.matrix import MatrixPolicy
     from .sql import Catalog, bind
 
-    return incrementalize(bind(sql, Catalog.from_mapping(schemas, static=tables)))
+    policy = MatrixPolicy(equi=matrix_equi) if matrix_equi is not None else MatrixPolicy()
+    return incrementalize(bind(sql, Catalog.from_mapping(schemas, static=tables)), policy=policy)
 
 
-def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str = "text") -> str:  # noqa: A002
+def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str = "text",  # noqa: A002
+            matrix_equi: str | None = None) -> str:
     """The incremental plan of ``sql`` as readable text (``format="text"``) or JSON."""
     from .plan import explain_json, explain_text
 
-    plan = compile(sql, schemas, tables)
+    plan = compile(sql, schemas, tables, matrix_equi)
     if format == "json":
         return explain_json(plan)
     if format != "text":

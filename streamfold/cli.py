@@ -15,8 +15,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import StreamfoldError, UsageError
+from .plan.matrix import EQUI_PARTITIONINGS, MatrixPolicy
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+DEFAULT_EQUI = MatrixPolicy().equi
+EQUI_HELP = ("how an equi-join of two streams is partitioned: hashed on its key (hash), over a join matrix "
+             "(matrix), heavy keys over the matrix and the others hashed (hybrid), or hashed until the key "
+             f"frequencies show a heavy key, then the hybrid (auto); default {DEFAULT_EQUI} (docs/sql.md)")
 VERBOSE_HELP = ("on a failed batch, print its whole chain of causes (Python and Java) and the innermost Java "
                 "stack (also: STREAMFOLD_VERBOSE=1)")
 
@@ -95,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--strategy", choices=("incremental", "auto", "recompute"), default="incremental",
                      help="per batch: maintain the states (incremental, default), recompute the answer from every "
                           "file, or choose by a cost model calibrated from measured batches (auto; docs/strategy.md)")
+    run.add_argument("--equi-joins", choices=EQUI_PARTITIONINGS, default=DEFAULT_EQUI, help=EQUI_HELP)
     run.add_argument("--quiet", action="store_true", help="no per-batch lines")
     run.add_argument("--profile", action="store_true",
                      help="print each batch's waterfall (phases, Spark jobs and stages, py4j calls) and write "
@@ -110,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "sources or when --schema gives the columns.")
     _add_inputs(ex, optional_query=True)
     ex.add_argument("--format", choices=("text", "json"), default="text")
+    ex.add_argument("--equi-joins", choices=EQUI_PARTITIONINGS, default=DEFAULT_EQUI, help=EQUI_HELP)
     ex.add_argument("--analyze", metavar="OUTPUT",
                     help="the plan of the run writing to OUTPUT (no QUERY needed), with its last batch's "
                          "statistics: rows per source, and per state its rows and the keys the batch touched")
@@ -234,7 +241,7 @@ def _explain(args: argparse.Namespace) -> int:
 
         spark = get_spark()
     catalog = Catalog([infer_schema(s, spark) for s in specs])
-    plan = incrementalize(bind(sql, catalog))
+    plan = incrementalize(bind(sql, catalog), policy=MatrixPolicy(equi=args.equi_joins))
     sys.stdout.write(explain_json(plan) if args.format == "json" else explain_text(plan))
     return EXIT_OK
 
@@ -297,7 +304,7 @@ def _run(args: argparse.Namespace) -> int:
         schemas=_parse_schemas(args.schema), checkpoint=args.checkpoint, trigger=args.trigger, spark=spark,
         master=args.master, background=False, progress=status, partitions=args.partitions,
         on_bad_file=args.on_bad_file, keep_snapshots=args.keep_snapshots, compact_every=args.compact_every,
-        profile=args.profile, strategy=args.strategy,
+        profile=args.profile, strategy=args.strategy, matrix_equi=args.equi_joins,
         control_host=args.control_host, control_port=args.control_port,
     )
 

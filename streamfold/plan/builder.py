@@ -7,7 +7,7 @@ from typing import Any
 
 from ..ir.rel import DeltaScan, Field, Rel, StateScan
 from .matrix import DEFAULT_POLICY, MatrixPolicy
-from .model import Diffusion, ExactIteration, Fixpoint, JoinMatrix, Merge, State, Step, Temp
+from .model import Diffusion, ExactIteration, Fixpoint, JoinMatrix, Merge, SkewWatch, State, Step, Temp
 from .simplify import simplify
 
 
@@ -18,11 +18,13 @@ class PlanBuilder:
     delta: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     matrices: list[JoinMatrix] = field(default_factory=list)
+    watched: list[SkewWatch] = field(default_factory=list)  # hashed equi-joins the runtime may switch
     # (n, m) per join matrix (named by its left state) to plan with instead of the square one:
     # the mapping the runtime moved to (streamfold.plan.matrix.decide)
     mappings: dict[str, tuple[int, int]] = field(default_factory=dict)
     policy: MatrixPolicy = DEFAULT_POLICY
-    heavy: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # a hybrid join's heavy keys, by left state
+    # a hybrid join's heavy keys, by left state (under policy "auto": the joins switched to hybrids)
+    heavy: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     _names: set[str] = field(default_factory=set)
 
     def name(self, base: str) -> str:

@@ -26,8 +26,8 @@ from ..ir.types import BIGINT, BOOLEAN
 from .aggregates import Partial, scale
 from .body import Body, Input
 from .builder import PlanBuilder
-from .matrix import Mapping, Matrix, plan_matrix
-from .model import JoinMatrix, Monoid, State, StateColumn, StateRole
+from .matrix import Mapping, Matrix, auto_note, hybrid_keys, plan_matrix
+from .model import JoinMatrix, Monoid, SkewWatch, State, StateColumn, StateRole
 
 
 @dataclass
@@ -61,7 +61,7 @@ class JoinTerms:
         first = self._state_name(body.inputs[0])
         given = plan.mappings.get(first) if len(body.inputs) == 2 else None
         self.matrix: Matrix | None = plan_matrix(body, Mapping(*given) if given is not None else None, plan.policy,
-                                                 plan.heavy.get(first, ()))
+                                                 plan.heavy.get(first))
 
     # -- lineage ---------------------------------------------------------------------------------
     def inject(self, consumer: list[Expr], partials: list[Partial]) -> None:
@@ -223,6 +223,12 @@ class JoinTerms:
                                for i, k in enumerate(self.matrix.keys))
             if not any(x.left == left for x in self.plan.matrices):
                 self.plan.matrices.append(JoinMatrix(left, right, mp.n, mp.m, hybrid, self.matrix.heavy))  # type: ignore[arg-type]
+        elif self.plan.policy.equi == "auto" and (keys := hybrid_keys(self.body)) is not None:
+            left, right = (self._state_name(i) for i in self.body.inputs)
+            names = tuple(next(n for n, x in self.lineage[i].exprs if x == k) for i, k in enumerate(keys))
+            self.plan.note(auto_note(keys, self.plan.policy.cells))
+            if not any(x.left == left for x in self.plan.watched):
+                self.plan.watched.append(SkewWatch(left, right, names, self.plan.policy.cells))  # type: ignore[arg-type]
         terms: list[Rel] = []
         for inp in streams:
             first = self.operand(inp, StateVersion.DELTA if need_state else None)

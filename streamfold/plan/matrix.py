@@ -100,7 +100,7 @@ def decide(current: Mapping, last: tuple[int, int], now: tuple[int, int],
     return None if best == current else best
 
 
-EQUI_PARTITIONINGS = ("hash", "matrix", "hybrid")
+EQUI_PARTITIONINGS = ("hash", "matrix", "hybrid", "auto")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +109,10 @@ class MatrixPolicy:
     two streams is partitioned — ``hash`` on its key (the default; the thesis's SHJ, which a skewed
     key collapses onto one partition), ``matrix`` (every key's rows spread over a join matrix) or
     ``hybrid`` (§4.4.4: the heavy keys over the matrix, the others hashed over the same J cells;
-    the runtime picks the heavy keys from their frequencies); ``start``: the mapping matrices
-    start with, instead of the square one (the thesis's STATICOPT, with a static mapping)."""
+    the runtime picks the heavy keys from their frequencies) or ``auto`` (hashed, until the
+    runtime sees a key above a joiner's fair share: then that join becomes a hybrid, see
+    :mod:`..runtime.matrices`); ``start``: the mapping matrices start with, instead of the square
+    one (the thesis's STATICOPT, with a static mapping)."""
 
     cells: int = MATRIX_CELLS
     equi: str = "hash"
@@ -244,6 +246,15 @@ class Matrix:
         return text
 
 
+def auto_note(keys: tuple[Expr, Expr], cells: int) -> str:
+    """What explain says of an equi-join hashed under ``matrix_equi="auto"``, and why."""
+    return (f"equi-join {_show(keys[0])} = {_show(keys[1])} hashed on its key (matrix_equi=auto): no key is known "
+            f"to hold more than a joiner's fair share of both inputs, (|R| + |S|) / {cells}, so the hash join is "
+            "kept — it replicates nothing. Whenever R or S has grown by ε since the last check, the runtime "
+            "counts the rows per key (one small job); a key above the share switches this join to the hybrid "
+            "(§4.4.4: heavy keys over a join matrix, the others hashed) inside that batch's commit")
+
+
 def _sequence(lo: int, hi: int) -> Expr:
     return Call("sequence", (Literal(lo, BIGINT), Literal(hi, BIGINT)), array(BIGINT))
 
@@ -260,8 +271,22 @@ def _as_integer(e: Expr) -> Expr:
     return e if e.type == BIGINT else Cast(e, BIGINT)
 
 
+def hybrid_keys(body: Body) -> tuple[Expr, Expr] | None:
+    """The join key over input 0 and over input 1 of a body a hybrid can lay out: two stream
+    inputs joined by one equality (not null-safe), integral or string on both sides."""
+    if len(body.inputs) != 2 or any(i.static for i in body.inputs) or len(body.edges) != 1:
+        return None
+    e = body.edges[0]
+    if e.null_safe:
+        return None
+    keys = (e.left_expr, e.right_expr) if e.left == 0 else (e.right_expr, e.left_expr)
+    if all(k.type.is_integral for k in keys) or all(k.type.is_string for k in keys):
+        return keys
+    return None
+
+
 def plan_matrix(body: Body, mapping: Mapping | None = None, policy: MatrixPolicy = DEFAULT_POLICY,
-                heavy: tuple[Any, ...] = ()) -> Matrix | None:
+                heavy: tuple[Any, ...] | None = None) -> Matrix | None:
     """The join matrix of a body that is a theta join of two streams, or None.
 
     It applies to two stream inputs with no equality between them and at least one predicate
@@ -269,17 +294,19 @@ def plan_matrix(body: Body, mapping: Mapping | None = None, policy: MatrixPolicy
     rows); anything else keeps the plan of :mod:`.joins` (hashed on equi-keys, or a filtered
     cross product with a static side). ``mapping`` replaces the one the policy starts with.
     A hybrid equi-join (one key, integral or string on both sides; others go over the matrix
-    whole) lays the ``heavy`` keys over the matrix and hashes the others.
+    whole) lays the ``heavy`` keys over the matrix and hashes the others. Under ``auto`` an
+    equi-join is hashed (None) until the runtime switched it, which it says by giving its
+    ``heavy`` keys (not None); one a hybrid cannot lay out stays hashed.
     """
     if len(body.inputs) != 2 or any(i.static for i in body.inputs):
         return None
     mapping = mapping or policy.first
     if body.edges:
-        if policy.equi == "hybrid" and len(body.edges) == 1 and not body.edges[0].null_safe:
-            e = body.edges[0]
-            keys = (e.left_expr, e.right_expr) if e.left == 0 else (e.right_expr, e.left_expr)
-            if all(k.type.is_integral for k in keys) or all(k.type.is_string for k in keys):
-                return Matrix(mapping, "hybrid", keys=keys, heavy=heavy)
+        keys = hybrid_keys(body)
+        if policy.equi == "auto":
+            return Matrix(mapping, "hybrid", keys=keys, heavy=heavy) if keys is not None and heavy is not None else None
+        if policy.equi == "hybrid" and keys is not None:
+            return Matrix(mapping, "hybrid", keys=keys, heavy=heavy or ())
         return Matrix(mapping, "equi") if policy.equi != "hash" else None
     mixed = [p for p in body.residual if len(body.inputs_of(p)) == 2]
     if not mixed:

@@ -340,6 +340,18 @@ class JoinMatrix:
 
 
 @dataclass(frozen=True, slots=True)
+class SkewWatch:
+    """An equi-join of two streams hashed on its key under ``matrix_equi="auto"``: the runtime
+    watches its key frequencies and, once a key holds more than a joiner's fair share of both
+    inputs, re-plans it as a hybrid join matrix (:class:`JoinMatrix` with ``hybrid``)."""
+
+    left: str  # the left input's state (the join matrix's name, once it is one)
+    right: str
+    keys: tuple[str, str]  # the key's column in the left and in the right state
+    cells: int  # J: a joiner's fair share is (|R| + |S|) / J
+
+
+@dataclass(frozen=True, slots=True)
 class IncrementalPlan:
     sql: str
     sources: tuple[SourceSchema, ...]
@@ -351,6 +363,7 @@ class IncrementalPlan:
     notes: tuple[str, ...] = ()
     matrices: tuple[JoinMatrix, ...] = ()
     policy: MatrixPolicy = DEFAULT_POLICY  # what it was planned with: a re-plan keeps it
+    watched: tuple[SkewWatch, ...] = ()  # hashed equi-joins that may become hybrids (policy "auto")
 
     def state(self, name: str) -> State:
         for s in self.states:

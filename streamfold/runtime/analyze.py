@@ -32,6 +32,7 @@ class Analyzed:
         if version not in (None, 1):
             tail += (f"  note: batch {self.batch} ran query version {version} (reconfigured); the plan above is the "
                      "query the run was started with — `streamfold control OUTPUT history` shows the versions\n")
+        tail += partitioning_text(self.record, self.batch)
         strategy = self.record.get("strategy")
         if strategy:
             reason = (self.record.get("cost") or {}).get("reason")
@@ -40,7 +41,36 @@ class Analyzed:
 
     def json(self, plan_json: str) -> str:
         return json.dumps({"batch": self.batch, "stats": self.record.get("stats"),
-                           "strategy": self.record.get("strategy"), "cost": self.record.get("cost"), "plan": json.loads(plan_json)}, indent=2)
+                           "strategy": self.record.get("strategy"), "cost": self.record.get("cost"),
+                           "matrix": self.record.get("matrix"), "partitioning": self.record.get("partitioning"),
+                           "plan": json.loads(plan_json)}, indent=2)
+
+
+def partitioning_text(record: dict[str, Any], batch: int) -> str:
+    """How each join of two streams laid over a join matrix, or watched under
+    ``matrix_equi="auto"``, was partitioned after a batch, and why (from its commit record)."""
+    out = ""
+    for left, e in (record.get("partitioning") or {}).items():
+        r, s = e["checked_at"]
+        why = (f"no key held more than a joiner's fair share at the last check (|R| = {r}, |S| = {s} rows)"
+               if (r, s) != (0, 0) else "not checked yet")
+        if "checked" in e and e["checked"].get("largest"):
+            key, rows = e["checked"]["largest"]
+            why += f"; its largest key, {key!r}, {rows} rows, share {e['checked']['share']:g}"
+        out += (f"  partitioning of {left} ⋈ {e['right']} after batch {batch}: hash on the key (matrix_equi=auto): "
+                f"{why}; checked again once R or S has grown by ε\n")
+    for left, e in (record.get("matrix") or {}).items():
+        n, m = e["mapping"]
+        layout = f"mapping ({n}, {m}), ILF/ILF* {e['ilf_ratio']}"
+        if "switched_at" in e:
+            how = (f"hybrid since batch {e['switched_at']} (matrix_equi=auto: a key held more than a joiner's fair "
+                   f"share), heavy keys {e['heavy']} over the join matrix, {layout}")
+        elif "heavy" in e:
+            how = f"hybrid, heavy keys {e['heavy']} over the join matrix, {layout}"
+        else:
+            how = f"join matrix, {layout}"
+        out += f"  partitioning of {left} ⋈ {e['right']} after batch {batch}: {how}\n"
+    return out
 
 
 def analyze(output: str, checkpoint: str | None = None) -> Analyzed:

@@ -27,11 +27,11 @@ from functools import partial
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadInputError, BatchError, StreamfoldError, UnsupportedError
+from ..errors import BadInputError, BatchError, CheckpointError, StreamfoldError, UnsupportedError
 from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
 from ..ir.printer import quote
-from ..plan.matrix import MatrixPolicy, heavy_keys
-from ..plan.model import LOOPS, Diffusion, IncrementalPlan, JoinMatrix, Step, Temp
+from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy, best_mapping, heavy_keys
+from ..plan.model import LOOPS, Diffusion, IncrementalPlan, JoinMatrix, SkewWatch, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
 from ..sql.iterate import spark_schema_sql
@@ -89,9 +89,10 @@ class QueryConfig:
     # the square mapping (the thesis's STATICMID)
     matrix_epsilon: float | None = 1.0
     # the planner's join matrices (plan.matrix.MatrixPolicy): J cells, how equi-joins of two
-    # streams are partitioned (hash, matrix, hybrid), the mapping matrices start with (else square)
+    # streams are partitioned (hash, matrix, hybrid, auto: hashed until a key turns out heavy),
+    # the mapping matrices start with (else square)
     matrix_cells: int = 4
-    matrix_equi: str = "hash"
+    matrix_equi: str = DEFAULT_POLICY.equi
     matrix_start: tuple[int, int] | None = None
     # per batch: maintain the states, recompute the answer from every file, or choose by cost
     # (strategy.py); a plan with loops or join matrices is always incremental
@@ -168,12 +169,12 @@ class Engine:
         current = self.control.plan_at(self.recovery.last_committed)
         if current is not None:
             self._check_inputs(current)
-        self._setup(current or plan)
-        self._restore_states()
         self.matrices = MatrixDriver(epsilon=config.matrix_epsilon)
+        self._setup(self._switched_joins(current or plan))
+        self._restore_states()
         self._restate = False  # this batch writes every state whole (a join matrix migrated)
         self._migrated_rows: dict[str, int] = {}
-        if self.plan.matrices and self.recovery.last_committed >= 0:
+        if (self.plan.matrices or self.plan.watched) and self.recovery.last_committed >= 0:
             mappings, heavy = self.matrices.resume(self.output.read_commit(self.recovery.last_committed))
             if mappings and (mappings != {m.left: (m.n, m.m) for m in self.plan.matrices}
                              or heavy != {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None}):
@@ -186,6 +187,26 @@ class Engine:
         self._probe: Choice | None = None  # a recompute to measure after the batch's commit
         if self.recovery.last_committed >= 0:
             self._resume_cost()
+
+    def _switched_joins(self, plan: IncrementalPlan) -> IncrementalPlan:
+        """``plan`` with the hashed equi-joins that became hybrids (``matrix_equi="auto"``) by the
+        last committed batch planned as those hybrids, as its states were committed. A plan
+        without a join matrix the last commit has (a run resumed with another ``matrix_equi``)
+        could not read the committed states: refused."""
+        if self.recovery.last_committed < 0:
+            return plan
+        entries = self.output.read_commit(self.recovery.last_committed).get("matrix") or {}
+        if any(w.left in entries for w in plan.watched):
+            plan = _with_mappings(plan, {n: (int(e["mapping"][0]), int(e["mapping"][1])) for n, e in entries.items()},
+                                  {n: tuple(e["heavy"]) for n, e in entries.items() if "heavy" in e})
+        missing = sorted(set(entries) - {m.left for m in plan.matrices})
+        if missing:
+            raise CheckpointError(
+                f"checkpoint {self.checkpoint.root} keeps join {', '.join(missing)} over a join matrix, which this "
+                f"run's equi-join partitioning ({plan.policy.equi}) does not plan", code="CHECKPOINT_MISMATCH",
+                params={"path": self.checkpoint.root, "differences": [f"join matrix {n}" for n in missing]},
+                hint="resume with the --equi-joins (matrix_equi) the run was started with")
+        return plan
 
     def _setup(self, plan: IncrementalPlan) -> None:
         """Make ``plan`` the engine's: its output schema, empty states, answer, reader, loops."""
@@ -403,6 +424,14 @@ class Engine:
         self._unchanged = set()
         temps: list[DataFrame] = []
         committed = False
+        hashed: _Bundle | None = None  # the plan before a hashed join became a hybrid this batch
+        if self.plan.watched and batch > 0 and self._boundary is None and choice.strategy == "incremental":
+            try:
+                with self._phase("join matrix"):
+                    hashed = self._watch(batch, views)
+            except BaseException:
+                self._release(views, [], cached, None)
+                raise
         # A small batch over small states runs as one Spark job: merges are checkpointed lazily
         # and computed by the job that writes the outputs. Otherwise (batch 0's history, large
         # states) each merge is its own job and large outputs are written by Spark. When all it
@@ -437,6 +466,8 @@ class Engine:
             extra.update(self._cost_record(choice, rows))
             if self.plan.matrices:
                 extra["matrix"] = self.matrices.record(self.plan, self.store.rows)
+            if self.plan.watched:
+                extra["partitioning"] = self.matrices.record_watched(self.plan)
             if self._boundary is not None:
                 extra["reset"] = self._boundary.reset
             duration = time.monotonic() - start
@@ -459,10 +490,18 @@ class Engine:
                         current[n] = (migrated[n], migrated[n])
                     elif n not in self._unchanged:
                         current[n] = (self.store.next_version(n, df, views), df)
+        except BaseException:
+            if hashed is not None and not committed:  # the switch is undone with the batch
+                self.store.release_except(hashed.store.backings())
+                hashed.restore(self)
+                self.matrices.unswitch()
+            raise
         finally:
             with self._part("drop views, release"):
                 self._release(views, temps, cached, None if committed else reads.merged)
         self.store.replace(current)
+        if hashed is not None:  # the hashed states the switch replaced
+            hashed.store.release_except(self.store.backings())
         boundary, self._boundary = self._boundary, None
         if boundary is not None:
             boundary.committed(self)
@@ -880,6 +919,90 @@ class Engine:
         self._restate = True
         return migrated
 
+    def _watch(self, batch: int, views: Views) -> _Bundle | None:
+        """``matrix_equi="auto"`` before the batch's h (:mod:`.matrices`): each watched hash join
+        whose inputs grew by ε since its last check has its rows per key counted over the
+        committed states; one with a key above a joiner's fair share becomes a hybrid — the plan
+        compiled again with its heavy keys and the mapping of least ILF, its two states laid out
+        anew — and the batch writes every state whole. Returns the engine's plan before, to put
+        back if the batch fails (None: nothing switched)."""
+        due = self.matrices.due(self.plan, self.store.rows)
+        if not due:
+            return None
+        switch: dict[str, tuple[SkewWatch, tuple[int, int], dict[Any, tuple[int, int]]]] = {}
+        for w in due:
+            sizes = self._watched_sizes(w, views)
+            frequencies = self._hashed_frequencies(w, views)
+            top = max(frequencies.items(), key=lambda kv: kv[1][0] + kv[1][1], default=None)
+            heavy = heavy_keys(frequencies, sizes[0], sizes[1], w.cells)
+            self.matrices.checked(w, sizes, (top[0], top[1][0] + top[1][1]) if top is not None else None, heavy)
+            if heavy:
+                switch[w.left] = (w, sizes, frequencies)
+        if not switch:
+            return None
+        mappings = {m.left: (m.n, m.m) for m in self.plan.matrices}
+        heavy_of = {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None}
+        for left, (w, (r, s), _) in switch.items():
+            best = best_mapping(r, s, w.cells)
+            mappings[left] = (best.n, best.m)
+            heavy_of[left] = tuple(self.matrices.checks[left]["heavy"])
+        plan = _with_mappings(self.plan, mappings, heavy_of)
+        self.progress(f"batch {batch_name(batch)}: " + ", ".join(
+            f"{left} ⋈ {w.right} skewed (heavy keys {list(heavy_of[left])}): hash join → hybrid {mappings[left]}"
+            for left, (w, _, _) in switch.items()))
+        old = _Bundle.of(self)
+        laid: set[str] = set()
+        try:
+            self._setup(plan)
+            for mx in plan.matrices:
+                if mx.left not in switch or mx.hybrid is None:
+                    continue
+                w, (r, s), frequencies = switch[mx.left]
+                for side, name in ((0, mx.left), (1, mx.right)):
+                    layout = HybridLayout(mx.hybrid[side], mx.heavy, mx.cells)
+                    source = views.relation(old.store.current[name], f"switch_{name}") + " _hashed"
+                    sql = lowering.migrate(self.store.table(name), source, side, None, (mx.n, mx.m), (layout, layout))
+                    laid_out = materialize(self.spark.sql(sql))
+                    copies = mx.m if side == 0 else mx.n
+                    rows = (r if side == 0 else s) + sum(frequencies[k][side] for k in mx.heavy) * (copies - 1)
+                    self.store.adopt(name, laid_out, laid_out, rows)
+                    laid.add(name)
+                self.matrices.switched(w, batch, (r, s))
+            for name in self.store.durable():
+                if name not in laid:
+                    assert self.store.schemas[name] == old.store.schemas[name], name
+                    self.store.adopt(name, old.store.current[name], old.store.backing(name), old.store.rows.get(name))
+        except BaseException as e:
+            self.store.release_except(old.store.backings())
+            old.restore(self)
+            self.matrices.unswitch()
+            if isinstance(e, StreamfoldError) or not isinstance(e, Exception):
+                raise
+            raise batch_failure(batch, "migrate", "making a skewed hash join a hybrid", e, self._local) from e
+        self._restate = True
+        return old
+
+    def _watched_sizes(self, w: SkewWatch, views: Views) -> tuple[int, int]:
+        """A watched join's |R| and |S| as committed: its states' rows (counted if unknown)."""
+        r, s = self.store.rows.get(w.left), self.store.rows.get(w.right)
+        if r is not None and s is not None:
+            return r, s
+        a, b = (views.relation(self.store.current[n], f"size_{n}") for n in (w.left, w.right))
+        row = self.spark.sql(f"SELECT (SELECT count(*) FROM {a}) AS r, (SELECT count(*) FROM {b}) AS s").collect()[0]
+        return int(row[0]), int(row[1])
+
+    def _hashed_frequencies(self, w: SkewWatch, views: Views) -> dict[Any, tuple[int, int]]:
+        """A watched join's rows per key on each side (each row kept once), for its keys with the
+        most rows: all of those above a joiner's fair share (fewer than J), in one job."""
+        parts = []
+        for side, name in ((0, w.left), (1, w.right)):
+            relation = views.relation(self.store.current[name], f"keys_{name}")
+            counts = "count(*) AS ra, 0L AS sb" if side == 0 else "0L AS ra, count(*) AS sb"
+            parts.append(f"SELECT {quote(w.keys[side])} AS k, {counts} FROM {relation} _k{side} GROUP BY 1")
+        sql = (f"SELECT k, sum(ra) AS r, sum(sb) AS s FROM ({' UNION ALL '.join(parts)}) _keys GROUP BY k "
+               f"ORDER BY sum(ra) + sum(sb) DESC LIMIT {min(MAX_HEAVY_KEYS, w.cells)}")
+        return {row[0]: (int(row[1]), int(row[2])) for row in self.spark.sql(sql).collect()}
+
     def _added_rows(self, reads: BatchReads) -> dict[str, int | None]:
         """Per join matrix input, at most how many rows (lineage keys) the batch added to it: the
         batch's rows of its source when its delta reads one source and nothing else, else None."""
@@ -956,7 +1079,8 @@ class Engine:
             raise StreamfoldError("internal: a plan is installed already and its batch is not committed",
                                   code="INTERNAL")
         self._check_inputs(plan)
-        if plan.matrices and self.plan.matrices:  # a join matrix's kept states are in its current mapping
+        # a join matrix's kept states are in its current mapping (a hashed join switched to a hybrid: as one)
+        if (plan.matrices or plan.watched) and self.plan.matrices:
             plan = _with_mappings(plan, {m.left: (m.n, m.m) for m in self.plan.matrices},
                                   {m.left: m.heavy for m in self.plan.matrices if m.hybrid is not None})
         batch = self.next_batch

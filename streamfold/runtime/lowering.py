@@ -186,17 +186,19 @@ def canonical(t: StateTable, side: int, m: int, hybrid: HybridLayout | None = No
     return f"(CASE WHEN {hybrid.is_heavy(t)} THEN {first} ELSE true END)"
 
 
-def migrate(t: StateTable, current: str, side: int, old: tuple[int, int], new: tuple[int, int],
+def migrate(t: StateTable, current: str, side: int, old: tuple[int, int] | None, new: tuple[int, int],
             hybrid: tuple[HybridLayout, HybridLayout] | None = None) -> str:
     """A join matrix input's rows moved from mapping ``old`` to ``new`` (each (n, m)): one copy
     of each row (:func:`canonical`) replicated into the cells of its group under the new
     mapping. Groups hash the lineage exactly as the plan's delta program does (the columns
     cast back to the plan's types), so the batches after the migration find every row. A hybrid
     equi-join (``hybrid``: its old and new layout) may also change its heavy keys: a heavy
-    key's rows are replicated as above, a light key's row goes to the one cell its key hashes to."""
+    key's rows are replicated as above, a light key's row goes to the one cell its key hashes to.
+    With ``old`` None, ``current`` is the state of a hashed equi-join (no cell: each row once)
+    becoming the hybrid ``t`` (:mod:`.matrices`, ``matrix_equi="auto"``)."""
     cell = next(k for k in t.keys if k.endswith("._cell"))
     lineage = [f for f in t.state.key if not f.name.endswith(("._cell", "._bucket"))]
-    (_, m_old), (n_new, m_new) = old, new
+    n_new, m_new = new
     hashed = ", ".join(["'R'" if side == 0 else "'S'"] + [f"CAST({quote(f.name)} AS {f.type.sql()})" for f in lineage])
     group = f"pmod(xxhash64({hashed}), {n_new if side == 0 else m_new}L)"
     replicas = f"{(m_new if side == 0 else n_new) - 1}L"
@@ -206,7 +208,7 @@ def migrate(t: StateTable, current: str, side: int, old: tuple[int, int], new: t
         heavy = after.is_heavy(t)
         replicas = f"CASE WHEN {heavy} THEN {replicas} ELSE 0L END"
         new_cell = f"CASE WHEN {heavy} THEN {new_cell} ELSE {after.hashed(t)} END"
-    keep = canonical(t, side, m_old, hybrid[0] if hybrid is not None else None)
+    keep = "true" if old is None else canonical(t, side, old[1], hybrid[0] if hybrid is not None else None)
     cols = [f"{new_cell} AS {quote(n)}" if n == cell else quote(n) for n, _ in t.columns]
     # Distributed without conform's casts (the columns keep their types; the new cell is a
     # BIGINT): through a cast of a column to its own type, Spark 4 records the checkpoint's hash
