@@ -453,3 +453,23 @@ def test_a_batch_over_large_states_shuffles_only_its_own_rows(spark, tmp_path, m
         assert sorted(rows_of(q)) == [(1, 6), (2, 7)]
     finally:
         q.stop()
+
+
+def test_steps_run_side_by_side_carry_the_job_tag_and_print_no_warning(spark):
+    """A batch's independent steps run in threads that keep the caller's job tag (a controller
+    cancels a step by it), and without PySpark's "Spark session is not provided" warning, which
+    printed once after every restart of a long run."""
+    import warnings
+
+    from streamfold.runtime.batch import parallel
+
+    sc = spark.sparkContext
+    sc.addJobTag("sf-parallel-test")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tags = parallel(spark, [sc.getJobTags, sc.getJobTags])
+    finally:
+        sc.removeJobTag("sf-parallel-test")
+    assert all("sf-parallel-test" in t for t in tags)
+    assert [str(w.message) for w in caught] == []

@@ -496,7 +496,7 @@ class Engine:
         for level in self._levels:
             with self._phase("h ⊗ " + " ".join(s.state for s in level)):
                 todo = [s for s in level if s.state not in given]
-                done = parallel([partial(self.control.guard, batch, f"{label}Δ{s.state}",
+                done = parallel(self.spark, [partial(self.control.guard, batch, f"{label}Δ{s.state}",
                                          partial(self._step, batch, s, reads, views, eager)) for s in todo])
             results = [(s, given[s.state]) for s in level if s.state in given]
             for step, df in results + [pair for r in done for pair in r]:
@@ -620,7 +620,7 @@ class Engine:
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
-                written += parallel([partial(self._emit, sql, target) for sql, target in outputs[1:]])
+                written += parallel(self.spark, [partial(self._emit, sql, target) for sql, target in outputs[1:]])
         except Exception as e:  # noqa: BLE001
             raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
         return written[0], written[1]
