@@ -328,6 +328,26 @@ def test_keep_snapshots_prunes_old_ones(spark, tmp_path):
         q.stop()
 
 
+def test_pruning_snapshots_costs_what_is_left_to_prune_not_the_batch_number(spark, tmp_path, monkeypatch):
+    """After batch 100,000 of a long run, --keep-snapshots looks at the snapshots there are; it
+    looked for every batch's since the first, after every batch (a cost growing with the run)."""
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    os.makedirs(src)
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", keep_snapshots=2, schemas={"S": "k INT, v BIGINT"})
+    try:
+        for i in range(3):
+            put(src, f"{i}.parquet", [(i, i)])
+            q.process_available()
+        looked: list[str] = []
+        real = engine_module.files.remove
+        monkeypatch.setattr(engine_module.files, "remove", lambda p: (looked.append(p), real(p)))
+        q.engine._after_commit(100_000)  # as if batch 100,000 had just committed
+        assert len(looked) <= 2 and os.listdir(os.path.join(tmp, "out", "snapshots")) == []
+    finally:
+        q.stop()
+
+
 @pytest.mark.slow
 def test_static_table_join_is_not_listed_in_inputs(spark, tmp_path):
     tmp = str(tmp_path)

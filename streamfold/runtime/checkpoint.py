@@ -91,6 +91,14 @@ class OutputDir:
     def read_commit(self, batch: int) -> dict[str, Any]:
         return files.read_json(self.commit_path(batch))  # type: ignore[no-any-return]
 
+    def prune_snapshots(self, before: int) -> None:
+        """Delete the snapshots of batches before ``before``: those there are, so a batch's
+        pruning costs what is left to prune, not a look for every batch since the first."""
+        if os.path.isdir(self.snapshots):
+            for n in os.listdir(self.snapshots):
+                if _BATCH.match(n) and int(n) < before:
+                    files.remove(os.path.join(self.snapshots, n))
+
     def discard_after(self, batch: int) -> None:
         """Remove outputs of batches after ``batch`` (never committed) and interrupted writes."""
         for directory in (self.snapshots, self.changes):

@@ -654,8 +654,7 @@ class Engine:
             self.checkpoint.prune(batch)
         keep = self.config.keep_snapshots
         if keep:
-            for b in range(0, batch - keep + 1):
-                files.remove(self.output.snapshot_path(b))
+            self.output.prune_snapshots(batch - keep + 1)
 
     # -- the strategy of a batch (runtime/strategy.py) ------------------------------------------
     def _choose(self, batch: int, rows: Mapping[str, int]) -> Choice:
