@@ -328,6 +328,23 @@ def test_keep_snapshots_prunes_old_ones(spark, tmp_path):
         q.stop()
 
 
+def test_a_query_keeps_the_last_batches_results_in_memory_not_every_one(spark, tmp_path, monkeypatch):
+    """A long run's handle does not grow by a result per batch (the commit records have them all)."""
+    from streamfold.runtime.query import Query
+
+    monkeypatch.setattr(Query, "RESULTS_KEPT", 2)
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    os.makedirs(src)
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", schemas={"S": "k INT, v BIGINT"})
+    try:
+        for i in range(3):
+            put(src, f"{i}.parquet", [(i, i)])
+            q.process_available()
+        assert [r.batch for r in q.results] == [1, 2]
+    finally:
+        q.stop()
+
 def test_pruning_snapshots_costs_what_is_left_to_prune_not_the_batch_number(spark, tmp_path, monkeypatch):
     """After batch 100,000 of a long run, --keep-snapshots looks at the snapshots there are; it
     looked for every batch's since the first, after every batch (a cost growing with the run)."""
