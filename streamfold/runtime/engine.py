@@ -345,7 +345,11 @@ class Engine:
                     files.remove(self.checkpoint.offsets_path(batch))
                     e.hint = f"{e.hint}; {BAD_FILE_HINT}" if e.hint else BAD_FILE_HINT
                     raise
-                inputs = self.reader.quarantine(e, inputs, self.output.root, self.progress)
+                # The batch stops naming the file before it moves: a run killed in between
+                # redoes the batch without it (not over a file that is no longer there).
+                inputs = self.reader.without(e, inputs)
+                self.checkpoint.write_offsets(batch, inputs)
+                self.reader.quarantine(e, self.output.root, self.progress)
             except RedoBatch as redo:  # the controller drops the batch's work: files skipped, or a new plan
                 if redo.before is not None:
                     redo.before()
