@@ -510,3 +510,37 @@ def test_steps_run_side_by_side_carry_the_job_tag_and_print_no_warning(spark):
         sc.removeJobTag("sf-parallel-test")
     assert all("sf-parallel-test" in t for t in tags)
     assert [str(w.message) for w in caught] == []
+
+
+def test_a_restart_reads_the_files_consumed_from_one_fold_not_an_offsets_file_per_batch(tmp_path, monkeypatch):
+    """Compaction folds the offsets of the batches up to it into one file: a restart's reads (and
+    the checkpoint's files) stop growing with the number of batches the run has made."""
+    from streamfold.runtime import checkpoint as checkpoint_module
+    from streamfold.runtime.checkpoint import Checkpoint, OutputDir
+
+    out = OutputDir(str(tmp_path / "out"))
+    cp = Checkpoint(str(tmp_path / "out" / "_checkpoint"))
+    for b in range(50):
+        cp.write_offsets(b, {"S": [f"{b}.parquet"]})
+        os.makedirs(cp.delta_dir(b))
+        out.commit(b, {"batch": b, "inputs": {"S": [f"{b}.parquet"]}, "strategy": "incremental"})
+    os.makedirs(cp.base_dir(39))
+    cp.prune(39)  # compaction after batch 39
+    assert sorted(os.listdir(cp.offsets)) == [f"{b:06d}.json" for b in range(40, 50)] + ["consumed-000039.json"]
+
+    reads: list[str] = []
+    real = checkpoint_module.files.read_json
+    monkeypatch.setattr(checkpoint_module.files, "read_json", lambda p: (reads.append(p), real(p))[1])
+    rec = cp.recover(out, ["S"])
+    assert rec.consumed == {"S": {f"{b}.parquet" for b in range(50)}} and (rec.base, rec.deltas) == (39, list(range(40, 50)))
+    assert len(reads) == 11  # the fold and the ten batches since
+
+    # killed after writing a fold, before dropping what it replaces: the same files, and the next fold tidies up
+    cp.write_offsets(50, {"S": ["50.parquet"]})
+    os.makedirs(cp.delta_dir(50))
+    out.commit(50, {"batch": 50, "inputs": {"S": ["50.parquet"]}, "strategy": "incremental"})
+    checkpoint_module.files.write_json(cp.consumed_path(50), {"batch": 50, "inputs": {"S": sorted(f"{b}.parquet" for b in range(51))}})
+    assert cp.recover(out, ["S"]).consumed == {"S": {f"{b}.parquet" for b in range(51)}}
+    os.makedirs(cp.base_dir(50))
+    cp.prune(50)
+    assert os.listdir(cp.offsets) == ["consumed-000050.json"]
