@@ -691,7 +691,11 @@ class Engine:
     def _resume_cost(self) -> None:
         """The history's rows and the cost model's calibration, from the last commits."""
         last = self.recovery.last_committed
-        records = [self.output.read_commit(b) for b in range(max(0, last - 2 * WINDOW), last + 1)]
+        # The last batches, and batch 0 (a build: the per-row rate that predicts recomputes and
+        # rebuilds); without it a restart after batch 2 × WINDOW left the model nothing to predict
+        # a recompute with, and --strategy auto stayed incremental for the rest of the run.
+        window = range(max(0, last - 2 * WINDOW), last + 1)
+        records = [self.output.read_commit(b) for b in ([0] if window.start > 0 else []) + list(window)]
         if "history_rows" in records[-1]:
             self._history_rows = int(records[-1]["history_rows"])
         else:  # written by a streamfold without strategies: every batch's rows
