@@ -230,6 +230,34 @@ def test_a_bad_file_stops_the_run_nothing_is_committed_and_a_rerun_without_it_re
         q.stop()
 
 
+def test_a_file_with_a_column_of_no_type_is_bad_input_named_and_a_rerun_without_it_resumes(spark, tmp_path):
+    """An empty (or all-NULL) column pyarrow wrote as type `null` stopped the run with an error
+    naming no file and left the batch naming it: after the file was moved away, as a user would,
+    the next run failed again on the missing file."""
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "0.parquet", [(1, 10)])
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k")
+    try:
+        q.process_available()
+        put(src, "1.parquet", [(2, 20)])
+        pq.write_table(pa.table({"k": pa.array([], pa.int32()), "v": pa.array([])}), os.path.join(src, "2.parquet"))
+        with pytest.raises(BadInputError) as info:
+            q.process_available()
+        assert (info.value.code, info.value.params["name"], info.value.params["column"]) == \
+            ("UNSUPPORTED_COLUMN_TYPE", "2.parquet", "v")
+        assert "--on-bad-file quarantine" in (info.value.hint or "")
+    finally:
+        q.stop()
+    os.rename(os.path.join(src, "2.parquet"), os.path.join(tmp, "2.parquet"))
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k")
+    try:
+        result = q.process_available()
+        assert result is not None and result.inputs == {"S": ["1.parquet"]}
+        assert sorted(rows_of(q)) == [(1, 10), (2, 20)]
+    finally:
+        q.stop()
+
 @pytest.mark.slow
 def test_quarantine_sets_the_bad_file_aside_and_goes_on(spark, tmp_path):
     tmp = str(tmp_path)
