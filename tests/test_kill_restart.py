@@ -109,3 +109,51 @@ def test_sigkill_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_pat
         result = compare(actual, duckdb_answer(SQL, {"S": prefix}))
         assert result.matches, f"batch {b} after restarts: {result.detail}"
     assert sorted(consumed) == sorted(by_name), "every file is applied exactly once"
+
+
+class _Killed(BaseException):
+    """The process dying at this instant (nothing after it runs, no handler catches it)."""
+
+
+def test_killed_right_after_quarantining_a_file_the_rerun_commits_the_batch_without_it(spark, tmp_path, monkeypatch):
+    """--on-bad-file quarantine moves a bad file away; a run killed just after the move must not
+    leave a batch whose recorded inputs name the moved file (every rerun failed on it)."""
+    import shutil
+
+    import streamfold
+    from streamfold.runtime import inputs as inputs_module
+
+    src, out = str(tmp_path / "S"), str(tmp_path / "out")
+    os.makedirs(src)
+    good = pa.Table.from_pylist([{"k": 1, "v": 5, "_weight": 1}, {"k": 2, "v": 7, "_weight": 1}], schema=SCHEMA)
+    _write(src, 0, good)
+    with open(os.path.join(src, "0001.parquet"), "wb") as fh:
+        fh.write(b"PAR1 not parquet")
+
+    def run():
+        return streamfold.start(SQL, {"S": src}, out, spark=spark, background=False, partitions=2,
+                                on_bad_file="quarantine")
+
+    real_move = shutil.move
+
+    def move_then_die(a, b):
+        real_move(a, b)
+        raise _Killed
+
+    q = run()
+    monkeypatch.setattr(inputs_module.shutil, "move", move_then_die)
+    with pytest.raises(_Killed):
+        q.process_available()
+    q.engine.close()
+    monkeypatch.undo()
+
+    q = run()
+    try:
+        assert q.process_available() is not None
+        assert q.commit(0)["inputs"] == {"S": ["0000.parquet"]}
+        assert os.listdir(os.path.join(out, "quarantine", "S"))[:1] == ["0001.parquet"]
+        check = compare(q.snapshot_pandas(0).itertuples(index=False, name=None),
+                        duckdb_answer(SQL, {"S": [good]}))
+        assert check.matches, check.detail
+    finally:
+        q.stop()

@@ -230,6 +230,34 @@ def test_a_bad_file_stops_the_run_nothing_is_committed_and_a_rerun_without_it_re
         q.stop()
 
 
+def test_a_file_with_a_column_of_no_type_is_bad_input_named_and_a_rerun_without_it_resumes(spark, tmp_path):
+    """An empty (or all-NULL) column pyarrow wrote as type `null` stopped the run with an error
+    naming no file and left the batch naming it: after the file was moved away, as a user would,
+    the next run failed again on the missing file."""
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    put(src, "0.parquet", [(1, 10)])
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k")
+    try:
+        q.process_available()
+        put(src, "1.parquet", [(2, 20)])
+        pq.write_table(pa.table({"k": pa.array([], pa.int32()), "v": pa.array([])}), os.path.join(src, "2.parquet"))
+        with pytest.raises(BadInputError) as info:
+            q.process_available()
+        assert (info.value.code, info.value.params["name"], info.value.params["column"]) == \
+            ("UNSUPPORTED_COLUMN_TYPE", "2.parquet", "v")
+        assert "--on-bad-file quarantine" in (info.value.hint or "")
+    finally:
+        q.stop()
+    os.rename(os.path.join(src, "2.parquet"), os.path.join(tmp, "2.parquet"))
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k")
+    try:
+        result = q.process_available()
+        assert result is not None and result.inputs == {"S": ["1.parquet"]}
+        assert sorted(rows_of(q)) == [(1, 10), (2, 20)]
+    finally:
+        q.stop()
+
 @pytest.mark.slow
 def test_quarantine_sets_the_bad_file_aside_and_goes_on(spark, tmp_path):
     tmp = str(tmp_path)
@@ -324,6 +352,43 @@ def test_keep_snapshots_prunes_old_ones(spark, tmp_path):
             q.process_available()
         assert sorted(os.listdir(os.path.join(tmp, "out", "snapshots"))) == ["000002", "000003"]
         assert len(os.listdir(os.path.join(tmp, "out", "changes"))) == 4
+    finally:
+        q.stop()
+
+
+def test_a_query_keeps_the_last_batches_results_in_memory_not_every_one(spark, tmp_path, monkeypatch):
+    """A long run's handle does not grow by a result per batch (the commit records have them all)."""
+    from streamfold.runtime.query import Query
+
+    monkeypatch.setattr(Query, "RESULTS_KEPT", 2)
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    os.makedirs(src)
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", schemas={"S": "k INT, v BIGINT"})
+    try:
+        for i in range(3):
+            put(src, f"{i}.parquet", [(i, i)])
+            q.process_available()
+        assert [r.batch for r in q.results] == [1, 2]
+    finally:
+        q.stop()
+
+def test_pruning_snapshots_costs_what_is_left_to_prune_not_the_batch_number(spark, tmp_path, monkeypatch):
+    """After batch 100,000 of a long run, --keep-snapshots looks at the snapshots there are; it
+    looked for every batch's since the first, after every batch (a cost growing with the run)."""
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    os.makedirs(src)
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", keep_snapshots=2, schemas={"S": "k INT, v BIGINT"})
+    try:
+        for i in range(3):
+            put(src, f"{i}.parquet", [(i, i)])
+            q.process_available()
+        looked: list[str] = []
+        real = engine_module.files.remove
+        monkeypatch.setattr(engine_module.files, "remove", lambda p: (looked.append(p), real(p)))
+        q.engine._after_commit(100_000)  # as if batch 100,000 had just committed
+        assert len(looked) <= 2 and os.listdir(os.path.join(tmp, "out", "snapshots")) == []
     finally:
         q.stop()
 
@@ -497,3 +562,57 @@ def test_an_interrupted_batch_whose_file_was_removed_is_redone_without_it(spark,
             assert json.load(f)["inputs"] == {"S": ["2.parquet"]}
     finally:
         q.stop()
+
+
+def test_steps_run_side_by_side_carry_the_job_tag_and_print_no_warning(spark):
+    """A batch's independent steps run in threads that keep the caller's job tag (a controller
+    cancels a step by it), and without PySpark's "Spark session is not provided" warning, which
+    printed once after every restart of a long run."""
+    import warnings
+
+    from streamfold.runtime.batch import parallel
+
+    sc = spark.sparkContext
+    sc.addJobTag("sf-parallel-test")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tags = parallel(spark, [sc.getJobTags, sc.getJobTags])
+    finally:
+        sc.removeJobTag("sf-parallel-test")
+    assert all("sf-parallel-test" in t for t in tags)
+    assert [str(w.message) for w in caught] == []
+
+
+def test_a_restart_reads_the_files_consumed_from_one_fold_not_an_offsets_file_per_batch(tmp_path, monkeypatch):
+    """Compaction folds the offsets of the batches up to it into one file: a restart's reads (and
+    the checkpoint's files) stop growing with the number of batches the run has made."""
+    from streamfold.runtime import checkpoint as checkpoint_module
+    from streamfold.runtime.checkpoint import Checkpoint, OutputDir
+
+    out = OutputDir(str(tmp_path / "out"))
+    cp = Checkpoint(str(tmp_path / "out" / "_checkpoint"))
+    for b in range(50):
+        cp.write_offsets(b, {"S": [f"{b}.parquet"]})
+        os.makedirs(cp.delta_dir(b))
+        out.commit(b, {"batch": b, "inputs": {"S": [f"{b}.parquet"]}, "strategy": "incremental"})
+    os.makedirs(cp.base_dir(39))
+    cp.prune(39)  # compaction after batch 39
+    assert sorted(os.listdir(cp.offsets)) == [f"{b:06d}.json" for b in range(40, 50)] + ["consumed-000039.json"]
+
+    reads: list[str] = []
+    real = checkpoint_module.files.read_json
+    monkeypatch.setattr(checkpoint_module.files, "read_json", lambda p: (reads.append(p), real(p))[1])
+    rec = cp.recover(out, ["S"])
+    assert rec.consumed == {"S": {f"{b}.parquet" for b in range(50)}} and (rec.base, rec.deltas) == (39, list(range(40, 50)))
+    assert len(reads) == 11  # the fold and the ten batches since
+
+    # killed after writing a fold, before dropping what it replaces: the same files, and the next fold tidies up
+    cp.write_offsets(50, {"S": ["50.parquet"]})
+    os.makedirs(cp.delta_dir(50))
+    out.commit(50, {"batch": 50, "inputs": {"S": ["50.parquet"]}, "strategy": "incremental"})
+    checkpoint_module.files.write_json(cp.consumed_path(50), {"batch": 50, "inputs": {"S": sorted(f"{b}.parquet" for b in range(51))}})
+    assert cp.recover(out, ["S"]).consumed == {"S": {f"{b}.parquet" for b in range(51)}}
+    os.makedirs(cp.base_dir(50))
+    cp.prune(50)
+    assert os.listdir(cp.offsets) == ["consumed-000050.json"]

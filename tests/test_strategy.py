@@ -102,6 +102,30 @@ def test_resume_calibrates_from_commit_records():
     assert model.choose(True, 10, 1020).estimates.keys() == {"incremental", "recompute", "rebuild"}
 
 
+
+def test_a_restart_long_after_batch_0_still_predicts_a_recompute(tmp_path):
+    """The model's recompute and rebuild rates come from builds (batch 0, rebuilds): a restart
+    after batch 40 reads batch 0's record besides the last ones, or --strategy auto could
+    predict no recompute and stayed incremental for the rest of the run."""
+    from types import SimpleNamespace
+
+    from streamfold.runtime.checkpoint import OutputDir
+    from streamfold.runtime.engine import Engine
+
+    out = OutputDir(str(tmp_path))
+    history = 0
+    for b in range(41):
+        rows = 1000 if b == 0 else 10
+        history += rows
+        out.commit(b, {"batch": b, "rows": {"S": rows}, "history_rows": history, "strategy": "incremental",
+                       "duration_s": 2.0 if b == 0 else 0.5})
+    engine = SimpleNamespace(output=out, recovery=SimpleNamespace(last_committed=40), cost=CostModel("auto"),
+                             _history_rows=0)
+    Engine._resume_cost(engine)  # type: ignore[arg-type]
+    choice = engine.cost.choose(False, 10, history)
+    assert engine._history_rows == history and {"recompute", "rebuild"} <= choice.estimates.keys()
+    assert choice.probe  # no recompute measured in this process: one is measured after the commit
+
 # -- the strategies' answers, against DuckDB ---------------------------------------------------------
 R = Source("R", (("a", "INT"), ("b", "INT"), ("c", "DOUBLE"), ("s", "STRING")), weighted=True)
 S = Source("S", (("k", "INT"), ("v", "INT")), weighted=True)

@@ -20,7 +20,7 @@ from . import lowering
 from .views import Resolve, Views, to_sql
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass
@@ -79,15 +79,18 @@ class BatchReads:
         return to_sql(rel, self.resolver(views), views)
 
 
-def parallel(jobs: list[Callable[[], Any]]) -> list[Any]:
-    """Run independent Spark jobs side by side (Spark schedules concurrent jobs); results in order.
+def parallel(spark: SparkSession, jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Run independent Spark jobs of ``spark`` side by side (Spark schedules concurrent jobs);
+    results in order.
 
     Each job's thread carries the calling thread's Spark local properties (a controller cancels a
-    step's jobs by their job tag)."""
+    step's jobs by their job tag) and the session's tags. (Given no session, PySpark warns on
+    stderr, once per process: a line of noise after every restart.)"""
     if len(jobs) <= 1:
         return [job() for job in jobs]
     from pyspark.util import inheritable_thread_target
 
+    carry = inheritable_thread_target(spark)
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = [pool.submit(inheritable_thread_target(job)) for job in jobs]
+        futures = [pool.submit(carry(job)) for job in jobs]
         return [f.result() for f in futures]

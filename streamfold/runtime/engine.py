@@ -370,7 +370,11 @@ class Engine:
                     files.remove(self.checkpoint.offsets_path(batch))
                     e.hint = f"{e.hint}; {BAD_FILE_HINT}" if e.hint else BAD_FILE_HINT
                     raise
-                inputs = self.reader.quarantine(e, inputs, self.output.root, self.progress)
+                # The batch stops naming the file before it moves: a run killed in between
+                # redoes the batch without it (not over a file that is no longer there).
+                inputs = self.reader.without(e, inputs)
+                self.checkpoint.write_offsets(batch, inputs)
+                self.reader.quarantine(e, self.output.root, self.progress)
             except RedoBatch as redo:  # the controller drops the batch's work: files skipped, or a new plan
                 if redo.before is not None:
                     redo.before()
@@ -539,7 +543,7 @@ class Engine:
         for level in self._levels:
             with self._phase("h ⊗ " + " ".join(s.state for s in level)):
                 todo = [s for s in level if s.state not in given]
-                done = parallel([partial(self.control.guard, batch, f"{label}Δ{s.state}",
+                done = parallel(self.spark, [partial(self.control.guard, batch, f"{label}Δ{s.state}",
                                          partial(self._step, batch, s, reads, views, eager)) for s in todo])
             results = [(s, given[s.state]) for s in level if s.state in given]
             for step, df in results + [pair for r in done for pair in r]:
@@ -663,7 +667,7 @@ class Engine:
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
-                written += parallel([partial(self._emit, sql, target) for sql, target in outputs[1:]])
+                written += parallel(self.spark, [partial(self._emit, sql, target) for sql, target in outputs[1:]])
         except Exception as e:  # noqa: BLE001
             raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
         return written[0], written[1]
@@ -697,8 +701,7 @@ class Engine:
             self.checkpoint.prune(batch)
         keep = self.config.keep_snapshots
         if keep:
-            for b in range(0, batch - keep + 1):
-                files.remove(self.output.snapshot_path(b))
+            self.output.prune_snapshots(batch - keep + 1)
 
     # -- the strategy of a batch (runtime/strategy.py) ------------------------------------------
     def _choose(self, batch: int, rows: Mapping[str, int]) -> Choice:
@@ -731,7 +734,11 @@ class Engine:
     def _resume_cost(self) -> None:
         """The history's rows and the cost model's calibration, from the last commits."""
         last = self.recovery.last_committed
-        records = [self.output.read_commit(b) for b in range(max(0, last - 2 * WINDOW), last + 1)]
+        # The last batches, and batch 0 (a build: the per-row rate that predicts recomputes and
+        # rebuilds); without it a restart after batch 2 × WINDOW left the model nothing to predict
+        # a recompute with, and --strategy auto stayed incremental for the rest of the run.
+        window = range(max(0, last - 2 * WINDOW), last + 1)
+        records = [self.output.read_commit(b) for b in ([0] if window.start > 0 else []) + list(window)]
         if "history_rows" in records[-1]:
             self._history_rows = int(records[-1]["history_rows"])
         else:  # written by a streamfold without strategies: every batch's rows

@@ -111,22 +111,30 @@ class BatchReader:
         return BadInputError(f"a file of this batch cannot be read: {first_line(cause) if cause else 'unknown'}",
                              code="UNREADABLE_BATCH", params={"sources": list(inputs)})
 
-    def quarantine(self, error: BadInputError, inputs: dict[str, list[str]], root: str,
-                   progress: Callable[[str], None]) -> dict[str, list[str]]:
-        """Move the file ``error`` names to ``root/quarantine/<source>/`` with the error beside it;
-        the batch's inputs without it."""
+    @staticmethod
+    def without(error: BadInputError, inputs: dict[str, list[str]]) -> dict[str, list[str]]:
+        """The batch's inputs without the file ``error`` names (a file error names its source)."""
         source, name = error.params.get("source"), error.params.get("name")
         if source is None or name is None:
             raise error
+        return {k: [n for n in v if not (k == source and n == name)] for k, v in inputs.items()}
+
+    def quarantine(self, error: BadInputError, root: str, progress: Callable[[str], None]) -> None:
+        """Move the file ``error`` names to ``root/quarantine/<source>/`` with the error beside it.
+
+        The caller has durably taken it out of the batch's inputs first: a batch whose recorded
+        inputs name a file already moved could never run again."""
+        source, name = error.params["source"], error.params["name"]
         spec = self.specs[source.lower()]
         target_dir = os.path.join(root, "quarantine", source)
         os.makedirs(target_dir, exist_ok=True)
-        shutil.move(os.path.join(spec.path, name), os.path.join(target_dir, name))
+        path = os.path.join(spec.path, name)
+        if os.path.exists(path):  # (else moved by a run killed before it wrote the error)
+            shutil.move(path, os.path.join(target_dir, name))
         with open(os.path.join(target_dir, name + ".error.txt"), "w", encoding="utf-8") as fh:
             fh.write(str(error) + "\n")
         log.warning("quarantined %s/%s: %s", source, name, error.message)
         progress(f"quarantined {source}/{name}: {error.message}")
-        return {k: [n for n in v if not (k == source and n == name)] for k, v in inputs.items()}
 
 
 def _unpersist(frames: list) -> None:

@@ -192,7 +192,7 @@ class ExactIterationLoop(_DeltaLoop):
         chunk = rp.nested
         value: DataFrame | None = None
         try:
-            inputs.update(zip(needed, parallel([partial(keep, n) for n in needed])))
+            inputs.update(zip(needed, parallel(self.spark, [partial(keep, n) for n in needed])))
             step_rel = rp.step.transform(checkpointed)  # the start reads its inputs once: as they are
             value = materialize(self.spark.sql(sql(rp.start, None)), True)
             done = 0

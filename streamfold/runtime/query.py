@@ -6,6 +6,7 @@ import gc
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,14 @@ class GarbageCollector:
 
 
 class Query:
-    """A continuous query: its engine, optionally a background thread polling for new files."""
+    """A continuous query: its engine, optionally a background thread polling for new files.
+
+    ``results`` holds the last :attr:`RESULTS_KEPT` batches' results (each batch's commit record
+    stays in ``OUTPUT/commits/``): a run of months would otherwise keep one per batch in memory,
+    with its waterfall under ``profile``.
+    """
+
+    RESULTS_KEPT = 1000
 
     def __init__(self, engine: Engine, spark: SparkSession) -> None:
         self.engine = engine
@@ -71,7 +79,7 @@ class Query:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
-        self.results: list[BatchResult] = []
+        self.results: deque[BatchResult] = deque(maxlen=self.RESULTS_KEPT)
         self.on_batch: Callable[[BatchResult], None] | None = None
         self.garbage = GarbageCollector()
 

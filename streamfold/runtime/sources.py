@@ -184,7 +184,19 @@ def _parquet_columns(path: str) -> list[tuple[str, DataType]]:
     except Exception as e:  # pyarrow raises several kinds for a damaged file
         raise BadInputError(f"{path} is not a readable Parquet file: {e}", code="UNREADABLE_FILE",
                             params={"file": path, "format": "parquet"}) from None
-    return [(f.name, arrow_type(f.type)) for f in schema]
+    columns = []
+    for f in schema:
+        try:
+            columns.append((f.name, arrow_type(f.type)))
+        except SourceError:
+            # A fault of this file (pyarrow writes an empty or all-NULL column without a type as
+            # `null`): bad input that names the file, so it can be moved away or quarantined,
+            # not a failure of the run that leaves the batch naming it.
+            raise BadInputError(f"{path}: column `{f.name}` has type {f.type}, which is not supported",
+                                code="UNSUPPORTED_COLUMN_TYPE",
+                                params={"file": path, "column": f.name, "type": str(f.type)},
+                                hint="write the column with a type (a column of only NULLs needs one too)") from None
+    return columns
 
 
 def csv_header(path: str) -> list[str]:
