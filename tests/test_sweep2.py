@@ -88,3 +88,14 @@ def test_split_and_element_at_are_maintained(spark, tmp_path):
     # split is Spark's (a regular expression); sqlglot gives DuckDB str_split_regex
     _run(spark, tmp_path, "SELECT element_at(split(tags, ','), 1) AS first_tag, size(split(tags, ',')) AS n, "
          "count(*) AS rows, max(split(tags, ',')[1]) AS second FROM F GROUP BY 1, 2", uses="F")
+
+
+@pytest.mark.parametrize("sql", [
+    # the CTE's two copies name their column `cid` alike: the join compared cid with itself (a
+    # cross join, each pair once per row), and with `b.cid + 1` found nothing
+    "WITH u AS (SELECT DISTINCT cid FROM F) SELECT a.cid, b.cid AS cid2 FROM u a LEFT JOIN u b ON a.cid = b.cid + 1",
+    "SELECT a.cid, count(*) AS n FROM (SELECT DISTINCT cid, qty FROM F) a JOIN (SELECT DISTINCT cid, qty FROM F) b "
+    "ON a.cid = b.cid AND a.qty > b.qty GROUP BY a.cid",
+], ids=["distinct-cte-self-left-join", "distinct-derived-self-join-agg"])
+def test_a_distinct_relation_joined_with_itself_is_kept_apart(spark, tmp_path, sql):
+    _run(spark, tmp_path, sql, uses="F")
