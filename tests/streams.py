@@ -70,10 +70,12 @@ class Run:
 def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list[dict[str, list[tuple]]],
                  tables: dict[str, list[tuple]] | None = None, ordered: bool = False,
                  oracle_sql: str | None = None, check: Callable[[int, list[tuple], dict], None] | None = None,
-                 **options) -> Run:
+                 empty_files: bool = False, **options) -> Run:
     """Feed ``batches`` (rows per source per batch) to ``sql`` and check every committed batch
     (against DuckDB running ``oracle_sql`` if given: DuckDB's own text for the query; and by
-    ``check(batch, snapshot, prefix)`` if given, ``prefix`` the Arrow tables of each source so far)."""
+    ``check(batch, snapshot, prefix)`` if given, ``prefix`` the Arrow tables of each source so far).
+    With ``empty_files`` a source given no rows in a batch gets a Parquet file without rows (else
+    no file)."""
     import streamfold
 
     tables = tables or {}
@@ -102,7 +104,7 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
         for i, batch in enumerate(batches):
             wrote = False
             for name, rows in batch.items():
-                if rows:
+                if rows or empty_files:
                     pq.write_table(by_name[name].table(rows), os.path.join(dirs[name], f"{i:04d}.parquet"))
                     prefix[name].append(by_name[name].table(rows))
                     wrote = True

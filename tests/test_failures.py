@@ -77,6 +77,8 @@ def test_a_failing_batch_names_the_spark_exception_through_the_api(spark, tmp_pa
     assert e.params["cause"] == "org.apache.spark.SparkNumberFormatException"
     assert e.params["cause_message"].startswith("[CAST_INVALID_INPUT]")
     assert "out_of_memory" not in e.params
+    # a row the query's own expression cannot compute: the hint says how the query can say what it is worth
+    assert e.params["data_error"] == "CAST_INVALID_INPUT" and "TRY_CAST" in e.hint
 
 
 def test_the_cli_prints_the_cause_and_with_verbose_the_whole_chain(spark, tmp_path, capsys):

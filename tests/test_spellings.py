@@ -79,3 +79,48 @@ def test_a_time_format_reaches_spark_in_its_own_pattern_letters(call: str, lower
     the argument is the column (date_format was refused as a call of `cast`; to_timestamp ran
     with the pattern ``%Y-%m…``)."""
     assert lowered in streamfold.explain(f"SELECT {call} AS x FROM F", SCHEMAS)
+
+
+def _aggregate_classes() -> list[type]:
+    from sqlglot import exp
+
+    found, todo = set(), [exp.AggFunc]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    return sorted(found, key=lambda c: c.__name__)
+
+
+def test_every_aggregate_spark_has_is_bound_or_refused_as_an_aggregate() -> None:
+    """Each aggregate sqlglot knows, called as Spark spells it, compiles or is refused with
+    UNSUPPORTED_AGGREGATE (not UNSUPPORTED_FUNCTION and a 'did you mean radians?', as median was)."""
+    from sqlglot import exp
+
+    codes: dict[str, str] = {}
+    for cls in _aggregate_classes():
+        if cls.__name__ in ("Any", "All") or not issubclass(cls, exp.Func):
+            continue  # `x = ANY (subquery)`: a comparison, refused as UNSUPPORTED_SUBQUERY
+        name = cls.sql_names()[0].lower() if cls.sql_names() else None
+        if name is None:
+            continue
+        args = ", ".join(["amount"] + ["cid"] * (len([a for a, req in cls.arg_types.items() if req]) - 1))
+        sql = f"SELECT status, {name}({args}) AS x FROM F GROUP BY status"
+        try:
+            streamfold.compile(sql, SCHEMAS)
+            codes[name] = "ok"
+        except streamfold.StreamfoldError as e:
+            codes[name] = e.code
+    assert codes["median"] == codes["corr"] == "UNSUPPORTED_AGGREGATE"
+    assert codes["sum"] == codes["avg"] == codes["variance"] == "ok"
+    assert "UNSUPPORTED_FUNCTION" not in codes.values() and "UNSUPPORTED_EXPRESSION" not in codes.values(), codes
+
+
+@pytest.mark.parametrize("call", ["every(amount > 0)", "some(amount > 0)", "product(amount)", "try_sum(amount)",
+                                  "collect_set(amount)", "bool_and(amount > 0)", "min_by(cid, amount)",
+                                  "percentile_approx(amount, 0.5)"])
+def test_spark_spellings_of_aggregates_are_refused_as_aggregates(call: str) -> None:
+    with pytest.raises(streamfold.UnsupportedError) as e:
+        streamfold.compile(f"SELECT status, {call} AS x FROM F GROUP BY status", SCHEMAS)
+    assert e.value.code == "UNSUPPORTED_AGGREGATE" and e.value.hint

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .types import (
-    BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, common_type, decimal,
+    BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, array, common_type, decimal,
 )
 
 TypeRule = Callable[[Sequence[DataType]], DataType]
@@ -98,6 +98,7 @@ FUNCTIONS.update({
     "hash": _fixed(INT),
     # arrays (nested data)
     "size": _array_fn(INT), "cardinality": _array_fn(INT), "array_contains": _array_fn(BOOLEAN),
+    "split": _fixed(array(STRING)),  # split(s, regex[, limit]): the pieces, read with element_at or [i]
 })
 
 NONDETERMINISTIC = frozenset({

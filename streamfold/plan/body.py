@@ -96,9 +96,15 @@ def _walk(rel: Rel, inputs: list[Input], preds: list[Expr], make_input: InputMak
         if rel.condition is not None:
             preds.extend(c.substitute(both) for c in conjuncts(rel.condition))
         return both
+    names = [f.name for f in rel.schema]
+    taken = {f.name for i in inputs for f in i.fields}
+    if any(n in taken for n in names):
+        # Columns are told apart by name in a body; scans' names carry their alias, but two derived
+        # inputs can name theirs alike (a DISTINCT CTE joined with itself: `cid` both sides)
+        rel = Project(rel, tuple((f"_in{len(inputs)}.{f.name}", f.ref()) for f in rel.schema))
     inp = make_input(rel, len(inputs))
     inputs.append(inp)
-    return {f.name: f.ref() for f in inp.fields}
+    return {n: f.ref() for n, f in zip(names, inp.fields)}
 
 
 def _classify(body: Body, p: Expr) -> None:

@@ -24,6 +24,15 @@ from ..errors import BatchError, Cause
 MAX_CAUSES = 20  # a chain longer than this is cut (cycles are guarded against separately)
 STACK_FRAMES = 25  # frames kept of the innermost Java throwable's stack
 OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "org.apache.spark.memory.SparkOutOfMemoryError")
+# Spark's error classes for a value its ANSI rules cannot compute, and the spelling that gives NULL
+# instead (the batch query fails on the same rows; the query must say what such a row is worth)
+DATA_ERRORS = {
+    "CAST_INVALID_INPUT": "TRY_CAST(x AS type)", "CAST_OVERFLOW": "TRY_CAST(x AS type)",
+    "CAST_OVERFLOW_IN_TABLE_INSERT": "TRY_CAST(x AS type)", "CANNOT_PARSE_TIMESTAMP": "try_to_timestamp",
+    "ARITHMETIC_OVERFLOW": "try_add/try_subtract/try_multiply, or a wider type (CAST to DECIMAL or BIGINT)",
+    "NUMERIC_VALUE_OUT_OF_RANGE": "a wider DECIMAL, or TRY_CAST",
+    "DATETIME_FIELD_OUT_OF_BOUNDS": "a guard (CASE WHEN …) around the date function",
+}
 
 
 def java_throwable(error: BaseException) -> Any | None:
@@ -109,9 +118,16 @@ def batch_failure(batch: int, step: str, doing: str, error: BaseException, local
                               "cause": inner.name if inner else type(error).__name__,
                               "cause_message": inner.summary.partition(": ")[2] if inner else ""}
     hint = None
+    data_error = next((name for c in chain for name in DATA_ERRORS if c.message.startswith(f"[{name}]")), None)
     if out_of_memory(chain):
         params["out_of_memory"] = True
         hint = memory_hint(local)
+    elif data_error is not None:
+        params["data_error"] = data_error
+        hint = (f"a value in this batch's rows cannot be computed under Spark's ANSI rules ({data_error}); the "
+                f"batch query fails on the same rows, and nothing of this batch was applied. Say in the query what "
+                f"such a row is worth — {DATA_ERRORS[data_error]} gives NULL — and start it again, or correct "
+                f"the file")
     else:
         hint = "streamfold run --verbose (or STREAMFOLD_VERBOSE=1) shows the whole chain of causes"
     return BatchError(f"batch {batch} failed {doing}: {summary}", code="BATCH_FAILED", params=params,

@@ -23,7 +23,7 @@ from ..ir.rel import (
     JoinKind, SetKind, SetOp, Sort, SortKey, Union,
 )
 from ..ir.types import BOOLEAN, common_type
-from .bind_expr import ExprBinder
+from .bind_expr import WINDOW_HINT, ExprBinder
 from .catalog import Catalog
 from .iterate import Iterative, extract
 from .parse import parse, span_of, widen_to_call
@@ -323,7 +323,13 @@ class _QueryBinder:
         return lambda node, scope: self.query(node, ctes, scope)
 
     def select(self, node: exp.Select, ctes: dict[str, _Cte], parent: Scope | None = None) -> tuple[Rel, list[str]]:
-        for unsupported in ("windows", "qualify", "pivots", "connect", "sample"):
+        for clause, text in (("windows", "WINDOW"), ("qualify", "QUALIFY")):  # both name window functions
+            if node.args.get(clause):
+                found = node.args[clause]
+                raise self.err(UnsupportedError, "UNSUPPORTED_WINDOW",
+                               f"{text} (a clause of window functions) is not supported in a continuous query",
+                               found[0] if isinstance(found, list) else found, WINDOW_HINT, construct=text)
+        for unsupported in ("pivots", "connect", "sample"):
             if node.args.get(unsupported):
                 raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
                                node.args[unsupported] if not isinstance(node.args[unsupported], list)
@@ -334,7 +340,7 @@ class _QueryBinder:
             if window is not None:
                 raise self.err(UnsupportedError, "UNSUPPORTED_WINDOW",
                                "window functions (OVER …) are not supported in a continuous query", window,
-                               "use GROUP BY, or a join with an aggregated subquery", construct="window")
+                               WINDOW_HINT, construct="window")
         if node.args.get("distinct") and node.args["distinct"].args.get("on"):
             raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "DISTINCT ON is not supported",
                            node.args["distinct"], construct="DISTINCT ON")
@@ -345,9 +351,14 @@ class _QueryBinder:
         rel, generated = self._select_generators(node, rel, scope)
         items = self._select_items(node, scope, generated)
         group = node.args.get("group")
-        if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup")):
+        # `GROUP BY a WITH ROLLUP` is an argument of the clause; `GROUP BY GROUPING SETS (…)`,
+        # `ROLLUP (…)` and `CUBE (…)` are items of it
+        parts = [] if group is None else [*group.expressions, *(p for k in ("grouping_sets", "cube", "rollup")
+                                                                  for p in group.args.get(k) or [])]
+        grouping = next((p for p in parts if isinstance(p, (exp.GroupingSets, exp.Cube, exp.Rollup))), None)
+        if grouping is not None:
             raise self.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, CUBE and ROLLUP are not supported",
-                           group, "write one GROUP BY query per grouping, combined with UNION ALL",
+                           grouping, "write one GROUP BY query per grouping, combined with UNION ALL",
                            construct="grouping sets")
         having = node.args.get("having")
         if group is not None or having is not None or self._has_agg(items, node):

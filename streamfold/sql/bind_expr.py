@@ -31,11 +31,37 @@ _AGGS: dict[type, str] = {
 }
 _ANON_AGGS = {"var_samp": "var_samp", "var_pop": "var_pop", "stddev_samp": "stddev_samp",
               "stddev_pop": "stddev_pop", "std": "stddev", "mean": "avg"}
+# Spark's names for the aggregates sqlglot parses to a node of its own (others are named by the node)
 _UNSUPPORTED_AGGS = {
-    exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "collect_list", exp.Quantile: "percentile",
-    exp.AnyValue: "any_value", exp.First: "first", exp.Last: "last", exp.CountIf: "count_if",
-    exp.GroupConcat: "string_agg",
+    exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "collect_list", exp.ArrayUniqueAgg: "collect_set",
+    exp.Quantile: "percentile", exp.ApproxQuantile: "percentile_approx", exp.AnyValue: "any_value",
+    exp.First: "first", exp.Last: "last", exp.CountIf: "count_if", exp.GroupConcat: "string_agg",
+    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.ArgMin: "min_by", exp.ArgMax: "max_by",
+    exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or",
 }
+# Spark aggregates sqlglot does not know (parsed as anonymous calls)
+_UNSUPPORTED_ANON_AGGS = frozenset({
+    "every", "some", "product", "try_sum", "try_avg", "histogram_numeric", "count_min_sketch", "hll_sketch_agg",
+    "bit_xor", "regr_count", "regr_r2", "regr_sxx", "regr_sxy", "regr_syy", "regr_avgx", "regr_avgy",
+    "regr_intercept", "approx_top_k",
+})
+_SUPPORTED_AGGS = "supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance"
+# What to write instead, where there is an exact spelling
+_AGG_HINTS = {
+    "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",
+    "count_if": "write count(CASE WHEN p THEN 1 END), or count(*) FILTER (WHERE p)",
+    "bool_and": "write min(CAST(p AS INT)) = 1 (NULL over no rows, as bool_and)",
+    "every": "write min(CAST(p AS INT)) = 1 (NULL over no rows, as every)",
+    "bool_or": "write max(CAST(p AS INT)) = 1 (NULL over no rows, as bool_or)",
+    "some": "write max(CAST(p AS INT)) = 1 (NULL over no rows, as some)",
+    "first": "which row is first depends on the order Spark reads the files; use min or max",
+    "last": "which row is last depends on the order Spark reads the files; use min or max",
+    "any_value": "which row it picks depends on the order Spark reads the files; use min or max",
+}
+# What to write instead of a window function, for every refusal of one (OVER, WINDOW, QUALIFY)
+WINDOW_HINT = ("for a total per group use GROUP BY (joined back to the rows if they are needed); for the top rows "
+               "use ORDER BY … LIMIT on the outermost query; for the top rows per group compare with the group's "
+               "max/min in a subquery")
 _OPERATOR_NAMES: dict[type, str] = {exp.RegexpLike: "rlike", exp.RegexpILike: "rlike"}
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
@@ -84,12 +110,6 @@ class ExprBinder:
         for agg_cls, fn in _AGGS.items():
             if type(node) is agg_cls:
                 return self._agg(node, fn)
-        for unsupported, fn in _UNSUPPORTED_AGGS.items():
-            if isinstance(node, unsupported):
-                raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
-                                f"aggregate `{fn}` is not supported in a continuous query", node,
-                                "supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance",
-                                function=fn)
         if isinstance(node, (exp.Subquery, exp.Exists)):
             return self._subquery_expr(node)
         if isinstance(node, (exp.All, exp.Any)):
@@ -101,7 +121,9 @@ class ExprBinder:
         if isinstance(node, exp.Window):
             raise self._err(UnsupportedError, "UNSUPPORTED_WINDOW",
                             "window functions (OVER …) are not supported in a continuous query", node,
-                            "use GROUP BY, or a join with an aggregated subquery", construct="window")
+                            WINDOW_HINT, construct="window")
+        if isinstance(node, exp.AggFunc):  # every aggregate not bound above
+            raise self._unsupported_agg(node, _UNSUPPORTED_AGGS.get(type(node)) or node.sql_name().lower())
         if isinstance(node, exp.Func):
             return self._function(node)
         raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
@@ -469,6 +491,8 @@ class ExprBinder:
         name = m.group(1).lower() if m else _OPERATOR_NAMES.get(type(node), type(node).__name__.lower())
         if isinstance(node, exp.Anonymous) and name in _ANON_AGGS:
             return self._agg(node, _ANON_AGGS[name])
+        if isinstance(node, exp.Anonymous) and name in _UNSUPPORTED_ANON_AGGS:
+            raise self._unsupported_agg(node, name)
         if name in functions.NONDETERMINISTIC:
             raise self._err(
                 UnsupportedError, "NONDETERMINISTIC_FUNCTION",
@@ -498,7 +522,8 @@ class ExprBinder:
         agg: exp.Expr = node.this
         anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in _ANON_AGGS
         if not (anonymous or type(agg) in _AGGS):
-            if isinstance(agg, tuple(_UNSUPPORTED_AGGS)):
+            if isinstance(agg, exp.AggFunc) or (isinstance(agg, exp.Anonymous)
+                                                and agg.name.lower() in _UNSUPPORTED_ANON_AGGS):
                 return self.bind(agg)  # its own UNSUPPORTED_AGGREGATE
             raise self._err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "FILTER (WHERE …) applies only to an aggregate",
                             node, "write the condition in WHERE or in a CASE", construct="FILTER")
@@ -523,6 +548,11 @@ class ExprBinder:
             inner.replace(replacement)
         return self._agg(guarded, _ANON_AGGS[agg.name.lower()] if anonymous else _AGGS[type(agg)])
 
+    def _unsupported_agg(self, node: exp.Expr, fn: str) -> SqlError:
+        return self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
+                         f"aggregate `{fn}` is not supported in a continuous query", node,
+                         _AGG_HINTS.get(fn, _SUPPORTED_AGGS), function=fn)
+
     def _agg(self, node: exp.Expr, fn: str) -> Expr:
         if self.on_agg is None:
             raise self._err(
@@ -540,8 +570,10 @@ class ExprBinder:
             if len(inner.expressions) != 1 or isinstance(inner.expressions[0], exp.Star):
                 raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
                                 f"{fn}(DISTINCT …) over several columns is not supported", node,
-                                "count the rows of a SELECT DISTINCT in a derived table: "
-                                "SELECT count(*) FROM (SELECT DISTINCT a, b FROM …) t", function=fn)
+                                "count the rows of a SELECT DISTINCT in a derived table, without the rows "
+                                "with a NULL (which count(DISTINCT a, b) skips): SELECT count(*) FROM "
+                                "(SELECT DISTINCT a, b FROM … WHERE a IS NOT NULL AND b IS NOT NULL) t",
+                                function=fn)
             inner = inner.expressions[0]
         self._in_agg = True
         try:
