@@ -373,6 +373,7 @@ def test_a_query_keeps_the_last_batches_results_in_memory_not_every_one(spark, t
     finally:
         q.stop()
 
+
 def test_pruning_snapshots_costs_what_is_left_to_prune_not_the_batch_number(spark, tmp_path, monkeypatch):
     """After batch 100,000 of a long run, --keep-snapshots looks at the snapshots there are; it
     looked for every batch's since the first, after every batch (a cost growing with the run)."""
