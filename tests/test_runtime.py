@@ -340,16 +340,26 @@ def test_resume_after_stop_with_compaction(spark, tmp_path):
         q.stop()
 
 
+def _sums_over_files(spark, tmp: str, files: int, **kw):
+    """A sum per key over S with ``files`` one-row files, each its own batch: (the query, running)."""
+    src = os.path.join(tmp, "S")
+    os.makedirs(src)
+    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", schemas={"S": "k INT, v BIGINT"}, **kw)
+    try:
+        for i in range(files):
+            put(src, f"{i}.parquet", [(i, i)])
+            q.process_available()
+    except BaseException:
+        q.stop()
+        raise
+    return q
+
+
 @pytest.mark.slow
 def test_keep_snapshots_prunes_old_ones(spark, tmp_path):
     tmp = str(tmp_path)
-    src = os.path.join(tmp, "S")
-    os.makedirs(src)
-    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", keep_snapshots=2, schemas={"S": "k INT, v BIGINT"})
+    q = _sums_over_files(spark, tmp, 4, keep_snapshots=2)
     try:
-        for i in range(4):
-            put(src, f"{i}.parquet", [(i, i)])
-            q.process_available()
         assert sorted(os.listdir(os.path.join(tmp, "out", "snapshots"))) == ["000002", "000003"]
         assert len(os.listdir(os.path.join(tmp, "out", "changes"))) == 4
     finally:
@@ -361,14 +371,8 @@ def test_a_query_keeps_the_last_batches_results_in_memory_not_every_one(spark, t
     from streamfold.runtime.query import Query
 
     monkeypatch.setattr(Query, "RESULTS_KEPT", 2)
-    tmp = str(tmp_path)
-    src = os.path.join(tmp, "S")
-    os.makedirs(src)
-    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", schemas={"S": "k INT, v BIGINT"})
+    q = _sums_over_files(spark, str(tmp_path), 3)
     try:
-        for i in range(3):
-            put(src, f"{i}.parquet", [(i, i)])
-            q.process_available()
         assert [r.batch for r in q.results] == [1, 2]
     finally:
         q.stop()
@@ -378,13 +382,8 @@ def test_pruning_snapshots_costs_what_is_left_to_prune_not_the_batch_number(spar
     """After batch 100,000 of a long run, --keep-snapshots looks at the snapshots there are; it
     looked for every batch's since the first, after every batch (a cost growing with the run)."""
     tmp = str(tmp_path)
-    src = os.path.join(tmp, "S")
-    os.makedirs(src)
-    q = start(spark, tmp, "SELECT k, sum(v) FROM S GROUP BY k", keep_snapshots=2, schemas={"S": "k INT, v BIGINT"})
+    q = _sums_over_files(spark, tmp, 3, keep_snapshots=2)
     try:
-        for i in range(3):
-            put(src, f"{i}.parquet", [(i, i)])
-            q.process_available()
         looked: list[str] = []
         real = engine_module.files.remove
         monkeypatch.setattr(engine_module.files, "remove", lambda p: (looked.append(p), real(p)))
