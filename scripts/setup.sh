@@ -90,7 +90,11 @@ else
   say "studio page built ($BUNDLE, $(( $(wc -c < "$BUNDLE") / 1024 )) KB)"
 fi
 
-# 4. Chromium for the studio's browser tests (Debian's package; Playwright drives it, and never
+# 4. streamfold's JVM helpers (prepared plans): a small jar compiled with the Janino compiler Spark
+#    ships (no JDK needed), cached per source text and PySpark version; a no-op when up to date.
+"$VENV/bin/python" -m streamfold.runtime.jvm
+
+# 5. Chromium for the studio's browser tests (Debian's package; Playwright drives it, and never
 #    downloads a browser of its own).
 if [ -x /usr/bin/chromium ]; then
   say "chromium: $(/usr/bin/chromium --version 2>/dev/null | head -n 1)"

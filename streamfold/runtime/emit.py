@@ -9,6 +9,7 @@ renamed into place.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import files
@@ -46,7 +47,8 @@ def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
 
 
 def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str]]]],
-                  tasks: int | None = None, part: Part = no_part) -> list[int]:
+                  tasks: int | None = None, part: Part = no_part,
+                  collect: Callable[[DataFrame], pa.Table] | None = None) -> list[int]:
     """Write several small results computed by one Spark job (of ``tasks`` tasks, if given).
 
     ``parts`` are (SQL, target directory, its (column, Spark type) pairs). The results are stacked into one
@@ -55,17 +57,22 @@ def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str
     Row order within a part is kept (UNION ALL concatenates its inputs' partitions in order),
     so an ordered snapshot stays ordered — and so does coalescing into one task, which reads its
     inputs' partitions in order (with more tasks, partitions are grouped by locality: ``tasks``
-    above 1 is for unordered results only). ``part`` names the steps for a profile.
+    above 1 is for unordered results only). ``part`` names the steps for a profile; ``collect``,
+    if given, runs the stacked frame instead of ``toArrow`` (prepared plans: prepared.py).
     """
-    names = [[c for c, _ in cols] for _, _, cols in parts]
     with part("analyse outputs"):
         stacked = spark.sql(stack([(sql, cols) for sql, _, cols in parts]))  # type: ignore[attr-defined]
         if tasks is not None:
             stacked = stacked.coalesce(tasks)
     with part("plan + job + Arrow"):
-        table = stacked.toArrow()
+        table = stacked.toArrow() if collect is None else collect(stacked)
     with part("write files"):
-        return [_write_part(table, k, names[k], final) for k, (_, final, _) in enumerate(parts)]
+        return write_parts(table, [(final, [c for c, _ in cols]) for _, final, cols in parts])
+
+
+def write_parts(table: pa.Table, parts: list[tuple[str, list[str]]]) -> list[int]:
+    """Split a stacked table (:func:`emit_together`) into its parts' directories (target, columns)."""
+    return [_write_part(table, k, cols, final) for k, (final, cols) in enumerate(parts)]
 
 
 def _write_part(table: pa.Table, k: int, cols: list[str], final: str) -> int:

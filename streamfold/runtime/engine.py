@@ -39,7 +39,7 @@ from . import files, lowering
 from .answer import AnswerSql
 from .batch import BatchReads, parallel
 from .checkpoint import Checkpoint, OutputDir, batch_name
-from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together
+from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together, write_parts
 from .failures import batch_failure
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
@@ -47,6 +47,7 @@ from .lowering import HybridLayout
 from .profile import Profiler, Waterfall
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .matrices import MatrixDriver
+from .prepared import Prepared
 from .session import default_partitions, engine_session
 from .sources import (BAD_FILE_HINT, InputSpec, empty_frame, list_inputs, read_files, spark_struct, still_present,
                       table_paths)
@@ -227,6 +228,38 @@ class Engine:
         # whose states a rebuild computes).
         self._unchanged: set[str] = set()
         self._declare_states()
+        # Warm small batches run plans built once (prepared.py), where the plan allows.
+        self.prepared: Prepared | None = Prepared(self.spark) if self._preparable(plan) else None
+        self._capturing = False
+
+    def _preparable(self, plan: IncrementalPlan) -> bool:
+        """Whether a batch of ``plan`` could run prepared plans: no loops (their rounds are
+        planned as they go), no join matrix (its mapping changes), Parquet streams (other
+        formats are checked by a job of their own)."""
+        return (Prepared.available(self.spark) and not plan.matrices and not plan.watched
+                and not any(isinstance(s, LOOPS) for s in plan.delta)
+                and all(self.specs[s.name.lower()].format == "parquet" for s in plan.streams))
+
+    def _prepared_mode(self, batch: int, choice: Choice, single: bool, eager: bool, answer_only: bool) -> str | None:
+        """How this batch uses prepared plans: "replay" (run them), "capture" (plan this batch so
+        that later ones can), or None (the plain way: a large batch, batch 0, a new plan, …)."""
+        p = self.prepared
+        if p is None or p.refused is not None:
+            return None
+        if (batch == 0 or not single or eager or answer_only or self._boundary is not None or self._restate
+                or choice.strategy != "incremental"):
+            if p.ready or p.keeps:  # its states are handed over as frames: the next capture starts afresh
+                self.prepared = Prepared(self.spark)
+            return None
+        if p.ready:
+            return "replay"
+        for n in self.store.durable():
+            backing = self.store.backing(n)
+            if backing is None or "__touched" not in backing.columns:  # not a merge's rows (restored, new)
+                return None
+            if backing._jdf.queryExecution().toRdd().getNumPartitions() != 1:  # hashed: this batch gathers it
+                return None
+        return "capture"
 
     def _recomputer_for(self, plan: IncrementalPlan) -> Recomputer | None:
         """The batch query as Spark runs it from scratch (the recompute strategy), where there is
@@ -449,19 +482,31 @@ class Engine:
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
         if single:
             frames = {n: df.coalesce(1) for n, df in frames.items()}
+        mode = self._prepared_mode(batch, choice, single, eager, answer_only)
+        prepared = self.prepared if mode is not None else None
+        if mode == "capture":
+            frames = self._capture(frames, views)
         reads = self._reads(frames, rows, batch == 0, single)
         try:
-            if not answer_only:
-                self._apply_h(batch, reads, views, eager, temps)
+            if mode == "replay":
+                pass  # h, the merges and the outputs are one prepared job: see "answer" below
+            elif not answer_only:
+                try:
+                    self._apply_h(batch, reads, views, eager, temps)
+                finally:
+                    self.store.keep = None
             migrated: dict[str, DataFrame] = {}
             if self.plan.matrices and not answer_only and self._boundary is None:
                 with self._phase("join matrix"):
                     migrated = self._adapt(batch, reads, views)
             self.progress(f"batch {batch_name(batch)}: answer")
             with self._phase("write"):
-                snap_rows, change_rows = self.control.guard(
-                    batch, "answer", lambda: self._write_outputs(batch, reads.merged, reads.new, views, eager,
-                                                                 held + sum(rows.values())))
+                if mode == "replay":
+                    snap_rows, change_rows = self.control.guard(batch, "answer", lambda: self._replay(batch, reads))
+                else:
+                    snap_rows, change_rows = self.control.guard(
+                        batch, "answer", lambda: self._write_outputs(batch, reads.merged, reads.new, views, eager,
+                                                                     held + sum(rows.values())))
             self.store.count_rows()
             for n in migrated:  # the merges' counts were of the states before the migration
                 self.store.rows[n] = self._migrated_rows[n]
@@ -489,9 +534,13 @@ class Engine:
             # the batch's temp views are dropped), planned with its true size.
             current: dict[str, tuple[DataFrame, DataFrame | None]] = {}
             with self._part("next batch's state views"):
+                if prepared is not None:
+                    prepared.captured() if mode == "capture" else prepared.committed()
                 for n, df in reads.merged.items():
                     if n in migrated:
                         current[n] = (migrated[n], migrated[n])
+                    elif prepared is not None and n in prepared.states:  # its rows as the job kept them
+                        current[n] = prepared.current(n)
                     elif n not in self._unchanged:
                         current[n] = (self.store.next_version(n, df, views), df)
         except BaseException:
@@ -499,8 +548,14 @@ class Engine:
                 self.store.release_except(hashed.store.backings())
                 hashed.restore(self)
                 self.matrices.unswitch()
+            if prepared is not None and not committed:  # the next batch plans afresh
+                prepared.failed()
+                self.prepared = Prepared(self.spark) if prepared.refused is None else prepared
             raise
         finally:
+            if self._capturing and prepared is not None:
+                prepared.planned()
+            self._capturing = False
             with self._part("drop views, release"):
                 self._release(views, temps, cached, None if committed else reads.merged)
         self.store.replace(current)
@@ -521,6 +576,47 @@ class Engine:
         profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings), profile, committed_at, committed_at - start)
+
+    def _capture(self, frames: dict[str, DataFrame], views: Views) -> dict[str, DataFrame]:
+        """Plan this batch over slots (prepared.py): its streams' rows and its states are read
+        through them, and its merges are kept per job. Returns the batch's frames so read."""
+        p = self.prepared
+        assert p is not None
+        for n in self.store.durable():
+            backing = self.store.backing(n)
+            assert backing is not None  # (_prepared_mode)
+            self.store.current[n] = p.state(n, backing, partial(self._new_rows, n, views))
+        self.store.keep = p.keep
+        self._capturing = True
+        p.plan_without_broadcasts()
+        return {n: p.stream(n, df) for n, df in frames.items()}
+
+    def _new_rows(self, name: str, views: Views, merged: DataFrame) -> DataFrame:
+        return self.store.as_frame(self.store.new_view(name, merged, views))
+
+    def _replay(self, batch: int, reads: BatchReads) -> tuple[int, int]:
+        """A batch run by the prepared plans: slots pointed at its rows and the kept states, one
+        job for every merge and the outputs, its parts written (as :meth:`_write_outputs` does)."""
+        p = self.prepared
+        assert p is not None
+        try:
+            with self._part("prepared: point the slots"):
+                p.bind(reads.frames)
+            with self._part("prepared: the job + Arrow"):
+                table = p.run()
+            parts = [(self.output.snapshot_path(batch), [c for c, _ in self.answer.columns()]),
+                     (self.output.changes_path(batch), [c for c, _ in self.answer.columns(weight=True)])]
+            if self.store.durable():
+                parts.append((self.checkpoint.delta_dir(batch), [c for c, _ in self.store.pack_columns()]))
+            with self._part("write files"):
+                written = write_parts(table, parts)
+        except Exception as e:  # noqa: BLE001
+            raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
+        for name, (_, frame) in p.keeps.items():
+            if name in p.states:
+                reads.merged[name] = frame
+        self.store.executed(p.executed)
+        return written[0], written[1]
 
     @staticmethod
     def _release(views: Views, temps: list[DataFrame], cached: list[DataFrame],
@@ -562,6 +658,8 @@ class Engine:
 
         def state(name: str) -> DataFrame:
             new = reads.new.get(name)
+            if new is None and name in reads.merged:  # a prepared batch: no view of its merge yet
+                new = self.store.new_view(name, reads.merged[name], views)
             return self.store.as_frame(new) if isinstance(new, str) else self.store.current[name]
 
         def touched(name: str) -> DataFrame:
@@ -590,7 +688,8 @@ class Engine:
             sql = reads.sql(step.program, views)
             if isinstance(step, Temp):
                 temp = self.spark.sql(sql)
-                return [(step, materialize(temp.coalesce(1) if reads.single else temp, eager))]
+                temp = temp.coalesce(1) if reads.single else temp
+                return [(step, materialize(temp, eager) if self.store.keep is None else self.store.keep(step.state, temp))]
             return [(step, self.store.merge(step.state, sql, views, eager, reads.single))]
         except StreamfoldError:
             raise
@@ -605,7 +704,7 @@ class Engine:
         is, without a job — a source whose only file came in batch 0, a dimension table given as a
         source, costs no merge per batch. Loops decide for themselves; batch 0 reads ``Once``.
         """
-        if batch == 0 or isinstance(step, LOOPS):
+        if batch == 0 or isinstance(step, LOOPS) or self._capturing:  # prepared plans merge every step
             return False
         for node in step.program.walk():
             if isinstance(node, DeltaScan) and reads.rows.get(self.catalog[node.table].name, 1):
@@ -661,9 +760,10 @@ class Engine:
                     schemas.append(self.store.pack_columns())
                 reads = bound if eager else lazy_reads
                 tasks = 1 if reads <= ONE_TASK_ROWS else None if self.plan.answer.order else self._cores
+                collect = self.prepared.outputs if self._capturing and self.prepared is not None else None
                 written = emit_together(self.spark, [(sql, target, cols)
                                                      for (sql, target), cols in zip(outputs, schemas)], tasks,
-                                        self._part)
+                                        self._part, collect)
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]

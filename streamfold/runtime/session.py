@@ -61,7 +61,13 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         # Replaced states are released explicitly; let the cleaner also drop what Python frees.
         .config("spark.cleaner.periodicGC.interval", "1min")
     )
-    for key, value in (settings or {}).items():
+    settings = dict(settings or {})
+    from .jvm import helper_jar
+
+    jar = helper_jar()  # prepared plans' classes (runtime/jvm.py); without them batches run the plain way
+    if jar is not None:
+        settings["spark.jars"] = ",".join(j for j in (settings.get("spark.jars"), jar) if j)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     _quiet_python_loggers()

@@ -30,7 +30,7 @@ marks a key that left. Replaying logs keeps each key's latest row, which works f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..plan.model import State
@@ -122,7 +122,13 @@ def release(df: DataFrame | None) -> None:
     try:
         plan = df._jdf.queryExecution().logical()
         if plan.getClass().getSimpleName() == "LogicalRDD":
-            plan.rdd().unpersist(False)
+            rdd = plan.rdd()
+            if rdd.getClass().getSimpleName() == "SlotRDD":  # a state kept by prepared plans (prepared.py)
+                if rdd.blocksRead() >= 0:
+                    jvm: Any = df.sparkSession._jvm
+                    jvm.streamfold.jvm.Plans.dropBlocks(rdd.blocksRead())
+            else:
+                rdd.unpersist(False)
     except Exception:  # noqa: BLE001 - releasing is best effort; the cleaner frees it later
         pass
 
@@ -154,6 +160,9 @@ class StateStore:
         self._delta_rows = DeltaRows()
         self._executed: dict[str, DataFrame] = {}  # merges whose row counts are read once they ran
         self.part: Part = no_part  # names the steps of a merge for a profile (the engine sets it)
+        # Set while a batch's plans are being prepared (prepared.py): keeps a merge for every job
+        # that runs them, instead of checkpointing it for one.
+        self.keep: Callable[[str, DataFrame], DataFrame] | None = None
 
     # -- shape -----------------------------------------------------------------------------------
     def declare(self, name: str, schema: StructType) -> None:
@@ -190,7 +199,7 @@ class StateStore:
             if single or not self.defs[name].key:
                 df = df.coalesce(1)
         with self.part(f"checkpoint ⊗ {name}" + ("" if eager else " (lazy: plans it)")):
-            merged = materialize(df, eager)
+            merged = materialize(df, eager) if self.keep is None else self.keep(name, df)
         self._executed[name] = df
         return merged
 
@@ -199,6 +208,10 @@ class StateStore:
         old row, and no key is touched (so the delta, changes and changelog views are empty, and
         Spark drops the joins that read them)."""
         return self.spark.sql(lowering.unchanged(self.table(name), views.relation(self.current[name], f"same_{name}")))
+
+    def executed(self, merges: Mapping[str, DataFrame]) -> None:
+        """Merges that ran (planned earlier: prepared plans), for :meth:`count_rows`."""
+        self._executed.update(merges)
 
     def count_rows(self) -> None:
         """Read the row counts of the merges that ran, and the keys each touched, from their

@@ -1,0 +1,257 @@
+"""Prepared plans: a warm batch's Spark plans built once and run again for every later batch.
+
+A warm small batch (the one-partition layout of :mod:`.state`) is one Spark job, but building
+it — analysing the merges' and the outputs' SQL, optimizing, planning and generating code,
+building the RDDs — cost more than the job itself (docs/benchmarks.md, "the waterfall"), every
+batch, for plans that differ only in their leaves: the batch's rows and the states before it.
+
+So one batch (the *capture*) is planned with leaves that can be re-pointed: each stream's rows
+and each state are read through a :class:`SlotRDD` (``java/SlotRDD.java``), and each merge's
+result is kept once per job by a :class:`KeepRDD` instead of a lazy ``localCheckpoint`` (which
+an RDD can do only once). The outputs' plan is executed once into an RDD of Arrow batches. Every
+later batch then only re-points the slots — the streams at the batch's file scans, the states
+at the blocks the previous job kept — gives each merge a fresh block id, and runs that RDD again:
+no SQL is analysed, nothing is planned, no code is generated (:meth:`Prepared.run`).
+
+Running a physical plan again is only sound if nothing in it keeps what it computed from its
+slots: a shuffle's map output, a broadcast, a subquery's value are computed once and reused by
+Spark. The capture refuses such a plan (:meth:`Prepared.verify`; over static rows they are
+harmless), and the engine then plans every batch as before. A batch that does not fit the
+prepared plans (a large one, a reconfiguration, a recompute) runs the plain way; the states are
+handed over as frames over their kept blocks (:meth:`Prepared.current`), so either way can
+follow the other. ``STREAMFOLD_PREPARED=0`` turns prepared plans off (for A/B runs).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .jvm import loaded
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("streamfold")
+
+ENABLED = os.environ.get("STREAMFOLD_PREPARED", "1") != "0"
+
+
+class Prepared:
+    """The prepared plans of one engine, from their capture to the batch that cannot use them."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        jvm: Any = spark._jvm
+        self._sc = spark.sparkContext._jsc.sc()  # type: ignore[attr-defined]
+        # The classes, looked up once (each step of a py4j name is a round trip).
+        self._slot_class, self._keep_class, self._helpers = jvm.streamfold.jvm.SlotRDD, jvm.streamfold.jvm.KeepRDD, \
+            jvm.streamfold.jvm.Plans
+        self._python_rdd = jvm.org.apache.spark.api.python.PythonRDD
+        self.streams: dict[str, Any] = {}  # stream → its slot
+        self.states: dict[str, Any] = {}  # durable state → its slot
+        self.keeps: dict[str, tuple[Any, DataFrame]] = {}  # merged state or temp → (KeepRDD, its frame)
+        self.executed: dict[str, DataFrame] = {}  # state → its merge as planned (metrics are read from it)
+        self.kept: dict[str, int] = {}  # state → the blocks holding its merged rows after the last job
+        self._outputs: Any = None  # the stacked outputs as an RDD of Arrow batches
+        self._schema: pa.Schema | None = None  # the outputs' Arrow schema, as toArrow gives it
+        self._written: pa.Schema | None = None  # … and as Spark writes their batches
+        self._plans: list[Any] = []  # the executed plans whose metrics a job updates
+        self.ready = False  # captured and verified: later batches can run it
+        self.refused: str | None = None  # why this plan cannot be prepared (then it is not tried again)
+        self._unknown_size: Any = None  # the size estimate of slots and kept merges: never broadcast
+        self._settings: dict[str, str | None] = {}  # the session's, while a capture is planned
+        self._templates: dict[str, tuple[DataFrame, DataFrame]] = {}  # state → its merged rows and view, over its slot
+
+    @staticmethod
+    def available(spark: SparkSession) -> bool:
+        return ENABLED and loaded(spark)
+
+    # -- capture -------------------------------------------------------------------------------------
+    def slot_frame(self, template: DataFrame, rows: Any) -> tuple[Any, DataFrame]:
+        """A frame with ``template``'s columns and (single) partitioning whose rows come from a
+        new slot, pointed at ``rows`` (an RDD of ``template``'s rows, or None: no rows)."""
+        slot = self._slot_class(self._sc, 1)
+        if rows is None:
+            slot.readNothing()
+        else:
+            slot.read(rows)
+        return slot, self._frame(slot, template)
+
+    def _frame(self, rdd: Any, template: DataFrame) -> DataFrame:
+        from pyspark.sql import DataFrame
+
+        if self._unknown_size is None:
+            self._unknown_size = self.spark.range(0, 1 << 60)._jdf.queryExecution().analyzed().stats()
+        return DataFrame(self._helpers.frame(rdd, template._jdf, self._unknown_size), self.spark)
+
+    # A broadcast over a slot would keep the first batch's rows: while a capture is planned, join
+    # hints are ignored, and slots and kept merges are given a size too large to broadcast (in one
+    # partition their joins need no shuffle); a small static table is still broadcast.
+    _CAPTURE_SETTINGS = {"spark.sql.optimizer.disableHints": "true"}
+
+    def plan_without_broadcasts(self) -> None:
+        conf = self.spark.conf
+        self._settings = {k: conf.get(k, None) for k in self._CAPTURE_SETTINGS}
+        for k, v in self._CAPTURE_SETTINGS.items():
+            conf.set(k, v)
+
+    def planned(self) -> None:
+        """The capture batch is over: the session's settings as they were."""
+        for k, v in self._settings.items():
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
+        self._settings = {}
+
+    def stream(self, name: str, frame: DataFrame) -> DataFrame:
+        """Stream ``name``'s rows of the capture batch (one partition), read through a slot."""
+        slot, df = self.slot_frame(frame, _rows(frame))
+        self.streams[name] = slot
+        return df
+
+    def state(self, name: str, backing: DataFrame, view: Callable[[DataFrame], DataFrame]) -> DataFrame:
+        """State ``name`` before the capture batch, read through a slot: ``backing`` holds its last
+        merge's rows, and ``view`` gives the state from a merge's rows (its new rows)."""
+        slot, merged = self.slot_frame(backing, _rows(backing))
+        self.states[name] = slot
+        current = view(merged)
+        self._templates[name] = (merged, current)
+        return current
+
+    def keep(self, name: str, df: DataFrame) -> DataFrame:
+        """A merge (or temp) of the capture batch, kept once per job: what a lazy checkpoint did."""
+        keep = self._keep_class(df._jdf.queryExecution().toRdd())
+        keep.keepInto(self._sc.newRddId())
+        frame = self._frame(keep, df)
+        self.keeps[name] = (keep, frame)
+        self._plans.append(df._jdf.queryExecution().executedPlan())
+        if name in self.states:
+            self.executed[name] = df
+        return frame
+
+    def outputs(self, stacked: DataFrame) -> pa.Table:
+        """The capture batch's stacked outputs: planned once into an RDD of Arrow batches, then
+        run like every later batch. Refused plans run once the plain way (their slots and kept
+        merges are sound for one job)."""
+        plan = stacked._jdf.queryExecution().executedPlan()
+        self._plans.append(plan)
+        self.refused = self._arrow_schemas(stacked) or self.verify([plan] + self._plans[:-1])
+        if self.refused is not None:
+            log.info("streamfold: batches are planned one by one (%s)", self.refused)
+            return stacked.toArrow()
+        self._outputs = stacked._jdf.toArrowBatchRdd()
+        return self._collect()
+
+    def _arrow_schemas(self, stacked: DataFrame) -> str | None:
+        """The Arrow schema Spark writes the stacked outputs' batches in (session time zone) and
+        the one ``toArrow`` gives (UTC), from the same mapping Spark and PySpark share; or why
+        the outputs' columns are not ones that mapping is plain for."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import (BinaryType, BooleanType, DateType, DecimalType, NumericType, StringType,
+                                       TimestampNTZType, TimestampType)
+
+        plain = (BinaryType, BooleanType, DateType, DecimalType, NumericType, StringType, TimestampNTZType,
+                 TimestampType)
+        odd = [f"{f.name} {f.dataType.simpleString()}" for f in stacked.schema.fields if not isinstance(f.dataType, plain)]
+        if odd:
+            return f"an output column of type {odd[0]}"
+        large = self.spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
+        zone = self.spark.conf.get("spark.sql.session.timeZone", "UTC")
+        self._written = to_arrow_schema(stacked.schema, error_on_duplicated_field_names_in_struct=True,
+                                        timezone=zone, prefers_large_types=large)
+        self._schema = to_arrow_schema(stacked.schema, error_on_duplicated_field_names_in_struct=True,
+                                       timezone="UTC", prefers_large_types=large)
+        return None
+
+    def verify(self, plans: list[Any]) -> str | None:
+        """Why these executed plans cannot run again with other rows in their slots, or None."""
+        plans_ = self._helpers
+        for plan in plans:
+            found = plans_.obstacle(plan)
+            if found is not None:
+                return f"the plan {found} over a batch's rows"
+        if set(self.states) - set(self.executed):
+            return "a state read but not merged by the batch"
+        return None
+
+    def captured(self) -> None:
+        """The capture batch committed: later batches can run the prepared plans."""
+        self.ready = self.refused is None
+        self._advance()
+
+    # -- a batch ---------------------------------------------------------------------------------------
+    def bind(self, frames: dict[str, DataFrame]) -> None:
+        """Point the slots at this batch: each stream at its rows (``frames``, one partition
+        each), each state at the blocks the last job kept; give every merge fresh blocks."""
+        for name, slot in self.streams.items():
+            rows = _rows(frames[name])
+            if rows is None:
+                slot.readNothing()
+            else:
+                slot.read(rows)
+        for name, slot in self.states.items():
+            slot.readBlocks(self.kept[name])
+        for keep, _ in self.keeps.values():
+            keep.keepInto(self._sc.newRddId())
+        plans = self._helpers
+        for plan in self._plans:
+            plans.resetMetrics(plan)
+
+    def run(self) -> pa.Table:
+        """The job: every merge and the stacked outputs, collected as one Arrow table."""
+        return self._collect()
+
+    def _collect(self) -> pa.Table:
+        import pyarrow as pa
+        from pyspark.serializers import NoOpSerializer
+        from pyspark.util import _load_from_socket
+
+        assert self._schema is not None and self._written is not None
+        served = self._python_rdd.collectAndServe(self._outputs)
+        with _load_from_socket(served, NoOpSerializer()) as stream:  # type: ignore[attr-defined]
+            batches = [pa.ipc.read_record_batch(pa.py_buffer(b), self._written) for b in stream]
+        return pa.Table.from_batches(batches, schema=self._written).cast(self._schema)
+
+    def committed(self) -> None:
+        """The batch committed: its kept merges are the states the next batch reads."""
+        self._advance()
+
+    def _advance(self) -> None:
+        plans = self._helpers
+        for name, (keep, _) in self.keeps.items():
+            if name in self.states:
+                self.kept[name] = keep.keptIn()
+            else:  # a temp: read by its batch only
+                plans.dropBlocks(keep.keptIn())
+
+    def current(self, name: str) -> tuple[DataFrame, DataFrame]:
+        """State ``name`` as the last committed job left it, as frames of their own, for all but
+        the prepared plans (a plain batch, inspection): the state, and the merge's rows behind it
+        — releasing those (:func:`.state.release`) frees the blocks. Made from the capture's
+        frames with their slot swapped for one that always reads these blocks: nothing is
+        analysed from SQL again."""
+        from pyspark.sql import DataFrame
+
+        slot = self._slot_class(self._sc, 1)
+        slot.readBlocks(self.keeps[name][0].keptIn())
+        plans = self._helpers
+        merged, current = self._templates[name]
+        at = self.states[name]
+        return (DataFrame(plans.rebind(current._jdf, at, slot), self.spark),
+                DataFrame(plans.rebind(merged._jdf, at, slot), self.spark))
+
+    def failed(self) -> None:
+        """A prepared batch failed: free what its job kept (the states before it stay)."""
+        plans = self._helpers
+        for keep, _ in self.keeps.values():
+            plans.dropBlocks(keep.keptIn())
+
+
+def _rows(frame: DataFrame) -> Any:
+    """The RDD of a one-partition frame's rows, as its physical plan gives them (no job)."""
+    return frame._jdf.queryExecution().toRdd()

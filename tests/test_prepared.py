@@ -1,0 +1,117 @@
+"""Prepared plans (streamfold/runtime/prepared.py): a warm small batch runs plans built once.
+
+The differential suite's streams are short (three batches at most: batch 0, the batch that moves
+the states into one partition, the capture), so here streams are long enough for the prepared
+plans to run batch after batch — with deletions, batches that bring no rows for a source, and a
+large batch in the middle that runs the plain way and hands the states back — and every
+snapshot and changes file is checked against DuckDB as in tests/test_differential.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from streamfold.runtime import engine as engine_module
+from streamfold.runtime.prepared import Prepared
+
+from .streams import Source, check_stream
+from .strategies import stream, table_rows
+from .test_differential import ORACLE_SQL, QUERIES, SUBQUERY_SHAPES, _sources
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+# Shapes a prepared plan must keep exact: aggregates of every kind, distinct counts, HAVING,
+# ordered top-k, joins of two streams and with a static table, and subqueries.
+SHAPES = {q[0]: q for q in QUERIES + SUBQUERY_SHAPES}
+PREPARED = ["groupby-aggregates", "count-distinct", "having", "top-k", "global-aggregate", "distinct",
+            "join-groupby-seed", "join-global", "filter-project"]
+PREPARED += [q for q in ("stream-static", "exists-correlated", "in-subquery") if q in SHAPES]
+
+SETTINGS = settings(max_examples=1, deadline=None, derandomize=True, phases=[Phase.generate], print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                           HealthCheck.data_too_large])
+_counter = itertools.count()
+
+
+class _Watch:
+    """Counts the batches the prepared plans ran, and why a capture was refused."""
+
+    def __init__(self) -> None:
+        self.replays = 0
+        self.refused: Counter[str] = Counter()
+
+    def __enter__(self) -> _Watch:
+        run, captured = Prepared.run, Prepared.captured
+        watch = self
+
+        def counted_run(prepared: Prepared):  # type: ignore[no-untyped-def]
+            watch.replays += 1
+            return run(prepared)
+
+        def noted(prepared: Prepared) -> None:
+            if prepared.refused is not None:
+                watch.refused[prepared.refused] += 1
+            captured(prepared)
+
+        self._patches = [mock.patch.object(Prepared, "run", counted_run),
+                         mock.patch.object(Prepared, "captured", noted)]
+        for p in self._patches:
+            p.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self._patches:
+            p.stop()
+
+
+@pytest.mark.parametrize("qid", PREPARED)
+@SETTINGS
+@given(data=st.data())
+def test_prepared_batches_equal_duckdb_with_deletions(spark, tmp_path_factory, qid, data):
+    _, sql, uses, ordered = SHAPES[qid]
+    sources = _sources(uses, True)
+    batches = data.draw(stream(sources, min_batches=8, max_batches=9, max_rows=12, min_rows=1), label="batches")
+    tables = {s.name: data.draw(table_rows(s), label=s.name) for s in sources if s.static}
+    tmp = str(tmp_path_factory.mktemp(f"prepared-{qid}-{next(_counter)}"))
+    with _Watch() as watch:
+        check_stream(spark, tmp, sql, sources, batches, tables, ordered=ordered, oracle_sql=ORACLE_SQL.get(qid))
+    # Batch 0 is planned as a whole, batch 1 gathers the states into one partition, batch 2 is the
+    # capture: from batch 3 on, batches run the prepared plans unless the plan was refused.
+    assert not watch.refused and watch.replays >= 3, (qid, watch.replays, dict(watch.refused))
+
+
+def test_a_large_batch_runs_the_plain_way_and_the_next_ones_are_prepared_again(spark, tmp_path, monkeypatch):
+    """A batch past one task's rows is planned the plain way from the states the prepared plans
+    kept, and a later small batch captures the plans again; every answer as DuckDB's."""
+    sql = "SELECT a, count(*) AS n, sum(b) AS t, avg(b) AS m FROM R GROUP BY a"
+    r = Source("R", (("a", "INT"), ("b", "INT"), ("s", "STRING")), weighted=True)
+    rows = [[(i % 5, i, f"s{i % 7}", 1) for i in range(k * 10, k * 10 + 6)] for k in range(12)]
+    rows[5] = [(i % 9, i, "big", 1) for i in range(300)] + [(0, 0, "s0", -1)]  # large (bound set below)
+    rows[8] = [row[:3] + (-1,) for row in rows[1][:2]]  # deletions only
+    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 200)
+    with _Watch() as watch:
+        run = check_stream(spark, str(tmp_path), sql, [r], [{"R": b} for b in rows])
+    assert run.batches == 12
+    assert not watch.refused
+    # batches 3, 4 replayed; 5 is large (plain), 6 gathers the state again, 7 captures, 8–11 replay
+    assert watch.replays >= 6
+
+
+def test_a_plan_that_keeps_a_value_between_jobs_is_planned_batch_by_batch(spark, tmp_path):
+    """A plan in which something over a batch's rows is computed once per plan — here the scalar
+    subquery a global aggregate's outputs use; a shuffle or a broadcast would be the same — cannot
+    run again with other rows in its slots: the capture is refused with its reason, and every
+    batch is planned as before, exactly."""
+    sql = "SELECT count(*) AS n, sum(b) AS t, min(a) AS lo FROM R"
+    r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
+    batches = [{"R": [(i % 4, i, 1) for i in range(k, k + 5)] + ([(k % 4, k, -1)] if k else [])} for k in range(7)]
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, [r], batches)
+    assert watch.replays == 0
+    assert list(watch.refused) == ["the plan Project over a batch's rows"]
