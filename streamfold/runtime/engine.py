@@ -49,8 +49,8 @@ from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_c
 from .matrices import MatrixDriver
 from .prepared import Prepared
 from .session import default_partitions, engine_session
-from .sources import (BAD_FILE_HINT, InputSpec, empty_frame, list_inputs, read_files, spark_struct, still_present,
-                      table_paths)
+from .sources import (BAD_FILE_HINT, InputSpec, check_file, empty_frame, list_inputs, read_files, spark_struct,
+                      still_present, table_paths)
 from .state import StateStore, materialize, release
 from .recompute import Recomputer
 from .stats import batch_stats
@@ -440,8 +440,14 @@ class Engine:
             self._boundary.ran_h = not answer_only
         frames: dict[str, DataFrame]
         cached: list[DataFrame]
+        light: dict[str, int] | None = None  # rows only: the prepared plans' scans read the files
+        if self.prepared is not None and self.prepared.ready and not answer_only and self._boundary is None:
+            with self._phase("read"):
+                light = self.prepared.light_read(inputs, self.plan.streams, self.specs)
         if answer_only:
             frames, rows, cached = {}, {s.name: 0 for s in self.plan.streams}, []
+        elif light is not None:
+            frames, rows, cached = {}, light, []
         else:
             with self._phase("read"):
                 frames, rows, cached = self.control.guard(batch, "read",
@@ -484,8 +490,14 @@ class Engine:
             frames = {n: df.coalesce(1) for n, df in frames.items()}
         mode = self._prepared_mode(batch, choice, single, eager, answer_only)
         prepared = self.prepared if mode is not None else None
+        if light is not None and mode != "replay":  # the batch is planned after all: its frames
+            with self._phase("read"):
+                frames, rows, cached = self.control.guard(batch, "read",
+                                                          lambda: self.reader.read(inputs, cache=self._reread))
+            if single:
+                frames = {n: df.coalesce(1) for n, df in frames.items()}
         if mode == "capture":
-            frames = self._capture(frames, views)
+            frames = self._capture(frames, views, inputs)
         reads = self._reads(frames, rows, batch == 0, single)
         try:
             if mode == "replay":
@@ -577,7 +589,7 @@ class Engine:
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings), profile, committed_at, committed_at - start)
 
-    def _capture(self, frames: dict[str, DataFrame], views: Views) -> dict[str, DataFrame]:
+    def _capture(self, frames: dict[str, DataFrame], views: Views, inputs: dict[str, list[str]]) -> dict[str, DataFrame]:
         """Plan this batch over slots (prepared.py): its streams' rows and its states are read
         through them, and its merges are kept per job. Returns the batch's frames so read."""
         p = self.prepared
@@ -589,7 +601,13 @@ class Engine:
         self.store.keep = p.keep
         self._capturing = True
         p.plan_without_broadcasts()
-        return {n: p.stream(n, df) for n, df in frames.items()}
+        return {n: p.stream(n, df, self._file_columns(n, inputs.get(n, []))) for n, df in frames.items()}
+
+    def _file_columns(self, stream: str, names: list[str]) -> tuple | None:
+        """The columns the files of ``stream`` share (what a prepared file scan reads), or None."""
+        spec = self.specs[stream.lower()]
+        sigs = {check_file(spec, self.catalog[stream], os.path.join(spec.path, n))[0] for n in names}
+        return sigs.pop() if len(sigs) == 1 and spec.format == "parquet" else None
 
     def _new_rows(self, name: str, views: Views, merged: DataFrame) -> DataFrame:
         return self.store.as_frame(self.store.new_view(name, merged, views))

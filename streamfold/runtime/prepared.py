@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..errors import BadInputError
 from .jvm import loaded
+from ..sql import SourceSchema
+from .sources import InputSpec, check_file, parquet_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -51,6 +54,9 @@ class Prepared:
         self._slot_class, self._keep_class, self._helpers = jvm.streamfold.jvm.SlotRDD, jvm.streamfold.jvm.KeepRDD, \
             jvm.streamfold.jvm.Plans
         self._python_rdd = jvm.org.apache.spark.api.python.PythonRDD
+        self._gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
+        self._scans: dict[str, tuple[Any, tuple]] = {}  # stream → its captured rows' RDD, its files' columns
+        self._light: dict[str, Any] | None = None  # stream → the partition its slot reads this batch
         self.streams: dict[str, Any] = {}  # stream → its slot
         self.states: dict[str, Any] = {}  # durable state → its slot
         self.keeps: dict[str, tuple[Any, DataFrame]] = {}  # merged state or temp → (KeepRDD, its frame)
@@ -108,11 +114,49 @@ class Prepared:
                 self.spark.conf.set(k, v)
         self._settings = {}
 
-    def stream(self, name: str, frame: DataFrame) -> DataFrame:
-        """Stream ``name``'s rows of the capture batch (one partition), read through a slot."""
-        slot, df = self.slot_frame(frame, _rows(frame))
+    def stream(self, name: str, frame: DataFrame, columns: tuple | None) -> DataFrame:
+        """Stream ``name``'s rows of the capture batch (one partition), read through a slot.
+        ``columns``: the signature of its files' columns, when they share one."""
+        rows = _rows(frame)
+        slot, df = self.slot_frame(frame, rows)
         self.streams[name] = slot
+        if columns is not None:
+            self._scans[name] = (rows, columns)
         return df
+
+    def light_read(self, inputs: dict[str, list[str]], streams: tuple[SourceSchema, ...],
+                   specs: Mapping[str, InputSpec]) -> dict[str, int] | None:
+        """The rows of each stream in a batch whose files the captured file scans can read as
+        they are (whole Parquet files with the capture's columns): no frame is made, the slots
+        read them through their scans (:meth:`bind`). None if a file is of another kind (then
+        the batch is read the plain way)."""
+        rows: dict[str, int] = {}
+        scans: dict[str, Any] = {}
+        for s in streams:
+            names = inputs.get(s.name, [])
+            if not names:
+                rows[s.name], scans[s.name] = 0, None
+                continue
+            held = self._scans.get(s.name)
+            spec = specs[s.name.lower()]
+            paths = [os.path.join(spec.path, n) for n in names]
+            if held is None or spec.format != "parquet" or not all(os.path.isfile(p) for p in paths):
+                return None
+            try:
+                if any(check_file(spec, s, p)[0] != held[1] for p in paths):
+                    return None
+            except BadInputError:  # the plain read reports it
+                return None
+            stats = [os.stat(p) for p in paths]
+            parts = self._helpers.rescan(held[0], _array(self._gateway, "java.lang.String", paths),
+                                         _array(self._gateway, "long", [st.st_size for st in stats]),
+                                         _array(self._gateway, "long", [st.st_mtime_ns // 1_000_000 for st in stats]))
+            if parts is None:
+                return None
+            rows[s.name] = sum(parquet_rows(p) for p in paths)
+            scans[s.name] = parts
+        self._light = scans
+        return rows
 
     def state(self, name: str, backing: DataFrame, view: Callable[[DataFrame], DataFrame]) -> DataFrame:
         """State ``name`` before the capture batch, read through a slot: ``backing`` holds its last
@@ -188,12 +232,13 @@ class Prepared:
     def bind(self, frames: dict[str, DataFrame]) -> None:
         """Point the slots at this batch: each stream at its rows (``frames``, one partition
         each), each state at the blocks the last job kept; give every merge fresh blocks."""
+        light, self._light = self._light, None
         for name, slot in self.streams.items():
-            rows = _rows(frames[name])
-            if rows is None:
-                slot.readNothing()
+            if light is not None:  # read through the captured scan (light_read)
+                parts = light[name]
+                slot.readNothing() if parts is None else slot.readThrough(self._scans[name][0], parts)
             else:
-                slot.read(rows)
+                slot.read(_rows(frames[name]))
         for name, slot in self.states.items():
             slot.readBlocks(self.kept[name])
         for keep, _ in self.keeps.values():
@@ -250,6 +295,14 @@ class Prepared:
         plans = self._helpers
         for keep, _ in self.keeps.values():
             plans.dropBlocks(keep.keptIn())
+
+
+def _array(gateway: Any, kind: str, values: list) -> Any:
+    java = gateway.jvm
+    array = gateway.new_array(java.long if kind == "long" else java.java.lang.String, len(values))
+    for i, v in enumerate(values):
+        array[i] = v
+    return array
 
 
 def _rows(frame: DataFrame) -> Any:

@@ -336,7 +336,7 @@ def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths
     mappings: dict[tuple, dict[str, str]] = {}
     for p in paths:
         try:
-            sig, mapping = _check_file(spec, schema, p)
+            sig, mapping = check_file(spec, schema, p)
         except BadInputError as e:
             e.params.setdefault("file", p)
             e.params["source"] = schema.name
@@ -351,7 +351,7 @@ def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
-def _check_file(spec: InputSpec, schema: SourceSchema, p: str) -> tuple[tuple, dict[str, str]]:
+def check_file(spec: InputSpec, schema: SourceSchema, p: str) -> tuple[tuple, dict[str, str]]:
     """A file's column signature (files sharing one are read together) and its column mapping."""
     sig: tuple[object, ...]
     if spec.format == "parquet":

@@ -1,5 +1,6 @@
 package streamfold.jvm;
 
+import org.apache.spark.Partition;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.execution.RDDScanExec;
@@ -53,6 +54,34 @@ public final class Plans {
         if (!changed) return plan;
         return (org.apache.spark.sql.catalyst.plans.logical.LogicalPlan)
             plan.withNewChildren(scala.jdk.javaapi.CollectionConverters.asScala(out).toSeq());
+    }
+
+    /**
+     * The partition that makes ``top`` — a stream's rows as one partition, planned once: a
+     * coalesce of narrow steps over a file scan — read ``paths`` (whole files) instead of the
+     * files it was planned for; or null if ``top`` is not of that shape. Every step of the scan
+     * passes its partition down to the next, so nothing of the plan is built again: the file
+     * scan reads the files the partition lists.
+     */
+    public static Partition[] rescan(RDD top, String[] paths, long[] lengths, long[] mtimes) {
+        RDD rdd = top;
+        if (rdd instanceof org.apache.spark.sql.execution.SQLExecutionRDD)
+            rdd = ((org.apache.spark.sql.execution.SQLExecutionRDD) rdd).sqlRDD();
+        if (!(rdd instanceof org.apache.spark.rdd.CoalescedRDD)) return null;
+        RDD below = ((org.apache.spark.rdd.CoalescedRDD) rdd).prev();
+        while (below instanceof org.apache.spark.rdd.MapPartitionsRDD)
+            below = ((org.apache.spark.rdd.MapPartitionsRDD) below).prev();
+        if (!(below instanceof org.apache.spark.sql.execution.datasources.FileScanRDD)) return null;
+        org.apache.spark.sql.execution.datasources.PartitionedFile[] files =
+            new org.apache.spark.sql.execution.datasources.PartitionedFile[paths.length];
+        for (int i = 0; i < paths.length; i++)
+            files[i] = new org.apache.spark.sql.execution.datasources.PartitionedFile(
+                org.apache.spark.sql.catalyst.InternalRow$.MODULE$.empty(),
+                org.apache.spark.paths.SparkPath$.MODULE$.fromPathString(paths[i]), 0L, lengths[i], new String[0],
+                mtimes[i], lengths[i], (scala.collection.immutable.Map) scala.collection.immutable.Map$.MODULE$.empty());
+        Partition[] scan = { new org.apache.spark.sql.execution.datasources.FilePartition(0, files) };
+        FilesRDD lender = new FilesRDD(top.sparkContext(), scan);
+        return new Partition[] { new org.apache.spark.rdd.CoalescedRDDPartition(0, lender, new int[] {0}, scala.Option.empty()) };
     }
 
     /** Frees the blocks a KeepRDD stored under ``id``, on every executor (asynchronously). */

@@ -42,6 +42,14 @@ public class SlotRDD extends RDD {
         this.source = rdd; this.sourceParts = ps; this.blocks = -1;
     }
 
+    /** Read ``rdd`` (already read by this slot once: its lineage is prepared) through the
+     *  partitions ``ps`` instead of its own: see ``Plans.rescan``. */
+    public void readThrough(RDD rdd, Partition[] ps) {
+        if (ps.length != parts)
+            throw new IllegalArgumentException("streamfold: " + ps.length + " partitions for a slot of " + parts);
+        this.source = rdd; this.sourceParts = ps; this.blocks = -1;
+    }
+
     /** Read the blocks rdd_<id>_<p> a KeepRDD stored. */
     public void readBlocks(int id) { this.blocks = id; this.source = null; this.sourceParts = null; }
 
