@@ -29,9 +29,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 # Shapes a prepared plan must keep exact: aggregates of every kind, distinct counts, HAVING,
 # ordered top-k, joins of two streams and with a static table, and subqueries.
 SHAPES = {q[0]: q for q in QUERIES + SUBQUERY_SHAPES}
-PREPARED = ["groupby-aggregates", "count-distinct", "having", "top-k", "global-aggregate", "distinct",
-            "join-groupby-seed", "join-global", "filter-project"]
-PREPARED += [q for q in ("stream-static", "exists-correlated", "in-subquery") if q in SHAPES]
+# (Global aggregates, whose outputs read a scalar subquery, and joins with a static table, which
+# are shuffled once broadcasts are off, are refused: see the last test.)
+PREPARED = ["groupby-aggregates", "count-distinct", "having", "top-k", "distinct", "join-groupby-seed",
+            "filter-project"]
+PREPARED += [q for q in ("exists-correlated", "in-subquery") if q in SHAPES]
 
 SETTINGS = settings(max_examples=1, deadline=None, derandomize=True, phases=[Phase.generate], print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,

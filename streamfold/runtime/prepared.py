@@ -68,7 +68,6 @@ class Prepared:
         self._plans: list[Any] = []  # the executed plans whose metrics a job updates
         self.ready = False  # captured and verified: later batches can run it
         self.refused: str | None = None  # why this plan cannot be prepared (then it is not tried again)
-        self._unknown_size: Any = None  # the size estimate of slots and kept merges: never broadcast
         self._settings: dict[str, str | None] = {}  # the session's, while a capture is planned
         self._templates: dict[str, tuple[DataFrame, DataFrame]] = {}  # state → its merged rows and view, over its slot
 
@@ -90,14 +89,12 @@ class Prepared:
     def _frame(self, rdd: Any, template: DataFrame) -> DataFrame:
         from pyspark.sql import DataFrame
 
-        if self._unknown_size is None:
-            self._unknown_size = self.spark.range(0, 1 << 60)._jdf.queryExecution().analyzed().stats()
-        return DataFrame(self._helpers.frame(rdd, template._jdf, self._unknown_size), self.spark)
+        return DataFrame(self._helpers.frame(rdd, template._jdf), self.spark)
 
-    # A broadcast over a slot would keep the first batch's rows: while a capture is planned, join
-    # hints are ignored, and slots and kept merges are given a size too large to broadcast (in one
-    # partition their joins need no shuffle); a small static table is still broadcast.
-    _CAPTURE_SETTINGS = {"spark.sql.optimizer.disableHints": "true"}
+    # A broadcast over a slot would keep the first batch's rows: while a capture is planned, joins
+    # are planned without broadcasts, hinted or not (in one partition a sort-merge join needs no
+    # shuffle). A join with a static table is then shuffled, and refused (verify).
+    _CAPTURE_SETTINGS = {"spark.sql.optimizer.disableHints": "true", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
     def plan_without_broadcasts(self) -> None:
         conf = self.spark.conf

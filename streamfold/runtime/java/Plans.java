@@ -10,15 +10,11 @@ import org.apache.spark.sql.execution.SparkPlan;
 public final class Plans {
     private Plans() {}
 
-    /** A frame of ``rdd``'s rows with ``template``'s columns and partitioning and the size
-     *  estimate ``stats`` (``rdd`` has the template's rows' shape: a slot or a kept merge). */
-    public static org.apache.spark.sql.classic.Dataset frame(RDD rdd, org.apache.spark.sql.classic.Dataset template,
-                                                             org.apache.spark.sql.catalyst.plans.logical.Statistics stats) {
-        org.apache.spark.sql.execution.LogicalRDD l =
+    /** A frame of ``rdd``'s rows with ``template``'s columns, partitioning and size estimate
+     *  (``rdd`` has the template's rows' shape: a slot or a kept merge standing in for them). */
+    public static org.apache.spark.sql.classic.Dataset frame(RDD rdd, org.apache.spark.sql.classic.Dataset template) {
+        org.apache.spark.sql.execution.LogicalRDD plan =
             org.apache.spark.sql.execution.LogicalRDD$.MODULE$.fromDataset(rdd, template, false, false);
-        org.apache.spark.sql.execution.LogicalRDD plan = org.apache.spark.sql.execution.LogicalRDD$.MODULE$.apply(
-            l.output(), rdd, l.outputPartitioning(), l.outputOrdering(), false, l.stream(), template.sparkSession(),
-            new scala.Some(stats), scala.Option.empty(), false);
         return org.apache.spark.sql.classic.Dataset.ofRows(template.sparkSession(), plan);
     }
 
