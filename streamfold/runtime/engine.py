@@ -552,7 +552,7 @@ class Engine:
                     if n in migrated:
                         current[n] = (migrated[n], migrated[n])
                     elif prepared is not None and n in prepared.states:  # its rows as the job kept them
-                        current[n] = prepared.current(n)
+                        current[n] = prepared.current(n, self.store.rows.get(n))
                     elif n not in self._unchanged:
                         current[n] = (self.store.next_version(n, df, views), df)
         except BaseException:

@@ -271,12 +271,12 @@ class Prepared:
             else:  # a temp: read by its batch only
                 plans.dropBlocks(keep.keptIn())
 
-    def current(self, name: str) -> tuple[DataFrame, DataFrame]:
+    def current(self, name: str, rows: int | None) -> tuple[DataFrame, DataFrame]:
         """State ``name`` as the last committed job left it, as frames of their own, for all but
         the prepared plans (a plain batch, inspection): the state, and the merge's rows behind it
         — releasing those (:func:`.state.release`) frees the blocks. Made from the capture's
-        frames with their slot swapped for one that always reads these blocks: nothing is
-        analysed from SQL again."""
+        frames with their slot swapped for one that always reads these blocks, estimated at
+        ``rows`` rows (the merge's, if known): nothing is analysed from SQL again."""
         from pyspark.sql import DataFrame
 
         slot = self._slot_class(self._sc, 1)
@@ -284,8 +284,9 @@ class Prepared:
         plans = self._helpers
         merged, current = self._templates[name]
         at = self.states[name]
-        return (DataFrame(plans.rebind(current._jdf, at, slot), self.spark),
-                DataFrame(plans.rebind(merged._jdf, at, slot), self.spark))
+        size = -1 if rows is None else rows  # planned with its true size (runtime/state.py, next_version)
+        return (DataFrame(plans.rebind(current._jdf, at, slot, size), self.spark),
+                DataFrame(plans.rebind(merged._jdf, at, slot, size), self.spark))
 
     def failed(self) -> None:
         """A prepared batch failed: free what its job kept (the states before it stay)."""

@@ -20,20 +20,32 @@ public final class Plans {
 
     /** ``template`` (an analysed frame) reading ``to`` wherever it read ``from`` (a slot): the
      *  same columns and plan, analysed again without its SQL (a few milliseconds). */
-    public static org.apache.spark.sql.classic.Dataset rebind(org.apache.spark.sql.classic.Dataset template, RDD from, RDD to) {
+    public static org.apache.spark.sql.classic.Dataset rebind(org.apache.spark.sql.classic.Dataset template, RDD from, RDD to,
+                                                              long rows) {
         org.apache.spark.sql.catalyst.plans.logical.LogicalPlan plan =
-            swap(template.queryExecution().analyzed(), from, to, template.sparkSession());
+            swap(template.queryExecution().analyzed(), from, to, rows, template.sparkSession());
         return org.apache.spark.sql.classic.Dataset.ofRows(template.sparkSession(), plan);
     }
 
+    /** The plan with its LogicalRDD over ``from`` reading ``to``, estimated at ``rows`` rows of its
+     *  columns' width (a state planned with its true size: runtime/state.py, next_version). */
     private static org.apache.spark.sql.catalyst.plans.logical.LogicalPlan swap(
-            org.apache.spark.sql.catalyst.plans.logical.LogicalPlan plan, RDD from, RDD to,
+            org.apache.spark.sql.catalyst.plans.logical.LogicalPlan plan, RDD from, RDD to, long rows,
             org.apache.spark.sql.classic.SparkSession session) {
         if (plan instanceof org.apache.spark.sql.execution.LogicalRDD) {
             org.apache.spark.sql.execution.LogicalRDD l = (org.apache.spark.sql.execution.LogicalRDD) plan;
             if (l.rdd() != from) return plan;
+            org.apache.spark.sql.catalyst.plans.logical.Statistics stats = l.stats();
+            if (rows >= 0) {
+                org.apache.spark.sql.catalyst.expressions.AttributeMap none =
+                    org.apache.spark.sql.catalyst.expressions.AttributeMap$.MODULE$.empty();
+                scala.math.BigInt width =
+                    org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils$.MODULE$.getSizePerRow(l.output(), none);
+                stats = new org.apache.spark.sql.catalyst.plans.logical.Statistics(
+                    width.$times(scala.math.BigInt$.MODULE$.apply(Math.max(rows, 1L))), scala.Option.empty(), none, false);
+            }
             return org.apache.spark.sql.execution.LogicalRDD$.MODULE$.apply(l.output(), to, l.outputPartitioning(),
-                l.outputOrdering(), l.isStreaming(), l.stream(), session, new scala.Some(l.stats()),
+                l.outputOrdering(), l.isStreaming(), l.stream(), session, new scala.Some(stats),
                 scala.Option.empty(), l.isCheckpointedInput());
         }
         scala.collection.Seq kids = plan.children();
@@ -43,7 +55,7 @@ public final class Plans {
         boolean changed = false;
         for (int i = 0; i < n; i++) {
             Object k = kids.apply(i);
-            Object k2 = swap((org.apache.spark.sql.catalyst.plans.logical.LogicalPlan) k, from, to, session);
+            Object k2 = swap((org.apache.spark.sql.catalyst.plans.logical.LogicalPlan) k, from, to, rows, session);
             changed |= k2 != k;
             out.add(k2);
         }
