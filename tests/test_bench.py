@@ -98,8 +98,11 @@ def test_quick_pagerank_in_diffusion_mode_with_errors(spark, tmp_path):
     """--mode diffusion runs as a system of its own, approximate: reported, not checked; --errors
     measures its answer against NumPy's after every increment (exact on the first batch, which
     runs the steps from the start)."""
+    # one step, not the quick two: the bench's diffusion system and its errors are what is tested
+    # here; diffusion over several steps, against NumPy, is test_iterate.py's
+    # test_pagerank_diffusion_is_warm_started_pagerank
     opts = _options("pagerank", "--quick", "--out", str(tmp_path), *ANY_LOAD, "--mode", "diffusion",
-                    "--errors", "--systems", "streamfold", "--increments", "1")
+                    "--errors", "--systems", "streamfold", "--increments", "1", "--steps", "1")
     assert opts.systems == ["streamfold-diffusion"]
     doc = run_bench(opts, spark=spark)
     diffusion = doc["systems"]["streamfold-diffusion"]
