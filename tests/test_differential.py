@@ -223,7 +223,7 @@ def _check(spark, tmp_path_factory, qid, sql, uses, ordered, weighted, data, str
     if not any(rows for batch in batches for rows in batch.values()):
         # Hypothesis's first example of test_snapshot_equals_duckdb (no min_rows): one batch
         # without a row, so no file. Run, it only started the query and polled once for no batch
-        # (0.5–1 s each, 148 times); every example starts the query over the same empty
+        # (0.5–1 s each, in each of these tests); every example starts the query over the same empty
         # directories before its first files, and a poll without files making no batch is
         # checked by test_runtime.py::test_output_layout_commits_and_hidden_files (and here by
         # any random batch without rows). The random example that follows is unchanged.
