@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -62,21 +60,22 @@ def test_no_command_prints_help(capsys):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_run_until_idle_end_to_end(tmp_path, capsys):
+def test_run_until_idle_end_to_end(spark, tmp_path, capsys):
+    # `streamfold run` in this process, on the suite's Spark session (as in test_failures.py): a
+    # JVM of its own cost 10 s of the test's 16. `python -m streamfold run` in a process of its
+    # own, to its exit code, is run by test_kill_restart.py, test_control_restart.py and test_cluster.py.
     src, out = tmp_path / "S", tmp_path / "out"
     src.mkdir()
     pq.write_table(pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [1.0, 2.0, 5.0]}), src / "0.parquet")
-    proc = subprocess.run(
-        [sys.executable, "-m", "streamfold", "run", "SELECT k, avg(v) AS m FROM S GROUP BY k ORDER BY k",
-         "--source", f"S={src}", "--output", str(out), "--until-idle", "1", "--trigger", "0.2", "--profile"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "batch 000000" in proc.stdout
+    code = main(["run", "SELECT k, avg(v) AS m FROM S GROUP BY k ORDER BY k",
+                 "--source", f"S={src}", "--output", str(out), "--until-idle", "1", "--trigger", "0.2", "--profile"])
+    proc = capsys.readouterr()
+    assert code == 0, proc.err[-2000:]
+    assert "batch 000000" in proc.out
     rows = pq.read_table(out / "snapshots" / "000000").to_pylist()
     assert rows == [{"k": 1, "m": 1.5}, {"k": 2, "m": 5.0}]
     assert os.path.exists(out / "commits" / "000000.json")
-    assert "batch 000000 waterfall:" in proc.stdout and "py4j by method:" in proc.stdout
+    assert "batch 000000 waterfall:" in proc.out and "py4j by method:" in proc.out
     profile = json.loads((out / "_profile" / "000000.json").read_text())
     assert profile["jobs"] and {"read", "write", "commit"} <= {p["name"] for p in profile["phases"]}
     # the batch's statistics ride in its commit record; explain --analyze shows them beside the plan

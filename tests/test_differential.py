@@ -186,8 +186,18 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, phas
                                            HealthCheck.data_too_large])
 
 
-@pytest.mark.parametrize("weighted", [False, True], ids=["inserts", "deletions"])
-@pytest.mark.parametrize("qid,sql,uses,ordered", QUERIES, ids=[q[0] for q in QUERIES])
+# Row-wise queries (the plan's one state is the output's multiset, as in filter-project) run with
+# deletions only: their plan with insert-only inputs is the same (explain differs only in naming
+# the source insert-only), the deletions' stream inserts too (weights 1 and 2 besides −1), and
+# what inserts alone change for them — a source read without _weight, the output state in one
+# task — is what filter-project-inserts checks for such a plan (lateral-view-groupby-inserts and
+# explode-join-inserts for nested sources and generators).
+ROW_WISE = {"scalar-functions", "negations", "nested-fields", "posexplode", "explode-select", "lateral-view-outer"}
+CASES = [(*q, weighted) for weighted in (False, True) for q in QUERIES if weighted or q[0] not in ROW_WISE]
+
+
+@pytest.mark.parametrize("qid,sql,uses,ordered,weighted", CASES,
+                         ids=[f"{c[0]}-{'deletions' if c[4] else 'inserts'}" for c in CASES])
 @SETTINGS
 @given(data=st.data())
 def test_snapshot_equals_duckdb(spark, tmp_path_factory, monkeypatch, qid, sql, uses, ordered, weighted, data):
@@ -210,6 +220,14 @@ def _check(spark, tmp_path_factory, qid, sql, uses, ordered, weighted, data, str
     sources = _sources(uses, weighted)
     batches = data.draw(stream(sources, **(stream_options or {})), label="batches")
     tables = {s.name: data.draw(table_rows(s), label=s.name) for s in sources if s.static}
+    if not any(rows for batch in batches for rows in batch.values()):
+        # Hypothesis's first example of test_snapshot_equals_duckdb (no min_rows): one batch
+        # without a row, so no file. Run, it only started the query and polled once for no batch
+        # (0.5–1 s each, in each of these tests); every example starts the query over the same empty
+        # directories before its first files, and a poll without files making no batch is
+        # checked by test_runtime.py::test_output_layout_commits_and_hidden_files (and here by
+        # any random batch without rows). The random example that follows is unchanged.
+        return
     tmp = str(tmp_path_factory.mktemp(f"{qid}-{next(_counter)}"))
     check_stream(spark, tmp, sql, sources, batches, tables, ordered=ordered, oracle_sql=ORACLE_SQL.get(qid))
 
