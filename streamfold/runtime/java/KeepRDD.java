@@ -37,7 +37,7 @@ public class KeepRDD extends RDD {
         if (into < 0) throw new IllegalStateException("streamfold: a kept merge run without a block id");
         BlockManager bm = SparkEnv.get().blockManager();
         RDDBlockId id = new RDDBlockId(into, split.index());
-        scala.Option got = bm.getLocalValues(id);
+        scala.Option got = bm.get(id, scala.reflect.ClassTag$.MODULE$.AnyRef());
         if (got.isDefined()) return ((BlockResult) got.get()).data();
         scala.collection.Iterator rows = prev.iterator(split, context);
         ArrayList kept = new ArrayList();

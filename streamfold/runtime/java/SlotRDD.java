@@ -79,7 +79,8 @@ public class SlotRDD extends RDD {
         int p = split.index();
         if (blocks >= 0) {
             BlockManager bm = SparkEnv.get().blockManager();
-            scala.Option got = bm.getLocalValues(new RDDBlockId(blocks, p));
+            // local, or fetched from the executor that kept it (on a cluster the task may run elsewhere)
+            scala.Option got = bm.get(new RDDBlockId(blocks, p), scala.reflect.ClassTag$.MODULE$.AnyRef());
             if (got.isEmpty())
                 throw new IllegalStateException("streamfold: block rdd_" + blocks + "_" + p + " of a state is gone");
             return ((BlockResult) got.get()).data();
