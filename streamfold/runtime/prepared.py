@@ -142,9 +142,9 @@ class Prepared:
             try:
                 if any(check_file(spec, s, p)[0] != held[1] for p in paths):
                     return None
-            except BadInputError:  # the plain read reports it
+                stats = [os.stat(p) for p in paths]
+            except (BadInputError, OSError):  # a bad or vanished file: the plain read reports it
                 return None
-            stats = [os.stat(p) for p in paths]
             parts = self._helpers.rescan(held[0], _array(self._gateway, "java.lang.String", paths),
                                          _array(self._gateway, "long", [st.st_size for st in stats]),
                                          _array(self._gateway, "long", [st.st_mtime_ns // 1_000_000 for st in stats]))
