@@ -342,6 +342,12 @@ class Profiler:
         """The jobs submitted while the batch ran, with their stages, from Spark's status store."""
         try:
             sc = self.spark.sparkContext
+            # Spark's status store learns of jobs from its listener bus, asynchronously: in a busy
+            # JVM the batch's jobs may not be in it yet. Wait (a little) for the bus to deliver them.
+            try:
+                sc._jsc.sc().listenerBus().waitUntilEmpty(2000)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - still busy after 2 s: read what is there
+                pass
             ids = sorted(i for i in sc.statusTracker().getJobIdsForGroup(None) if i > self._last_job)
             store = sc._jsc.sc().statusStore()  # type: ignore[union-attr]
             seq = sc._jvm.scala.jdk.javaapi.CollectionConverters  # type: ignore[union-attr]
