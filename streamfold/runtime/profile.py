@@ -284,6 +284,8 @@ class Profiler:
         self._owner = threading.get_ident()
         self._start: tuple[int, float, dict[str, tuple[int, float]]] = (0, 0.0, {})
         self._last_job = -1
+        self._first_job: int | None = None
+        self._job_ids: tuple[int, int] | None = None  # [first, after) the jobs of the batch being built
         self.clock = CpuClock.of(spark)
         self._cpu0: dict[str, float] = {}
 
@@ -294,6 +296,7 @@ class Profiler:
         self._open = 0
         self._t0 = time.monotonic()
         self._epoch0 = time.time()
+        self._first_job = self._next_job_id()
         self._start = self.counter.snapshot()
         self._cpu0 = self.clock.read()
 
@@ -321,6 +324,8 @@ class Profiler:
         """Stop the batch's clock; the waterfall, built when first asked for (its Spark jobs are
         read then, so reading them is never part of the batch's time)."""
         total = time.monotonic() - self._t0
+        after = self._next_job_id()
+        job_ids = (self._first_job, after) if self._first_job is not None and after is not None else None
         cpu = cpu_spent(self._cpu0, self.clock.read())
         calls, secs, methods = self.counter.snapshot()
         calls0, secs0, methods0 = self._start
@@ -332,24 +337,41 @@ class Profiler:
 
         def waterfall() -> Waterfall:
             if not built:
+                self._job_ids = job_ids
                 built.append(Waterfall(batch, total, spans, self._jobs(epoch0, total), calls - calls0, secs - secs0,
                                        ranked, cpu))
             return built[0]
 
         return waterfall
 
+    def _next_job_id(self) -> int | None:
+        """The id the JVM's next job will get (Spark's scheduler counts them), or None."""
+        try:
+            return int(self.spark.sparkContext._jsc.sc().dagScheduler().nextJobId().get())  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - not a local JVM's scheduler: the status store's list is used
+            return None
+
     def _jobs(self, epoch0: float, total: float) -> tuple[Job, ...]:
         """The jobs submitted while the batch ran, with their stages, from Spark's status store."""
         try:
             sc = self.spark.sparkContext
-            # Spark's status store learns of jobs from its listener bus, asynchronously: in a busy
-            # JVM the batch's jobs may not be in it yet. Wait (a little) for the bus to deliver them.
-            try:
-                sc._jsc.sc().listenerBus().waitUntilEmpty(2000)  # type: ignore[union-attr]
-            except Exception:  # noqa: BLE001 - still busy after 2 s: read what is there
-                pass
-            ids = sorted(i for i in sc.statusTracker().getJobIdsForGroup(None) if i > self._last_job)
             store = sc._jsc.sc().statusStore()  # type: ignore[union-attr]
+            if self._job_ids is not None:
+                # The jobs the JVM started while the batch ran (other queries' too: the times below
+                # keep this batch's). Spark's status store learns of them from its listener bus,
+                # asynchronously — in a busy JVM seconds later —, so wait for each to be there.
+                first, after = self._job_ids
+                ids = list(range(max(first, self._last_job + 1), after))
+                deadline = time.monotonic() + 10
+                for i in ids:
+                    while time.monotonic() < deadline:
+                        try:
+                            store.job(i)
+                            break
+                        except Exception:  # noqa: BLE001 - not delivered yet
+                            time.sleep(0.02)
+            else:
+                ids = sorted(i for i in sc.statusTracker().getJobIdsForGroup(None) if i > self._last_job)
             seq = sc._jvm.scala.jdk.javaapi.CollectionConverters  # type: ignore[union-attr]
             # Spark's times are whole milliseconds: a job of this batch may read as up to 1 ms early.
             since, until = math.floor(epoch0 * 1000), math.ceil((epoch0 + total) * 1000)
