@@ -347,7 +347,9 @@ class Profiler:
     def _next_job_id(self) -> int | None:
         """The id the JVM's next job will get (Spark's scheduler counts them), or None."""
         try:
-            return int(self.spark.sparkContext._jsc.sc().dagScheduler().nextJobId().get())  # type: ignore[union-attr]
+            counter = self.spark.sparkContext._jsc.sc().dagScheduler().nextJobId()  # type: ignore[union-attr]
+            # py4j hands the AtomicInteger over as its value; a proxy (``get``) should that change.
+            return int(counter) if isinstance(counter, int) else int(counter.get())
         except Exception:  # noqa: BLE001 - not a local JVM's scheduler: the status store's list is used
             return None
 
