@@ -70,6 +70,15 @@ MAX_HEAVY_KEYS = 64
 _ONE_PARTITION = os.environ.get("STREAMFOLD_ONE_PARTITION", "1") != "0"
 
 
+# Prepared plans are tried for plans of at most this many states. A capture plans the whole batch
+# as one physical plan; for an unrolled three-step PageRank (32 states) that plan was refused (an
+# exchange over the batch's rows) and, worse, left Spark's SQL listener minutes behind: its
+# appStatus queue filled and dropped events, so the status store (profiles, waterfalls) missed
+# jobs for the rest of the JVM's life (docs/benchmarks.md, "Prepared plans"). Not understood yet;
+# the workloads prepared plans are measured on have one to four states.
+PREPARED_MAX_STATES = 8
+
+
 @dataclass
 class QueryConfig:
     """Everything ``streamfold run`` (or :func:`streamfold.start`) is told."""
@@ -235,8 +244,9 @@ class Engine:
     def _preparable(self, plan: IncrementalPlan) -> bool:
         """Whether a batch of ``plan`` could run prepared plans: no loops (their rounds are
         planned as they go), no join matrix (its mapping changes), Parquet streams (other
-        formats are checked by a job of their own)."""
+        formats are checked by a job of their own), few states (see ``PREPARED_MAX_STATES``)."""
         return (Prepared.available(self.spark) and not plan.matrices and not plan.watched
+                and len(plan.states) <= PREPARED_MAX_STATES
                 and not any(isinstance(s, LOOPS) for s in plan.delta)
                 and all(self.specs[s.name.lower()].format == "parquet" for s in plan.streams))
 
