@@ -75,7 +75,7 @@ _ONE_PARTITION = os.environ.get("STREAMFOLD_ONE_PARTITION", "1") != "0"
 # exchange over the batch's rows) and, worse, left Spark's SQL listener minutes behind: its
 # appStatus queue filled and dropped events, so the status store (profiles, waterfalls) missed
 # jobs for the rest of the JVM's life (docs/benchmarks.md, "Prepared plans"). Not understood yet;
-# the workloads prepared plans are measured on have one to four states.
+# the workloads prepared plans are measured on have one to six states.
 PREPARED_MAX_STATES = 8
 
 
