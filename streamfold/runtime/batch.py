@@ -9,6 +9,8 @@ to SQL text over temp views; the engine and the loop interpreters share it.
 
 from __future__ import annotations
 
+import contextvars
+
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -91,6 +93,6 @@ def parallel(spark: SparkSession, jobs: list[Callable[[], Any]]) -> list[Any]:
     from pyspark.util import inheritable_thread_target
 
     carry = inheritable_thread_target(spark)
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = [pool.submit(carry(job)) for job in jobs]
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:  # each job in a copy of this thread's context
+        futures = [pool.submit(contextvars.copy_context().run, carry(job)) for job in jobs]
         return [f.result() for f in futures]

@@ -250,14 +250,18 @@ class Engine:
                 and not any(isinstance(s, LOOPS) for s in plan.delta)
                 and all(self.specs[s.name.lower()].format == "parquet" for s in plan.streams))
 
-    def _prepared_mode(self, batch: int, choice: Choice, single: bool, eager: bool, answer_only: bool) -> str | None:
+    def _prepared_mode(self, batch: int, choice: Choice, rows: Mapping[str, int], single: bool, eager: bool,
+                       answer_only: bool) -> str | None:
         """How this batch uses prepared plans: "replay" (run them), "capture" (plan this batch so
         that later ones can), or None (the plain way: a large batch, batch 0, a new plan, …)."""
         p = self.prepared
         if p is None or p.refused is not None:
             return None
-        if (batch == 0 or not single or eager or answer_only or self._boundary is not None or self._restate
-                or choice.strategy != "incremental"):
+        # A batch's streams are read as one partition each (a slot of one), so their rows must fit
+        # one task; the states may be one partition (``single``) or hash-partitioned, and a plan
+        # captured in one layout runs only batches of that layout.
+        if (batch == 0 or sum(rows.values()) > ONE_TASK_ROWS or eager or answer_only or self._boundary is not None
+                or self._restate or choice.strategy != "incremental" or (p.ready and p.single != single)):
             if p.ready or p.keeps:  # its states are handed over as frames: the next capture starts afresh
                 self.prepared = Prepared(self.spark)
             return None
@@ -267,8 +271,9 @@ class Engine:
             backing = self.store.backing(n)
             if backing is None or "__touched" not in backing.columns:  # not a merge's rows (restored, new)
                 return None
-            if backing._jdf.queryExecution().toRdd().getNumPartitions() != 1:  # hashed: this batch gathers it
+            if single and backing._jdf.queryExecution().toRdd().getNumPartitions() != 1:  # this batch gathers it
                 return None
+        p.single = single
         return "capture"
 
     def _recomputer_for(self, plan: IncrementalPlan) -> Recomputer | None:
@@ -498,7 +503,7 @@ class Engine:
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
         if single:
             frames = {n: df.coalesce(1) for n, df in frames.items()}
-        mode = self._prepared_mode(batch, choice, single, eager, answer_only)
+        mode = self._prepared_mode(batch, choice, rows, single, eager, answer_only)
         prepared = self.prepared if mode is not None else None
         if light is not None and mode != "replay":  # the batch is planned after all: its frames
             with self._phase("read"):
@@ -506,6 +511,8 @@ class Engine:
                                                           lambda: self.reader.read(inputs, cache=self._reread))
             if single:
                 frames = {n: df.coalesce(1) for n, df in frames.items()}
+        if mode is not None and not single:  # a slot reads a stream as one partition
+            frames = {n: df.coalesce(1) for n, df in frames.items()}
         if mode == "capture":
             frames = self._capture(frames, views, inputs)
         reads = self._reads(frames, rows, batch == 0, single)

@@ -21,7 +21,9 @@ Invariants the text keeps:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +48,28 @@ def _indent(text: str) -> str:
 
 
 # -- programs --------------------------------------------------------------------------------------
+# Whether a few rows met by many (the keys a batch touched, a delta met by a semi join) are
+# broadcast. Not while a prepared plan is captured (prepared.py): a broadcast of a batch's rows
+# is computed once and would be reused by every later job, so they are hashed instead.
+_BROADCASTS: ContextVar[bool] = ContextVar("streamfold_broadcasts", default=True)
+
+
+@contextmanager
+def without_broadcasts() -> Iterator[None]:
+    """The statements written meanwhile (in this thread, and the threads of :func:`.batch.parallel`)
+    hash what they would broadcast: ``SHUFFLE_HASH`` for ``BROADCAST``."""
+    token = _BROADCASTS.set(False)
+    try:
+        yield
+    finally:
+        _BROADCASTS.reset(token)
+
+
+def _small_side() -> str:
+    """The hint for the small side of a join: broadcast it, or hash it (see ``_BROADCASTS``)."""
+    return "BROADCAST" if _BROADCASTS.get() else "SHUFFLE_HASH"
+
+
 def program(rel: Rel, leaf: Leaf) -> str:
     """The one Spark statement of a plan's program, its leaves named by ``leaf``."""
     return rel_sql(rel, leaf=leaf, join_hint=join_hint)
@@ -70,7 +94,7 @@ def join_hint(join: Join) -> tuple[str, str] | None:
     if join.kind == "inner" and left and not right:
         return "SHUFFLE_HASH", "left"
     if join.kind in ("semi", "anti") and right and not left:
-        return "BROADCAST", "right"
+        return _small_side(), "right"
     if join.kind in ("inner", "left") and right and not left:
         return "SHUFFLE_HASH", "right"
     return None
@@ -456,7 +480,7 @@ class AnswerLowering:
         """The rows of a state whose key this batch touched (NULL keys match NULL keys); the
         touched keys are few, so they are broadcast and the state is filtered where it lies."""
         cond = " AND ".join(f"_s.{quote(k)} <=> _k.__k{i}" for i, k in enumerate(self.answer.touched_key))
-        return f"SELECT /*+ BROADCAST(_k) */ _s.* FROM {relation} _s LEFT SEMI JOIN {touched} _k ON {cond}"
+        return f"SELECT /*+ {_small_side()}(_k) */ _s.* FROM {relation} _s LEFT SEMI JOIN {touched} _k ON {cond}"
 
     def _consolidate(self, inner: str) -> str:
         """Sum the weights of equal rows and drop the rows whose weight is zero."""

@@ -27,9 +27,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError
+from . import lowering
 from .jvm import loaded
 from ..sql import SourceSchema
 from .sources import InputSpec, check_file, parquet_rows
@@ -66,9 +68,12 @@ class Prepared:
         self._schema: pa.Schema | None = None  # the outputs' Arrow schema, as toArrow gives it
         self._written: pa.Schema | None = None  # … and as Spark writes their batches
         self._plans: list[Any] = []  # the executed plans whose metrics a job updates
+        self._shuffles: Any = None  # the ids of the shuffles each job computes afresh (a Java int[])
+        self.single = True  # captured in one partition (state.py); else over hash-partitioned states
         self.ready = False  # captured and verified: later batches can run it
         self.refused: str | None = None  # why this plan cannot be prepared (then it is not tried again)
         self._settings: dict[str, str | None] = {}  # the session's, while a capture is planned
+        self._hints = ExitStack()  # broadcasts hinted as shuffled hash joins, while a capture is planned
         self._templates: dict[str, tuple[DataFrame, DataFrame]] = {}  # state → its merged rows and view, over its slot
 
     @staticmethod
@@ -77,9 +82,9 @@ class Prepared:
 
     # -- capture -------------------------------------------------------------------------------------
     def slot_frame(self, template: DataFrame, rows: Any) -> tuple[Any, DataFrame]:
-        """A frame with ``template``'s columns and (single) partitioning whose rows come from a
-        new slot, pointed at ``rows`` (an RDD of ``template``'s rows, or None: no rows)."""
-        slot = self._slot_class(self._sc, 1)
+        """A frame with ``template``'s columns and partitioning whose rows come from a new slot,
+        pointed at ``rows`` (an RDD of ``template``'s rows, or None: no rows, one partition)."""
+        slot = self._slot_class(self._sc, 1 if rows is None else rows.getNumPartitions())
         if rows is None:
             slot.readNothing()
         else:
@@ -92,18 +97,21 @@ class Prepared:
         return DataFrame(self._helpers.frame(rdd, template._jdf), self.spark)
 
     # A broadcast over a slot would keep the first batch's rows: while a capture is planned, joins
-    # are planned without broadcasts, hinted or not (in one partition a sort-merge join needs no
-    # shuffle). A join with a static table is then shuffled, and refused (verify).
-    _CAPTURE_SETTINGS = {"spark.sql.optimizer.disableHints": "true", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+    # are planned without broadcasts — none by size, and the statements hint a shuffled hash join
+    # where they would hint a broadcast (lowering.without_broadcasts). A join with a static table
+    # is then shuffled; its static side's shuffle is computed once and reused by later jobs.
+    _CAPTURE_SETTINGS = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
 
     def plan_without_broadcasts(self) -> None:
         conf = self.spark.conf
         self._settings = {k: conf.get(k, None) for k in self._CAPTURE_SETTINGS}
         for k, v in self._CAPTURE_SETTINGS.items():
             conf.set(k, v)
+        self._hints.enter_context(lowering.without_broadcasts())
 
     def planned(self) -> None:
         """The capture batch is over: the session's settings as they were."""
+        self._hints.close()
         for k, v in self._settings.items():
             if v is None:
                 self.spark.conf.unset(k)
@@ -186,6 +194,10 @@ class Prepared:
             log.info("streamfold: batches are planned one by one (%s)", self.refused)
             return stacked.toArrow()
         self._outputs = stacked._jdf.toArrowBatchRdd()
+        tops = self._gateway.jvm.java.util.ArrayList()
+        for rdd in [self._outputs] + [keep for keep, _ in self.keeps.values()]:
+            tops.add(rdd)
+        self._shuffles = self._helpers.shuffles(tops)
         return self._collect()
 
     def _arrow_schemas(self, stacked: DataFrame) -> str | None:
@@ -243,6 +255,8 @@ class Prepared:
         plans = self._helpers
         for plan in self._plans:
             plans.resetMetrics(plan)
+        if self._shuffles is not None and len(self._shuffles):
+            plans.forgetShuffles(self._sc, self._shuffles)
 
     def run(self) -> pa.Table:
         """The job: every merge and the stacked outputs, collected as one Arrow table."""
@@ -279,11 +293,11 @@ class Prepared:
         ``rows`` rows (the merge's, if known): nothing is analysed from SQL again."""
         from pyspark.sql import DataFrame
 
-        slot = self._slot_class(self._sc, 1)
+        at = self.states[name]
+        slot = self._slot_class(self._sc, at.getNumPartitions())
         slot.readBlocks(self.keeps[name][0].keptIn())
         plans = self._helpers
         merged, current = self._templates[name]
-        at = self.states[name]
         size = -1 if rows is None else rows  # planned with its true size (runtime/state.py, next_version)
         return (DataFrame(plans.rebind(current._jdf, at, slot, size), self.spark),
                 DataFrame(plans.rebind(merged._jdf, at, slot, size), self.spark))

@@ -107,13 +107,15 @@ public final class Plans {
 
     /**
      * What keeps a physical plan from being run again with other rows in its slots, or null:
-     * a node that computes its input once and reuses it (an exchange — its shuffle or broadcast
-     * would be reused — or a subquery) over a slot or a kept merge. Over static rows (a table's
-     * file scan, a static state) such a node is harmless: those rows do not change.
+     * a node that computes its input once and reuses it (a broadcast, a subquery's value) over a
+     * slot or a kept merge. Over static rows (a table's file scan, a static state) such a node is
+     * harmless: those rows do not change. A shuffle is no obstacle: its map output is forgotten
+     * before each job ({@link #shuffles}, {@link #forgetShuffles}), so the job shuffles again.
      */
     public static String obstacle(SparkPlan plan) {
         String name = plan.getClass().getSimpleName();
-        boolean reuses = name.contains("Exchange") || name.contains("Subquery") || !plan.subqueries().isEmpty();
+        boolean reuses = (name.contains("Exchange") && !shuffles(plan)) || name.contains("Subquery")
+            || !plan.subqueries().isEmpty();
         if (reuses && readsSlots(plan)) return plan.nodeName();
         scala.collection.Iterator kids = plan.children().iterator();
         while (kids.hasNext()) {
@@ -121,6 +123,65 @@ public final class Plans {
             if (found != null) return found;
         }
         return null;
+    }
+
+    /** Whether ``plan`` is a shuffle exchange, or the reuse of one. */
+    private static boolean shuffles(SparkPlan plan) {
+        if (plan instanceof org.apache.spark.sql.execution.exchange.ReusedExchangeExec)
+            plan = ((org.apache.spark.sql.execution.exchange.ReusedExchangeExec) plan).child();
+        return plan instanceof org.apache.spark.sql.execution.exchange.ShuffleExchangeLike;
+    }
+
+    /**
+     * The ids of the shuffles in the lineage of ``tops`` (a prepared plan's RDDs) whose rows come
+     * from a slot or a kept merge: the map outputs each later job must compute afresh. A shuffle
+     * of static rows only is left alone: its output stays valid, and later jobs reuse it.
+     */
+    public static int[] shuffles(java.util.List tops) {
+        java.util.TreeSet ids = new java.util.TreeSet();
+        java.util.HashMap seen = new java.util.HashMap();
+        for (int i = 0; i < tops.size(); i++) changing((RDD) tops.get(i), ids, seen);
+        int[] out = new int[ids.size()];
+        java.util.Iterator it = ids.iterator();
+        for (int i = 0; it.hasNext(); i++) out[i] = ((Integer) it.next()).intValue();
+        return out;
+    }
+
+    /** Whether ``rdd``'s rows change from job to job (it reads a slot or a kept merge); the
+     *  shuffles below it that do are added to ``ids``. ``seen``: RDD id → the answer. */
+    private static boolean changing(RDD rdd, java.util.Set ids, java.util.Map seen) {
+        Boolean known = (Boolean) seen.get(Integer.valueOf(rdd.id()));
+        if (known != null) return known.booleanValue();
+        boolean changes = rdd instanceof SlotRDD || rdd instanceof KeepRDD;
+        scala.collection.Iterator deps = rdd.dependencies().iterator();
+        while (deps.hasNext()) {
+            org.apache.spark.Dependency dep = (org.apache.spark.Dependency) deps.next();
+            boolean below = changing(dep.rdd(), ids, seen);
+            if (below && dep instanceof org.apache.spark.ShuffleDependency)
+                ids.add(Integer.valueOf(((org.apache.spark.ShuffleDependency) dep).shuffleId()));
+            changes |= below;
+        }
+        seen.put(Integer.valueOf(rdd.id()), Boolean.valueOf(changes));
+        return changes;
+    }
+
+    /**
+     * Forget what the shuffles ``ids`` computed — their map outputs and files — so that the
+     * next job that reads them runs their map stages again, over the rows its slots point at.
+     * What the context cleaner does for a shuffle no RDD references any more; synchronous, so
+     * nothing of it can land after the next job has started.
+     */
+    public static void forgetShuffles(org.apache.spark.SparkContext sc, int[] ids) {
+        scala.Option cleaner = sc.cleaner();
+        for (int i = 0; i < ids.length; i++) {
+            int id = ids[i];
+            if (cleaner.isDefined()) {
+                ((org.apache.spark.ContextCleaner) cleaner.get()).doCleanupShuffle(id, true);
+            } else {
+                ((org.apache.spark.MapOutputTrackerMaster) SparkEnv.get().mapOutputTracker()).unregisterShuffle(id);
+                SparkEnv.get().blockManager().master().removeShuffle(id, true);
+            }
+        }
     }
 
     private static boolean readsSlots(SparkPlan plan) {
