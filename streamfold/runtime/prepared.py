@@ -194,7 +194,7 @@ class Prepared:
             log.info("streamfold: batches are planned one by one (%s)", self.refused)
             return stacked.toArrow()
         self._outputs = stacked._jdf.toArrowBatchRdd()
-        tops = self._gateway.jvm.java.util.ArrayList()
+        tops = self.spark._jvm.java.util.ArrayList()  # type: ignore[attr-defined]
         for rdd in [self._outputs] + [keep for keep, _ in self.keeps.values()]:
             tops.add(rdd)
         self._shuffles = self._helpers.shuffles(tops)
