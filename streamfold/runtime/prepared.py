@@ -56,7 +56,7 @@ class Prepared:
         self._slot_class, self._keep_class, self._helpers = jvm.streamfold.jvm.SlotRDD, jvm.streamfold.jvm.KeepRDD, \
             jvm.streamfold.jvm.Plans
         self._python_rdd = jvm.org.apache.spark.api.python.PythonRDD
-        self._gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
+        self._gateway: Any = spark.sparkContext._gateway  # type: ignore[attr-defined]
         self._scans: dict[str, tuple[Any, tuple]] = {}  # stream → its captured rows' RDD, its files' columns
         self._light: dict[str, Any] | None = None  # stream → the partition its slot reads this batch
         self.streams: dict[str, Any] = {}  # stream → its slot
@@ -194,7 +194,7 @@ class Prepared:
             log.info("streamfold: batches are planned one by one (%s)", self.refused)
             return stacked.toArrow()
         self._outputs = stacked._jdf.toArrowBatchRdd()
-        tops = self.spark._jvm.java.util.ArrayList()  # type: ignore[attr-defined]
+        tops = self._gateway.jvm.java.util.ArrayList()
         for rdd in [self._outputs] + [keep for keep, _ in self.keeps.values()]:
             tops.add(rdd)
         self._shuffles = self._helpers.shuffles(tops)
