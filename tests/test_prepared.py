@@ -116,9 +116,9 @@ def test_a_large_batch_runs_the_plain_way_and_the_next_ones_are_prepared_again(s
 
 def test_a_plan_that_keeps_a_value_between_jobs_is_planned_batch_by_batch(spark, tmp_path):
     """A plan in which something over a batch's rows is computed once per plan — here the scalar
-    subquery a global aggregate's outputs use; a shuffle or a broadcast would be the same — cannot
-    run again with other rows in its slots: the capture is refused with its reason, and every
-    batch is planned as before, exactly."""
+    subquery a global aggregate's outputs use; a broadcast would be the same (a shuffle is not: it
+    is forgotten before each job) — cannot run again with other rows in its slots: the capture is
+    refused with its reason, and every batch is planned as before, exactly."""
     sql = "SELECT count(*) AS n, sum(b) AS t, min(a) AS lo FROM R"
     r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
     batches = [{"R": [(i % 4, i, 1) for i in range(k, k + 5)] + ([(k % 4, k, -1)] if k else [])} for k in range(7)]

@@ -1,9 +1,10 @@
 """Prepared plans: a warm batch's Spark plans built once and run again for every later batch.
 
-A warm small batch (the one-partition layout of :mod:`.state`) is one Spark job, but building
-it — analysing the merges' and the outputs' SQL, optimizing, planning and generating code,
-building the RDDs — cost more than the job itself (docs/benchmarks.md, "the waterfall"), every
-batch, for plans that differ only in their leaves: the batch's rows and the states before it.
+A warm batch is one Spark job, but building it — analysing the merges' and the outputs' SQL,
+optimizing, planning and generating code, building the RDDs — cost more than the job itself
+(docs/benchmarks.md, "the waterfall"), every batch, for plans that differ only in their leaves:
+the batch's rows and the states before it. That holds for both layouts of :mod:`.state`: small
+states in one partition, and large ones hash-partitioned on their keys.
 
 So one batch (the *capture*) is planned with leaves that can be re-pointed: each stream's rows
 and each state are read through a :class:`SlotRDD` (``java/SlotRDD.java``), and each merge's
@@ -14,12 +15,17 @@ at the blocks the previous job kept — gives each merge a fresh block id, and r
 no SQL is analysed, nothing is planned, no code is generated (:meth:`Prepared.run`).
 
 Running a physical plan again is only sound if nothing in it keeps what it computed from its
-slots: a shuffle's map output, a broadcast, a subquery's value are computed once and reused by
-Spark. The capture refuses such a plan (:meth:`Prepared.verify`; over static rows they are
+slots. A shuffle keeps its map output: before each job the shuffles over slots are forgotten
+(``Plans.forgetShuffles``, what Spark's context cleaner does for a shuffle nothing references),
+so the job runs their map stages again; a shuffle of static rows only is kept, and reused. A
+broadcast and a subquery's value are computed when the plan is built: while a capture is planned
+nothing is broadcast (the statements hint a shuffled hash join instead), and a plan that still
+has one over a slot is refused at the capture (:meth:`Prepared.verify`; over static rows it is
 harmless), and the engine then plans every batch as before. A batch that does not fit the
-prepared plans (a large one, a reconfiguration, a recompute) runs the plain way; the states are
-handed over as frames over their kept blocks (:meth:`Prepared.current`), so either way can
-follow the other. ``STREAMFOLD_PREPARED=0`` turns prepared plans off (for A/B runs).
+prepared plans (a large one, a reconfiguration, a recompute, states laid out otherwise than at
+the capture) runs the plain way; the states are handed over as frames over their kept blocks
+(:meth:`Prepared.current`), so either way can follow the other. ``STREAMFOLD_PREPARED=0`` turns
+prepared plans off (for A/B runs).
 """
 
 from __future__ import annotations
