@@ -106,7 +106,11 @@ class Prepared:
     # are planned without broadcasts — none by size, and the statements hint a shuffled hash join
     # where they would hint a broadcast (lowering.without_broadcasts). A join with a static table
     # is then shuffled; its static side's shuffle is computed once and reused by later jobs.
-    _CAPTURE_SETTINGS = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
+    # Spark 4.3's MergeSubplans turns equal global aggregates of the stacked outputs (a global
+    # aggregate's snapshot and changes) into one scalar subquery, whose value a plan keeps: not
+    # while a capture is planned.
+    _CAPTURE_SETTINGS = {"spark.sql.autoBroadcastJoinThreshold": "-1",
+                         "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.execution.planmerging.MergeSubplans"}
 
     def plan_without_broadcasts(self) -> None:
         conf = self.spark.conf
