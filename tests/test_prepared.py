@@ -135,3 +135,15 @@ def test_a_plan_of_many_states_is_planned_batch_by_batch(spark, tmp_path, monkey
     with _Watch() as watch:
         check_stream(spark, str(tmp_path), sql, [r], batches)
     assert watch.replays == 0 and not watch.refused
+
+
+def test_a_state_read_in_other_partitions_than_it_is_merged_into_is_refused(spark):
+    """The next job's slot of a state reads the blocks its merge kept, partition by partition: a
+    capture whose merge has another number of partitions than the state it read would lose rows,
+    so it is refused."""
+    if not Prepared.available(spark):
+        pytest.skip("the JVM helpers are not loaded")
+    p = Prepared(spark)
+    p.state("s", spark.range(4).selectExpr("id AS k").coalesce(1), lambda merged: merged)
+    p.keep("s", spark.range(0, 4, 1, 2).selectExpr("id AS k"))
+    assert p.verify([]) == "state s read in 1 partition(s) but merged into 2"

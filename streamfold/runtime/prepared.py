@@ -87,10 +87,11 @@ class Prepared:
         return ENABLED and loaded(spark)
 
     # -- capture -------------------------------------------------------------------------------------
-    def slot_frame(self, template: DataFrame, rows: Any) -> tuple[Any, DataFrame]:
-        """A frame with ``template``'s columns and partitioning whose rows come from a new slot,
-        pointed at ``rows`` (an RDD of ``template``'s rows, or None: no rows, one partition)."""
-        slot = self._slot_class(self._sc, 1 if rows is None else rows.getNumPartitions())
+    def slot_frame(self, template: DataFrame, rows: Any, parts: int = 1) -> tuple[Any, DataFrame]:
+        """A frame with ``template``'s columns and partitioning whose rows come from a new slot of
+        ``parts`` partitions, pointed at ``rows`` (an RDD of ``template``'s rows with as many
+        partitions or none, or None: no rows)."""
+        slot = self._slot_class(self._sc, parts)
         if rows is None:
             slot.readNothing()
         else:
@@ -176,7 +177,8 @@ class Prepared:
     def state(self, name: str, backing: DataFrame, view: Callable[[DataFrame], DataFrame]) -> DataFrame:
         """State ``name`` before the capture batch, read through a slot: ``backing`` holds its last
         merge's rows, and ``view`` gives the state from a merge's rows (its new rows)."""
-        slot, merged = self.slot_frame(backing, _rows(backing))
+        rows = _rows(backing)
+        slot, merged = self.slot_frame(backing, rows, max(1, rows.getNumPartitions()))
         self.states[name] = slot
         current = view(merged)
         self._templates[name] = (merged, current)
@@ -240,6 +242,10 @@ class Prepared:
                 return f"the plan {found} over a batch's rows"
         if set(self.states) - set(self.executed):
             return "a state read but not merged by the batch"
+        for name, slot in self.states.items():  # the next job's slot reads the blocks of this merge
+            slots, kept = slot.getNumPartitions(), self.keeps[name][0].getNumPartitions()
+            if slots != kept:
+                return f"state {name} read in {slots} partition(s) but merged into {kept}"
         return None
 
     def captured(self) -> None:
