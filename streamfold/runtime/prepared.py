@@ -117,7 +117,8 @@ class Prepared:
         conf = self.spark.conf
         self._settings = {k: conf.get(k, None) for k in self._CAPTURE_SETTINGS}
         for k, v in self._CAPTURE_SETTINGS.items():
-            conf.set(k, v)
+            had = self._settings[k]
+            conf.set(k, f"{had},{v}" if k.endswith("excludedRules") and had else v)  # the session's rules stay out too
         self._hints.enter_context(lowering.without_broadcasts())
 
     def planned(self) -> None:
