@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections import Counter
+from collections.abc import Callable
 
 from hypothesis import strategies as st
 
@@ -47,6 +48,18 @@ def stream(draw: st.DrawFn, sources: list[Source], max_batches: int = 3, max_row
     """Batches of rows per stream source; weighted sources also delete rows inserted before.
     ``min_rows`` rows at least for each source in each batch (so none of them is trivial)."""
     n = draw(st.integers(min_batches, max_batches))
+    return _batches(
+        n, sources, lambda s, size: draw(rows(s, max_size=size, min_size=min_rows)),
+        lambda: draw(st.sampled_from([1, 1, 1, 2])),
+        lambda live: draw(st.lists(st.sampled_from(live), unique=True, max_size=max(1, len(live) // 2))), max_rows)
+
+
+def _batches(n: int, sources: list[Source], inserted: Callable[[Source, int], list[tuple]],
+             weight: Callable[[], int], doomed: Callable[[list[tuple]], list[tuple]],
+             max_rows: int) -> list[dict[str, list[tuple]]]:
+    """``n`` batches: per stream source the rows ``inserted`` gives (at most ``max_rows`` in batch
+    0, about half as many later); a weighted source's rows get a ``weight`` and it deletes the
+    ``doomed`` of the rows present before."""
     present: dict[str, Counter] = {s.name: Counter() for s in sources}
     batches = []
     for i in range(n):
@@ -54,18 +67,14 @@ def stream(draw: st.DrawFn, sources: list[Source], max_batches: int = 3, max_row
         for s in sources:
             if s.static:
                 continue
-            inserted = draw(rows(s, max_size=max_rows if i == 0 else max_rows // 2 + 1, min_size=min_rows))
+            new = inserted(s, max_rows if i == 0 else max_rows // 2 + 1)
             if not s.weighted:
-                batch[s.name] = inserted
+                batch[s.name] = new
                 continue
-            out = []
-            for r in inserted:
-                w = draw(st.sampled_from([1, 1, 1, 2]))
-                out.append(r + (w,))
+            out = [r + (weight(),) for r in new]
             live = sorted((r for r, c in present[s.name].items() if c > 0), key=repr)
             if live:
-                doomed = draw(st.lists(st.sampled_from(live), unique=True, max_size=max(1, len(live) // 2)))
-                out.extend(r + (-1,) for r in doomed)
+                out.extend(r + (-1,) for r in doomed(live))
             for r in out:
                 present[s.name][r[:-1]] += r[-1]
             batch[s.name] = out
@@ -99,23 +108,6 @@ def random_stream(rng: random.Random, sources: list[Source], batches: int, max_r
                   min_rows: int = 0) -> list[dict[str, list[tuple]]]:
     """What :func:`stream` draws, from ``rng``: ``batches`` batches of rows per stream source,
     weighted sources deleting up to half the rows inserted before."""
-    present: dict[str, Counter] = {s.name: Counter() for s in sources}
-    out = []
-    for i in range(batches):
-        batch: dict[str, list[tuple]] = {}
-        for s in sources:
-            if s.static:
-                continue
-            inserted = random_rows(rng, s, max_rows if i == 0 else max_rows // 2 + 1, min_rows)
-            if not s.weighted:
-                batch[s.name] = inserted
-                continue
-            rows_ = [r + (rng.choice([1, 1, 1, 2]),) for r in inserted]
-            live = sorted((r for r, c in present[s.name].items() if c > 0), key=repr)
-            if live:
-                rows_.extend(r + (-1,) for r in rng.sample(live, rng.randint(0, max(1, len(live) // 2))))
-            for r in rows_:
-                present[s.name][r[:-1]] += r[-1]
-            batch[s.name] = rows_
-        out.append(batch)
-    return out
+    return _batches(batches, sources, lambda s, size: random_rows(rng, s, size, min_rows),
+                    lambda: rng.choice([1, 1, 1, 2]),
+                    lambda live: rng.sample(live, rng.randint(0, max(1, len(live) // 2))), max_rows)
