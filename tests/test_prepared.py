@@ -10,6 +10,7 @@ snapshot and changes file is checked against DuckDB as in tests/test_differentia
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections import Counter
 from unittest import mock
@@ -147,3 +148,22 @@ def test_a_state_read_in_other_partitions_than_it_is_merged_into_is_refused(spar
     p.state("s", spark.range(4).selectExpr("id AS k").coalesce(1), lambda merged: merged)
     p.keep("s", spark.range(0, 4, 1, 2).selectExpr("id AS k"))
     assert p.verify([]) == "state s read in 1 partition(s) but merged into 2"
+
+
+def test_a_hashed_prepared_batch_counts_each_state_once(spark, tmp_path, monkeypatch):
+    """Tasks of one job that read the same partition of a kept merge at once (the outputs' tasks,
+    the two branches of a delta join) compute it once — the others wait for its block — so each
+    commit's state rows are the state's rows: here the aggregate has a row per answer row."""
+    monkeypatch.setattr(engine_module, "_ONE_PARTITION", False)
+    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 60)  # the outputs read more: in several tasks
+    _, sql, uses, ordered = SHAPES["join-groupby-seed"]
+    sources = _sources(uses, True)
+    batches = random_stream(random.Random("counted once"), sources, batches=8, max_rows=40, min_rows=10)
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, sources, batches, ordered=ordered)
+    assert watch.replays >= 4
+    commits = sorted((tmp_path / "out" / "commits").glob("*.json"))
+    records = [json.loads(p.read_text()) for p in commits]
+    assert len(records) == 8
+    assert all(r["state_rows"]["agg"] == r["snapshot_rows"] for r in records), \
+        [(r["state_rows"]["agg"], r["snapshot_rows"]) for r in records]

@@ -12,9 +12,10 @@ import org.apache.spark.storage.RDDBlockId;
 import org.apache.spark.storage.StorageLevel;
 
 /**
- * Its parent's rows (a merge of a prepared plan), computed once per job: the first reader in a
- * task stores copies under rdd_<into>_<p> — ``into`` is a fresh id set before each job — and
- * every other reader of the job, and a {@link SlotRDD} in the next job, reads those blocks.
+ * Its parent's rows (a merge of a prepared plan), computed once per job: the first task to read a
+ * partition stores copies under rdd_<into>_<p> — ``into`` is a fresh id set before each job — and
+ * every other reader of the job (one running meanwhile waits for it), and a {@link SlotRDD} in
+ * the next job, reads those blocks.
  * What a lazy ``localCheckpoint`` does for a plan run once, for a plan run every batch.
  */
 public class KeepRDD extends RDD {
@@ -33,17 +34,25 @@ public class KeepRDD extends RDD {
 
     public Partition[] getPartitions() { return prev.partitions(); }
 
-    public scala.collection.Iterator compute(Partition split, TaskContext context) {
+    public scala.collection.Iterator compute(final Partition split, final TaskContext context) {
         if (into < 0) throw new IllegalStateException("streamfold: a kept merge run without a block id");
         BlockManager bm = SparkEnv.get().blockManager();
-        RDDBlockId id = new RDDBlockId(into, split.index());
-        scala.Option got = bm.get(id, scala.reflect.ClassTag$.MODULE$.AnyRef());
-        if (got.isDefined()) return ((BlockResult) got.get()).data();
-        scala.collection.Iterator rows = prev.iterator(split, context);
-        ArrayList kept = new ArrayList();
-        while (rows.hasNext()) kept.add(((InternalRow) rows.next()).copy());
-        bm.putIterator(id, scala.jdk.javaapi.CollectionConverters.asScala(kept.iterator()),
-                       StorageLevel.MEMORY_AND_DISK(), true, scala.reflect.ClassTag$.MODULE$.AnyRef());
-        return scala.jdk.javaapi.CollectionConverters.asScala(kept.iterator());
+        // Computed by one task only: a task that wants the partition while another computes it waits
+        // for that block and reads it (Spark's first-writer-wins block locks, as for a cached RDD),
+        // so the merge runs once per job and its metrics count its rows once.
+        final RDD parent = prev;
+        scala.Function0 compute = new scala.runtime.AbstractFunction0() {
+            public Object apply() {
+                scala.collection.Iterator rows = parent.iterator(split, context);
+                ArrayList kept = new ArrayList();
+                while (rows.hasNext()) kept.add(((InternalRow) rows.next()).copy());
+                return scala.jdk.javaapi.CollectionConverters.asScala(kept.iterator());
+            }
+        };
+        scala.util.Either got = bm.getOrElseUpdateRDDBlock(context.taskAttemptId(), new RDDBlockId(into, split.index()),
+            StorageLevel.MEMORY_AND_DISK(), scala.reflect.ClassTag$.MODULE$.AnyRef(), compute,
+            bm.getOrElseUpdateRDDBlock$default$6());
+        if (got.isLeft()) return ((BlockResult) got.left().get()).data();
+        return (scala.collection.Iterator) got.right().get();  // not stored: the next job reports the block gone
     }
 }
