@@ -501,17 +501,13 @@ class Engine:
         known = held + 4 * sum(rows.values())
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
-        if single:
-            frames = {n: df.coalesce(1) for n, df in frames.items()}
         mode = self._prepared_mode(batch, choice, rows, single, eager, answer_only)
         prepared = self.prepared if mode is not None else None
         if light is not None and mode != "replay":  # the batch is planned after all: its frames
             with self._phase("read"):
                 frames, rows, cached = self.control.guard(batch, "read",
                                                           lambda: self.reader.read(inputs, cache=self._reread))
-            if single:
-                frames = {n: df.coalesce(1) for n, df in frames.items()}
-        if mode is not None and not single:  # a slot reads a stream as one partition
+        if single or mode is not None:  # one partition: of the batch's stage, or of a stream's slot
             frames = {n: df.coalesce(1) for n, df in frames.items()}
         if mode == "capture":
             frames = self._capture(frames, views, inputs)

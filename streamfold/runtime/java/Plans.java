@@ -114,7 +114,7 @@ public final class Plans {
      */
     public static String obstacle(SparkPlan plan) {
         String name = plan.getClass().getSimpleName();
-        boolean reuses = (name.contains("Exchange") && !shuffles(plan)) || name.contains("Subquery")
+        boolean reuses = (name.contains("Exchange") && !isShuffle(plan)) || name.contains("Subquery")
             || !plan.subqueries().isEmpty();
         if (reuses && readsSlots(plan)) return plan.nodeName();
         scala.collection.Iterator kids = plan.children().iterator();
@@ -126,7 +126,7 @@ public final class Plans {
     }
 
     /** Whether ``plan`` is a shuffle exchange, or the reuse of one. */
-    private static boolean shuffles(SparkPlan plan) {
+    private static boolean isShuffle(SparkPlan plan) {
         if (plan instanceof org.apache.spark.sql.execution.exchange.ReusedExchangeExec)
             plan = ((org.apache.spark.sql.execution.exchange.ReusedExchangeExec) plan).child();
         return plan instanceof org.apache.spark.sql.execution.exchange.ShuffleExchangeLike;
