@@ -236,6 +236,9 @@ class Engine:
         # The states and temps the batch being run leaves as they were (none known for a new plan,
         # whose states a rebuild computes).
         self._unchanged: set[str] = set()
+        # The last incremental batch's outputs: (snapshot rows, changes + changelog rows, input
+        # rows), what the next batch's outputs are estimated from (:meth:`_outputs_estimate`).
+        self._outputs_seen: tuple[int, int, int] | None = None
         self._declare_states()
         # Warm small batches run plans built once (prepared.py), where the plan allows.
         self.prepared: Prepared | None = Prepared(self.spark) if self._preparable(plan) else None
@@ -498,7 +501,7 @@ class Engine:
         held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
         before = dict(self.store.rows)  # for the batch's statistics (.stats)
         self.store.touched.clear()
-        known = held + 4 * sum(rows.values())
+        known = self._outputs_estimate(held, sum(rows.values()))
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
         mode = self._prepared_mode(batch, choice, rows, single, eager, answer_only)
@@ -590,6 +593,9 @@ class Engine:
         if boundary is not None:
             boundary.committed(self)
         self._stale = False
+        logged = list(self.store.touched.values())
+        self._outputs_seen = (None if None in logged else
+                              (snap_rows, change_rows + sum(t or 0 for t in logged), sum(rows.values())))
         self._observe(batch, choice, rows, committed_at - start)
         self.control.committed(batch, record)
         with self._phase("compact"):
@@ -806,6 +812,23 @@ class Engine:
     def _emit(self, sql: str, target: str) -> int:
         return emit(self.spark.sql(sql), target, False)
 
+    def _outputs_estimate(self, held: int, rows: int) -> int:
+        """The rows this batch's outputs (snapshot, changes, changelog) are expected to hold, which
+        decides whether its merges are lazy and its outputs collected (under ``SMALL_ROWS``) or
+        each merge a job and each output written by Spark.
+
+        The last batch's snapshot, and its changes and changelog scaled by the ratio of input
+        rows, plus four rows per input row; without a last batch to go by, all the states' rows
+        (``held``). The states' own size is not what the outputs hold: a 700K-row join input
+        touched by 40K rows logs 40K rows, and counting it whole made every batch past ~250K
+        rows per batch of state run the plain way, several times slower (join-groupby's 16th
+        increment, docs/benchmarks.md)."""
+        seen = self._outputs_seen
+        if seen is None:
+            return held + 4 * rows
+        snapshot, changed, before = seen
+        return snapshot + -(-changed * rows // max(before, 1)) + 4 * rows
+
     def _rows_bound(self, names: Iterable[str]) -> int:
         """The rows of these states, a count not yet known taken as more than SMALL_ROWS."""
         return sum(r if r is not None else SMALL_ROWS + 1 for r in (self.store.rows.get(n) for n in names))
@@ -955,6 +978,7 @@ class Engine:
             if held is not None:
                 release(held)
         self._stale = True
+        self._outputs_seen = None
         self._observe(batch, choice, rows, committed_at - start)
         self.control.committed(batch, record)
         with self._phase("compact"):
