@@ -175,17 +175,17 @@ def test_a_state_larger_than_the_outputs_keeps_the_batches_prepared(spark, tmp_p
     states' size: a join input that outgrows ``SMALL_ROWS`` while every batch touches a few of
     its rows stays prepared (it used to fall back to a job per merge, several times slower, from
     join-groupby's 16th increment on). Every answer as DuckDB's."""
-    monkeypatch.setattr(engine_module, "SMALL_ROWS", 120)
+    monkeypatch.setattr(engine_module, "SMALL_ROWS", 90)
     sql = "SELECT x.a, count(*) AS n, sum(y.d) AS t FROM R x JOIN S y ON x.b = y.c GROUP BY x.a"
     r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
     s = Source("S", (("c", "INT"), ("d", "INT")), weighted=True)
     rng = random.Random("a large state")
     batches = [{"R": [(rng.randrange(3), k * 10 + i, 1) for i in range(10)],
-                "S": [(rng.randrange(100), rng.randrange(9), 1) for _ in range(3)]} for k in range(10)]
-    batches[7]["R"].append((batches[2]["R"][0][0], batches[2]["R"][0][1], -1))  # a deletion
+                "S": [(rng.randrange(100), rng.randrange(9), 1) for _ in range(3)]} for k in range(8)]
+    batches[6]["R"].append((batches[2]["R"][0][0], batches[2]["R"][0][1], -1))  # a deletion
     with _Watch() as watch:
         run = check_stream(spark, str(tmp_path), sql, [r, s], batches)
-    assert run.batches == 10 and not watch.refused
-    # the states hold 70+ rows from batch 6 on (more than SMALL_ROWS with four rows per input
-    # row): every batch after the capture (batch 2) is replayed
-    assert watch.replays == 7, watch.replays
+    assert run.batches == 8 and not watch.refused
+    # the states hold 40+ rows from batch 3 on (past SMALL_ROWS with four rows per input row):
+    # every batch after the capture (batch 2) is replayed
+    assert watch.replays == 5, watch.replays
