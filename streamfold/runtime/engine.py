@@ -547,6 +547,8 @@ class Engine:
                 extra["partitioning"] = self.matrices.record_watched(self.plan)
             if self._boundary is not None:
                 extra["reset"] = self._boundary.reset
+            if mode is not None:  # the batch ran plans prepared before it, or prepared them
+                extra["prepared"] = mode
             duration = time.monotonic() - start
             record = {
                 "batch": batch, "inputs": inputs, "duration_s": round(duration, 4), "rows": rows,
@@ -596,7 +598,7 @@ class Engine:
         logged = list(self.store.touched.values())
         self._outputs_seen = (None if None in logged else
                               (snap_rows, change_rows + sum(t or 0 for t in logged), sum(rows.values())))
-        self._observe(batch, choice, rows, committed_at - start)
+        self._observe(batch, choice, rows, committed_at - start, mode == "replay")
         self.control.committed(batch, record)
         with self._phase("compact"):
             restated = (boundary is not None and boundary.whole) or self._restate
@@ -865,7 +867,8 @@ class Engine:
             return Choice("incremental", "the first batch of a reconfigured plan")
         if self._recomputer is None:
             return Choice("incremental", "this plan cannot be recomputed from scratch (iteration or join matrix)")
-        choice = self.cost.choose(self._stale, sum(rows.values()), self._history_rows)
+        preparable = self.prepared is not None and self.prepared.refused is None
+        choice = self.cost.choose(self._stale, sum(rows.values()), self._history_rows, preparable)
         if self._stale and choice.strategy == "incremental":  # stale states are never merged into
             return Choice("rebuild", choice.reason, choice.estimates, choice.probe)
         if not self._stale and choice.strategy == "rebuild":  # nothing to rebuild
@@ -879,10 +882,10 @@ class Engine:
             record["cost"] = choice.record()
         return record
 
-    def _observe(self, batch: int, choice: Choice, rows: Mapping[str, int], seconds: float) -> None:
+    def _observe(self, batch: int, choice: Choice, rows: Mapping[str, int], seconds: float, warm: bool = False) -> None:
         batch_rows = sum(rows.values())
         self._history_rows += batch_rows
-        self.cost.observe(choice.strategy, batch == 0, batch_rows, self._history_rows, seconds)
+        self.cost.observe(choice.strategy, batch == 0, batch_rows, self._history_rows, seconds, warm)
         self._probe = choice if choice.probe else None
 
     def _resume_cost(self) -> None:

@@ -43,6 +43,11 @@ from typing import Any
 STRATEGIES = ("incremental", "recompute", "rebuild")
 MODES = ("incremental", "recompute", "auto")
 WINDOW = 8  # observations kept per kind
+# Incremental batches measured before a recompute is, when the plan can run prepared plans: the
+# first batches after a build lay the states out and capture the plans (each several times a
+# warm batch: TPC-H SF 0.01, docs/benchmarks.md, stop 33), so a warm batch is waited for — at
+# most this many.
+WARM_UP = 3
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class Observation:
     batch_rows: int
     history_rows: int  # every row so far, the batch's included
     seconds: float
+    warm: bool = False  # an incremental batch that ran plans prepared before it (runtime/prepared.py)
 
 
 class CostModel:
@@ -79,9 +85,11 @@ class CostModel:
         self._probes: list[Observation] = []  # probes among the recomputes, until a real one is measured
 
     # -- observations -------------------------------------------------------------------------
-    def observe(self, strategy: str, first: bool, batch_rows: int, history_rows: int, seconds: float) -> None:
-        """A batch measured: ``first`` for batch 0 (a build, whatever it is called)."""
-        seen = Observation(batch_rows, history_rows, seconds)
+    def observe(self, strategy: str, first: bool, batch_rows: int, history_rows: int, seconds: float,
+                warm: bool = False) -> None:
+        """A batch measured: ``first`` for batch 0 (a build, whatever it is called); ``warm`` for
+        an incremental batch that ran prepared plans."""
+        seen = Observation(batch_rows, history_rows, seconds, warm and strategy == "incremental" and not first)
         if first or strategy == "rebuild":
             self.builds.append(seen)
             self.incrementals.clear()  # the states changed size at once: measure them again
@@ -106,7 +114,7 @@ class CostModel:
         for r in records:
             if "history_rows" in r:
                 self.observe(r.get("strategy", "incremental"), r["batch"] == 0, sum(r.get("rows", {}).values()),
-                             int(r["history_rows"]), float(r.get("duration_s", 0.0)))
+                             int(r["history_rows"]), float(r.get("duration_s", 0.0)), r.get("prepared") == "replay")
 
     # -- predictions --------------------------------------------------------------------------
     def _per_row(self, seen: deque[Observation]) -> float | None:
@@ -117,7 +125,10 @@ class CostModel:
         if not self.incrementals:
             return None
         rate = self._per_row(self.builds) or 0.0  # seconds per row when h runs over many
-        fixed = statistics.median(max(0.0, o.seconds - rate * o.batch_rows) for o in self.incrementals)
+        # Warm batches are what the next incremental batch costs once the plans are prepared; the
+        # ones that laid the states out and captured the plans cost more and are not repeated.
+        seen = [o for o in self.incrementals if o.warm] or list(self.incrementals)
+        fixed = statistics.median(max(0.0, o.seconds - rate * o.batch_rows) for o in seen)
         return fixed + rate * batch_rows
 
     def _recompute(self, history_rows: int) -> float | None:
@@ -137,8 +148,9 @@ class CostModel:
         return self._rebuild(history_rows)
 
     # -- the choice ---------------------------------------------------------------------------
-    def choose(self, stale: bool, batch_rows: int, history_rows: int) -> Choice:
-        """The strategy for a batch of ``batch_rows`` after ``history_rows`` rows (before it)."""
+    def choose(self, stale: bool, batch_rows: int, history_rows: int, preparable: bool = False) -> Choice:
+        """The strategy for a batch of ``batch_rows`` after ``history_rows`` rows (before it);
+        ``preparable``: incremental batches of this plan can run prepared plans."""
         after = history_rows + batch_rows
         est = {k: v for k, v in (("incremental", self._incremental(batch_rows)), ("recompute", self._recompute(after)),
                                  ("rebuild", self._rebuild(history_rows))) if v is not None}
@@ -150,6 +162,9 @@ class CostModel:
         if not stale:
             if inc is None or rec is None:
                 return Choice("incremental", "no incremental batch measured since the states were built", est)
+            if preparable and not any(o.warm for o in self.incrementals) and len(self.incrementals) < WARM_UP:
+                return Choice("incremental", "the plans are being prepared: a warm incremental batch is measured "
+                                             "before a recompute", est)
             if not self.recomputes:
                 return Choice("incremental", "no recompute measured yet: one is measured after the commit", est,
                               probe=True)
