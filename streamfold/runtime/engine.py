@@ -501,7 +501,11 @@ class Engine:
         held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
         before = dict(self.store.rows)  # for the batch's statistics (.stats)
         self.store.touched.clear()
-        known = self._outputs_estimate(held, sum(rows.values()))
+        # A batch that may write its states whole (a reconfiguration's restate, a rebuild, a join
+        # matrix migrating or switching) logs all their rows: bounded by the states, as before.
+        whole = (self._restate or bool(self.plan.matrices) or choice.strategy == "rebuild"
+                 or (self._boundary is not None and self._boundary.whole))
+        known = held + 4 * sum(rows.values()) if whole else self._outputs_estimate(held, sum(rows.values()))
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
         mode = self._prepared_mode(batch, choice, rows, single, eager, answer_only)
