@@ -826,9 +826,9 @@ class Engine:
         The last batch's snapshot, and its changes and changelog scaled by the ratio of input
         rows, plus four rows per input row; without a last batch to go by, all the states' rows
         (``held``). The states' own size is not what the outputs hold: a 700K-row join input
-        touched by 40K rows logs 40K rows, and counting it whole made every batch past ~250K
-        rows per batch of state run the plain way, several times slower (join-groupby's 16th
-        increment, docs/benchmarks.md)."""
+        touched by 40K rows logs 40K rows, and counting it whole sent join-groupby's batches the
+        plain way, several times slower, once its states held ~700K rows (its 16th increment,
+        docs/benchmarks.md)."""
         seen = self._outputs_seen
         if seen is None:
             return held + 4 * rows
