@@ -502,10 +502,10 @@ class Engine:
         before = dict(self.store.rows)  # for the batch's statistics (.stats)
         self.store.touched.clear()
         # A batch that may write its states whole (a reconfiguration's restate, a rebuild, a join
-        # matrix migrating or switching) logs all their rows: bounded by the states, as before.
+        # matrix migrating or switching) logs all their rows.
         whole = (self._restate or bool(self.plan.matrices) or choice.strategy == "rebuild"
                  or (self._boundary is not None and self._boundary.whole))
-        known = held + 4 * sum(rows.values()) if whole else self._outputs_estimate(held, sum(rows.values()))
+        known = self._outputs_estimate(held, sum(rows.values()), whole)
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
         mode = self._prepared_mode(batch, choice, rows, single, eager, answer_only)
@@ -599,9 +599,9 @@ class Engine:
         if boundary is not None:
             boundary.committed(self)
         self._stale = False
-        logged = list(self.store.touched.values())
-        self._outputs_seen = (None if None in logged else
-                              (snap_rows, change_rows + sum(t or 0 for t in logged), sum(rows.values())))
+        logged = [t for t in self.store.touched.values() if t is not None]
+        self._outputs_seen = (None if len(logged) < len(self.store.touched) else
+                              (snap_rows, change_rows + sum(logged), sum(rows.values())))
         self._observe(batch, choice, rows, committed_at - start, mode == "replay")
         self.control.committed(batch, record)
         with self._phase("compact"):
@@ -818,19 +818,19 @@ class Engine:
     def _emit(self, sql: str, target: str) -> int:
         return emit(self.spark.sql(sql), target, False)
 
-    def _outputs_estimate(self, held: int, rows: int) -> int:
+    def _outputs_estimate(self, held: int, rows: int, whole: bool) -> int:
         """The rows this batch's outputs (snapshot, changes, changelog) are expected to hold, which
         decides whether its merges are lazy and its outputs collected (under ``SMALL_ROWS``) or
         each merge a job and each output written by Spark.
 
         The last batch's snapshot, and its changes and changelog scaled by the ratio of input
-        rows, plus four rows per input row; without a last batch to go by, all the states' rows
-        (``held``). The states' own size is not what the outputs hold: a 700K-row join input
+        rows, plus four rows per input row; without a last batch to go by, or when the batch may
+        write its states ``whole``, all the states' rows (``held``). The states' own size is not what the outputs hold: a 700K-row join input
         touched by 40K rows logs 40K rows, and counting it whole sent join-groupby's batches the
         plain way, several times slower, once its states held ~700K rows (its 16th increment,
         docs/benchmarks.md)."""
         seen = self._outputs_seen
-        if seen is None:
+        if seen is None or whole:
             return held + 4 * rows
         snapshot, changed, before = seen
         return snapshot + -(-changed * rows // max(before, 1)) + 4 * rows
