@@ -1,8 +1,8 @@
 """Prepared plans (streamfold/runtime/prepared.py): a warm batch runs plans built once.
 
-The differential suite's streams are short (three batches at most: batch 0, the batch that moves
-the states into one partition, the capture), so here streams are long enough for the prepared
-plans to run batch after batch — with deletions, batches that bring no rows for a source, and a
+The differential suite's streams are short (three batches at most: batch 0, the capture — which
+gathers batch 0's states into one partition when they are small — and one replay), so here
+streams are long enough for the prepared plans to run batch after batch — with deletions, batches that bring no rows for a source, and a
 large batch in the middle that runs the plain way and hands the states back — and every
 snapshot and changes file is checked against DuckDB as in tests/test_differential.py.
 """
@@ -88,9 +88,9 @@ def test_prepared_batches_equal_duckdb_with_deletions(spark, tmp_path_factory, m
     tmp = str(tmp_path_factory.mktemp(f"prepared-{qid}-{next(_counter)}"))
     with _Watch() as watch:
         check_stream(spark, tmp, sql, sources, batches, tables, ordered=ordered, oracle_sql=ORACLE_SQL.get(qid))
-    # Batch 0 is planned as a whole, batch 1 gathers the states into one partition (single), batch 2
-    # is the capture: from batch 3 on, batches run the prepared plans unless the plan was refused.
-    assert not watch.refused and watch.replays >= 3, (qid, watch.replays, dict(watch.refused))
+    # Batch 0 is planned as a whole, batch 1 is the capture (single: it also gathers batch 0's states
+    # into one partition): every later batch runs the prepared plans unless the plan was refused.
+    assert not watch.refused and watch.replays == len(batches) - 2, (qid, watch.replays, dict(watch.refused))
 
 
 def test_a_large_batch_runs_the_plain_way_and_the_next_ones_are_prepared_again(spark, tmp_path, monkeypatch):
@@ -106,8 +106,9 @@ def test_a_large_batch_runs_the_plain_way_and_the_next_ones_are_prepared_again(s
         run = check_stream(spark, str(tmp_path), sql, [r], [{"R": b} for b in rows])
     assert run.batches == 12
     assert not watch.refused
-    # batches 3, 4 replayed; 5 is large (plain), 6 gathers the state again, 7 captures, 8–11 replay
-    assert watch.replays >= 6
+    # batch 1 captures, 2–4 replay; 5 is large (plain), 6 captures again (gathering the state into
+    # one partition), 7–11 replay
+    assert watch.replays == 8, watch.replays
 
 
 def test_a_plan_that_keeps_a_value_between_jobs_is_planned_batch_by_batch(spark, tmp_path, monkeypatch):
@@ -187,5 +188,5 @@ def test_a_state_larger_than_the_outputs_keeps_the_batches_prepared(spark, tmp_p
         run = check_stream(spark, str(tmp_path), sql, [r, s], batches)
     assert run.batches == 8 and not watch.refused
     # the states hold 40+ rows from batch 3 on (past SMALL_ROWS with four rows per input row):
-    # every batch after the capture (batch 2) is replayed
-    assert watch.replays == 5, watch.replays
+    # every batch after the capture (batch 1) is replayed
+    assert watch.replays == 6, watch.replays

@@ -158,6 +158,33 @@ def test_a_restart_long_after_batch_0_still_predicts_a_recompute(tmp_path):
     assert engine._history_rows == history and {"recompute", "rebuild"} <= choice.estimates.keys()
     assert choice.probe  # no recompute measured in this process: one is measured after the commit
 
+def test_a_probe_does_not_count_the_probed_batchs_job():
+    """A probe times what a recompute batch computes (the query, its outputs written to scratch)
+    and adds the probed batch's file listing and commit — not its "write" phase, which in an
+    incremental batch is the job that runs h, the merges and the outputs: counted, every
+    recompute was predicted as dear as an incremental batch (TPC-H SF 1, Q08: 15.5 s predicted,
+    2.4 s by Spark) and ``auto`` never recomputed."""
+    from types import SimpleNamespace
+
+    from streamfold.runtime.engine import Engine
+
+    calls = []
+
+    def measure(history, outputs=None):
+        calls.append(outputs)
+        return 0.5
+
+    engine = SimpleNamespace(_recomputer=SimpleNamespace(measure=measure), cost=CostModel("auto"),
+                             consumed={"S": {"a.parquet"}}, plan=SimpleNamespace(streams=[SimpleNamespace(name="S")]),
+                             progress=lambda _: None, _history_rows=1010, _probe_outputs=lambda b, a: None,
+                             _timings={"read": 0.1, "write": 10.0, "commit": 0.2})
+    engine.cost.observe("incremental", True, 1000, 1000, 2.0)
+    engine.cost.observe("incremental", False, 10, 1010, 10.3)
+    Engine._measure_recompute(engine, 1, 10)  # type: ignore[arg-type]
+    assert len(calls) == 1 and calls[0] is not None  # the outputs are computed too
+    assert engine.cost.predicted("recompute", 0, 1010) == pytest.approx(0.8)
+
+
 # -- the strategies' answers, against DuckDB ---------------------------------------------------------
 R = Source("R", (("a", "INT"), ("b", "INT"), ("c", "DOUBLE"), ("s", "STRING")), weighted=True)
 S = Source("S", (("k", "INT"), ("v", "INT")), weighted=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..ir.printer import quote
@@ -92,13 +93,18 @@ class Recomputer:
         """The query's answer over the registered inputs (lazy)."""
         return self.spark.sql(self.sql)
 
-    def measure(self, history: dict[str, list[str]]) -> float:
-        """Seconds to run the query over ``history`` to Spark's ``noop`` sink: every row computed,
-        nothing written (a probe of what a recompute costs)."""
+    def measure(self, history: dict[str, list[str]],
+                outputs: Callable[[DataFrame], None] | None = None) -> float:
+        """Seconds to run the query over ``history`` (a probe of what a recompute costs): to
+        Spark's ``noop`` sink, or through ``outputs`` — what a recompute batch computes from its
+        answer besides (its changes), written nowhere."""
         began = time.monotonic()
         cached = self.register(history)
         try:
-            self.answer().write.format("noop").mode("overwrite").save()
+            if outputs is not None:
+                outputs(self.answer())
+            else:
+                self.answer().write.format("noop").mode("overwrite").save()
         finally:
             for df in cached:
                 df.unpersist()

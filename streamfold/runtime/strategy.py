@@ -17,11 +17,11 @@ the last build cost per row. Before any recompute was measured, a recompute is p
 last build's cost (an upper bound: a build computes what a recompute does and writes the states).
 
 Under ``auto``, a recompute is measured before it is ever chosen: the second incremental batch
-after a build is followed, once committed, by a *probe* — the batch query over every file so far,
-run to Spark's ``noop`` sink and timed (its answer is not written; the batch's latency does not
-include it, the next batch starts after it). The probe's time counts, besides the query, what the
-probed batch spent reading its file list, writing its outputs and committing (a recompute batch
-does those too); the first recompute batch measured replaces the probes. A probe is repeated
+after a build is followed, once committed, by a *probe* — what a recompute batch computes, timed:
+the batch query over every file so far, and its snapshot and changes written to a scratch
+directory (the batch's latency does not include it, the next batch starts after it). The probe's
+time counts, besides, what the probed batch spent reading its file list and committing (a
+recompute batch does those too); the first recompute batch measured replaces the probes. A probe is repeated
 when the history has doubled since the last recompute measured and incremental batches are
 within half of it.
 
