@@ -474,9 +474,11 @@ def _profiled_sums(spark, tmp_path):
     return tmp, src, q
 
 
-def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, tmp_path):
+def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, tmp_path, monkeypatch):
+    from streamfold.runtime import prepared
     from streamfold.runtime.profile import Waterfall
 
+    monkeypatch.setattr(prepared, "ENABLED", False)  # batches planned one by one (next test: replayed)
     tmp, src, q = _profiled_sums(spark, tmp_path)
     try:
         q.process_available()  # the state moves from batch 0's hash partitions into one partition
@@ -505,6 +507,23 @@ def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, t
     q = start(spark, tmp + "/unprofiled", "SELECT k, sum(v) AS total FROM S GROUP BY k", sources={"S": src})
     try:
         assert q.process_available().waterfall() is None
+    finally:
+        q.stop()
+
+
+def test_a_replayed_batchs_waterfall_is_its_one_prepared_job(spark, tmp_path):
+    """Batch 1 captures the prepared plans (gathering batch 0's state into one partition); batch
+    2 replays them: its waterfall shows the slots pointed and one job of one stage."""
+    tmp, src, q = _profiled_sums(spark, tmp_path)
+    try:
+        q.process_available()
+        put(src, "c.parquet", [(1, 2)])
+        waterfall = q.process_available().waterfall()
+        names = {s.name for s in waterfall.spans}
+        assert {"read", "prepared: point the slots", "prepared: the job + Arrow", "write files", "commit"} <= names
+        assert "plan + job + Arrow" not in names  # nothing planned
+        assert [len([s for s in j.stages if s.status != "SKIPPED"]) for j in waterfall.jobs] == [1]
+        assert json.loads(open(os.path.join(tmp, "out", "commits", "000002.json")).read())["prepared"] == "replay"
     finally:
         q.stop()
 
