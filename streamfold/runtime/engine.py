@@ -632,7 +632,7 @@ class Engine:
         for n in self.store.durable():
             backing = self.store.backing(n)
             assert backing is not None  # (_prepared_mode)
-            self.store.current[n] = p.state(n, backing, partial(self._new_rows, n, views), p.single)
+            self.store.current[n] = p.state(n, backing, partial(self._new_rows, n, views))
         self.store.keep = p.keep
         self._capturing = True
         p.plan_without_broadcasts()

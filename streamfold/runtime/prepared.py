@@ -175,14 +175,13 @@ class Prepared:
         self._light = scans
         return rows
 
-    def state(self, name: str, backing: DataFrame, view: Callable[[DataFrame], DataFrame],
-              single: bool = False) -> DataFrame:
+    def state(self, name: str, backing: DataFrame, view: Callable[[DataFrame], DataFrame]) -> DataFrame:
         """State ``name`` before the capture batch, read through a slot: ``backing`` holds its last
-        merge's rows, and ``view`` gives the state from a merge's rows (its new rows). ``single``
-        (a capture in one partition): a state laid out over several partitions (batch 0's, a large
+        merge's rows, and ``view`` gives the state from a merge's rows (its new rows). A capture in one
+        partition (:attr:`single`): a state laid out over several partitions (batch 0's, a large
         batch's) is gathered into one by this batch's job, and the slot has one partition, as the
         state has from this batch on — so the batch after a history can be the capture."""
-        if single and _rows(backing).getNumPartitions() != 1:
+        if self.single and _rows(backing).getNumPartitions() != 1:
             backing = backing.coalesce(1)
         rows = _rows(backing)
         slot, merged = self.slot_frame(backing, rows, max(1, rows.getNumPartitions()))
