@@ -144,6 +144,7 @@ def test_answer_keys_for_upserts():
     (["groupby", "--steps", "3"], "BAD_OPTION"),
     (["kmeans", "--steps", "0"], "BAD_SIZE"),
     (["groupby", "--warm-up", "-1"], "BAD_SIZE"),
+    (["groupby", "--time-limit", "0"], "BAD_SIZE"),
     (["groupby", "--mode", "exact"], "BAD_OPTION"),
     (["pagerank", "--mode", "fast"], "BAD_OPTION"),
     (["groupby", "--errors"], "BAD_OPTION"),
@@ -260,3 +261,37 @@ def test_tpch_bench_table_states_ratios_and_checks():
     table = markdown(results)
     assert "| Q18 | passes | 3.00 s / 1.00 s | 0.30 s / 1.00 s | 0.30 | 0.40 | incremental 3 | all ok |" in table
     assert "median ≤ 1/3: 1 of 1" in table
+
+
+@pytest.mark.spark
+def test_a_step_past_the_time_limit_is_cancelled_and_reported(spark):
+    from streamfold.bench.runner import TimeLimit, _limited
+
+    with _limited(spark, 60.0, 3):  # within the limit: nothing happens
+        assert spark.range(10).count() == 10
+    session = spark.newSession()
+    with pytest.raises(TimeLimit) as e:
+        with _limited(spark, 0.5, 2):  # a job of hours: cancelled after half a second
+            session.range(10**12).selectExpr("sum(id % 7)").collect()
+    assert e.value.increment == 2 and "time limit of 0.5 s" in str(e.value)
+    assert spark.range(5).count() == 5  # the session is usable afterwards
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_band_join_bench_checks_with_its_oracle_and_stops_a_system_at_the_time_limit(spark, tmp_path):
+    # recompute is given a limit no Spark job meets: it stops at the history, reported as such;
+    # streamfold runs to the end and is checked against DuckDB's answer to the oracle's form
+    opts = _options("band-join", "--quick", "--increments", "1", "--warm-up", "0", "--out", str(tmp_path),
+                    *ANY_LOAD, "--systems", "recompute")
+    assert opts.workload.oracle_sql != opts.workload.batch_sql and "BETWEEN" in opts.workload.oracle_sql
+    opts.time_limit_s = 0.001
+    doc = run_bench(opts, spark=spark)
+    rec = doc["systems"]["recompute"]
+    assert (rec["status"], rec["stopped_at_increment"], rec["median_s"]) == ("stopped", 0, None)
+    md = (tmp_path / "band-join" / "results.md").read_text()
+    assert "> 0.001 (stopped)" in md and "no answer: increment 0 ran past the time limit" in md
+    opts.systems, opts.time_limit_s = ["streamfold"], None
+    doc = run_bench(opts, spark=spark)
+    assert doc["systems"]["streamfold"]["check"]["matches_duckdb"] is True
+    assert "BETWEEN" in doc["duckdb"]["sql"]

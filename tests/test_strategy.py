@@ -41,15 +41,13 @@ def _built(model: CostModel, rows: int = 1000, seconds: float = 2.0) -> CostMode
 def test_auto_measures_incremental_then_probes_a_recompute_before_choosing():
     model = _built(CostModel("auto"))
     first = model.choose(False, 10, 1000)
-    assert (first.strategy, first.probe) == ("incremental", False)  # nothing measured since the build
+    # nothing measured since the build: incremental, and a recompute is measured after its commit
+    assert (first.strategy, first.probe) == ("incremental", True)
     model.observe("incremental", False, 10, 1010, 1.0)
+    model.observe("probe", False, 0, 1010, 0.3)  # recompute is cheaper than the incremental batch
     second = model.choose(False, 10, 1010)
-    assert (second.strategy, second.probe) == ("incremental", True)  # a recompute is measured after it
-    model.observe("incremental", False, 10, 1020, 1.0)
-    model.observe("probe", False, 0, 1020, 0.3)  # recompute is cheaper than the incremental batch
-    third = model.choose(False, 10, 1020)
-    assert third.strategy == "recompute" and third.estimates["recompute"] < third.estimates["incremental"]
-    assert "incremental" in third.reason
+    assert second.strategy == "recompute" and second.estimates["recompute"] < second.estimates["incremental"]
+    assert "incremental" in second.reason and not second.probe
 
 
 def test_with_prepared_plans_a_warm_batch_is_measured_before_a_recompute_and_is_what_incremental_costs():
@@ -58,23 +56,24 @@ def test_with_prepared_plans_a_warm_batch_is_measured_before_a_recompute_and_is_
     TPC-H queries at SF 0.01 went to recompute after batch 2 and cost 1.0–1.7× a recompute,
     where incremental batches cost 0.3–1×.)"""
     model = _built(CostModel("auto"))
+    assert model.choose(False, 10, 1000, preparable=True).probe is True  # the first batch is probed
     model.observe("incremental", False, 10, 1010, 1.2)  # the states laid out (plain)
-    assert model.choose(False, 10, 1010, preparable=True).probe is False
-    model.observe("incremental", False, 10, 1020, 0.9)  # the capture
-    waiting = model.choose(False, 10, 1020, preparable=True)
+    model.observe("probe", False, 0, 1010, 0.4)  # cheaper than the cold batch ...
+    waiting = model.choose(False, 10, 1010, preparable=True)
     assert (waiting.strategy, waiting.probe) == ("incremental", False) and "prepared" in waiting.reason
+    model.observe("incremental", False, 10, 1020, 0.9)  # the capture
+    assert model.choose(False, 10, 1020, preparable=True).strategy == "incremental"  # still waiting
     model.observe("incremental", False, 10, 1030, 0.1, warm=True)  # a replay
-    probing = model.choose(False, 10, 1030, preparable=True)
-    assert (probing.strategy, probing.probe) == ("incremental", True)
-    model.observe("probe", False, 0, 1030, 0.4)
-    choice = model.choose(False, 10, 1030, preparable=True)
-    assert choice.strategy == "incremental" and choice.estimates["incremental"] < 0.2
-    # without warm batches the cold ones are all there is to go by, and after WARM_UP of them a
-    # recompute is measured anyway (a plan whose batches are never prepared)
+    choice = model.choose(False, 10, 1030, preparable=True)  # ... not than a warm one
+    assert choice.strategy == "incremental" and choice.estimates["incremental"] < 0.2 and not choice.probe
+    # without warm batches the cold ones are all there is to go by: after WARM_UP of them the
+    # choice is made on them (a plan whose batches are never prepared)
     cold = _built(CostModel("auto"))
     for i in range(3):
         cold.observe("incremental", False, 10, 1010 + 10 * i, 1.0)
-    assert cold.choose(False, 10, 1030, preparable=True).probe is True
+    assert cold.choose(False, 10, 1030, preparable=True).probe is True  # (its probe was not taken)
+    cold.observe("probe", False, 0, 1030, 0.4)
+    assert cold.choose(False, 10, 1030, preparable=True).strategy == "recompute"
     # a restart calibrates from the commits, which say which batches replayed
     resumed = CostModel("auto")
     resumed.resume([{"batch": 0, "rows": {"S": 1000}, "history_rows": 1000, "duration_s": 2.0},

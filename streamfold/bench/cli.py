@@ -87,6 +87,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "measuring (default 1.5)")
     p.add_argument("--max-wait", type=float, default=900.0, metavar="SECONDS",
                    help="wait at most this long for the load to drop, then measure anyway (default 900)")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="stop a system whose increment (the history included) runs longer than this: its Spark "
+                        "jobs are cancelled and it is reported as stopped at that increment (default: no limit)")
     soak = p.add_argument_group("soak", "streamfold bench soak: long runs with deletions; the heap and the plans "
                                         "must stay flat (streamfold/bench/soak.py)")
     soak.add_argument("--queries", metavar="LIST", help="soak: q1 … q22, groupby, join-groupby, pagerank, kmeans, "
@@ -160,8 +163,16 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
     return BenchOptions(workload=workload, systems=systems, out=args.out, quick=args.quick, memory=args.memory,
                         streaming_mode=args.streaming_mode, master=args.master, load_limit=args.max_load,
                         max_wait_s=args.max_wait, command=command, warm_up=warm_up, errors=args.errors,
-                        profile=args.profile,
+                        profile=args.profile, time_limit_s=_time_limit(args.time_limit),
                         label=f"{workload.name}-memory" if args.memory else None)
+
+
+def _time_limit(seconds: float | None) -> float | None:
+    if seconds is not None and seconds <= 0:
+        raise UsageError(f"--time-limit must be positive, not {seconds:g}", code="BAD_SIZE",
+                         params={"option": "--time-limit", "value": seconds},
+                         hint="seconds one increment of a system may take before the system is stopped")
+    return seconds
 
 
 def _custom(args: argparse.Namespace) -> Any:

@@ -24,9 +24,11 @@ def plot_latency(results: dict[str, Any], path: str) -> None:
         points = [(r["increment"], r["latency_s"]) for r in rec["increments"] if r["increment"] > 0]
         if points:
             xs, ys = zip(*points)
-            ax.plot(xs, ys, marker="o" if n <= 30 else None, markersize=4, linewidth=1.4,
-                    label=f"{name} (median {rec['median_s']:.2f} s)")
-        else:
+            median = "" if rec.get("median_s") is None else f" (median {rec['median_s']:.2f} s)"
+            ax.plot(xs, ys, marker="o" if n <= 30 else None, markersize=4, linewidth=1.4, label=name + median)
+        if rec["status"] == "stopped":
+            notes.append(f"{name}: stopped at increment {rec['stopped_at_increment']} (> {rec['time_limit_s']:g} s)")
+        elif not points:
             notes.append(f"{name}: {'rejected by Spark' if rec['status'] == 'rejected' else rec['status']}")
     sizes = results["sizes"]
     inc = ", ".join(f"{v[1]:,}" for v in sizes["sources"].values() if len(v) > 1)
@@ -41,7 +43,8 @@ def plot_latency(results: dict[str, Any], path: str) -> None:
     if n <= 30:
         ax.set_xticks(range(1, n + 1))
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    if ax.get_lines():
+        ax.legend(loc="best", fontsize=8)
     if notes:
         ax.text(0.01, 0.02, "; ".join(notes), transform=ax.transAxes, fontsize=8, color="firebrick")
     fig.tight_layout()

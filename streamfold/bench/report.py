@@ -35,6 +35,13 @@ def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.3f}"
 
 
+def _stopped(rec: dict[str, Any], inc: int) -> str | None:
+    """The cell of an increment a system stopped by ``--time-limit`` did not finish ("> T s")."""
+    if rec["status"] == "stopped" and inc == rec.get("stopped_at_increment"):
+        return f"> {rec['time_limit_s']:g} (stopped)"
+    return None
+
+
 def _shown(n: int) -> list[int]:
     """Which increments the Markdown table lists: all up to 25, else 0–10, every 10th and the last."""
     if n <= 25:
@@ -82,7 +89,8 @@ def markdown(results: dict[str, Any]) -> str:
         cells = []
         for name in names:
             by = {r["increment"]: r["latency_s"] for r in systems[name]["increments"]}
-            cells.append(_fmt(by.get(inc)) if systems[name]["status"] != "rejected" else "rejected")
+            cells.append("rejected" if systems[name]["status"] == "rejected" else _stopped(systems[name], inc)
+                         or _fmt(by.get(inc)))
         label = "0 (history)" if inc == 0 else str(inc)
         total = " + ".join(f"{v[inc]:,}" for v in sizes["sources"].values())
         lines.append(f"| {label} | {total} | " + " | ".join(cells) + " |")
@@ -100,7 +108,8 @@ def markdown(results: dict[str, Any]) -> str:
         else:
             verdict = ("yes" if check["matches_duckdb"] else f"no ({check['detail']})") if check else \
                 {"rejected": "no answer: Spark rejects the query",
-                 "failed": f"no answer: failed ({rec.get('error')})"}.get(rec["status"], "—")
+                 "failed": f"no answer: failed ({rec.get('error')})",
+                 "stopped": f"no answer: {rec.get('error')}"}.get(rec["status"], "—")
         after = rec.get("load_average_after") or []
         lines.append(f"| {name} | {_how(name, rec)} | {verdict} | {check['rows'] if check else '—'} | "
                      f"{after[0] if after else '—'} |")

@@ -17,8 +17,11 @@ import os
 import shutil
 import statistics
 import sys
+import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,10 +55,49 @@ class BenchOptions:
     warm_up: int = 10  # increments of each system's warm-up round (0: measure a cold JVM)
     errors: bool = False  # measure each answer against the NumPy reference after every increment
     profile: bool = False  # streamfold's waterfall per increment (its spans, Spark jobs, py4j calls)
+    time_limit_s: float | None = None  # a system whose increment runs longer is stopped there (its jobs cancelled)
 
     @property
     def directory(self) -> str:
         return os.path.join(self.out, self.label or self.workload.name)
+
+
+class TimeLimit(Exception):
+    """A system's increment ran past ``--time-limit``: its Spark jobs were cancelled."""
+
+    def __init__(self, increment: int, seconds: float) -> None:
+        super().__init__(f"increment {increment} ran past the time limit of {seconds:g} s; its Spark jobs were "
+                         "cancelled and the system stopped")
+        self.increment, self.seconds = increment, seconds
+
+
+@contextmanager
+def _limited(spark: Any, seconds: float | None, increment: int) -> Iterator[None]:
+    """Run the block under a watchdog: past ``seconds`` every Spark job is cancelled (systems run
+    one after the other, so the jobs are the measured system's) and :class:`TimeLimit` is raised,
+    whatever the block raised when its jobs were cancelled."""
+    if seconds is None:
+        yield
+        return
+    fired = threading.Event()
+
+    def cancel() -> None:
+        fired.set()
+        spark.sparkContext.cancelAllJobs()
+
+    timer = threading.Timer(seconds, cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception:
+        if fired.is_set():
+            raise TimeLimit(increment, seconds) from None
+        raise
+    finally:
+        timer.cancel()
+    if fired.is_set():  # the block finished as the watchdog fired: its time is past the limit anyway
+        raise TimeLimit(increment, seconds)
 
 
 def say(message: str) -> None:
@@ -95,7 +137,7 @@ def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
                 continue
             _warm_system(cls, Context(spark, warm, {}, os.path.join(work, "warm-up", name), schemas,
                                       {"streaming_mode": opts.streaming_mode}, dict(warm_data.tables)), warm_data)
-    expected = duckdb_answer(w.batch_sql, {**data.upto(w.increments), **{t: [d] for t, d in data.tables.items()}})
+    expected = duckdb_answer(w.oracle_sql, {**data.upto(w.increments), **{t: [d] for t, d in data.tables.items()}})
     pids = {"python": os.getpid(), "jvm": jvm_pid(spark)}
     systems: dict[str, dict[str, Any]] = {}
     for name, cls in classes.items():
@@ -114,7 +156,7 @@ def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
                                               "increment_rows_per_source": warm.increment,
                                               "increments": warm.increments},
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "duckdb": {"rows": len(expected), "sql": _transpiled(w.batch_sql)},
+        "duckdb": {"rows": len(expected), "sql": _transpiled(w.oracle_sql)},
         "systems": systems,
     }
     results["targets"] = evaluate(results, opts)
@@ -171,7 +213,8 @@ def _run_system(cls: type[System], ctx: Context, data: DataSet, expected: list[t
         t0 = time.monotonic()
         system.start()
         record["setup_s"] = round(time.monotonic() - t0, 4)
-        detail = system.process(0)
+        with _limited(ctx.spark, opts.time_limit_s, 0):
+            detail = system.process(0)
         latency = _to_commit(detail, t0, time.monotonic() - t0)
         detail.update(system.after())
         _measure_error(detail, system, ctx, data, 0, opts)
@@ -180,7 +223,8 @@ def _run_system(cls: type[System], ctx: Context, data: DataSet, expected: list[t
             jobs = _last_job(ctx.spark)
             appear(data, inc, ctx.dirs)
             t = time.monotonic()
-            detail = system.process(inc)
+            with _limited(ctx.spark, opts.time_limit_s, inc):
+                detail = system.process(inc)
             latency = time.monotonic() - t
             latency = _to_commit(detail, t, latency)
             detail.update(system.after())
@@ -192,6 +236,9 @@ def _run_system(cls: type[System], ctx: Context, data: DataSet, expected: list[t
         record["check"] = check.to_json()
         if cls.exact:
             say(f"[{w.name}] {cls.name}: matches DuckDB: {'yes' if check.matches else 'NO — ' + str(check.detail)}")
+    except TimeLimit as e:
+        record.update(status="stopped", error=str(e), stopped_at_increment=e.increment, time_limit_s=e.seconds)
+        say(f"[{w.name}] {cls.name} stopped: {e}")
     except Rejected as e:
         record.update(status="rejected", rejections=e.messages)
         say(f"[{w.name}] {cls.name}: Spark rejects the query: {e}")

@@ -16,7 +16,7 @@ recompute costs, per row of the history, what the last recomputes cost per row; 
 the last build cost per row. Before any recompute was measured, a recompute is predicted at the
 last build's cost (an upper bound: a build computes what a recompute does and writes the states).
 
-Under ``auto``, a recompute is measured before it is ever chosen: the second incremental batch
+Under ``auto``, a recompute is measured before it is ever chosen: the first incremental batch
 after a build is followed, once committed, by a *probe* — what a recompute batch computes, timed:
 the batch query over every file so far, and its snapshot and changes written to a scratch
 directory (the batch's latency does not include it, the next batch starts after it). The probe's
@@ -160,12 +160,18 @@ class CostModel:
             return Choice("rebuild" if stale else "incremental", "--strategy incremental", est)
         inc, rec, reb = est.get("incremental"), est.get("recompute"), est.get("rebuild")
         if not stale:
+            # A recompute is measured after the first batch that leaves none measured, without
+            # waiting for the incremental batches to be measured: they are measured anyway, and
+            # the decision can then come as soon as they are (a probe after the first warm
+            # batch decided one batch later, at SF 1 a batch of 4–15 s).
+            unprobed = not self.recomputes
             if inc is None or rec is None:
-                return Choice("incremental", "no incremental batch measured since the states were built", est)
+                return Choice("incremental", "no incremental batch measured since the states were built"
+                              + ("; a recompute is measured after the commit" if unprobed else ""), est, probe=unprobed)
             if preparable and not any(o.warm for o in self.incrementals) and len(self.incrementals) < WARM_UP:
                 return Choice("incremental", "the plans are being prepared: a warm incremental batch is measured "
-                                             "before a recompute", est)
-            if not self.recomputes:
+                                             "before a recompute is chosen", est, probe=unprobed)
+            if unprobed:
                 return Choice("incremental", "no recompute measured yet: one is measured after the commit", est,
                               probe=True)
             if inc > rec:
