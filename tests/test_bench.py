@@ -155,6 +155,15 @@ def test_usage_mistakes_are_coded(argv, code):
     assert e.value.code == code and e.value.hint
 
 
+@pytest.mark.parametrize("workload", ["tpch", "theta", "soak"])
+def test_a_time_limit_where_it_is_not_applied_is_refused_before_any_work(workload):
+    from streamfold.bench.cli import main
+
+    with pytest.raises(UsageError) as e:
+        main(build_parser().parse_args(["bench", workload, "--time-limit", "5"]))
+    assert e.value.code == "BAD_OPTION" and e.value.hint
+
+
 def test_pagerank_sizes_without_room_for_the_graph_are_coded(tmp_path):
     from streamfold.bench.data import generate
 
