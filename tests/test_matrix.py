@@ -98,6 +98,19 @@ def test_equi_joins_and_stream_static_joins_keep_their_plans():
     assert "join matrix" not in streamfold.explain("SELECT R.a FROM R JOIN S ON R.t < S.u", SCHEMAS, tables=["S"])
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT R.a, sum(R.t) AS s FROM R GROUP BY R.a HAVING sum(R.t) > (SELECT 0.5 * sum(S.u) FROM S)",
+    "SELECT R.a FROM R WHERE R.t > (SELECT avg(S.u) FROM S WHERE S.k > 0)",
+    "SELECT R.a FROM R JOIN (SELECT max(S.u) AS top FROM S) m ON R.t >= m.top - 3",
+])
+def test_a_theta_join_with_a_one_row_side_is_a_broadcast_not_a_matrix(sql):
+    # A global aggregate has one row: a matrix would replicate the other side for nothing.
+    plan = streamfold.compile(sql, SCHEMAS)
+    text = streamfold.explain(sql, SCHEMAS)
+    assert not plan.matrices and not plan.watched and "join matrix" not in text
+    assert "a join with a relation of at most one row (a global aggregate) is a filtered cross product" in text
+
+
 def test_theta_bench_schedule_swings_the_size_ratio():
     from streamfold.bench.theta import BATCHES_PER_PHASE, schedule
 

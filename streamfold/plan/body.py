@@ -30,6 +30,9 @@ class Input:
     weighted: bool  # its rows may have negative weights (deletions, or updates of a derived input)
     label: str  # for people: "S1 x", "derived d1"
     filters: list[Expr] = field(default_factory=list)
+    # At most one row at any time (a global aggregate: no GROUP BY, as a scalar subquery is).
+    # A join with it needs no partitioning: its one row goes to every partition of the other.
+    single: bool = False
 
     def field(self, name: str) -> Field:
         return next(f for f in self.fields if f.name == name)

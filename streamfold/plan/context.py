@@ -22,7 +22,8 @@ from typing import Any
 
 from ..ir.expr import Column, Expr
 from ..ir.rel import (
-    WEIGHT, Aggregate, DeltaScan, Field, Filter, IterationMode, Iterate, Once, Project, Rel, Scan, StateScan, StateVersion,
+    WEIGHT, Aggregate, DeltaScan, Field, Filter, IterationMode, Iterate, Limit, Once, Project, Rel, Scan, Sort, StateScan,
+    StateVersion,
 )
 from ..ir.rename import canonical, unroll
 from ..ir.types import BIGINT
@@ -115,7 +116,20 @@ class PlanContext:
             self._aliases[rel] = f"d{len(self._aliases) + 1}"
         alias = self._aliases[rel]
         return Input(index, alias, rel.schema, compiled.program, compiled.static, compiled.weighted,
-                     f"derived input {alias} ({type(rel).__name__.lower()})")
+                     f"derived input {alias} ({type(rel).__name__.lower()})", single=at_most_one_row(rel))
+
+
+def at_most_one_row(rel: Rel) -> bool:
+    """Whether ``rel`` never has more than one row: a global aggregate (no GROUP BY), or a
+    filter, projection, sort or LIMIT 1 of one."""
+    while True:
+        if isinstance(rel, Aggregate):
+            return not rel.keys
+        if isinstance(rel, Limit) and rel.limit is not None and rel.limit <= 1:
+            return True
+        if not isinstance(rel, (Filter, Project, Sort, Limit)):
+            return False
+        rel = rel.input
 
 
 def reads_stream(rel: Rel) -> bool:

@@ -274,7 +274,7 @@ def _as_integer(e: Expr) -> Expr:
 def hybrid_keys(body: Body) -> tuple[Expr, Expr] | None:
     """The join key over input 0 and over input 1 of a body a hybrid can lay out: two stream
     inputs joined by one equality (not null-safe), integral or string on both sides."""
-    if len(body.inputs) != 2 or any(i.static for i in body.inputs) or len(body.edges) != 1:
+    if len(body.inputs) != 2 or any(i.static or i.single for i in body.inputs) or len(body.edges) != 1:
         return None
     e = body.edges[0]
     if e.null_safe:
@@ -290,7 +290,8 @@ def plan_matrix(body: Body, mapping: Mapping | None = None, policy: MatrixPolicy
     """The join matrix of a body that is a theta join of two streams, or None.
 
     It applies to two stream inputs with no equality between them and at least one predicate
-    reading both — or, under ``policy.equi``, with an equality (then the cells split each key's
+    reading both, neither of at most one row (a scalar subquery's global aggregate: its row is
+    compared with every row of the other, a filtered cross product with that row broadcast) — or, under ``policy.equi``, with an equality (then the cells split each key's
     rows); anything else keeps the plan of :mod:`.joins` (hashed on equi-keys, or a filtered
     cross product with a static side). ``mapping`` replaces the one the policy starts with.
     A hybrid equi-join (one key, integral or string on both sides; others go over the matrix
@@ -298,7 +299,7 @@ def plan_matrix(body: Body, mapping: Mapping | None = None, policy: MatrixPolicy
     equi-join is hashed (None) until the runtime switched it, which it says by giving its
     ``heavy`` keys (not None); one a hybrid cannot lay out stays hashed.
     """
-    if len(body.inputs) != 2 or any(i.static for i in body.inputs):
+    if len(body.inputs) != 2 or any(i.static or i.single for i in body.inputs):
         return None
     mapping = mapping or policy.first
     if body.edges:
