@@ -70,11 +70,12 @@ def test_equi_join_over_the_matrix_equals_duckdb_after_every_batch(spark, tmp_pa
 
 SKEWED_SQL = "SELECT S.u, count(*) AS n, sum(R.v) AS sv FROM R FULL JOIN S ON R.k = S.k GROUP BY S.u"
 # key 0 holds most rows of both; S grows first (→ (1, 4)), then R past it (→ (4, 1)); S's lineage
-# (k, u) has few values, so its state stays small
+# (k, u) has few values, so its state stays small, and R's (k, v) — what the query reads of R —
+# has a value per row, so its state grows with its rows
 SKEWED_BATCHES = [
     {"R": [(1, 0, 1, 1), (2, 1, 5, 1)], "S": [(0 if k % 4 else k % 5, k % 3, 1) for k in range(12)]},
     {"R": [(3, 0, 2, 1)], "S": [(0 if k % 3 else 2, k % 4, 1) for k in range(12, 30)] + [(0, 2, -1)]},
-    {"R": [(a, 0 if a % 5 else 3, a % 6, 1) for a in range(4, 40)] + [(1, 0, 1, -1)], "S": [(0, 0, -1)]},
+    {"R": [(a, 0 if a % 5 else 3, a, 1) for a in range(4, 40)] + [(1, 0, 1, -1)], "S": [(0, 0, -1)]},
 ]
 MAPPINGS = [[1, 4], [1, 4], [4, 1]]
 HEAVY = [[0], [0, 2], [0]]  # key 2 passes a joiner's share of the input in batch 1, falls below it in 2

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..ir.rel import Rel
-from . import fuse_projections, pull_up_order, push_filters, semi_joins_above_aggregates, unnest_subqueries
+from . import (
+    fuse_projections, prune_columns, pull_up_order, push_filters, semi_joins_above_aggregates, unnest_subqueries,
+)
 
 Pass = Callable[[Rel], Rel]
 
@@ -21,6 +23,7 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
     ("semi_joins_above_aggregates", semi_joins_above_aggregates.run),
     ("pull_up_order", pull_up_order.run),
     ("fuse_projections", fuse_projections.run),
+    ("prune_columns", prune_columns.run),
 )
 
 
