@@ -83,10 +83,12 @@ def _asks(node: Rel, need: Need) -> list[Need]:
         return [_reads(kept)]
     if isinstance(node, Aggregate):
         return [_reads([e for _, e in node.keys] + [a for _, a in node.aggs])]
-    if isinstance(node, (Filter, Sort, Limit)):
-        own: list[Expr] = [node.condition] if isinstance(node, Filter) else \
-            [k.expr for k in node.keys] if isinstance(node, Sort) else []
-        return [ALL if need is ALL else need | _reads(own)]
+    if isinstance(node, Filter):
+        return [ALL if need is ALL else need | node.condition.columns()]
+    if isinstance(node, Sort):
+        return [ALL if need is ALL else need | _reads([k.expr for k in node.keys])]
+    if isinstance(node, Limit):
+        return [need]
     if isinstance(node, Join):
         cond = _reads([node.condition] if node.condition is not None else [])
         left, right = set(node.left.names), set(node.right.names)

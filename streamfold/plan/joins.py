@@ -223,10 +223,9 @@ class JoinTerms:
                                for i, k in enumerate(self.matrix.keys))
             if not any(x.left == left for x in self.plan.matrices):
                 self.plan.matrices.append(JoinMatrix(left, right, mp.n, mp.m, hybrid, self.matrix.heavy))  # type: ignore[arg-type]
-        elif any(i.single for i in self.body.inputs):  # no matrix, no skew to watch: one row meets the other side
-            if not self.body.edges:
-                self.plan.note("a join with a relation of at most one row (a global aggregate) is a filtered cross "
-                               "product: that row is broadcast to the other input, which is neither moved nor split")
+        elif not self.body.edges and any(i.single for i in self.body.inputs):  # plan_matrix and hybrid_keys skip it
+            self.plan.note("a join with a relation of at most one row (a global aggregate) is a filtered cross "
+                           "product: that row is broadcast to the other input, which is neither moved nor split")
         elif self.plan.policy.equi == "auto" and (keys := hybrid_keys(self.body)) is not None:
             left, right = (self._state_name(i) for i in self.body.inputs)
             names = tuple(next(n for n, x in self.lineage[i].exprs if x == k) for i, k in enumerate(keys))

@@ -290,9 +290,9 @@ def plan_matrix(body: Body, mapping: Mapping | None = None, policy: MatrixPolicy
     """The join matrix of a body that is a theta join of two streams, or None.
 
     It applies to two stream inputs with no equality between them and at least one predicate
-    reading both, neither of at most one row (a scalar subquery's global aggregate: its row is
-    compared with every row of the other, a filtered cross product with that row broadcast) — or, under ``policy.equi``, with an equality (then the cells split each key's
-    rows); anything else keeps the plan of :mod:`.joins` (hashed on equi-keys, or a filtered
+    reading both — or, under ``policy.equi``, with an equality (then the cells split each key's
+    rows) —, neither of at most one row (a scalar subquery's global aggregate: a filtered cross
+    product with that row broadcast needs no cells); anything else keeps the plan of :mod:`.joins` (hashed on equi-keys, or a filtered
     cross product with a static side). ``mapping`` replaces the one the policy starts with.
     A hybrid equi-join (one key, integral or string on both sides; others go over the matrix
     whole) lays the ``heavy`` keys over the matrix and hashes the others. Under ``auto`` an
