@@ -14,6 +14,7 @@ from streamfold.ir.types import DataType
 from streamfold.plan.model import Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Step
 from streamfold.runtime import lowering
 from streamfold.runtime.lowering import AnswerLowering, StateTable
+from streamfold.runtime.runs import candidates
 from streamfold.runtime.views import leaf_hint
 
 from .golden import FIXTURES, check, load
@@ -78,8 +79,17 @@ def lowered(plan: IncrementalPlan) -> str:
         for side, name in ((0, mx.left), (1, mx.right)):
             out += [f"-- {name}: migrated ({mx.n}, {mx.m}) → ({mx.cells}, 1)",
                     lowering.migrate(tables[name], f"new_{name} _new", side, (mx.n, mx.m), (mx.cells, 1))]
+    runs = candidates(plan)
     for t in durable:
         merged = f"merged_{t.name}"
+        if t.name in runs:  # a join input that may be kept as a base and a tail (runtime/runs.py)
+            out += [f"-- ⊗ {t.name} (old values summed over its runs)",
+                    lowering.merge(t, f"old_{t.name} _old", f"SELECT * FROM delta_program_{t.name}", summed=True),
+                    f"-- {t.name}: new, as a base and a tail", lowering.runs(t, f"base_{t.name}", merged),
+                    f"-- {t.name}: the touched keys' new rows, added up", lowering.runs_touched(t, f"base_{t.name}", merged),
+                    f"-- {t.name}: delta (and changelog)", lowering.delta_rows(t, merged),
+                    f"-- {t.name}: restored, the logged deltas added up", lowering.summed_logs(t, "logs")]
+            continue
         out += [f"-- ⊗ {t.name}", lowering.merge(t, f"old_{t.name} _old", f"SELECT * FROM delta_program_{t.name}"),
                 f"-- {t.name}: new", lowering.new_rows(t, merged),
                 f"-- {t.name}: delta", lowering.delta_rows(t, merged),

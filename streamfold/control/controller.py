@@ -483,7 +483,8 @@ class Controller:
             batch, committed = engine.next_batch - 1, True
             current = dict(engine.store.current)
             for n in engine.store.durable():  # stale after a recompute batch: refused, coded
-                rels[n] = partial(engine.not_maintained, n) if engine.stale else partial(current.__getitem__, n)
+                rels[n] = (partial(engine.not_maintained, n) if engine.stale
+                           else partial(engine.store.settled, n, current[n]))  # one row per key (runs.py)
             if batch < 0:
                 return rels, batch, committed
             inputs = engine.output.read_commit(batch).get("inputs", {})

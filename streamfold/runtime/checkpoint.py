@@ -35,7 +35,9 @@ from . import files
 # 2: a state's row count is named _weight in the changelog (was _w), so a checkpoint of format 1 is refused
 # 3: states keep only the columns read above them (passes/prune_columns.py): a state of a format 2
 #    checkpoint may be keyed by more columns than the plan's, so one is refused
-FORMAT_VERSION = 3
+# 4: a join input that only inner joins read logs its deltas, restored by adding them up (runs.py):
+#    a format 3 changelog of such a state holds its latest rows, so one is refused
+FORMAT_VERSION = 4
 _BATCH = re.compile(r"^(\d{6,})$")
 _COMMIT = re.compile(r"^(\d{6,})\.json$")
 _BASE = re.compile(r"^base-(\d{6,})$")

@@ -54,6 +54,7 @@ from .sources import (BAD_FILE_HINT, InputSpec, check_file, empty_frame, list_in
                       still_present, table_paths)
 from .state import StateStore, materialize, release
 from .recompute import Recomputer
+from .runs import candidates
 from .stats import batch_stats
 from .strategy import WINDOW, Choice, CostModel
 from .views import Views, output_rows
@@ -226,7 +227,7 @@ class Engine:
         self.plan = plan
         self.catalog = Catalog(plan.sources)
         self.output_schema = spark_output_schema(self.spark, plan, self.catalog)
-        self.store = StateStore(self.spark, plan.states)
+        self.store = StateStore(self.spark, plan.states, candidates(plan))
         self.store.part = self._part
         self.answer = AnswerSql(plan, self.output_schema, self.store)
         self.reader = BatchReader(self.spark, plan.streams, self.specs, self.catalog)
@@ -508,6 +509,9 @@ class Engine:
         # states) each merge is its own job and large outputs are written by Spark. When all it
         # reads is within one task's rows, the batch's rows and its merges are one partition, and
         # that job is one stage without a shuffle (state.py).
+        # Large join inputs are kept as a base and a tail (runs.py): this batch may start or fold one.
+        reshaped = self.store.plan_runs(sum(rows.values()), allowed=batch > 0 and self._boundary is None
+                                        and choice.strategy == "incremental" and not answer_only)
         held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
         before = dict(self.store.rows)  # for the batch's statistics (.stats)
         self.store.touched.clear()
@@ -518,7 +522,7 @@ class Engine:
         known = self._outputs_estimate(held, sum(rows.values()), whole)
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
-        mode = self._prepared_mode(batch, choice, rows, single, eager, answer_only)
+        mode = self._prepared_mode(batch, choice, rows, single, eager, answer_only or reshaped)
         prepared = self.prepared if mode is not None else None
         if light is not None and mode != "replay":  # the batch is planned after all: its frames
             with self._phase("read"):
@@ -632,7 +636,10 @@ class Engine:
         for n in self.store.durable():
             backing = self.store.backing(n)
             assert backing is not None  # (_prepared_mode)
-            self.store.current[n] = p.state(n, backing, partial(self._new_rows, n, views))
+            empty = n in self.store.bases and self.store.tails[n] is None  # (its backing is the base's)
+            self.store.current[n] = p.state(n, backing, partial(self._new_rows, n, views), empty)
+            if n in self.store.bases:  # the tail is read through the slot, the base as it is
+                self.store.tails[n] = p.merged(n)
         self.store.keep = p.keep
         self._capturing = True
         p.plan_without_broadcasts()
@@ -713,7 +720,7 @@ class Engine:
             new = reads.new.get(name)
             if new is None and name in reads.merged:  # a prepared batch: no view of its merge yet
                 new = self.store.new_view(name, reads.merged[name], views)
-            return self.store.as_frame(new) if isinstance(new, str) else self.store.current[name]
+            return self.store.settled(name, self.store.as_frame(new)) if isinstance(new, str) else self.store.visible(name)
 
         def touched(name: str) -> DataFrame:
             if name not in reads.merged:  # h did not run (an answer-only reconfiguration): none touched
@@ -1300,8 +1307,9 @@ class Engine:
                 self._setup(plan)
                 views = Views(self.spark, f"install{batch}")
                 try:
-                    kept = {n: (self.store.carried_over(n, old.store.current[o], old.store.schemas[o], views),
-                                old.store.backing(o), old.store.rows.get(o)) for n, o in keep.items()}
+                    wholes = {o: old.store.whole(o) for o in keep.values()}  # a state in runs, added up
+                    kept = {n: (self.store.carried_over(n, wholes[o][0], old.store.schemas[o], views),
+                                wholes[o][1], old.store.rows.get(o)) for n, o in keep.items()}
                 finally:
                     views.drop()
                 if history is not None and any(not s.static and s.name not in keep for s in plan.states):

@@ -149,11 +149,13 @@ def conform(t: StateTable, inner: str, single: bool = False) -> str:
     return text
 
 
-def merge(t: StateTable, old: str, delta: str, single: bool = False) -> str:
+def merge(t: StateTable, old: str, delta: str, single: bool = False, summed: bool = False) -> str:
     """The one statement of a state's merge: new and old columns per key, and ``__touched``.
 
     ``old`` is the FROM item of the state before the batch, ``delta`` the statement of its
-    delta (``single``: gathered into one partition, see :func:`conform`). Both sides rename the
+    delta (``single``: gathered into one partition, see :func:`conform`). ``summed``: the old
+    state may hold a key in more than one row (a base and a tail, :mod:`.runs`; sums only), so
+    its old values are the sums of those rows. Both sides rename the
     key (``__g0`` …): Spark 4.3 keeps a union's hash partitioning
     through projections that alias the key, not through ones that pass it beside other
     computed columns, and the old state must not be shuffled.
@@ -168,7 +170,8 @@ def merge(t: StateTable, old: str, delta: str, single: bool = False) -> str:
     for n, ty in t.values:
         items.append(f"CAST({monoids[n].merge_sql}({quote(n)}) AS {ty}) AS {quote(n)}")
     for n, ty in t.values:
-        items.append(f"CAST(max(CASE WHEN __src = 0 THEN {quote(n)} END) AS {ty}) AS {quote(OLD + n)}")
+        items.append(f"CAST({'sum' if summed else 'max'}(CASE WHEN __src = 0 THEN {quote(n)} END) AS {ty}) "
+                     f"AS {quote(OLD + n)}")
     items.append(f"max(__src) AS {TOUCHED}")
     source = f"(\n{_indent(conform(t, delta, single))}\n) _delta"
     text = (f"SELECT {', '.join(items)}\nFROM (\n  {branch(old, 0)}\n  UNION ALL\n  "
@@ -259,6 +262,38 @@ def _of_merge(merged: str, select: list[str], where: str | None) -> str:
 def new_rows(t: StateTable, merged: str) -> str:
     """The state after the merge: every key whose row count is not zero."""
     return _of_merge(merged, t.names, None if t.state.keep_empty else f"{WEIGHT} <> 0")
+
+
+def tail_rows(t: StateTable, merged: str) -> str:
+    """The tail of a state kept as a base and a tail (:mod:`.runs`): the new rows of its last
+    tail merge ``merged`` that are not all zero."""
+    zero = " AND ".join(f"coalesce({quote(n)}, 0) = 0" for n, _ in t.values)
+    return _of_merge(merged, t.names, f"NOT ({zero})")
+
+
+def runs(t: StateTable, base: str, merged: str) -> str:
+    """A state kept as a base and a tail: the base's rows, then the tail's (a key may have a
+    row in each)."""
+    return f"SELECT {', '.join(t.names)} FROM {base}\nUNION ALL\n{tail_rows(t, merged)}"
+
+
+def summed(t: StateTable, relation: str) -> str:
+    """The rows of ``relation`` (a state's runs, or its logged deltas) added up per key: the
+    state's rows, without the keys whose row count is zero."""
+    keys = [quote(k) for k in t.keys]
+    items = keys + [f"CAST(sum({quote(n)}) AS {ty}) AS {quote(n)}" for n, ty in t.values]
+    return (f"SELECT {', '.join(items)} FROM {relation} _s GROUP BY {', '.join(keys)} "
+            f"HAVING sum({WEIGHT}) <> 0")
+
+
+def runs_touched(t: StateTable, base: str, merged: str) -> str:
+    """The new rows of the keys a tail merge ``merged`` touched, added up with the base's."""
+    keys = [quote(k) for k in t.keys]
+    on = " AND ".join(f"_b.{k} <=> _k.{k}" for k in keys)
+    touched = _of_merge(merged, keys, f"{TOUCHED} = 1")
+    rows = (f"SELECT _b.* FROM {base} _b LEFT SEMI JOIN ({touched}) _k ON {on}\nUNION ALL\n"
+            f"{_of_merge(merged, t.names, f'{TOUCHED} = 1')}")
+    return summed(t, subquery(rows))
 
 
 def delta_rows(t: StateTable, merged: str) -> str:
@@ -359,6 +394,13 @@ def latest(t: StateTable, logs: str) -> str:
     if not t.state.keep_empty:
         text += f" AND {quote(t.name + '::' + WEIGHT)} <> 0"
     return conform(t, text)
+
+
+def summed_logs(t: StateTable, logs: str) -> str:
+    """A state rebuilt from packed changelogs that hold its deltas (a candidate for runs,
+    :mod:`.runs`): every logged row added up per key."""
+    cols = ", ".join(f"{quote(t.name + '::' + n)} AS {quote(n)}" for n, _ in t.columns)
+    return conform(t, summed(t, subquery(f"SELECT {cols} FROM {logs} WHERE __state = '{t.name}'")))
 
 
 # -- the answer ---------------------------------------------------------------------------------------

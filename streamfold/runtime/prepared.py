@@ -175,20 +175,26 @@ class Prepared:
         self._light = scans
         return rows
 
-    def state(self, name: str, backing: DataFrame, view: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    def state(self, name: str, backing: DataFrame, view: Callable[[DataFrame], DataFrame], empty: bool = False) -> DataFrame:
         """State ``name`` before the capture batch, read through a slot: ``backing`` holds its last
         merge's rows, and ``view`` gives the state from a merge's rows (its new rows). A capture in one
         partition (:attr:`single`): a state laid out over several partitions (batch 0's, a large
         batch's) is gathered into one by this batch's job, and the slot has one partition, as the
-        state has from this batch on — so the batch after a history can be the capture."""
+        state has from this batch on — so the batch after a history can be the capture.
+        ``empty``: the slot stands for a state's empty tail (runs.py; ``backing``, its base's
+        merge, gives the columns and layout), so it reads nothing at the capture."""
         if self.single and _rows(backing).getNumPartitions() != 1:
             backing = backing.coalesce(1)
         rows = _rows(backing)
-        slot, merged = self.slot_frame(backing, rows, max(1, rows.getNumPartitions()))
+        slot, merged = self.slot_frame(backing, None if empty else rows, max(1, rows.getNumPartitions()))
         self.states[name] = slot
         current = view(merged)
         self._templates[name] = (merged, current)
         return current
+
+    def merged(self, name: str) -> DataFrame:
+        """State ``name``'s last merge as the capture reads it (through its slot)."""
+        return self._templates[name][0]
 
     def keep(self, name: str, df: DataFrame) -> DataFrame:
         """A merge (or temp) of the capture batch, kept once per job: what a lazy checkpoint did."""

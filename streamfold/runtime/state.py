@@ -26,6 +26,10 @@ grows past the bound is hash-partitioned again by the next batch's merge (one sh
 
 The changelog of a batch holds the new row of every key it touched; a row whose ``_weight`` is 0
 marks a key that left. Replaying logs keeps each key's latest row, which works for every monoid.
+
+**A base and a tail** (:mod:`.runs`): a large join input is kept as two runs, a base left alone
+and a tail the batches merge into, so a batch does not copy the whole state. Its changelog is
+the batch's delta, and replaying adds the logs up.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..ir.rel import WEIGHT
 from ..plan.model import State
-from . import lowering
+from . import lowering, runs
 from .lowering import StateTable
 from .profile import Part, no_part
 from .sources import empty_frame
@@ -149,9 +154,17 @@ def widen(schema: StructType) -> StructType:
 class StateStore:
     """The states of one running query: current versions, schemas, row counts."""
 
-    def __init__(self, spark: SparkSession, states: tuple[State, ...]) -> None:
+    def __init__(self, spark: SparkSession, states: tuple[State, ...], candidates: frozenset[str] = frozenset()) -> None:
         self.spark = spark
         self.defs = {s.name: s for s in states}
+        # States that may be kept as a base and a tail (.runs): logged as deltas, merged with
+        # their old values summed over both runs. Those kept so: their base (rows, backing), its
+        # rows, and the tail merge whose rows are the tail (None: an empty tail).
+        self.candidates = candidates
+        self.bases: dict[str, tuple[DataFrame, DataFrame]] = {}
+        self.base_rows: dict[str, int] = {}
+        self.tails: dict[str, DataFrame | None] = {}
+        self.folding: set[str] = set()  # this batch: merged whole, into the next base
         self.schemas: dict[str, StructType] = {}
         self.current: dict[str, DataFrame] = {}  # the state as the next batch reads it
         self._backing: dict[str, DataFrame] = {}  # the materialized DataFrame behind it
@@ -188,14 +201,75 @@ class StateStore:
         return StateTable(self.defs[name], tuple((f.name, f.dataType.simpleString())
                                                  for f in self.schemas[name].fields))
 
+    # -- a base and a tail (.runs) -----------------------------------------------------------------
+    def plan_runs(self, incoming: int, allowed: bool = True) -> bool:
+        """Before a batch of ``incoming`` rows: start the runs of each candidate grown to
+        :data:`.runs.MIN_ROWS` (its whole state becomes the base, the tail empty: the same rows),
+        and fold each tail that would outgrow :data:`.runs.FOLD_FRACTION` of its base. Whether the
+        layout of a state changes with this batch (then prepared plans do not fit it). Not
+        ``allowed`` (batch 0, a reconfiguration's first batch, a rebuild): no layout changes."""
+        self.folding = set()
+        changed = False
+        for name in sorted(self.candidates) if allowed else ():
+            rows = self.rows.get(name)
+            if name in self.bases:
+                tail = (rows or 0) - self.base_rows[name]
+                if tail + incoming > runs.FOLD_FRACTION * max(self.base_rows[name], 1):
+                    self.folding.add(name)
+                    changed = True
+            elif rows is not None and rows >= runs.MIN_ROWS and name in self._backing:
+                self.bases[name] = (self.current[name], self._backing[name])
+                self.base_rows[name] = rows
+                self.tails[name] = None
+                changed = True
+        return changed
+
+    def _tail_merge(self, name: str) -> bool:
+        """Whether this batch merges ``name``'s delta into its tail (not into the whole state)."""
+        return name in self.bases and name not in self.folding
+
+    def _tail(self, name: str, views: Views) -> str:
+        """The FROM item of ``name``'s tail: the rows of its last tail merge, or none."""
+        tail = self.tails[name]
+        if tail is None:
+            return f"(SELECT * FROM {views.relation(self.bases[name][0], f'base_{name}')} WHERE false)"
+        return lowering.subquery(lowering.tail_rows(self.table(name), views.name(tail, f"tail_{name}")))
+
+    def _base(self, name: str, views: Views) -> str:
+        return views.relation(self.bases[name][0], f"base_{name}")
+
+    def visible(self, name: str) -> DataFrame:
+        """State ``name`` as a person or a breakpoint reads it: one row per key, its runs added up."""
+        return self.settled(name, self.current[name])
+
+    def settled(self, name: str, rows: DataFrame) -> DataFrame:
+        """``rows`` (a version of state ``name``) with one row per key: a state in runs added up."""
+        if name not in self.bases:
+            return rows
+        from pyspark.sql import functions as F
+
+        t = self.table(name)
+        sums = [F.sum(F.col(lowering.quote(n))).cast(ty).alias(n) for n, ty in t.values]
+        out = rows.groupBy(*[F.col(lowering.quote(k)) for k in t.keys]).agg(*sums)
+        return out.where(F.col(lowering.quote(WEIGHT)) != 0)
+
+    def whole(self, name: str) -> tuple[DataFrame, DataFrame | None]:
+        """State ``name``'s rows, one per key, and the DataFrame that holds them: a state in runs
+        is added up into a checkpoint of its own (for another plan that keeps it)."""
+        if name in self.bases and self.tails.get(name) is not None:
+            kept = materialize(self.visible(name))
+            return kept, kept
+        return self.current[name], self._backing.get(name)
+
     # -- the merge -------------------------------------------------------------------------------
     def merge(self, name: str, delta_sql: str, views: Views, eager: bool = True, single: bool = False) -> DataFrame:
         """The merge of ``name`` with the delta ``delta_sql`` computes (now, or by the first job
         that reads it); ``single`` keeps the result in one partition (a small batch over small
         states: see the module's docstring)."""
         with self.part(f"analyse ⊗ {name}"):
-            old = views.relation(self.current[name], f"old_{name}") + " _old"
-            df = self.spark.sql(lowering.merge(self.table(name), old, delta_sql, single))
+            old = (self._tail(name, views) if self._tail_merge(name)
+                   else views.relation(self.current[name], f"old_{name}")) + " _old"
+            df = self.spark.sql(lowering.merge(self.table(name), old, delta_sql, single, name in self.candidates))
             if single or not self.defs[name].key:
                 df = df.coalesce(1)
         with self.part(f"checkpoint ⊗ {name}" + ("" if eager else " (lazy: plans it)")):
@@ -206,7 +280,10 @@ class StateStore:
     def unchanged(self, name: str, views: Views) -> DataFrame:
         """What :meth:`merge` gives for an empty delta, without a job: every key's new row is its
         old row, and no key is touched (so the delta, changes and changelog views are empty, and
-        Spark drops the joins that read them)."""
+        Spark drops the joins that read them). A state in runs stays as it is: no fold."""
+        if name in self.bases:
+            self.folding.discard(name)
+            return self.spark.sql(lowering.unchanged(self.table(name), self._tail(name, views)))
         return self.spark.sql(lowering.unchanged(self.table(name), views.relation(self.current[name], f"same_{name}")))
 
     def executed(self, merges: Mapping[str, DataFrame]) -> None:
@@ -217,7 +294,12 @@ class StateStore:
         """Read the row counts of the merges that ran, and the keys each touched, from their
         plans' metrics (:mod:`.stats`)."""
         for name, df in self._executed.items():
-            self.rows[name] = output_rows(df)
+            rows = output_rows(df)
+            if name in self.folding and rows is not None:
+                self.base_rows[name] = rows
+            elif self._tail_merge(name) and rows is not None:
+                rows += self.base_rows[name]
+            self.rows[name] = rows
             self.touched[name] = self._delta_rows(name, df)
         self._executed.clear()
 
@@ -244,11 +326,17 @@ class StateStore:
         task binaries of 0, 15, then 56 MB, until the driver ran out of memory serializing one.
         Once the batch has run, its merges' row counts are known (:meth:`count_rows`).
         """
-        sized = _with_size(merged, self.rows.get(name))
+        rows = self.rows.get(name)
+        if self._tail_merge(name) and rows is not None:
+            rows -= self.base_rows[name]
+        sized = _with_size(merged, rows)
         return self.as_frame(self.new_view(name, sized, views))
 
     def new_view(self, name: str, merged: DataFrame, views: Views) -> str:
-        """The state after the merge: every key whose row count is not zero."""
+        """The state after the merge: every key whose row count is not zero; for a state in runs,
+        its base and then the tail."""
+        if self._tail_merge(name):
+            return lowering.runs(self.table(name), self._base(name, views), views.name(merged, "merged_" + name))
         return lowering.new_rows(self.table(name), views.name(merged, "merged_" + name))
 
     def delta_view(self, name: str, merged: DataFrame, views: Views) -> str:
@@ -257,10 +345,16 @@ class StateStore:
 
     def touched_view(self, name: str, merged: DataFrame, views: Views) -> str:
         """The new rows of the keys the batch touched (what a state breakpoint looks at)."""
+        if self._tail_merge(name):
+            return lowering.runs_touched(self.table(name), self._base(name, views),
+                                         views.name(merged, "merged_" + name))
         return lowering.touched_new(self.table(name), views.name(merged, "merged_" + name))
 
     def log_view(self, name: str, merged: DataFrame, views: Views) -> str:
-        """The changelog rows of the batch: the touched keys' new rows (``_weight`` 0: the key left)."""
+        """The changelog rows of the batch: the touched keys' new rows (``_weight`` 0: the key left);
+        for a candidate for runs, the batch's delta (replayed by adding the logs up)."""
+        if name in self.candidates:
+            return lowering.delta_rows(self.table(name), views.name(merged, "merged_" + name))
         return lowering.changelog(self.table(name), views.name(merged, "merged_" + name))
 
     # -- durable form ----------------------------------------------------------------------------
@@ -281,7 +375,8 @@ class StateStore:
             return
         every = views.name(self.spark.sql(lowering.changelogs(logs)), "logs")
         for name in self.durable():
-            df = self.spark.sql(lowering.latest(self.table(name), every))
+            restore = lowering.summed_logs if name in self.candidates else lowering.latest
+            df = self.spark.sql(restore(self.table(name), every))
             self.replace({name: (materialize(df), None)})
             self.rows[name] = output_rows(df)
 
@@ -310,26 +405,38 @@ class StateStore:
         return self._backing.get(name)
 
     def backings(self) -> list[DataFrame]:
-        return list(self._backing.values())
+        return list(self._backing.values()) + [b for _, b in self.bases.values()]
 
     def release_except(self, keep: list[DataFrame]) -> None:
         """Free what this store holds, except the DataFrames in ``keep`` (shared with another)."""
         kept = {id(df) for df in keep}
-        for df in self._backing.values():
+        for df in self.backings():
             if id(df) not in kept:
                 release(df)
 
     def replace(self, new: Mapping[str, tuple[DataFrame, DataFrame | None]]) -> None:
-        """Make each ``(state, backing)`` current, releasing what the replaced ones held."""
+        """Make each ``(state, backing)`` current, releasing what the replaced ones held. For a
+        state in runs, ``backing`` is its new tail merge, or after a fold its new base."""
         for name, (state, backing) in new.items():
             old = self._backing.get(name)
             self.current[name] = state
             self._backing[name] = backing if backing is not None else state
-            if old is not None and old is not self._backing[name]:
+            if name in self.bases:
+                if name in self.folding:
+                    _, before = self.bases[name]
+                    self.bases[name] = (state, self._backing[name])
+                    self.tails[name] = None
+                    if before is not old and before is not self._backing[name]:
+                        release(before)
+                else:
+                    self.tails[name] = self._backing[name]
+            if old is not None and old is not self._backing[name] and all(old is not b for _, b in self.bases.values()):
                 release(old)
 
     def close(self) -> None:
-        for df in self._backing.values():
+        for df in self.backings():
             release(df)
         self.current.clear()
         self._backing.clear()
+        self.bases.clear()
+        self.tails.clear()
