@@ -73,8 +73,9 @@ def test_only_join_inputs_read_by_inner_joins_are_candidates():
 
 
 def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monkeypatch):
-    """Twelve batches with deletions over a join: the states start their runs, tails grow, fold,
-    and a restart rebuilds them by adding up the logged deltas; every answer DuckDB's."""
+    """Twelve batches with deletions over a join: the states start their runs, tails grow and fold
+    (after a batch's commit, without ending the prepared plans: batches after a fold replay them),
+    and a restart rebuilds the states by adding up the logged deltas; every answer DuckDB's."""
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", 0.5)
     sql = "SELECT R.a, count(*) AS n, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a"
@@ -83,7 +84,9 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
     for d in dirs.values():
         d.mkdir(parents=True)
     live: dict[str, list[tuple]] = {"R": [], "S": []}
-    seen_fold = seen_tail = False
+    seen_tail = False
+    folds = 0  # folds so far, of this store and of the one before the restart
+    replayed_after_fold = 0
     query = None
 
     def start():
@@ -106,10 +109,14 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
             if i == 6:  # kill and restart between batches: states restored from the changelogs
                 query.stop()
                 query = start()
-            assert query.process_available() is not None
+            before = query.engine.store.folds
+            result = query.process_available()
+            assert result is not None
             store = query.engine.store
             seen_tail |= any(t is not None for t in store.tails.values())
-            seen_fold |= bool(store.folding)
+            if folds and query.commit(result.batch).get("prepared") == "replay":
+                replayed_after_fold += 1
+            folds += store.folds - before
             assert store.bases or i == 0, "the join inputs are kept as runs from batch 1"
             con = duckdb.connect()
             con.register("R", pa.table({"a": [x[0] for x in live["R"]], "b": [x[1] for x in live["R"]]}))
@@ -119,4 +126,4 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
             assert got == want, f"batch {i}"
     finally:
         query.stop()
-    assert seen_tail and seen_fold
+    assert seen_tail and folds and replayed_after_fold

@@ -282,6 +282,8 @@ class Engine:
             return None
         for n in self.store.durable():
             backing = self.store.backing(n)
+            if n in self.store.bases and self.store.tails[n] is None:
+                backing = self.store.bases[n][1]  # an empty tail is laid out as its base's merge (_capture)
             # not a merge's rows (restored, new), or the merge of another definition of the state (a
             # "from now on" reconfiguration transforms the state it had: its merge lacks the new columns)
             if (backing is None or "__touched" not in backing.columns
@@ -509,9 +511,9 @@ class Engine:
         # states) each merge is its own job and large outputs are written by Spark. When all it
         # reads is within one task's rows, the batch's rows and its merges are one partition, and
         # that job is one stage without a shuffle (state.py).
-        # Large join inputs are kept as a base and a tail (runs.py): this batch may start or fold one.
-        reshaped = self.store.plan_runs(sum(rows.values()), allowed=batch > 0 and self._boundary is None
-                                        and choice.strategy == "incremental" and not answer_only)
+        # Large join inputs are kept as a base and a tail (runs.py): this batch may start one.
+        reshaped = (batch > 0 and self._boundary is None and choice.strategy == "incremental" and not answer_only
+                    and self.store.start_runs())
         held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
         before = dict(self.store.rows)  # for the batch's statistics (.stats)
         self.store.touched.clear()
@@ -621,6 +623,9 @@ class Engine:
         with self._phase("compact"):
             restated = (boundary is not None and boundary.whole) or self._restate
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
+        if not self._stale and self.store.fold_due():
+            with self._phase("fold"):
+                self.control.guard(batch, "fold", self._fold_tails)
         if self._probe is not None:
             with self._phase("probe: recompute measured"):
                 self._measure_recompute(batch, sum(rows.values()))
@@ -633,13 +638,20 @@ class Engine:
         through them, and its merges are kept per job. Returns the batch's frames so read."""
         p = self.prepared
         assert p is not None
-        for n in self.store.durable():
-            backing = self.store.backing(n)
+        store = self.store
+        for n in store.durable():
+            backing = store.backing(n)
             assert backing is not None  # (_prepared_mode)
-            empty = n in self.store.bases and self.store.tails[n] is None  # (its backing is the base's)
-            self.store.current[n] = p.state(n, backing, partial(self._new_rows, n, views), empty)
-            if n in self.store.bases:  # the tail is read through the slot, the base as it is
-                self.store.tails[n] = p.merged(n)
+            empty = False
+            if n in store.bases:  # runs.py: the base read through a slot of its own, re-pointed by a fold
+                base, held = store.bases[n]
+                store.bases[n] = (p.base(n, base), held)
+                empty = store.tails[n] is None
+                if empty:  # an empty tail: a slot that reads nothing, laid out as the base's merge
+                    backing = held
+            store.current[n] = p.state(n, backing, partial(self._new_rows, n, views), empty)
+            if n in store.bases:
+                store.tails[n] = p.merged(n)
         self.store.keep = p.keep
         self._capturing = True
         p.plan_without_broadcasts()
@@ -879,6 +891,18 @@ class Engine:
         keep = self.config.keep_snapshots
         if keep:
             self.output.prune_snapshots(batch - keep + 1)
+
+    def _fold_tails(self) -> None:
+        """Fold each tail grown past its bound into its base (runs.py), after the batch's commit:
+        the states' rows do not change, so neither does the checkpoint. Prepared plans read the
+        new base through their slot for it (or, if it cannot take it, the next batch captures
+        again)."""
+        for name in self.store.fold_due():
+            self.progress(f"folding the tail of {name} into its base")
+            base = self.store.fold(name)
+            p = self.prepared
+            if p is not None and (p.ready or p.keeps) and not p.rebase(name, base):
+                self.prepared = Prepared(self.spark)
 
     # -- the strategy of a batch (runtime/strategy.py) ------------------------------------------
     def _choose(self, batch: int, rows: Mapping[str, int]) -> Choice:

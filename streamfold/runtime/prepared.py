@@ -67,6 +67,7 @@ class Prepared:
         self._light: dict[str, Any] | None = None  # stream → the partition its slot reads this batch
         self.streams: dict[str, Any] = {}  # stream → its slot
         self.states: dict[str, Any] = {}  # durable state → its slot
+        self.bases: dict[str, Any] = {}  # state kept as a base and a tail (runs.py) → its base's slot
         self.keeps: dict[str, tuple[Any, DataFrame]] = {}  # merged state or temp → (KeepRDD, its frame)
         self.executed: dict[str, DataFrame] = {}  # state → its merge as planned (metrics are read from it)
         self.kept: dict[str, int] = {}  # state → the blocks holding its merged rows after the last job
@@ -192,6 +193,32 @@ class Prepared:
         self._templates[name] = (merged, current)
         return current
 
+    def base(self, name: str, frame: DataFrame) -> DataFrame:
+        """The base of state ``name`` (runs.py), read through a slot of its own: what a fold makes
+        is read by the same plans (:meth:`rebase`). One partition in a capture in one partition."""
+        if self.single and _rows(frame).getNumPartitions() != 1:
+            frame = frame.coalesce(1)
+        rows = _rows(frame)
+        slot, df = self.slot_frame(frame, rows, max(1, rows.getNumPartitions()))
+        self.bases[name] = slot
+        return df
+
+    def rebase(self, name: str, frame: DataFrame) -> bool:
+        """Point state ``name``'s base slot at a new base ``frame`` (a fold), its tail at nothing.
+        False if the plans cannot read it (laid out in other partitions than the slot's)."""
+        slot = self.bases.get(name)
+        if slot is None:
+            return False
+        parts = slot.getNumPartitions()
+        if parts == 1 and _rows(frame).getNumPartitions() != 1:
+            frame = frame.coalesce(1)
+        rows = _rows(frame)
+        if rows.getNumPartitions() != parts:
+            return False
+        slot.read(rows)
+        self.kept[name] = -1
+        return True
+
     def merged(self, name: str) -> DataFrame:
         """State ``name``'s last merge as the capture reads it (through its slot)."""
         return self._templates[name][0]
@@ -277,7 +304,8 @@ class Prepared:
             else:
                 slot.read(_rows(frames[name]))
         for name, slot in self.states.items():
-            slot.readBlocks(self.kept[name])
+            kept = self.kept[name]
+            slot.readBlocks(kept) if kept >= 0 else slot.readNothing()  # none: a tail just folded
         for keep, _ in self.keeps.values():
             keep.keepInto(self._sc.newRddId())
         plans = self._helpers

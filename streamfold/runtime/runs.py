@@ -14,20 +14,22 @@ as two runs, both hash-partitioned on its partition key:
 A batch merges its delta into the tail only (``T ⊗ Δ``: the tail's keys and the batch's, not the
 base's), and the state the joins read is ``B UNION ALL T``: a key may have a row in each, and the
 joins' outputs carry both, whose weights the aggregates above add up. When the tail has grown
-to :data:`FOLD_FRACTION` of the base, the batch **folds**: its merge takes the whole state as
-the old side (``(B ⊎ T) ⊗ Δ``, today's merge, old values summed over both runs) and its result is
-the next base, with an empty tail. That is the merge-per-level of an LSM tree with two levels;
+past :data:`FOLD_FRACTION` of the base it is **folded** after the batch's commit, in a job of its
+own: the tail merged into the base (old values summed over both runs; only the tail moves), the
+result the next base, the tail empty. That is the merge-per-level of an LSM tree with two levels;
 the fraction trades the tail's growing merge and read cost against the fold's copy (with
-increments of 1 % of the state, a fold every ~12 batches copies about a seventh as much as a
-merge of the whole state in every batch).
+increments of 1 % of the state, a fold every ~15 batches copies about a seventh as much as a
+merge of the whole state in every batch). A fold changes no row of the state, so the checkpoint
+needs nothing of it, and prepared plans go on: they read the base through a slot of their own,
+which the fold points at the new base (:meth:`.prepared.Prepared.rebase`).
 
 Which states: :func:`candidates` — join inputs (sums only, keyed) whose every read is a side of
-an inner or cross join; not in plans with loops or join matrices. A candidate's changelog is
-its delta (new − old per touched key) and it is restored by summing its logs, so the checkpoint
-needs no base lookup whichever layout the state had. A candidate is kept in runs once it holds
-:data:`MIN_ROWS` rows (below that a whole merge costs little, and prepared plans of small
-batches keep their one shape); the batch that starts its runs, and each fold, run the plain way
-(:meth:`.engine.Engine._prepared_mode`): prepared plans are captured again after them.
+an inner or cross join; not in plans with loops or join matrices, nor read by the answer. A
+candidate's changelog is its delta (new − old per touched key) and it is restored by summing its
+logs, so the checkpoint needs no base lookup whichever layout the state had. A candidate is kept
+in runs once it holds :data:`MIN_ROWS` rows (below that a whole merge costs little); the batch
+that starts its runs runs the plain way (its merge takes another shape) and prepared plans are
+captured again after it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ..plan.model import LOOPS, IncrementalPlan, Monoid, StateRole
 
 # A candidate state is kept in runs from this many rows (``STREAMFOLD_RUNS_MIN_ROWS``; 0: always).
 MIN_ROWS = int(os.environ.get("STREAMFOLD_RUNS_MIN_ROWS", "1000000"))
-# A batch folds the tail into the base when the tail would exceed this fraction of the base.
+# A tail is folded into its base once it holds more rows than this fraction of the base's.
 FOLD_FRACTION = float(os.environ.get("STREAMFOLD_RUNS_FOLD", "0.15"))
 
 

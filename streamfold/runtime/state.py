@@ -164,7 +164,7 @@ class StateStore:
         self.bases: dict[str, tuple[DataFrame, DataFrame]] = {}
         self.base_rows: dict[str, int] = {}
         self.tails: dict[str, DataFrame | None] = {}
-        self.folding: set[str] = set()  # this batch: merged whole, into the next base
+        self.folds = 0  # tails folded into their bases so far
         self.schemas: dict[str, StructType] = {}
         self.current: dict[str, DataFrame] = {}  # the state as the next batch reads it
         self._backing: dict[str, DataFrame] = {}  # the materialized DataFrame behind it
@@ -202,31 +202,60 @@ class StateStore:
                                                  for f in self.schemas[name].fields))
 
     # -- a base and a tail (.runs) -----------------------------------------------------------------
-    def plan_runs(self, incoming: int, allowed: bool = True) -> bool:
-        """Before a batch of ``incoming`` rows: start the runs of each candidate grown to
-        :data:`.runs.MIN_ROWS` (its whole state becomes the base, the tail empty: the same rows),
-        and fold each tail that would outgrow :data:`.runs.FOLD_FRACTION` of its base. Whether the
-        layout of a state changes with this batch (then prepared plans do not fit it). Not
-        ``allowed`` (batch 0, a reconfiguration's first batch, a rebuild): no layout changes."""
-        self.folding = set()
-        changed = False
-        for name in sorted(self.candidates) if allowed else ():
+    def start_runs(self) -> bool:
+        """Before a batch: start the runs of each candidate grown to :data:`.runs.MIN_ROWS` rows —
+        its whole state becomes the base, the tail is empty (the same rows; no job). Whether one
+        started (its merge then takes another shape: prepared plans do not fit the batch)."""
+        started = False
+        for name in sorted(self.candidates - set(self.bases)):
             rows = self.rows.get(name)
-            if name in self.bases:
-                tail = (rows or 0) - self.base_rows[name]
-                if tail + incoming > runs.FOLD_FRACTION * max(self.base_rows[name], 1):
-                    self.folding.add(name)
-                    changed = True
-            elif rows is not None and rows >= runs.MIN_ROWS and name in self._backing:
+            if rows is not None and rows >= runs.MIN_ROWS and name in self._backing:
                 self.bases[name] = (self.current[name], self._backing[name])
                 self.base_rows[name] = rows
                 self.tails[name] = None
-                changed = True
-        return changed
+                started = True
+        return started
 
     def _tail_merge(self, name: str) -> bool:
-        """Whether this batch merges ``name``'s delta into its tail (not into the whole state)."""
-        return name in self.bases and name not in self.folding
+        """Whether a merge of ``name`` merges into its tail (not into the whole state)."""
+        return name in self.bases
+
+    def fold_due(self) -> list[str]:
+        """The states in runs whose tail has outgrown :data:`.runs.FOLD_FRACTION` of the base."""
+        return [n for n in sorted(self.bases) if self.tails.get(n) is not None
+                and (self.rows.get(n) or 0) - self.base_rows[n] > runs.FOLD_FRACTION * max(self.base_rows[n], 1)]
+
+    def fold(self, name: str) -> DataFrame:
+        """Fold ``name``'s tail into a new base, in a job of its own: the base and the tail added up
+        per key (a merge of the tail into the base, so the base stays where it lies and only the
+        tail moves), materialized; the tail is then empty. The state's rows do not change, so the
+        checkpoint does not either (its changelogs are deltas). Returns the new base."""
+        t = self.table(name)
+        base, before = self.bases[name]
+        tail = self.tails[name]
+        assert tail is not None
+        single = base._jdf.queryExecution().toRdd().getNumPartitions() == 1
+        views = Views(self.spark, f"fold_{name}")
+        try:
+            merged = self.spark.sql(lowering.merge(
+                t, views.relation(base, "base") + " _old", lowering.tail_rows(t, views.name(tail, "tail")),
+                single, summed=True))
+            merged = merged.coalesce(1) if single else merged
+            with self.part(f"fold {name}"):
+                held = materialize(merged)  # a merge's rows, as every state's backing is (prepared.py)
+            rows = output_rows(merged) or 0
+            new = self.as_frame(lowering.new_rows(t, views.name(held, "folded")))
+        finally:
+            views.drop()
+        old = self._backing.get(name)
+        self.bases[name] = (new, held)
+        self.current[name], self._backing[name] = new, held
+        self.tails[name] = None
+        self.base_rows[name] = self.rows[name] = rows
+        for df in {id(d): d for d in (before, old) if d is not None}.values():
+            release(df)
+        self.folds += 1
+        return new
 
     def _tail(self, name: str, views: Views) -> str:
         """The FROM item of ``name``'s tail: the rows of its last tail merge, or none."""
@@ -280,9 +309,8 @@ class StateStore:
     def unchanged(self, name: str, views: Views) -> DataFrame:
         """What :meth:`merge` gives for an empty delta, without a job: every key's new row is its
         old row, and no key is touched (so the delta, changes and changelog views are empty, and
-        Spark drops the joins that read them). A state in runs stays as it is: no fold."""
+        Spark drops the joins that read them). A state in runs: its tail, as it is."""
         if name in self.bases:
-            self.folding.discard(name)
             return self.spark.sql(lowering.unchanged(self.table(name), self._tail(name, views)))
         return self.spark.sql(lowering.unchanged(self.table(name), views.relation(self.current[name], f"same_{name}")))
 
@@ -295,9 +323,7 @@ class StateStore:
         plans' metrics (:mod:`.stats`)."""
         for name, df in self._executed.items():
             rows = output_rows(df)
-            if name in self.folding and rows is not None:
-                self.base_rows[name] = rows
-            elif self._tail_merge(name) and rows is not None:
+            if self._tail_merge(name) and rows is not None:
                 rows += self.base_rows[name]
             self.rows[name] = rows
             self.touched[name] = self._delta_rows(name, df)
@@ -416,20 +442,13 @@ class StateStore:
 
     def replace(self, new: Mapping[str, tuple[DataFrame, DataFrame | None]]) -> None:
         """Make each ``(state, backing)`` current, releasing what the replaced ones held. For a
-        state in runs, ``backing`` is its new tail merge, or after a fold its new base."""
+        state in runs, ``backing`` is its new tail merge."""
         for name, (state, backing) in new.items():
             old = self._backing.get(name)
             self.current[name] = state
             self._backing[name] = backing if backing is not None else state
             if name in self.bases:
-                if name in self.folding:
-                    _, before = self.bases[name]
-                    self.bases[name] = (state, self._backing[name])
-                    self.tails[name] = None
-                    if before is not old and before is not self._backing[name]:
-                        release(before)
-                else:
-                    self.tails[name] = self._backing[name]
+                self.tails[name] = self._backing[name]
             if old is not None and old is not self._backing[name] and all(old is not b for _, b in self.bases.values()):
                 release(old)
 
