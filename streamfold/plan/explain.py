@@ -14,6 +14,7 @@ from typing import Any
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import WEIGHT, DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan, written_name
+from .runs import candidates
 from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, Step, Temp
 
 
@@ -36,8 +37,9 @@ def explain_text(plan: IncrementalPlan) -> str:
             out += _loop_text(it)
         out.append("")
     out.append("States (lineage key → columns, each merged by its monoid)")
+    runs = candidates(plan)
     for st in plan.states:
-        out += _state_text(st)
+        out += _state_text(st, st.name in runs)
     out.append("")
     if plan.init:
         out.append("init — computed once from the static tables")
@@ -88,6 +90,7 @@ def explain_json(plan: IncrementalPlan) -> str:
 
 def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
     a = plan.answer
+    runs = candidates(plan)
     return {
         "query": plan.sql.strip(),
         "sources": [
@@ -100,7 +103,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
              "key": [{"name": f.name, "type": f.type.sql()} for f in st.key],
              "columns": [{"name": c.name, "type": c.type.sql(), "monoid": c.monoid.value, "meaning": c.meaning}
                          for c in st.columns],
-             "static": st.static}
+             "static": st.static, "runs": st.name in runs}
             for st in plan.states
         ],
         "init": [{"state": s.state, "sql": rel_sql(s.program), "reads": step_reads(s)} for s in plan.init],
@@ -261,7 +264,7 @@ def _subscript(n: int) -> str:
     return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
-def _state_text(st: State) -> list[str]:
+def _state_text(st: State, runs: bool = False) -> list[str]:
     key = ", ".join(display_name(f.name) for f in st.key)
     lines = [f"  {st.name}  [{st.role}]  key ({key})"]
     width = max(len(f"{display_name(c.name)} {c.type.sql()} ({c.monoid.value})") for c in st.columns)
@@ -270,6 +273,8 @@ def _state_text(st: State) -> list[str]:
         lines.append(f"      {text:<{width}}  {c.meaning}".rstrip())
     if st.note:
         lines.append(f"      — {st.note}")
+    if runs:
+        lines.append("      — read by inner joins only: kept as a base and a tail once large (runtime/runs.py)")
     return lines
 
 
