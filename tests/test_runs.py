@@ -43,6 +43,7 @@ def test_runs_equal_duckdb_with_deletions(spark, tmp_path_factory, monkeypatch, 
     # Every candidate kept in runs from its first merged batch; fold 0: every batch folds, 1000:
     # none does (the tail grows for the whole run); both state layouts (one partition, hashed).
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
+    monkeypatch.setattr(runs, "FOLDS_APART", 0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", fold)
     if hashed:
         monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)
@@ -72,11 +73,23 @@ def test_only_join_inputs_read_by_inner_joins_are_candidates():
     assert got == inputs == {"in_R", "in_d1"}
 
 
+def test_a_state_is_kept_in_runs_when_large_and_touched_little(monkeypatch):
+    monkeypatch.setattr(runs, "MIN_ROWS", 1000)
+    monkeypatch.setattr(runs, "FOLD_FRACTION", 0.2)
+    monkeypatch.setattr(runs, "FOLDS_APART", 4)
+    assert not runs.worth_it(999, 1)  # small: a whole merge costs little
+    assert runs.worth_it(10_000, 500)  # 5 % a batch: a fold every four batches
+    assert not runs.worth_it(10_000, 501)  # more: it would fold every few batches (join-groupby)
+    assert runs.worth_it(10_000, 10_000)  # the history touched every key: nothing known yet
+    assert runs.worth_it(10_000, None)
+
+
 def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monkeypatch):
     """Twelve batches with deletions over a join: the states start their runs, tails grow and fold
     (after a batch's commit, without ending the prepared plans: batches after a fold replay them),
     and a restart rebuilds the states by adding up the logged deltas; every answer DuckDB's."""
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
+    monkeypatch.setattr(runs, "FOLDS_APART", 0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", 0.5)
     sql = "SELECT R.a, count(*) AS n, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a"
     r, s = Source("R", (("a", "INT"), ("b", "INT")), weighted=True), Source("S", (("k", "INT"), ("v", "INT")), weighted=True)
@@ -127,3 +140,29 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
     finally:
         query.stop()
     assert seen_tail and folds and replayed_after_fold
+
+
+def test_inspection_sees_a_state_in_runs_one_row_per_key(spark, tmp_path, monkeypatch):
+    """A key with rows in the base and in the tail is shown once, its runs added up."""
+    monkeypatch.setattr(runs, "MIN_ROWS", 0)
+    monkeypatch.setattr(runs, "FOLDS_APART", 0)
+    monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)  # no fold: the tail keeps growing
+    r, s = Source("R", (("a", "INT"), ("b", "INT"))), Source("S", (("k", "INT"), ("v", "INT")))
+    dirs = {x.name: tmp_path / "in" / x.name for x in (r, s)}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    q = streamfold.start("SELECT R.a, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a",
+                         {n: str(d) for n, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
+                         background=False, partitions=2, schemas={"R": r.schema_sql(), "S": s.schema_sql()})
+    try:
+        for i in range(3):  # key 1 of S gets a row in every batch: in the base, then twice in the tail
+            pq.write_table(r.table([(i, 1)]), str(dirs["R"] / f"{i}.parquet"))
+            pq.write_table(s.table([(1, 10 + i), (2 + i, 5)]), str(dirs["S"] / f"{i}.parquet"))
+            assert q.process_available() is not None
+        store = q.engine.store
+        assert "in_S" in store.bases and store.tails["in_S"] is not None
+        # S pre-aggregated on k: key 1 is (1 row, sum 10) in the base and (2 rows, sum 23) in the tail
+        rows = q.inspect("SELECT `S.k`, _weight, `sum(S.v)` FROM in_S ORDER BY 1")["rows"]
+        assert rows == [[1, 3, 33], [2, 1, 5], [3, 1, 5], [4, 1, 5]]
+    finally:
+        q.stop()

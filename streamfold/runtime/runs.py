@@ -27,9 +27,11 @@ Which states: :func:`candidates` — join inputs (sums only, keyed) whose every 
 an inner or cross join; not in plans with loops or join matrices, nor read by the answer. A
 candidate's changelog is its delta (new − old per touched key) and it is restored by summing its
 logs, so the checkpoint needs no base lookup whichever layout the state had. A candidate is kept
-in runs once it holds :data:`MIN_ROWS` rows (below that a whole merge costs little); the batch
-that starts its runs runs the plain way (its merge takes another shape) and prepared plans are
-captured again after it.
+in runs once it holds :data:`MIN_ROWS` rows (below that a whole merge costs little) and its
+batches touch few enough of its keys that a fold is :data:`FOLDS_APART` batches away or more
+(:func:`worth_it`: where each batch is a large part of the state, the tail is as large as the
+copy it saves); the batch that starts its runs runs the plain way (its merge takes another
+shape) and prepared plans are captured again after it.
 """
 
 from __future__ import annotations
@@ -44,3 +46,15 @@ __all__ = ["FOLD_FRACTION", "MIN_ROWS", "candidates"]
 MIN_ROWS = int(os.environ.get("STREAMFOLD_RUNS_MIN_ROWS", "1000000"))
 # A tail is folded into its base once it holds more rows than this fraction of the base's.
 FOLD_FRACTION = float(os.environ.get("STREAMFOLD_RUNS_FOLD", "0.15"))
+# A state whose last batch touched more than this fraction of FOLD_FRACTION of its keys would
+# fold every few batches: it stays whole (join-groupby's 40K-row increments on 100K–500K rows).
+FOLDS_APART = 4
+
+
+def worth_it(rows: int, touched: int | None) -> bool:
+    """Whether a candidate of ``rows`` rows, whose last merge touched ``touched`` keys, is worth
+    keeping as a base and a tail: large, and its tail would take :data:`FOLDS_APART` batches or
+    more to reach a fold (a merge that touched every key — a history, a rebuild — says nothing)."""
+    if rows < MIN_ROWS:
+        return False
+    return touched is None or touched >= rows or touched * FOLDS_APART <= FOLD_FRACTION * rows

@@ -203,13 +203,14 @@ class StateStore:
 
     # -- a base and a tail (.runs) -----------------------------------------------------------------
     def start_runs(self) -> bool:
-        """Before a batch: start the runs of each candidate grown to :data:`.runs.MIN_ROWS` rows —
-        its whole state becomes the base, the tail is empty (the same rows; no job). Whether one
-        started (its merge then takes another shape: prepared plans do not fit the batch)."""
+        """Before a batch: start the runs of each candidate grown to :data:`.runs.MIN_ROWS` rows
+        whose batches touch few of its keys (:func:`.runs.worth_it`) — its whole state becomes the
+        base, the tail is empty (the same rows; no job). Whether one started (its merge then takes
+        another shape: prepared plans do not fit the batch)."""
         started = False
         for name in sorted(self.candidates - set(self.bases)):
             rows = self.rows.get(name)
-            if rows is not None and rows >= runs.MIN_ROWS and name in self._backing:
+            if rows is not None and runs.worth_it(rows, self.touched.get(name)) and name in self._backing:
                 self.bases[name] = (self.current[name], self._backing[name])
                 self.base_rows[name] = rows
                 self.tails[name] = None
