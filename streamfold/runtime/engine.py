@@ -511,7 +511,8 @@ class Engine:
         # states) each merge is its own job and large outputs are written by Spark. When all it
         # reads is within one task's rows, the batch's rows and its merges are one partition, and
         # that job is one stage without a shuffle (state.py).
-        # Large join inputs are kept as a base and a tail (runs.py): this batch may start one.
+        # Large join inputs are kept as a base and a tail (runs.py): their runs start after a
+        # commit (_start_runs), or here for states restored by a restart.
         reshaped = (batch > 0 and self._boundary is None and choice.strategy == "incremental" and not answer_only
                     and self.store.start_runs())
         held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
@@ -623,9 +624,11 @@ class Engine:
         with self._phase("compact"):
             restated = (boundary is not None and boundary.whole) or self._restate
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
-        if not self._stale and self.store.fold_due():
-            with self._phase("fold"):
-                self.control.guard(batch, "fold", self._fold_tails)
+        if not self._stale and choice.strategy != "recompute":
+            self._start_runs()
+            if self.store.fold_due():
+                with self._phase("fold"):
+                    self.control.guard(batch, "fold", self._fold_tails)
         if self._probe is not None:
             with self._phase("probe: recompute measured"):
                 self._measure_recompute(batch, sum(rows.values()))
@@ -891,6 +894,15 @@ class Engine:
         keep = self.config.keep_snapshots
         if keep:
             self.output.prune_snapshots(batch - keep + 1)
+
+    def _start_runs(self) -> None:
+        """After a batch's commit: start the runs of the states grown large enough (runs.py), so
+        that the next batch already merges into their tails — after a history, the next batch can
+        be the capture of the prepared plans. Plans prepared over their whole states end here."""
+        if self.store.start_runs():
+            p = self.prepared
+            if p is not None and (p.ready or p.keeps):
+                self.prepared = Prepared(self.spark)
 
     def _fold_tails(self) -> None:
         """Fold each tail grown past its bound into its base (runs.py), after the batch's commit:

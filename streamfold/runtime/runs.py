@@ -30,8 +30,9 @@ logs, so the checkpoint needs no base lookup whichever layout the state had. A c
 in runs once it holds :data:`MIN_ROWS` rows (below that a whole merge costs little) and its
 batches touch few enough of its keys that a fold is :data:`FOLDS_APART` batches away or more
 (:func:`worth_it`: where each batch is a large part of the state, the tail is as large as the
-copy it saves); the batch that starts its runs runs the plain way (its merge takes another
-shape) and prepared plans are captured again after it.
+copy it saves). Runs start after a batch's commit, so the next batch already merges into the
+tail — after a history, it can be the capture of the prepared plans; plans prepared over the
+whole state end there and are captured again.
 """
 
 from __future__ import annotations
