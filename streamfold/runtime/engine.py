@@ -281,9 +281,7 @@ class Engine:
         if any(not rows.get(s.name, 0) for s in self.plan.streams):
             return None
         for n in self.store.durable():
-            backing = self.store.backing(n)
-            if n in self.store.bases and self.store.tails[n] is None:
-                backing = self.store.bases[n][1]  # an empty tail is laid out as its base's merge (_capture)
+            backing = self.store.backing(n)  # (a state in runs with an empty tail: its base's merge)
             # not a merge's rows (restored, new), or the merge of another definition of the state (a
             # "from now on" reconfiguration transforms the state it had: its merge lacks the new columns)
             if (backing is None or "__touched" not in backing.columns
@@ -649,9 +647,8 @@ class Engine:
             if n in store.bases:  # runs.py: the base read through a slot of its own, re-pointed by a fold
                 base, held = store.bases[n]
                 store.bases[n] = (p.base(n, base), held)
+                # an empty tail: a slot that reads nothing, laid out as the base's merge (its backing)
                 empty = store.tails[n] is None
-                if empty:  # an empty tail: a slot that reads nothing, laid out as the base's merge
-                    backing = held
             store.current[n] = p.state(n, backing, partial(self._new_rows, n, views), empty)
             if n in store.bases:
                 store.tails[n] = p.merged(n)

@@ -37,7 +37,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..ir.rel import WEIGHT
 from ..plan.model import State
 from . import lowering, runs
 from .lowering import StateTable
@@ -276,12 +275,11 @@ class StateStore:
         """``rows`` (a version of state ``name``) with one row per key: a state in runs added up."""
         if name not in self.bases:
             return rows
-        from pyspark.sql import functions as F
-
-        t = self.table(name)
-        sums = [F.sum(F.col(lowering.quote(n))).cast(ty).alias(n) for n, ty in t.values]
-        out = rows.groupBy(*[F.col(lowering.quote(k)) for k in t.keys]).agg(*sums)
-        return out.where(F.col(lowering.quote(WEIGHT)) != 0)
+        views = Views(self.spark, f"settled_{name}")
+        try:  # analysed now: the view is not needed once the frame is
+            return self.spark.sql(lowering.summed(self.table(name), views.relation(rows, "runs")))
+        finally:
+            views.drop()
 
     def whole(self, name: str) -> tuple[DataFrame, DataFrame | None]:
         """State ``name``'s rows, one per key, and the DataFrame that holds them: a state in runs
