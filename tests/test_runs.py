@@ -170,3 +170,46 @@ def test_inspection_sees_a_state_in_runs_one_row_per_key(spark, tmp_path, monkey
         assert rows == [[1, 3, 33], [2, 1, 5], [3, 1, 5], [4, 1, 5]]
     finally:
         q.stop()
+
+
+def test_after_a_large_history_the_first_increment_is_the_capture(spark, tmp_path, monkeypatch):
+    """A merge into nothing — batch 0's history, the first merge into an empty tail — counts every
+    key it holds as touched (Spark drops a union with an empty side, and the delta's row count
+    with it), so the engine sizes the next batch's outputs from it instead of from the states'
+    rows: with the bound of a lazy batch below the history's rows, batch 1 is the capture and the
+    batches after replay (before, at SF 1: batches 1 and 2 planned eagerly, the capture at 3)."""
+    monkeypatch.setattr(runs, "MIN_ROWS", 0)
+    monkeypatch.setattr(runs, "FOLDS_APART", 0)
+    monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)
+    monkeypatch.setattr(engine_module, "SMALL_ROWS", 100)  # the history's 400 rows are "large"
+    r, s = Source("R", (("a", "INT"), ("b", "INT"))), Source("S", (("k", "INT"), ("v", "INT")))
+    dirs = {x.name: tmp_path / "in" / x.name for x in (r, s)}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    q = streamfold.start("SELECT R.a, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a",
+                         {n: str(d) for n, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
+                         background=False, partitions=2, schemas={"R": r.schema_sql(), "S": s.schema_sql()})
+    try:
+        pq.write_table(r.table([(i % 3, i) for i in range(200)]), str(dirs["R"] / "0.parquet"))
+        pq.write_table(s.table([(i, i) for i in range(200)]), str(dirs["S"] / "0.parquet"))
+        assert q.process_available() is not None
+        store = q.engine.store
+        assert store.touched == {n: store.rows[n] for n in store.touched}, "a history touched every key"
+        for i in range(1, 4):
+            pq.write_table(r.table([(i, 300 + i)]), str(dirs["R"] / f"{i}.parquet"))
+            pq.write_table(s.table([(300 + i, 1), (i, 2)]), str(dirs["S"] / f"{i}.parquet"))
+            assert q.process_available() is not None
+            assert all(t is not None for t in store.touched.values()), f"batch {i}: {store.touched}"
+        assert set(store.bases) == {"in_R", "in_S"}
+        assert [q.commit(b).get("prepared") for b in range(4)] == [None, "capture", "replay", "replay"]
+        got = sorted(tuple(x) for x in q.snapshot_pandas().itertuples(index=False, name=None))
+        r_rows = [(i % 3, i) for i in range(200)] + [(i, 300 + i) for i in range(1, 4)]
+        s_all = [(i, i) for i in range(200)] + [(300 + i, 1) for i in range(1, 4)] + [(i, 2) for i in range(1, 4)]
+        want: dict[int, int] = {}
+        for a, b in r_rows:
+            for k, v in s_all:
+                if k == b:
+                    want[a] = want.get(a, 0) + v
+        assert got == sorted(want.items())
+    finally:
+        q.stop()

@@ -171,6 +171,7 @@ class StateStore:
         self.touched: dict[str, int | None] = {}  # keys each merge of the last batch touched
         self._delta_rows = DeltaRows()
         self._executed: dict[str, DataFrame] = {}  # merges whose row counts are read once they ran
+        self._into_nothing: set[str] = set()  # those of them whose old side was empty
         self.part: Part = no_part  # names the steps of a merge for a profile (the engine sets it)
         # Set while a batch's plans are being prepared (prepared.py): keeps a merge for every job
         # that runs them, instead of checkpointing it for one.
@@ -294,6 +295,8 @@ class StateStore:
         """The merge of ``name`` with the delta ``delta_sql`` computes (now, or by the first job
         that reads it); ``single`` keeps the result in one partition (a small batch over small
         states: see the module's docstring)."""
+        if self.tails.get(name) is None if self._tail_merge(name) else self.rows.get(name) == 0:
+            self._into_nothing.add(name)
         with self.part(f"analyse ⊗ {name}"):
             old = (self._tail(name, views) if self._tail_merge(name)
                    else views.relation(self.current[name], f"old_{name}")) + " _old"
@@ -325,8 +328,14 @@ class StateStore:
             if self._tail_merge(name) and rows is not None:
                 rows += self.base_rows[name]
             self.rows[name] = rows
-            self.touched[name] = self._delta_rows(name, df)
+            touched = self._delta_rows(name, df)
+            if touched is None and name in self._into_nothing:
+                # Spark drops a union with an empty side, and the delta's row count with it: a
+                # merge into nothing (a history, a first tail) touched every key it holds
+                touched = output_rows(df)
+            self.touched[name] = touched
         self._executed.clear()
+        self._into_nothing.clear()
 
     def merged_shape(self, name: str, views: Views) -> DataFrame:
         """A merge's result over empty inputs: its columns, for analysing programs that read it."""
