@@ -146,11 +146,12 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
     assert seen_tail and folds and replayed_after_fold
 
 
-def test_inspection_sees_a_state_in_runs_one_row_per_key(spark, tmp_path, monkeypatch):
-    """A key with rows in the base and in the tail is shown once, its runs added up."""
+def _join_sum_in_runs(spark, tmp_path, monkeypatch):
+    """``SELECT R.a, sum(S.v) … JOIN … GROUP BY R.a`` started over two empty source directories,
+    every join input kept in runs from batch 1 and never folded (the tail keeps growing)."""
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "FOLDS_APART", 0)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)  # no fold: the tail keeps growing
+    monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)
     r, s = Source("R", (("a", "INT"), ("b", "INT"))), Source("S", (("k", "INT"), ("v", "INT")))
     dirs = {x.name: tmp_path / "in" / x.name for x in (r, s)}
     for d in dirs.values():
@@ -158,6 +159,12 @@ def test_inspection_sees_a_state_in_runs_one_row_per_key(spark, tmp_path, monkey
     q = streamfold.start("SELECT R.a, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a",
                          {n: str(d) for n, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
                          background=False, partitions=2, schemas={"R": r.schema_sql(), "S": s.schema_sql()})
+    return q, r, s, dirs
+
+
+def test_inspection_sees_a_state_in_runs_one_row_per_key(spark, tmp_path, monkeypatch):
+    """A key with rows in the base and in the tail is shown once, its runs added up."""
+    q, r, s, dirs = _join_sum_in_runs(spark, tmp_path, monkeypatch)
     try:
         for i in range(3):  # key 1 of S gets a row in every batch: in the base, then twice in the tail
             pq.write_table(r.table([(i, 1)]), str(dirs["R"] / f"{i}.parquet"))
@@ -178,17 +185,8 @@ def test_after_a_large_history_the_first_increment_is_the_capture(spark, tmp_pat
     with it), so the engine sizes the next batch's outputs from it instead of from the states'
     rows: with the bound of a lazy batch below the history's rows, batch 1 is the capture and the
     batches after replay (before, at SF 1: batches 1 and 2 planned eagerly, the capture at 3)."""
-    monkeypatch.setattr(runs, "MIN_ROWS", 0)
-    monkeypatch.setattr(runs, "FOLDS_APART", 0)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)
     monkeypatch.setattr(engine_module, "SMALL_ROWS", 100)  # the history's 400 rows are "large"
-    r, s = Source("R", (("a", "INT"), ("b", "INT"))), Source("S", (("k", "INT"), ("v", "INT")))
-    dirs = {x.name: tmp_path / "in" / x.name for x in (r, s)}
-    for d in dirs.values():
-        d.mkdir(parents=True)
-    q = streamfold.start("SELECT R.a, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a",
-                         {n: str(d) for n, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
-                         background=False, partitions=2, schemas={"R": r.schema_sql(), "S": s.schema_sql()})
+    q, r, s, dirs = _join_sum_in_runs(spark, tmp_path, monkeypatch)
     try:
         pq.write_table(r.table([(i % 3, i) for i in range(200)]), str(dirs["R"] / "0.parquet"))
         pq.write_table(s.table([(i, i) for i in range(200)]), str(dirs["S"] / "0.parquet"))
