@@ -211,3 +211,29 @@ def test_after_a_large_history_the_first_increment_is_the_capture(spark, tmp_pat
         assert got == sorted(want.items())
     finally:
         q.stop()
+
+
+def test_a_state_in_runs_keeps_its_hash_partitioning(spark, tmp_path, monkeypatch):
+    """Base and tail are both hash-partitioned on the state's partition key, and so is the union
+    the joins read: a delta joining it shuffles only itself, not the base (Spark 4.3 passes a
+    partitioning through UNION ALL only when its columns are the children's output columns:
+    lowering.runs renames them; without that the base moved every batch)."""
+    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)  # the hash-partitioned layout
+    q, r, s, dirs = _join_sum_in_runs(spark, tmp_path, monkeypatch)
+    try:
+        for i in range(3):
+            pq.write_table(r.table([(i, i), (i + 1, i + 2)]), str(dirs["R"] / f"{i}.parquet"))
+            pq.write_table(s.table([(i, 1), (i + 2, 2)]), str(dirs["S"] / f"{i}.parquet"))
+            assert q.process_available() is not None
+        store = q.engine.store
+        assert set(store.bases) == {"in_R", "in_S"} and all(store.tails[n] is not None for n in store.bases)
+        for name, key in (("in_R", "R.b"), ("in_S", "S.k")):
+            part = store.current[name]._jdf.queryExecution().executedPlan().outputPartitioning()
+            assert part.getClass().getSimpleName() == "HashPartitioning", (name, part.toString())
+            assert [e.name() for e in _seq(part.expressions())] == [key]
+    finally:
+        q.stop()
+
+
+def _seq(scala_seq):
+    return [scala_seq.apply(i) for i in range(scala_seq.size())]

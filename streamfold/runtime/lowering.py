@@ -267,14 +267,28 @@ def new_rows(t: StateTable, merged: str) -> str:
 def tail_rows(t: StateTable, merged: str) -> str:
     """The tail of a state kept as a base and a tail (:mod:`.runs`): the new rows of its last
     tail merge ``merged`` that are not all zero."""
-    zero = " AND ".join(f"coalesce({quote(n)}, 0) = 0" for n, _ in t.values)
-    return _of_merge(merged, t.names, f"NOT ({zero})")
+    return _of_merge(merged, t.names, _not_all_zero(t))
+
+
+def _not_all_zero(t: StateTable) -> str:
+    return "NOT (" + " AND ".join(f"coalesce({quote(n)}, 0) = 0" for n, _ in t.values) + ")"
 
 
 def runs(t: StateTable, base: str, merged: str) -> str:
     """A state kept as a base and a tail: the base's rows, then the tail's (a key may have a
-    row in each)."""
-    return f"SELECT {', '.join(t.names)} FROM {base}\nUNION ALL\n{tail_rows(t, merged)}"
+    row in each), hash-partitioned on the state's partition key as both runs are.
+
+    Each run's columns are renamed (``__r0`` …) inside the union and named back above it. Spark
+    4.3 passes its children's partitioning through a ``UNION ALL`` only when the partitioning's
+    columns are the children's output columns, and a column read from a view carries the view's
+    name (its qualifier) where the partitioning of the rows under it does not: without the
+    renaming the union reports no partitioning, and a delta joining the state shuffled the whole
+    base every batch (TPC-H SF 1 Q05: 5.5M rows; docs/benchmarks.md, "Stop 38")."""
+    cols = [n for n, _ in t.columns]
+    inner = ", ".join(f"{quote(n)} AS {quote(f'__r{i}')}" for i, n in enumerate(cols))
+    outer = ", ".join(f"{quote(f'__r{i}')} AS {quote(n)}" for i, n in enumerate(cols))
+    return (f"SELECT {outer} FROM (\nSELECT {inner} FROM {base}\nUNION ALL\n"
+            f"SELECT {inner} FROM {merged} WHERE {_not_all_zero(t)}\n) _r")
 
 
 def summed(t: StateTable, relation: str) -> str:
