@@ -285,10 +285,10 @@ def runs(t: StateTable, base: str, merged: str) -> str:
     renaming the union reports no partitioning, and a delta joining the state shuffled the whole
     base every batch (TPC-H SF 1 Q05: 5.5M rows; docs/benchmarks.md, "Stop 38")."""
     cols = [n for n, _ in t.columns]
-    inner = ", ".join(f"{quote(n)} AS {quote(f'__r{i}')}" for i, n in enumerate(cols))
+    inner = [f"{quote(n)} AS {quote(f'__r{i}')}" for i, n in enumerate(cols)]
     outer = ", ".join(f"{quote(f'__r{i}')} AS {quote(n)}" for i, n in enumerate(cols))
-    return (f"SELECT {outer} FROM (\nSELECT {inner} FROM {base}\nUNION ALL\n"
-            f"SELECT {inner} FROM {merged} WHERE {_not_all_zero(t)}\n) _r")
+    return (f"SELECT {outer} FROM (\n{_of_merge(base, inner, None)}\nUNION ALL\n"
+            f"{_of_merge(merged, inner, _not_all_zero(t))}\n) _r")
 
 
 def summed(t: StateTable, relation: str) -> str:

@@ -295,7 +295,8 @@ class StateStore:
         """The merge of ``name`` with the delta ``delta_sql`` computes (now, or by the first job
         that reads it); ``single`` keeps the result in one partition (a small batch over small
         states: see the module's docstring)."""
-        if self.tails.get(name) is None if self._tail_merge(name) else self.rows.get(name) == 0:
+        empty = self.tails.get(name) is None if self._tail_merge(name) else self.rows.get(name) == 0
+        if empty:
             self._into_nothing.add(name)
         with self.part(f"analyse ⊗ {name}"):
             old = (self._tail(name, views) if self._tail_merge(name)
@@ -324,16 +325,14 @@ class StateStore:
         """Read the row counts of the merges that ran, and the keys each touched, from their
         plans' metrics (:mod:`.stats`)."""
         for name, df in self._executed.items():
-            rows = output_rows(df)
-            if self._tail_merge(name) and rows is not None:
-                rows += self.base_rows[name]
-            self.rows[name] = rows
+            merged = output_rows(df)
             touched = self._delta_rows(name, df)
             if touched is None and name in self._into_nothing:
                 # Spark drops a union with an empty side, and the delta's row count with it: a
                 # merge into nothing (a history, a first tail) touched every key it holds
-                touched = output_rows(df)
+                touched = merged
             self.touched[name] = touched
+            self.rows[name] = merged + self.base_rows[name] if self._tail_merge(name) and merged is not None else merged
         self._executed.clear()
         self._into_nothing.clear()
 
