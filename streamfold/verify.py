@@ -380,24 +380,41 @@ def recompute(spark: Any, sql: str, inputs: Mapping[str, str | Sequence[str]], t
     as a scheduled batch job without streamfold would run it: a fresh session (no temp view or
     cached plan carried between runs), rows with ``_weight`` netted (``net=False`` drops the
     column instead: every weight is +1), the answer written to ``target`` or collected."""
+    from .runtime import netting
+
     session = spark.newSession()
     start = time.monotonic()
+    cached: list[Any] = []  # the netted parts of weighted inputs, released after the answer
     for name, paths in inputs.items():
-        df = session.read.parquet(*([paths] if isinstance(paths, str) else paths))
+        files = [paths] if isinstance(paths, str) else list(paths)
+        df = session.read.parquet(*files)
         if WEIGHT in df.columns:
-            cols = ", ".join(f"`{c}`" for c in df.columns if c != WEIGHT)
+            columns = [c for c in df.columns if c != WEIGHT]
             df.createOrReplaceTempView(f"__{name}_files")
-            text = (f"SELECT {cols} FROM (SELECT {cols}, sum({WEIGHT}) AS __w FROM __{name}_files GROUP BY {cols}) "
-                    f"LATERAL VIEW explode(sequence(1, __w)) AS __copy WHERE __w > 0") if net else \
-                f"SELECT {cols} FROM __{name}_files"
-            df = session.sql(text)
-        df.createOrReplaceTempView(name)
+            # a directory given whole is one input; files given one by one are netted apart
+            parts = netting.split(files, len(columns)) if net and not isinstance(paths, str) else None
+            if not net or (parts is not None and not parts[1]):
+                session.sql(f"SELECT {', '.join(f'`{c}`' for c in columns)} FROM __{name}_files") \
+                    .createOrReplaceTempView(name)
+            elif parts is None:
+                cached += netting.register(session, name, columns, f"__{name}_files")
+            else:
+                for kind, some in zip(("plain", "weighted"), parts, strict=True):
+                    session.read.parquet(*some).createOrReplaceTempView(f"__{name}_{kind}")
+                cached += netting.register(session, name, columns, f"__{name}_weighted", plain=f"__{name}_plain",
+                                           probe=netting.probe_columns(parts[1], columns))
+        else:
+            df.createOrReplaceTempView(name)
     answer = session.sql(sql)
-    if target is not None:
-        answer.write.mode("overwrite").parquet(target)
-        return Recomputed(None, time.monotonic() - start)
-    rows = [tuple(r) for r in answer.collect()]
-    return Recomputed(rows, time.monotonic() - start)
+    try:
+        if target is not None:
+            answer.write.mode("overwrite").parquet(target)
+            return Recomputed(None, time.monotonic() - start)
+        rows = [tuple(r) for r in answer.collect()]
+        return Recomputed(rows, time.monotonic() - start)
+    finally:
+        for df in cached:
+            df.unpersist()
 
 
 def changes_difference(previous: Sequence[Sequence[Any]], snapshot: Sequence[Sequence[Any]],

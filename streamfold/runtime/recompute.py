@@ -7,9 +7,10 @@ a query from scratch does not need) — so that a recompute costs what Spark's o
 Each stream's files are read as the batch reader reads them (columns checked, ``_weight`` added)
 and registered under the stream's own name; a stream that may delete rows is netted first — rows
 grouped whole, their weights summed, each kept as many times as its net weight (a Z-set made a
-bag again, as :func:`streamfold.verify.recompute` does for the bench's recompute) — unless every
-one of its files is Parquet whose footer statistics say each ``_weight`` is 1 (no deletion and no
-copies yet: then every row is itself; the statistics of a file are read once). Static tables
+bag again, :mod:`.netting`, as :func:`streamfold.verify.recompute` does for the bench's
+recompute). Only the rows that can meet a deletion are netted: a Parquet file whose footer
+statistics say each ``_weight`` is 1 (no deletion, no copy) has its other rows taken as they are,
+and when every file is such, nothing is netted (the statistics of a file are read once). Static tables
 are registered under theirs. The query is the text Spark analysed for the output schema
 (``spark_schema_sql``), so its answer has the snapshot's columns and types exactly.
 """
@@ -22,9 +23,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..ir.printer import quote
-from ..ir.rel import WEIGHT
 from ..plan.model import IncrementalPlan
 from ..sql import Catalog
+from . import netting
 from .inputs import BatchReader
 from .sources import InputSpec, read_files, table_paths
 
@@ -41,7 +42,6 @@ class Recomputer:
         self._spark: SparkSession | None = None  # made at the first recompute: most runs never need it
         self._reader: BatchReader | None = None
         self._tables: set[str] = set()
-        self._ones: dict[str, bool] = {}  # file path -> every _weight in it is 1 (footer statistics)
 
     @property
     def spark(self) -> SparkSession:
@@ -66,16 +66,21 @@ class Recomputer:
         assert self._reader is not None
         frames, _, cached = self._reader.read(history, cache=False)
         for s in self.plan.streams:
-            cols = ", ".join(quote(c) for c, _ in s.columns)
+            names = [c for c, _ in s.columns]
             view = f"__all_{s.name}"
             frames[s.name].createOrReplaceTempView(view)
             spec = self.specs[s.name.lower()]
-            if s.weighted and not all(self._all_ones(spec, os.path.join(spec.path, n)) for n in history.get(s.name, [])):
-                text = (f"SELECT {cols} FROM (SELECT {cols}, sum({WEIGHT}) AS __w FROM {view} GROUP BY {cols}) "
-                        f"LATERAL VIEW explode(sequence(1, __w)) AS __copy WHERE __w > 0")
-            else:
-                text = f"SELECT {cols} FROM {view}"
-            spark.sql(text).createOrReplaceTempView(s.name)
+            paths = [os.path.join(spec.path, n) for n in history.get(s.name, [])]
+            parts = netting.split(paths, len(names)) if s.weighted and spec.format == "parquet" else None
+            if not s.weighted or (parts is not None and not parts[1]):
+                spark.sql(f"SELECT {', '.join(quote(c) for c in names)} FROM {view}").createOrReplaceTempView(s.name)
+            elif parts is None:
+                cached += netting.register(spark, s.name, names, view)
+            else:  # only the rows that may meet a deletion are netted
+                for kind, some in zip(("plain", "weighted"), parts, strict=True):
+                    read_files(spark, spec, s, some).createOrReplaceTempView(f"__{kind}_{s.name}")
+                cached += netting.register(spark, s.name, names, f"__weighted_{s.name}", plain=f"__plain_{s.name}",
+                                           probe=netting.probe_columns(parts[1], names))
         for t in self.plan.tables:
             if t.name not in self._tables:  # read once: a static table never changes
                 spec = self.specs[t.name.lower()]
@@ -83,11 +88,6 @@ class Recomputer:
                     .createOrReplaceTempView(t.name)
                 self._tables.add(t.name)
         return cached
-
-    def _all_ones(self, spec: InputSpec, path: str) -> bool:
-        if path not in self._ones:
-            self._ones[path] = spec.format == "parquet" and _weights_all_one(path)
-        return self._ones[path]
 
     def answer(self) -> DataFrame:
         """The query's answer over the registered inputs (lazy)."""
@@ -110,23 +110,3 @@ class Recomputer:
                 df.unpersist()
         return time.monotonic() - began
 
-
-def _weights_all_one(path: str) -> bool:
-    """Whether a Parquet input's footers prove every ``_weight`` is 1 (no column: every row once)."""
-    import pyarrow.parquet as pq
-
-    parts = [os.path.join(path, n) for n in os.listdir(path) if not n.startswith((".", "_"))] \
-        if os.path.isdir(path) else [path]
-    for part in parts:
-        meta = pq.ParquetFile(part).metadata
-        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-        if WEIGHT not in names:
-            continue
-        column = names.index(WEIGHT)
-        for g in range(meta.num_row_groups):
-            stats = meta.row_group(g).column(column).statistics
-            if meta.row_group(g).num_rows == 0:
-                continue
-            if stats is None or not stats.has_min_max or stats.min != 1 or stats.max != 1 or stats.null_count:
-                return False
-    return True

@@ -324,6 +324,32 @@ def _parquet_rows(path: str) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
 
 
+def parquet_weights_all_one(path: str) -> bool:
+    """Whether a Parquet input's footers prove every ``_weight`` in it is 1 (no column: every row
+    once) — no deletion and no copy, so its rows need no netting (:mod:`.netting`)."""
+    return bool(_footer_cached(path, "ones", lambda: _parquet_weights_all_one(path)))
+
+
+def _parquet_weights_all_one(path: str) -> bool:
+    import pyarrow.parquet as pq
+
+    parts = [os.path.join(path, n) for n in os.listdir(path) if not n.startswith((".", "_"))] \
+        if os.path.isdir(path) else [path]
+    for part in parts:
+        meta = pq.ParquetFile(part).metadata
+        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+        if WEIGHT not in names:
+            continue
+        column = names.index(WEIGHT)
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(column).statistics
+            if meta.row_group(g).num_rows == 0:
+                continue
+            if stats is None or not stats.has_min_max or stats.min != 1 or stats.max != 1 or stats.null_count:
+                return False
+    return True
+
+
 def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: Sequence[str]) -> DataFrame:
     """Read ``paths`` as the schema's columns plus ``_weight`` and ``__bad``, checking each file's
     columns first (Parquet types and CSV headers; a mismatch raises :class:`BadInputError`).
