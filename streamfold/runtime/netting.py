@@ -44,8 +44,9 @@ def split(paths: Sequence[str], columns: int, *, all_ones: Callable[[str], bool]
     """``(plain, weighted)``: the Parquet inputs whose footers prove every weight is 1, and the
     others — or None when netting the weighted ones apart does not pay (none is plain, or the
     weighted rows are too many to broadcast). ``weighted`` empty: nothing needs netting."""
-    plain = [p for p in paths if all_ones(p)]
-    weighted = [p for p in paths if p not in set(plain)]
+    ones = {p: all_ones(p) for p in paths}
+    plain = [p for p in paths if ones[p]]
+    weighted = [p for p in paths if not ones[p]]
     if not weighted:
         return plain, []
     if not plain:
