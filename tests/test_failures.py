@@ -96,3 +96,22 @@ def test_the_cli_prints_the_cause_and_with_verbose_the_whole_chain(spark, tmp_pa
     err = capsys.readouterr().err
     assert "because of (python) " in err and "caused by (java) org.apache.spark.SparkNumberFormatException" in err
     assert "stack of org.apache.spark.SparkNumberFormatException:" in err
+
+
+def test_try_cast_is_null_where_cast_fails(spark, tmp_path):
+    """What the hint above proposes works: ``try_cast`` gives NULL for a value that does not
+    convert (a string, a date literal), in the select list, a group key, an aggregate and a filter —
+    with deletions, against DuckDB after every batch."""
+    from .streams import Source, check_stream
+
+    R = Source("R", (("a", "INT"), ("c", "STRING")), weighted=True)
+    # (no '2.5' for an INT: Spark's try_cast gives NULL, DuckDB's rounds it)
+    batches = [{"R": [(1, "", 1), (1, "7", 1), (2, "x", 1), (3, "-3", 1), (None, None, 1)]},
+               {"R": [(1, "", -1), (2, "8", 2), (4, "y", 1)]},
+               {"R": [(2, "x", -1), (5, "9", 1)]}]
+    for i, sql in enumerate([
+        "SELECT try_cast(c AS INT) AS ci, count(*) AS n, sum(try_cast(c AS DOUBLE)) AS s FROM R GROUP BY 1",
+        "SELECT a, c FROM R WHERE try_cast(c AS INT) IS NULL",
+        "SELECT a, try_cast('not a date' AS DATE) AS d, try_cast('2024-01-02' AS DATE) AS e FROM R",
+    ]):
+        check_stream(spark, str(tmp_path / str(i)), sql, [R], batches)

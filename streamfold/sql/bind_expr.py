@@ -466,20 +466,25 @@ class ExprBinder:
                             else "cast to a simple type (INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, DATE, TIMESTAMP, "
                             "BOOLEAN), an ARRAY or a STRUCT", construct="type") from None
         inner_node = node.this
+        # try_cast: NULL where the value does not convert. (sqlglot reads Spark's CAST as a TryCast
+        # too — without ANSI mode Spark's cast is lenient — and marks only try_cast `safe`.)
+        safe = bool(node.args.get("safe"))
         if isinstance(inner_node, exp.Literal) and inner_node.is_string and target.name in ("DATE", "TIMESTAMP"):
-            return self._typed_literal(inner_node, target)
+            return self._typed_literal(inner_node, target, safe)
         inner = self.bind(inner_node)
-        return Cast(inner, target, safe=False)
+        return Cast(inner, target, safe=safe)
 
     _bind_TryCast = _bind_Cast
 
-    def _typed_literal(self, node: exp.Literal, target: DataType) -> Expr:
+    def _typed_literal(self, node: exp.Literal, target: DataType, safe: bool = False) -> Expr:
         text = node.this.strip()
         try:
             if target.name == "DATE":
                 return Literal(dt.date.fromisoformat(text), DATE)
             return Literal(dt.datetime.fromisoformat(text), TIMESTAMP)
         except ValueError:
+            if safe:
+                return Literal(None, target)
             raise self._mismatch(node, f"`{text}` is not a valid {target.name.lower()}",
                                  "write dates as 'YYYY-MM-DD'", expected=target.sql()) from None
 
