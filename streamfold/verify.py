@@ -27,7 +27,7 @@ import decimal
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import TYPE_CHECKING, Any
@@ -374,14 +374,18 @@ class Recomputed:
     seconds: float
 
 
+# registers an input (name, its files, its columns but _weight) netted in a session; None: not done
+Netting = Callable[[Any, str, Sequence[str], Sequence[str]], "list[Any] | None"]
+
+
 def recompute(spark: Any, sql: str, inputs: Mapping[str, str | Sequence[str]], target: str | None = None,
-              net: bool = True) -> Recomputed:
+              net: bool = True, netting: Netting | None = None) -> Recomputed:
     """The query from scratch over every file of ``inputs`` (name → Parquet files or directories),
     as a scheduled batch job without streamfold would run it: a fresh session (no temp view or
     cached plan carried between runs), rows with ``_weight`` netted (``net=False`` drops the
-    column instead: every weight is +1), the answer written to ``target`` or collected."""
-    from .runtime import netting
-
+    column instead: every weight is +1), the answer written to ``target`` or collected. ``netting``,
+    given an input's files one by one, may register it netted its own way (the runtime's split:
+    :func:`streamfold.runtime.netting.register_files`) or return None to have every row netted."""
     session = spark.newSession()
     start = time.monotonic()
     cached: list[Any] = []  # the netted parts of weighted inputs, released after the answer
@@ -391,18 +395,16 @@ def recompute(spark: Any, sql: str, inputs: Mapping[str, str | Sequence[str]], t
         if WEIGHT in df.columns:
             columns = [c for c in df.columns if c != WEIGHT]
             df.createOrReplaceTempView(f"__{name}_files")
-            # a directory given whole is one input; files given one by one are netted apart
-            parts = netting.split(files, len(columns)) if net and not isinstance(paths, str) else None
-            if not net or (parts is not None and not parts[1]):
-                session.sql(f"SELECT {', '.join(f'`{c}`' for c in columns)} FROM __{name}_files") \
-                    .createOrReplaceTempView(name)
-            elif parts is None:
-                cached += netting.register(session, name, columns, f"__{name}_files")
+            cols = ", ".join(f"`{c}`" for c in columns)
+            # a directory given whole is one input; files given one by one may be netted apart
+            done = netting(session, name, files, columns) if net and netting and not isinstance(paths, str) else None
+            if done is not None:
+                cached += done
+            elif net:
+                session.sql(f"SELECT {cols} FROM (SELECT {cols}, sum({WEIGHT}) AS __w FROM __{name}_files GROUP BY {cols}) "
+                            f"LATERAL VIEW explode(sequence(1, __w)) AS __copy WHERE __w > 0").createOrReplaceTempView(name)
             else:
-                for kind, some in zip(("plain", "weighted"), parts, strict=True):
-                    session.read.parquet(*some).createOrReplaceTempView(f"__{name}_{kind}")
-                cached += netting.register(session, name, columns, f"__{name}_weighted", plain=f"__{name}_plain",
-                                           probe=netting.probe_columns(parts[1], columns))
+                session.sql(f"SELECT {cols} FROM __{name}_files").createOrReplaceTempView(name)
         else:
             df.createOrReplaceTempView(name)
     answer = session.sql(sql)

@@ -121,3 +121,22 @@ def register(spark: SparkSession, name: str, columns: Sequence[str], weighted: s
     spark.sql(f"SELECT /*+ BROADCAST(__k) */ {picked} FROM {plain} AS __p LEFT ANTI JOIN {keys} "
               f"ON {on} UNION ALL SELECT * FROM {name}__met").createOrReplaceTempView(name)
     return [met]
+
+
+def register_files(session: SparkSession, name: str, files: Sequence[str], columns: Sequence[str]) -> list[DataFrame] | None:
+    """``name`` registered in ``session`` from Parquet ``files`` (with ``columns`` and ``_weight``)
+    netted as the recompute strategy nets them — the bench's recompute uses it
+    (:func:`streamfold.verify.recompute`'s ``netting``) — or None when the split does not pay
+    (the caller then nets every row). Returns what to unpersist after the query."""
+    parts = split(files, len(columns))
+    if parts is None:
+        return None
+    if not parts[1]:
+        session.read.parquet(*parts[0]).createOrReplaceTempView(f"__{name}_plain")
+        session.sql(f"SELECT {', '.join(quote(c) for c in columns)} FROM __{name}_plain").createOrReplaceTempView(name)
+        return []
+    for kind, some in zip(("plain", "weighted"), parts, strict=True):
+        session.read.parquet(*some).createOrReplaceTempView(f"__{name}_{kind}")
+    return register(session, name, columns, f"__{name}_weighted", plain=f"__{name}_plain",
+                    probe=probe_columns(parts[1], columns))
+

@@ -39,6 +39,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from ...runtime.netting import register_files
 from ...verify import DuckOracle, OrderSpec, compare, order_of, python_value, recompute
 from . import data as tpch_data
 from .data import Dataset
@@ -105,7 +106,8 @@ def spark_recompute(spark: Any, ds: Dataset, sql: str, streams: Sequence[str], s
     inputs: dict[str, str | Sequence[str]] = {t: ds.table_path(t) for t in statics}
     inputs.update({t: ds.prefix_paths(t, last_batch) for t in streams})
     # insert batches: every row has _weight = +1, so nothing needs netting before the deletions
-    result = recompute(spark, sql, inputs, net=ds.has_deletions(last_batch))
+    # with them, only the rows a deletion can meet are netted, as streamfold's recompute does
+    result = recompute(spark, sql, inputs, net=ds.has_deletions(last_batch), netting=register_files)
     return [tuple(python_value(v) for v in r) for r in result.rows or []], result.seconds
 
 
