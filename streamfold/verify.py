@@ -374,8 +374,9 @@ class Recomputed:
     seconds: float
 
 
-# registers an input (name, its files, its columns but _weight) netted in a session; None: not done
-Netting = Callable[[Any, str, Sequence[str], Sequence[str]], "list[Any] | None"]
+# registers an input (name, its files, its columns but _weight) netted in a session; returns what
+# to unpersist after the query
+Netting = Callable[[Any, str, Sequence[str], Sequence[str]], "list[Any]"]
 
 
 def recompute(spark: Any, sql: str, inputs: Mapping[str, str | Sequence[str]], target: str | None = None,
@@ -384,8 +385,8 @@ def recompute(spark: Any, sql: str, inputs: Mapping[str, str | Sequence[str]], t
     as a scheduled batch job without streamfold would run it: a fresh session (no temp view or
     cached plan carried between runs), rows with ``_weight`` netted (``net=False`` drops the
     column instead: every weight is +1), the answer written to ``target`` or collected. ``netting``,
-    given an input's files one by one, may register it netted its own way (the runtime's split:
-    :func:`streamfold.runtime.netting.register_files`) or return None to have every row netted."""
+    given an input's files one by one, registers it netted its own way (the runtime's:
+    :func:`streamfold.runtime.netting.register_files`)."""
     session = spark.newSession()
     start = time.monotonic()
     cached: list[Any] = []  # the netted parts of weighted inputs, released after the answer
@@ -397,9 +398,8 @@ def recompute(spark: Any, sql: str, inputs: Mapping[str, str | Sequence[str]], t
             df.createOrReplaceTempView(f"__{name}_files")
             cols = ", ".join(f"`{c}`" for c in columns)
             # a directory given whole is one input; files given one by one may be netted apart
-            done = netting(session, name, files, columns) if net and netting and not isinstance(paths, str) else None
-            if done is not None:
-                cached += done
+            if net and netting is not None and not isinstance(paths, str):
+                cached += netting(session, name, files, columns)
             elif net:
                 session.sql(f"SELECT {cols} FROM (SELECT {cols}, sum({WEIGHT}) AS __w FROM __{name}_files GROUP BY {cols}) "
                             f"LATERAL VIEW explode(sequence(1, __w)) AS __copy WHERE __w > 0").createOrReplaceTempView(name)

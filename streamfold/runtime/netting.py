@@ -123,20 +123,28 @@ def register(spark: SparkSession, name: str, columns: Sequence[str], weighted: s
     return [met]
 
 
-def register_files(session: SparkSession, name: str, files: Sequence[str], columns: Sequence[str]) -> list[DataFrame] | None:
-    """``name`` registered in ``session`` from Parquet ``files`` (with ``columns`` and ``_weight``)
-    netted as the recompute strategy nets them — the bench's recompute uses it
-    (:func:`streamfold.verify.recompute`'s ``netting``) — or None when the split does not pay
-    (the caller then nets every row). Returns what to unpersist after the query."""
-    parts = split(files, len(columns))
-    if parts is None:
-        return None
-    if not parts[1]:
-        session.read.parquet(*parts[0]).createOrReplaceTempView(f"__{name}_plain")
-        session.sql(f"SELECT {', '.join(quote(c) for c in columns)} FROM __{name}_plain").createOrReplaceTempView(name)
+def register_netted(spark: SparkSession, name: str, columns: Sequence[str], paths: Sequence[str] | None,
+                    read: Callable[[Sequence[str]], DataFrame], whole: str) -> list[DataFrame]:
+    """``name``, a temp view of a weighted stream's rows netted: ``whole`` is a view of every
+    file's rows (``columns`` and ``_weight``), ``paths`` its Parquet files (None: not Parquet,
+    netted whole), ``read`` reads some of them. The files are split when it pays (:func:`split`),
+    else every row is netted; with no weighted file, nothing is. Returns what to unpersist after
+    the query."""
+    parts = split(paths, len(columns)) if paths is not None else None
+    if parts is not None and not parts[1]:
+        spark.sql(f"SELECT {', '.join(quote(c) for c in columns)} FROM {whole}").createOrReplaceTempView(name)
         return []
+    if parts is None:
+        return register(spark, name, columns, whole)
     for kind, some in zip(("plain", "weighted"), parts, strict=True):
-        session.read.parquet(*some).createOrReplaceTempView(f"__{name}_{kind}")
-    return register(session, name, columns, f"__{name}_weighted", plain=f"__{name}_plain",
+        read(some).createOrReplaceTempView(f"__{kind}_{name}")
+    return register(spark, name, columns, f"__weighted_{name}", plain=f"__plain_{name}",
                     probe=probe_columns(parts[1], columns))
 
+
+def register_files(session: SparkSession, name: str, files: Sequence[str], columns: Sequence[str]) -> list[DataFrame]:
+    """``name`` registered in ``session`` from Parquet ``files`` netted as the recompute strategy
+    nets them: the hook :func:`streamfold.verify.recompute` takes as ``netting`` (``bench tpch``
+    passes it). Returns what to unpersist after the query."""
+    session.read.parquet(*files).createOrReplaceTempView(f"__all_{name}")
+    return register_netted(session, name, columns, files, lambda some: session.read.parquet(*some), f"__all_{name}")

@@ -17,6 +17,7 @@ are registered under theirs. The query is the text Spark analysed for the output
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -70,17 +71,12 @@ class Recomputer:
             view = f"__all_{s.name}"
             frames[s.name].createOrReplaceTempView(view)
             spec = self.specs[s.name.lower()]
-            paths = [os.path.join(spec.path, n) for n in history.get(s.name, [])]
-            parts = netting.split(paths, len(names)) if s.weighted and spec.format == "parquet" else None
-            if not s.weighted or (parts is not None and not parts[1]):
+            if not s.weighted:
                 spark.sql(f"SELECT {', '.join(quote(c) for c in names)} FROM {view}").createOrReplaceTempView(s.name)
-            elif parts is None:
-                cached += netting.register(spark, s.name, names, view)
-            else:  # only the rows that may meet a deletion are netted
-                for kind, some in zip(("plain", "weighted"), parts, strict=True):
-                    read_files(spark, spec, s, some).createOrReplaceTempView(f"__{kind}_{s.name}")
-                cached += netting.register(spark, s.name, names, f"__weighted_{s.name}", plain=f"__plain_{s.name}",
-                                           probe=netting.probe_columns(parts[1], names))
+                continue
+            paths = [os.path.join(spec.path, n) for n in history.get(s.name, [])] if spec.format == "parquet" else None
+            cached += netting.register_netted(spark, s.name, names, paths, functools.partial(read_files, spark, spec, s),
+                                              view)
         for t in self.plan.tables:
             if t.name not in self._tables:  # read once: a static table never changes
                 spec = self.specs[t.name.lower()]
