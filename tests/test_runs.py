@@ -47,7 +47,7 @@ def test_runs_equal_duckdb_with_deletions(spark, tmp_path_factory, monkeypatch, 
     # Every candidate kept in runs from its first merged batch; fold 0: every batch folds, 1000:
     # none does (the tail grows for the whole run); both state layouts (one partition, hashed).
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
-    monkeypatch.setattr(runs, "FOLDS_APART", 0)
+    monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", fold)
     if hashed:
         monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)
@@ -79,13 +79,26 @@ def test_only_join_inputs_read_by_inner_joins_are_candidates():
 
 def test_a_state_is_kept_in_runs_when_large_and_touched_little(monkeypatch):
     monkeypatch.setattr(runs, "MIN_ROWS", 1000)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", 0.2)
-    monkeypatch.setattr(runs, "FOLDS_APART", 4)
+    monkeypatch.setattr(runs, "MAX_TOUCHED", 0.3)
     assert not runs.worth_it(999, 1)  # small: a whole merge costs little
-    assert runs.worth_it(10_000, 500)  # 5 % a batch: a fold every four batches
-    assert not runs.worth_it(10_000, 501)  # more: it would fold every few batches (join-groupby)
+    assert runs.worth_it(10_000, 500)  # 5 % a batch
+    assert runs.worth_it(10_000, 1_300)  # 13 % (join-groupby's 40K rows into ~300K): still pays
+    assert not runs.worth_it(10_000, 3_001)  # nearly half: the tail would cost what it saves
     assert runs.worth_it(10_000, 10_000)  # the history touched every key: nothing known yet
     assert runs.worth_it(10_000, None)
+
+
+def test_a_tail_is_folded_at_the_fraction_that_costs_least(monkeypatch):
+    """√(2x) of the base for batches touching x of it (runs.py's docstring), within its bounds;
+    a fixed fraction (STREAMFOLD_RUNS_FOLD) wins."""
+    monkeypatch.setattr(runs, "FOLD_FRACTION", None)
+    assert runs.fold_fraction(1_000_000, 10_000) == runs.MIN_FOLD_FRACTION  # 1 %: √0.02 = 0.14, the floor
+    assert runs.fold_fraction(1_000_000, 50_000) == pytest.approx(0.3162, abs=1e-4)  # 5 %
+    assert runs.fold_fraction(300_000, 40_000) == pytest.approx((2 * 40_000 / 300_000) ** 0.5)  # 13 %: 0.52
+    assert runs.fold_fraction(100, 90) == 1.0  # never past the base itself
+    assert runs.fold_fraction(1_000, None) == runs.MIN_FOLD_FRACTION
+    monkeypatch.setattr(runs, "FOLD_FRACTION", 0.0)
+    assert runs.fold_fraction(300_000, 40_000) == 0.0
 
 
 def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monkeypatch):
@@ -93,7 +106,7 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
     (after a batch's commit, without ending the prepared plans: batches after a fold replay them),
     and a restart rebuilds the states by adding up the logged deltas; every answer DuckDB's."""
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
-    monkeypatch.setattr(runs, "FOLDS_APART", 0)
+    monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", 0.5)
     sql = "SELECT R.a, count(*) AS n, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a"
     r, s = Source("R", (("a", "INT"), ("b", "INT")), weighted=True), Source("S", (("k", "INT"), ("v", "INT")), weighted=True)
@@ -150,7 +163,7 @@ def _join_sum_in_runs(spark, tmp_path, monkeypatch):
     """``SELECT R.a, sum(S.v) … JOIN … GROUP BY R.a`` started over two empty source directories,
     every join input kept in runs from batch 1 and never folded (the tail keeps growing)."""
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
-    monkeypatch.setattr(runs, "FOLDS_APART", 0)
+    monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)
     r, s = Source("R", (("a", "INT"), ("b", "INT"))), Source("S", (("k", "INT"), ("v", "INT")))
     dirs = {x.name: tmp_path / "in" / x.name for x in (r, s)}

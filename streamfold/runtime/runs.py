@@ -14,48 +14,72 @@ as two runs, both hash-partitioned on its partition key:
 A batch merges its delta into the tail only (``T ⊗ Δ``: the tail's keys and the batch's, not the
 base's), and the state the joins read is ``B UNION ALL T``: a key may have a row in each, and the
 joins' outputs carry both, whose weights the aggregates above add up. When the tail has grown
-past :data:`FOLD_FRACTION` of the base it is **folded** after the batch's commit, in a job of its
-own: the tail merged into the base (old values summed over both runs; only the tail moves), the
-result the next base, the tail empty. That is the merge-per-level of an LSM tree with two levels;
-the fraction trades the tail's growing merge and read cost against the fold's copy (with
-increments of 1 % of the state, a fold every ~15 batches copies about a seventh as much as a
-merge of the whole state in every batch). A fold changes no row of the state, so the checkpoint
+past a fraction of the base (:func:`fold_fraction`) it is **folded** after the batch's commit, in
+a job of its own: the tail merged into the base (old values summed over both runs; only the tail
+moves), the result the next base, the tail empty. That is the merge-per-level of an LSM tree with
+two levels; the fraction trades the tail's growing merge and read cost against the fold's copy
+(below). A fold changes no row of the state, so the checkpoint
 needs nothing of it, and prepared plans go on: they read the base through a slot of their own,
 which the fold points at the new base (:meth:`.prepared.Prepared.rebase`).
 
 Which states: :func:`candidates` — join inputs (sums only, keyed) whose every read is a side of
 an inner or cross join; not in plans with loops or join matrices, nor read by the answer. A
 candidate's changelog is its delta (new − old per touched key) and it is restored by summing its
-logs, so the checkpoint needs no base lookup whichever layout the state had. A candidate is kept
-in runs once it holds :data:`MIN_ROWS` rows (below that a whole merge costs little) and its
-batches touch few enough of its keys that a fold is :data:`FOLDS_APART` batches away or more
-(:func:`worth_it`: where each batch is a large part of the state, the tail is as large as the
-copy it saves). Runs start after a batch's commit, so the next batch already merges into the
-tail — after a history, it can be the capture of the prepared plans; plans prepared over the
-whole state end there and are captured again.
+logs, so the checkpoint needs no base lookup whichever layout the state had. Runs start after a
+batch's commit, so the next batch already merges into the tail — after a history, it can be the
+capture of the prepared plans; plans prepared over the whole state end there and are captured
+again.
+
+**When, and how large a tail** (:func:`worth_it`, :func:`fold_fraction`). With a base of B rows
+and batches that touch d keys each (x = d / B), a tail folded at f · B rows costs, per batch, its
+merge — f · B / 2 rows on average — plus the fold's copy of (1 + f) · B rows every f / x batches:
+B · (f / 2 + x (1 + f) / f), least at f = √(2x), where it is B · (√(2x) + x). A whole merge costs
+B · (1 + x). So runs pay wherever a batch touches less than half the state, and by how much
+follows √(2x): a 1 % batch (TPC-H's increments) folds at 14 % of the base, every ~14 batches, and
+merges a fifth of what whole merges do; a 13 % batch (join-groupby's 40K rows into ~300K) folds at
+half the base, every ~4 batches, and merges 56 %. A candidate is kept in runs once it holds
+:data:`MIN_ROWS` rows (below that a whole merge costs milliseconds and the runs' extra fold job is
+not worth it) and its last batch touched at most :data:`MAX_TOUCHED` of its keys (the saving above
+shrinks to nothing near half; a history or a rebuild, which touched every key, says nothing yet).
+Each fold's bound is :func:`fold_fraction` of the batch before it, never below
+:data:`MIN_FOLD_FRACTION`. ``STREAMFOLD_RUNS_FOLD`` fixes the fraction instead (tests: 0 folds
+every batch, a large value never).
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 from ..plan.runs import candidates
 
-__all__ = ["FOLD_FRACTION", "MIN_ROWS", "candidates"]
+__all__ = ["FOLD_FRACTION", "MAX_TOUCHED", "MIN_FOLD_FRACTION", "MIN_ROWS", "candidates", "fold_fraction",
+           "worth_it"]
 
 # A candidate state is kept in runs from this many rows (``STREAMFOLD_RUNS_MIN_ROWS``; 0: always).
-MIN_ROWS = int(os.environ.get("STREAMFOLD_RUNS_MIN_ROWS", "1000000"))
-# A tail is folded into its base once it holds more rows than this fraction of the base's.
-FOLD_FRACTION = float(os.environ.get("STREAMFOLD_RUNS_FOLD", "0.15"))
-# A state whose last batch touched more than this fraction of FOLD_FRACTION of its keys would
-# fold every few batches: it stays whole (join-groupby's 40K-row increments on 100K–500K rows).
-FOLDS_APART = 4
+MIN_ROWS = int(os.environ.get("STREAMFOLD_RUNS_MIN_ROWS", "50000"))
+# A fixed fold bound (the tail's rows over the base's), or None: each fold's from fold_fraction.
+FOLD_FRACTION: float | None = (float(os.environ["STREAMFOLD_RUNS_FOLD"])
+                               if os.environ.get("STREAMFOLD_RUNS_FOLD") else None)
+MIN_FOLD_FRACTION = 0.15  # the bound of an adaptive fold is never below this
+MAX_TOUCHED = 0.3  # a state whose batches touch more of its keys than this stays whole
+
+
+def fold_fraction(base_rows: int, touched: int | None) -> float:
+    """How large the tail of a base of ``base_rows`` rows may grow before it is folded, given the
+    keys the last batch touched: √(2x) of the base for batches touching x of it (the module's
+    docstring), at least :data:`MIN_FOLD_FRACTION` and at most the base itself."""
+    if FOLD_FRACTION is not None:
+        return FOLD_FRACTION
+    if touched is None or base_rows <= 0:
+        return MIN_FOLD_FRACTION
+    return min(1.0, max(MIN_FOLD_FRACTION, math.sqrt(2.0 * touched / base_rows)))
 
 
 def worth_it(rows: int, touched: int | None) -> bool:
     """Whether a candidate of ``rows`` rows, whose last merge touched ``touched`` keys, is worth
-    keeping as a base and a tail: large, and its tail would take :data:`FOLDS_APART` batches or
-    more to reach a fold (a merge that touched every key — a history, a rebuild — says nothing)."""
+    keeping as a base and a tail: large, and its batches touch at most :data:`MAX_TOUCHED` of it (a
+    merge that touched every key — a history, a rebuild — says nothing)."""
     if rows < MIN_ROWS:
         return False
-    return touched is None or touched >= rows or touched * FOLDS_APART <= FOLD_FRACTION * rows
+    return touched is None or touched >= rows or touched <= MAX_TOUCHED * rows

@@ -222,9 +222,11 @@ class StateStore:
         return name in self.bases
 
     def fold_due(self) -> list[str]:
-        """The states in runs whose tail has outgrown :data:`.runs.FOLD_FRACTION` of the base."""
+        """The states in runs whose tail has outgrown its bound (:func:`.runs.fold_fraction` of the
+        base, from the keys the last batch touched)."""
         return [n for n in sorted(self.bases) if self.tails.get(n) is not None
-                and (self.rows.get(n) or 0) - self.base_rows[n] > runs.FOLD_FRACTION * max(self.base_rows[n], 1)]
+                and (self.rows.get(n) or 0) - self.base_rows[n]
+                > runs.fold_fraction(self.base_rows[n], self.touched.get(n)) * max(self.base_rows[n], 1)]
 
     def fold(self, name: str) -> DataFrame:
         """Fold ``name``'s tail into a new base, in a job of its own: the base and the tail added up
