@@ -41,11 +41,12 @@ _counter = itertools.count()
 @pytest.mark.slow
 @pytest.mark.parametrize("qid,sql,uses,ordered", CASES, ids=[c[0] for c in CASES])
 @SETTINGS
-@given(data=st.data(), fold=st.sampled_from([0.0, 0.3, 1000.0]), hashed=st.booleans())
+@given(data=st.data(), fold=st.sampled_from([0.0, 0.3, 1000.0, None]), hashed=st.booleans())
 def test_runs_equal_duckdb_with_deletions(spark, tmp_path_factory, monkeypatch, qid, sql, uses, ordered, data,
                                           fold, hashed):
     # Every candidate kept in runs from its first merged batch; fold 0: every batch folds, 1000:
-    # none does (the tail grows for the whole run); both state layouts (one partition, hashed).
+    # none does (the tail grows for the whole run), None: the bound from each batch's size
+    # (runs.fold_fraction); both state layouts (one partition, hashed).
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", fold)
@@ -101,13 +102,15 @@ def test_a_tail_is_folded_at_the_fraction_that_costs_least(monkeypatch):
     assert runs.fold_fraction(300_000, 40_000) == 0.0
 
 
-def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fold", [0.5, None], ids=["fixed", "adaptive"])
+def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monkeypatch, fold):
     """Twelve batches with deletions over a join: the states start their runs, tails grow and fold
     (after a batch's commit, without ending the prepared plans: batches after a fold replay them),
-    and a restart rebuilds the states by adding up the logged deltas; every answer DuckDB's."""
+    and a restart rebuilds the states by adding up the logged deltas; every answer DuckDB's. The
+    fold bound fixed, or each fold's from the batch before (runs.fold_fraction)."""
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", 0.5)
+    monkeypatch.setattr(runs, "FOLD_FRACTION", fold)
     sql = "SELECT R.a, count(*) AS n, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a"
     r, s = Source("R", (("a", "INT"), ("b", "INT")), weighted=True), Source("S", (("k", "INT"), ("v", "INT")), weighted=True)
     dirs = {x.name: tmp_path / "in" / x.name for x in (r, s)}

@@ -1,9 +1,14 @@
-"""join-groupby, 100K + 100K history then N increments of 40K + 40K, in-process; per-batch engine clock."""
+"""join-groupby's shape in process, 100K + 100K history then N increments of 40K + 40K: the engine's clock per
+batch and the cycle with the fold after the commit (docs/benchmarks.md, "Stop 40").
+
+    .venv/bin/python docs/experiments/runs_policy_ab.py LABEL 30                                   # this policy
+    STREAMFOLD_RUNS_MIN_ROWS=100000000 .venv/bin/python docs/experiments/runs_policy_ab.py old 30  # whole states
+"""
 import os, sys, json, time, shutil, glob
 import numpy as np, pyarrow as pa, pyarrow.parquet as pq
 import streamfold
 tag, n = sys.argv[1], int(sys.argv[2])
-root = f"/tmp/exp/s40/long-{tag}"
+root = f"/tmp/streamfold-runs-{tag}"
 shutil.rmtree(root, ignore_errors=True)
 dirs = {s: f"{root}/in/{s}" for s in ("S1", "S2")}
 for d in dirs.values(): os.makedirs(d)

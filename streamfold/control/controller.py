@@ -244,6 +244,9 @@ class Controller:
             self._wake.wait(seconds)
         self._wake.clear()
 
+    def wake(self) -> None:
+        self._wake.set()
+
     def close(self) -> None:
         self.gate.close()
         self._wake.set()

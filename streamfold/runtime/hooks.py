@@ -111,8 +111,11 @@ class BatchControl(Protocol):
         """The batch's commit record is durable."""
 
     def idle(self, seconds: float, stop: threading.Event) -> None:
-        """Between two polls: wait ``seconds``, or less — until the query stops, or an action
-        that applies at the next boundary (a reconfiguration) is asked for."""
+        """Between two polls: wait ``seconds``, or less — until the query stops, an action that
+        applies at the next boundary (a reconfiguration) is asked for, or :meth:`wake`."""
+
+    def wake(self) -> None:
+        """A file landed in a source directory (:mod:`.watch`): end the wait of :meth:`idle`."""
 
     def close(self) -> None:
         """The query stops: release whatever waits (it unwinds with :class:`QueryStopped`)."""
@@ -145,8 +148,16 @@ class NoControl:
     def committed(self, batch: int, record: dict[str, Any]) -> None:
         pass
 
+    def __init__(self) -> None:
+        self._wake = threading.Event()
+
     def idle(self, seconds: float, stop: threading.Event) -> None:
-        stop.wait(seconds)
+        if not stop.is_set():  # a stop closes the hooks, which sets the wake too
+            self._wake.wait(seconds)
+        self._wake.clear()
+
+    def wake(self) -> None:
+        self._wake.set()
 
     def close(self) -> None:
-        pass
+        self._wake.set()

@@ -20,6 +20,7 @@ from .strategy import MODES
 from .hooks import Boundary, QueryStopped
 from .session import get_spark
 from .sources import FORMATS, InputSpec, infer_schema
+from .watch import SourceWatch
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,9 +117,14 @@ class Query:
             return result
 
     def run(self, trigger: float = 1.0, until_idle: float | None = None) -> None:
-        """Poll every ``trigger`` seconds in this thread; return after ``until_idle`` quiet seconds
-        (time paused does not count), or when the query is stopped."""
+        """Poll every ``trigger`` seconds in this thread — at once when a file lands in a stream's
+        directory (:mod:`.watch`, Linux) — and return after ``until_idle`` quiet seconds (time
+        paused does not count), or when the query is stopped."""
         idle_since = time.monotonic()
+        # Between polls the wait ends as soon as a file lands in a stream's directory (watch.py).
+        watch = SourceWatch([spec.path for spec in self.engine.specs.values() if not spec.static],
+                            self.engine.control.wake)
+        watch.start()
         try:
             while not self._stop.is_set():
                 if self.engine.control.wait_if_paused():
@@ -132,6 +138,8 @@ class Query:
                 self.engine.control.idle(trigger, self._stop)
         except QueryStopped:
             return
+        finally:
+            watch.close()
 
     def start_background(self, trigger: float, until_idle: float | None = None) -> None:
         def loop() -> None:
