@@ -120,6 +120,7 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
     seen_tail = False
     folds = 0  # folds so far, of this store and of the one before the restart
     replayed_after_fold = 0
+    named_folds = 0
     query = None
 
     def start():
@@ -150,6 +151,10 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
             if folds and query.commit(result.batch).get("prepared") == "replay":
                 replayed_after_fold += 1
             folds += store.folds - before
+            if store.folds > before:  # its job is named as maintenance (Spark's UI; the soak's plan count)
+                listed = spark._jsparkSession.sharedState().statusStore().executionsList()
+                last = str(listed.apply(listed.size() - 1).description() or "")
+                named_folds += last.startswith(runs.FOLD_JOB)
             assert store.bases or i == 0, "the join inputs are kept as runs from batch 1"
             con = duckdb.connect()
             con.register("R", pa.table({"a": [x[0] for x in live["R"]], "b": [x[1] for x in live["R"]]}))
@@ -159,7 +164,7 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
             assert got == want, f"batch {i}"
     finally:
         query.stop()
-    assert seen_tail and folds and replayed_after_fold
+    assert seen_tail and folds and replayed_after_fold and named_folds
 
 
 def _join_sum_in_runs(spark, tmp_path, monkeypatch):

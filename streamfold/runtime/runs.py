@@ -53,7 +53,7 @@ import os
 
 from ..plan.runs import candidates
 
-__all__ = ["FOLD_FRACTION", "MAX_TOUCHED", "MIN_FOLD_FRACTION", "MIN_ROWS", "candidates", "fold_fraction",
+__all__ = ["FOLD_FRACTION", "FOLD_JOB", "MAX_TOUCHED", "MIN_FOLD_FRACTION", "MIN_ROWS", "candidates", "fold_fraction",
            "worth_it"]
 
 # A candidate state is kept in runs from this many rows (``STREAMFOLD_RUNS_MIN_ROWS``; 0: always).
@@ -62,6 +62,9 @@ MIN_ROWS = int(os.environ.get("STREAMFOLD_RUNS_MIN_ROWS", "50000"))
 FOLD_FRACTION: float | None = (float(os.environ["STREAMFOLD_RUNS_FOLD"])
                                if os.environ.get("STREAMFOLD_RUNS_FOLD") else None)
 MIN_FOLD_FRACTION = 0.15  # the bound of an adaptive fold is never below this
+# The Spark job description of a fold (what Spark's UI and the soak's plan count see): a fold is
+# maintenance after a batch's commit, not the batch's own plan.
+FOLD_JOB = "streamfold: fold the tail of "
 MAX_TOUCHED = 0.3  # a state whose batches touch more of its keys than this stays whole
 
 

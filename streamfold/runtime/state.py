@@ -244,8 +244,13 @@ class StateStore:
                 t, views.relation(base, "base") + " _old", lowering.tail_rows(t, views.name(tail, "tail")),
                 single, summed=True))
             merged = merged.coalesce(1) if single else merged
-            with self.part(f"fold {name}"):
-                held = materialize(merged)  # a merge's rows, as every state's backing is (prepared.py)
+            sc = self.spark.sparkContext
+            sc.setJobDescription(runs.FOLD_JOB + name)
+            try:
+                with self.part(f"fold {name}"):
+                    held = materialize(merged)  # a merge's rows, as every state's backing is (prepared.py)
+            finally:
+                sc.setJobDescription(None)  # type: ignore[arg-type] - None removes it
             rows = output_rows(merged) or 0
             new = self.as_frame(lowering.new_rows(t, views.name(held, "folded")))
         finally:
