@@ -20,7 +20,8 @@ execution each stay within a band: max − min at most 15 % of their median or 6
 or 1,000 characters (plans). Per execution, because a loop runs as many rounds as its data needs
 (``reachability``: 78 to 150 executions a batch of about 1,330 characters each); a batch that
 also compacts the state (every 20th) runs the compaction's jobs besides and is left out of the
-plan band. It passes when it is flat and every snapshot is exact. The heap is read after
+plan band, and a fold of a state's tail into its base (``runtime/runs.py``, a job of its own after
+some commits) is not counted among a batch's executions. It passes when it is flat and every snapshot is exact. The heap is read after
 Python's garbage is freed, which a query also does after its batches (``runtime/query.py``,
 ``GarbageCollector``).
 
