@@ -250,7 +250,7 @@ class StateStore:
                 with self.part(f"fold {name}"):
                     held = materialize(merged)  # a merge's rows, as every state's backing is (prepared.py)
             finally:
-                sc.setJobDescription(None)  # type: ignore[arg-type] - None removes it
+                sc.setJobDescription(None)  # type: ignore[arg-type]  # None removes it
             rows = output_rows(merged) or 0
             new = self.as_frame(lowering.new_rows(t, views.name(held, "folded")))
         finally:
