@@ -124,6 +124,9 @@ class BatchControl(Protocol):
 class NoControl:
     """The batch loop without a controller: every point passes through."""
 
+    def __init__(self) -> None:
+        self._wake = threading.Event()  # ends the wait between polls: a file landed, or a stop
+
     def plan_at(self, batch: int) -> IncrementalPlan | None:
         return None
 
@@ -147,9 +150,6 @@ class NoControl:
 
     def committed(self, batch: int, record: dict[str, Any]) -> None:
         pass
-
-    def __init__(self) -> None:
-        self._wake = threading.Event()
 
     def idle(self, seconds: float, stop: threading.Event) -> None:
         if not stop.is_set():  # a stop closes the hooks, which sets the wake too
