@@ -119,3 +119,19 @@ def test_a_running_query_takes_a_file_at_once_not_at_its_next_poll(spark, tmp_pa
         assert sorted(tuple(r) for r in q.snapshot().collect()) == [(1, 3), (2, 5)]
     finally:
         q.stop()
+
+
+@pytest.mark.parametrize("how", ["wake", "close"])
+def test_the_wait_between_polls_ends_on_a_wake_or_a_stop(how):
+    """Without a controller too (the engine's NoControl): a wake or a close ends idle() at once."""
+    from streamfold.runtime.hooks import NoControl
+
+    hooks, stop = NoControl(), threading.Event()
+    ended = threading.Event()
+    waiter = threading.Thread(target=lambda: (hooks.idle(60.0, stop), ended.set()))
+    waiter.start()
+    time.sleep(0.1)
+    assert not ended.is_set()
+    hooks.wake() if how == "wake" else hooks.close()
+    assert ended.wait(5)
+    waiter.join()
