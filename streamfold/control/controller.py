@@ -521,7 +521,7 @@ class Controller:
             self.log.append("reconfigure", version=version, sql=sql, semantics=how, batch=self.gate.where.batch)
             self._request = (version, sql, how, prepared)
             self.error = None
-        self._wake.set()  # the query may be waiting for its next poll: the boundary is now
+        self.wake()  # the query may be waiting for its next poll: the boundary is now
         seen = self.events.last
         self.events.emit("action", action="reconfigure", version=version, semantics=how)
         out: dict[str, Any] = {"version": version, **prepared.summary(), "applies": "at the next batch boundary"}

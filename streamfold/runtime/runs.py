@@ -35,8 +35,8 @@ and batches that touch d keys each (x = d / B), a tail folded at f · B rows cos
 merge — f · B / 2 rows on average — plus the fold's copy of (1 + f) · B rows every f / x batches:
 B · (f / 2 + x (1 + f) / f), least at f = √(2x), where it is B · (√(2x) + x). A whole merge costs
 B · (1 + x). So runs pay wherever a batch touches less than half the state, and by how much
-follows √(2x): a 1 % batch (TPC-H's increments) folds at 14 % of the base, every ~14 batches, and
-merges a fifth of what whole merges do; a 13 % batch (join-groupby's 40K rows into ~300K) folds at
+follows √(2x): a 1 % batch (TPC-H's increments) folds at about 15 % of the base (√0.02 = 0.14, the
+floor below), every ~15 batches, and merges a fifth of what whole merges do; a 13 % batch (join-groupby's 40K rows into ~300K) folds at
 half the base, every ~4 batches, and merges 56 %. A candidate is kept in runs once it holds
 :data:`MIN_ROWS` rows (below that a whole merge costs milliseconds and the runs' extra fold job is
 not worth it) and its last batch touched at most :data:`MAX_TOUCHED` of its keys (the saving above
