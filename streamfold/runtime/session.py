@@ -58,6 +58,12 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         .config("spark.ui.retainedJobs", "100")
         .config("spark.ui.retainedStages", "100")
         .config("spark.sql.ui.retainedExecutions", "50")
+        # A task's result above this size is not sent back with its status but stored in the block
+        # manager and fetched from there by the driver (the default is 1 MB). A groupBy batch's
+        # one task returns its outputs as Arrow, 2.8 MB for 10,001 keys: 10–24 ms of "getting
+        # result" per batch, about 5 % of it (docs/benchmarks.md, "Stop 41"). Results stay well
+        # under spark.rpc.message.maxSize (128 MB), which bounds a direct result.
+        .config("spark.task.maxDirectResultSize", "64m")
         # Replaced states are released explicitly; let the cleaner also drop what Python frees.
         .config("spark.cleaner.periodicGC.interval", "1min")
     )
