@@ -304,3 +304,21 @@ def test_the_band_join_bench_checks_with_its_oracle_and_stops_a_system_at_the_ti
     doc = run_bench(opts, spark=spark)
     assert doc["systems"]["streamfold"]["check"]["matches_duckdb"] is True
     assert "BETWEEN" in doc["duckdb"]["sql"]
+
+
+@pytest.mark.spark
+def test_reconfigure_bench_checks_every_answer_against_both_restarts(spark, tmp_path):
+    """`bench reconfigure` at a small size: each change's live answer equals the new query's from
+    scratch, in the same JVM and as a new `streamfold run` process (both timed, not judged here)."""
+    from streamfold.bench.control import bench_reconfigure
+
+    doc = bench_reconfigure(40_000, 2_000, 1, str(tmp_path), None)
+    runs = doc["runs"]
+    assert [r["situation"] for r in runs] == ["idle", "arriving"]
+    for r in runs:
+        assert r["matches_restart"] and r["process_matches"], r
+        assert 1 <= r["batches"] <= 2 and r["kept_states"] == ["agg"]
+        assert r["restart_process_s"] > 0 and r["speedup_process"] > 0
+    assert doc["situations"]["idle"]["restart_process_median_s"] == runs[0]["restart_process_s"]
+    live = os.path.join(tmp_path, "reconfigure", "live", "snapshots")
+    assert len(os.listdir(live)) >= 3  # the history, the first increment, the reconfigurations
