@@ -94,9 +94,7 @@ def markdown(results: dict[str, Any]) -> str:
         label = "0 (history)" if inc == 0 else str(inc)
         total = " + ".join(f"{v[inc]:,}" for v in sizes["sources"].values())
         lines.append(f"| {label} | {total} | " + " | ".join(cells) + " |")
-    lines.append(f"| **median 1–{n}** | | " + " | ".join(
-        f"**{_fmt(systems[s]['median_s'])}**" if systems[s]["median_s"] is not None else systems[s]["status"]
-        for s in names) + " |")
+    lines.append(f"| **median 1–{n}** | | " + " | ".join(_median_cell(systems[s], n) for s in names) + " |")
     lines += ["", "## Answers checked against DuckDB", "",
               f"DuckDB's answer over all the data ({results['duckdb']['rows']:,} rows), compared as bags, floats to "
               "a relative 1e-9, from:", "", *_sql(results["duckdb"]["sql"]), "",
@@ -152,10 +150,23 @@ def _load(load: dict[str, Any]) -> str:
     return text
 
 
+def _median_cell(rec: dict[str, Any], n: int) -> str:
+    """A system's median in the table's last row; a system with warm-up increments of its own (its
+    own JVM: ``streamfold run``) says which increments its median is of."""
+    if rec["median_s"] is None:
+        return str(rec["status"])
+    warm = min(int(rec.get("describe", {}).get("warm_increments") or 0), n - 1)
+    if not warm:
+        return f"**{_fmt(rec['median_s'])}**"
+    return f"**{_fmt(rec['median_s'])}** (of {warm + 1}–{n})" if warm + 1 < n else f"**{_fmt(rec['median_s'])}** (of {n})"
+
+
 def _how(name: str, rec: dict[str, Any]) -> str:
     d = rec.get("describe", {})
     if name == "spark-streaming":
         return f"output mode {d.get('output_mode') or '—'}, foreachBatch → Parquet"
+    if d.get("command"):  # a process of its own
+        return f"`{d['command']}`, its first {d.get('warm_increments', 0)} increments its JVM's warm-up"
     if name.startswith("streamfold"):
         mode = d.get("iteration_mode")
         return "Python API, process_available() after each increment" + (f"; iteration MODE {mode.upper()}"
