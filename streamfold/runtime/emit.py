@@ -9,11 +9,11 @@ renamed into place.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from . import files
-from .lowering import stack
+from .lowering import Columns, stack, stacked
 from .profile import Part, no_part
 
 if TYPE_CHECKING:
@@ -67,20 +67,22 @@ def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str
     with part("plan + job + Arrow"):
         table = stacked.toArrow() if collect is None else collect(stacked)
     with part("write files"):
-        return write_parts(table, [(final, [c for c, _ in cols]) for _, final, cols in parts])
+        return write_parts(table, [(final, cols) for _, final, cols in parts])
 
 
-def write_parts(table: pa.Table, parts: list[tuple[str, list[str]]]) -> list[int]:
-    """Split a stacked table (:func:`emit_together`) into its parts' directories (target, columns)."""
-    return [_write_part(table, k, cols, final) for k, (final, cols) in enumerate(parts)]
+def write_parts(table: pa.Table, parts: Sequence[tuple[str, Columns]]) -> list[int]:
+    """Split a stacked table (:func:`emit_together`) into its parts' directories (target, its
+    (column, Spark type) pairs)."""
+    names = stacked([cols for _, cols in parts])
+    return [_write_part(table, k, names[k], [c for c, _ in cols], final) for k, (final, cols) in enumerate(parts)]
 
 
-def _write_part(table: pa.Table, k: int, cols: list[str], final: str) -> int:
+def _write_part(table: pa.Table, k: int, stacked_names: list[str], cols: list[str], final: str) -> int:
     """Part ``k`` of a stacked table as the Parquet directory ``final``; its rows."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    part = table.filter(pc.equal(table.column("__part"), k)).select([f"{k}::{c}" for c in cols])
+    part = table.filter(pc.equal(table.column("__part"), k)).select(stacked_names)
     part = part.rename_columns(cols)
     tmp = files.temp_dir_for(final)
     os.makedirs(tmp)

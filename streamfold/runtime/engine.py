@@ -676,10 +676,10 @@ class Engine:
                 p.bind(reads.frames)
             with self._part("prepared: the job + Arrow"):
                 table = p.run()
-            parts = [(self.output.snapshot_path(batch), [c for c, _ in self.answer.columns()]),
-                     (self.output.changes_path(batch), [c for c, _ in self.answer.columns(weight=True)])]
+            parts = [(self.output.snapshot_path(batch), self.answer.columns()),
+                     (self.output.changes_path(batch), self.answer.columns(weight=True))]
             if self.store.durable():
-                parts.append((self.checkpoint.delta_dir(batch), [c for c, _ in self.store.pack_columns()]))
+                parts.append((self.checkpoint.delta_dir(batch), self.store.pack_columns()))
             with self._part("write files"):
                 written = write_parts(table, parts)
         except Exception as e:  # noqa: BLE001
