@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import streamfold
+from streamfold.errors import BindError
 
 SCHEMAS = {"F": "cid INT, pid INT, amount DOUBLE, status STRING, d DATE, ts TIMESTAMP, _weight BIGINT",
            "C": "cid INT, region STRING, _weight BIGINT"}
@@ -124,3 +125,19 @@ def test_spark_spellings_of_aggregates_are_refused_as_aggregates(call: str) -> N
     with pytest.raises(streamfold.UnsupportedError) as e:
         streamfold.compile(f"SELECT status, {call} AS x FROM F GROUP BY status", SCHEMAS)
     assert e.value.code == "UNSUPPORTED_AGGREGATE" and e.value.hint
+
+
+def test_a_natural_join_is_a_using_join_on_the_shared_columns():
+    schemas = {"F": "fid INT, cid INT, qty INT", "C": "cid INT, name STRING", "G": "x INT", "H": "cid INT, x INT"}
+    natural = streamfold.compile("SELECT * FROM F NATURAL JOIN C", schemas)
+    using = streamfold.compile("SELECT * FROM F JOIN C USING (cid)", schemas)
+    assert natural.answer.output == using.answer.output == ("cid", "fid", "qty", "name")
+    assert natural.sql != using.sql and natural.states == using.states
+    # nothing shared: a cross join, as in Spark
+    assert streamfold.compile("SELECT * FROM F NATURAL JOIN G", schemas).answer.output == ("fid", "cid", "qty", "x")
+    # after a USING join its merged column is one column: shared once
+    assert streamfold.compile("SELECT * FROM F JOIN C USING (cid) NATURAL JOIN H", schemas).answer.output == \
+        ("cid", "fid", "qty", "name", "x")
+    with pytest.raises(BindError) as e:  # two left columns of that name, neither merged
+        streamfold.compile("SELECT * FROM F JOIN C ON F.cid = C.cid NATURAL JOIN H", schemas)
+    assert e.value.code == "AMBIGUOUS_COLUMN" and "USING" in e.value.hint

@@ -99,3 +99,14 @@ def test_split_and_element_at_are_maintained(spark, tmp_path):
 ], ids=["distinct-cte-self-left-join", "distinct-derived-self-join-agg"])
 def test_a_distinct_relation_joined_with_itself_is_kept_apart(spark, tmp_path, sql):
     _run(spark, tmp_path, sql, uses="F")
+
+
+@pytest.mark.parametrize("sql, oracle", [
+    ("SELECT cid, count(*) AS n, sum(qty) AS q FROM F NATURAL JOIN C GROUP BY cid", None),
+    ("SELECT region, sum(qty) AS q FROM C NATURAL JOIN F GROUP BY region", None),
+    # Spark puts a NATURAL (or USING) join's shared columns first in `*`; DuckDB keeps the left's order
+    ("SELECT * FROM F NATURAL LEFT JOIN C",
+     "SELECT cid, fid, qty, price, note, d, tags, name, region FROM F NATURAL LEFT JOIN C"),
+], ids=["inner-aggregated", "dimension-first", "left-star"])
+def test_a_natural_join_compares_the_columns_both_sides_have(spark, tmp_path, sql, oracle):
+    _run(spark, tmp_path, sql, oracle_sql=oracle)

@@ -781,9 +781,10 @@ class _QueryBinder:
     def join(self, join: exp.Join, left: Rel, right: Rel, scope: Scope) -> Rel:
         side = (join.side or "").lower()
         kind = (join.kind or "").lower()
-        if join.args.get("method"):
-            raise self.err(UnsupportedError, "UNSUPPORTED_JOIN", f"{join.args['method']} JOIN is not supported", join,
-                           "name the columns: JOIN … USING (col, …) or JOIN … ON", construct="natural join")
+        method = str(join.args.get("method") or "").upper()
+        if method and method != "NATURAL":
+            raise self.err(UnsupportedError, "UNSUPPORTED_JOIN", f"{method} JOIN is not supported", join,
+                           "name the columns: JOIN … USING (col, …) or JOIN … ON", construct=f"{method.lower()} join")
         if kind in ("semi", "anti"):
             jkind = kind
         elif side in ("left", "right", "full"):
@@ -793,7 +794,7 @@ class _QueryBinder:
         else:
             jkind = "inner"
         on = join.args.get("on")
-        using = join.args.get("using")
+        using = join.args.get("using") or (self._natural(join, scope) if method else None)
         condition: Expr | None = None
         if using:
             right_entry = scope.entries[-1]
@@ -825,6 +826,20 @@ class _QueryBinder:
         if jkind in ("semi", "anti"):
             scope.entries.pop()  # the right side of a semi/anti join is not visible after it
         return Join(left, right, JoinKind(jkind), condition)
+
+    def _natural(self, join: exp.Join, scope: Scope) -> list[exp.Identifier]:
+        """A NATURAL join's USING columns: those the right side shares with the left, in the left's
+        order (none: a cross join, as in Spark)."""
+        right = scope.entries[-1].columns
+        names = list(scope.merged) + [c for e in scope.entries[:-1] for c in e.columns]
+        shared = [c for c in dict.fromkeys(names) if c in right]
+        for col in shared:
+            owners = [e.alias for e in scope.entries[:-1] if col in e.columns]
+            if len(owners) > 1 and col not in scope.merged:
+                raise self.err(BindError, "AMBIGUOUS_COLUMN",
+                               f"NATURAL JOIN: column `{col}` is in {' and '.join(owners)} on its left", join,
+                               "join with USING (col, …) or ON, naming which column to compare", column=col)
+        return [exp.to_identifier(scope.entries[-1].names[c]) for c in shared]
 
 
 # -- helpers ---------------------------------------------------------------------------------------
