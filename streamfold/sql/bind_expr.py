@@ -57,6 +57,10 @@ _AGG_HINTS = {
     "first": "which row is first depends on the order Spark reads the files; use min or max",
     "last": "which row is last depends on the order Spark reads the files; use min or max",
     "any_value": "which row it picks depends on the order Spark reads the files; use min or max",
+    "percentile_cont": "a percentile is not maintained; the share of a group at or below a value t is: "
+                       "avg(CASE WHEN x <= t THEN 1.0 ELSE 0.0 END)",
+    "percentile_disc": "a percentile is not maintained; the share of a group at or below a value t is: "
+                       "avg(CASE WHEN x <= t THEN 1.0 ELSE 0.0 END)",
 }
 # What to write instead of a window function, for every refusal of one (OVER, WINDOW, QUALIFY)
 WINDOW_HINT = ("for a total per group use GROUP BY (joined back to the rows if they are needed); for the top rows "
@@ -122,6 +126,9 @@ class ExprBinder:
             raise self._err(UnsupportedError, "UNSUPPORTED_WINDOW",
                             "window functions (OVER …) are not supported in a continuous query", node,
                             WINDOW_HINT, construct="window")
+        if isinstance(node, exp.WithinGroup):  # percentile_cont(p) WITHIN GROUP (ORDER BY x), …
+            inner = node.this
+            raise self._unsupported_agg(node, inner.sql_name().lower() if isinstance(inner, exp.Func) else "WITHIN GROUP")
         if isinstance(node, exp.AggFunc):  # every aggregate not bound above
             raise self._unsupported_agg(node, _UNSUPPORTED_AGGS.get(type(node)) or node.sql_name().lower())
         if isinstance(node, exp.Func):
