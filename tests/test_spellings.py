@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import streamfold
-from streamfold.errors import BindError
+from streamfold.errors import BindError, UnsupportedError
 
 SCHEMAS = {"F": "cid INT, pid INT, amount DOUBLE, status STRING, d DATE, ts TIMESTAMP, _weight BIGINT",
            "C": "cid INT, region STRING, _weight BIGINT"}
@@ -141,3 +141,13 @@ def test_a_natural_join_is_a_using_join_on_the_shared_columns():
     with pytest.raises(BindError) as e:  # two left columns of that name, neither merged
         streamfold.compile("SELECT * FROM F JOIN C ON F.cid = C.cid NATURAL JOIN H", schemas)
     assert e.value.code == "AMBIGUOUS_COLUMN" and "USING" in e.value.hint
+
+
+def test_count_distinct_over_several_columns_is_refused_where_a_value_is_not_its_text():
+    schemas = {"F": "a INT, x DOUBLE, s STRING"}
+    plan = streamfold.compile("SELECT count(DISTINCT a, s) FROM F", schemas)
+    assert plan.answer.output == ("count(DISTINCT a, s)",)  # Spark's name for the column
+    for sql in ("SELECT count(DISTINCT a, x) FROM F", "SELECT sum(DISTINCT a, a) FROM F"):
+        with pytest.raises(UnsupportedError) as e:
+            streamfold.compile(sql, schemas)
+        assert e.value.code == "UNSUPPORTED_AGGREGATE" and e.value.hint

@@ -110,3 +110,29 @@ def test_a_distinct_relation_joined_with_itself_is_kept_apart(spark, tmp_path, s
 ], ids=["inner-aggregated", "dimension-first", "left-star"])
 def test_a_natural_join_compares_the_columns_both_sides_have(spark, tmp_path, sql, oracle):
     _run(spark, tmp_path, sql, oracle_sql=oracle)
+
+
+def test_count_distinct_over_several_columns_counts_tuples_without_a_null(spark, tmp_path):
+    # DuckDB counts a row value even with a NULL member: the oracle says which tuples count
+    _run(spark, tmp_path,
+         "SELECT cid, count(DISTINCT qty, note) AS n, count(DISTINCT note, d, price) AS m, count(*) AS k "
+         "FROM F GROUP BY cid",
+         uses="F",
+         oracle_sql="SELECT cid, count(DISTINCT CASE WHEN qty IS NOT NULL AND note IS NOT NULL "
+                    "THEN struct_pack(q := qty, t := note) END) AS n, "
+                    "count(DISTINCT CASE WHEN note IS NOT NULL AND d IS NOT NULL AND price IS NOT NULL "
+                    "THEN struct_pack(t := note, d := d, p := price) END) AS m, count(*) AS k FROM F GROUP BY cid")
+
+
+def test_count_distinct_tuples_are_told_apart_when_their_texts_run_together(spark, tmp_path):
+    # ('a:', 'b') and ('a', ':b'), (1, '2') and (12, ''): equal texts once concatenated
+    P = Source("P", (("k", "INT"), ("a", "STRING"), ("b", "STRING"), ("n", "INT"), ("t", "STRING")), weighted=True)
+    rows = [(1, "a:", "b", 1, "2"), (1, "a", ":b", 12, ""), (1, "a", ":b", 12, ""), (2, "", "", None, "x"),
+            (2, ":", "", 0, ":")]
+    batches = [{"P": [r + (1,) for r in rows[:3]]}, {"P": [r + (1,) for r in rows[3:]]},
+               {"P": [rows[0] + (-1,)]}]
+    check_stream(spark, str(tmp_path), "SELECT k, count(DISTINCT a, b) AS ab, count(DISTINCT n, t) AS nt FROM P "
+                 "GROUP BY k", [P], batches,
+                 oracle_sql="SELECT k, count(DISTINCT CASE WHEN a IS NOT NULL AND b IS NOT NULL THEN "
+                            "struct_pack(a := a, b := b) END) AS ab, count(DISTINCT CASE WHEN n IS NOT NULL AND t IS "
+                            "NOT NULL THEN struct_pack(n := n, t := t) END) AS nt FROM P GROUP BY k")

@@ -580,13 +580,9 @@ class ExprBinder:
         if isinstance(inner, exp.Distinct):
             distinct = True
             if len(inner.expressions) != 1 or isinstance(inner.expressions[0], exp.Star):
-                raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
-                                f"{fn}(DISTINCT …) over several columns is not supported", node,
-                                "count the rows of a SELECT DISTINCT in a derived table, without the rows "
-                                "with a NULL (which count(DISTINCT a, b) skips): SELECT count(*) FROM "
-                                "(SELECT DISTINCT a, b FROM … WHERE a IS NOT NULL AND b IS NOT NULL) t",
-                                function=fn)
-            inner = inner.expressions[0]
+                inner = self._distinct_tuple(node, fn, inner)
+            else:
+                inner = inner.expressions[0]
         self._in_agg = True
         try:
             if inner is None or isinstance(inner, exp.Star):
@@ -601,6 +597,43 @@ class ExprBinder:
             args = ()  # count(1) is count(*)
         agg = Agg(fn, args, distinct, self._agg_type(node, fn, args))
         return self.on_agg(agg, node)
+
+    def _distinct_tuple(self, node: exp.Expr, fn: str, distinct: exp.Distinct) -> exp.Expr:
+        """``count(DISTINCT a, b, …)`` counts the distinct tuples without a NULL: it is the count of
+        one distinct value per tuple, NULL where a member is NULL — the members' texts, each but
+        the last prefixed by its length, which tells the tuples apart when their texts are equal
+        run together::
+
+            count(DISTINCT a, b)  →  count(DISTINCT CASE WHEN a IS NOT NULL AND b IS NOT NULL
+                                       THEN concat(length(CAST(a AS STRING)), ':', CAST(a AS STRING), ':', CAST(b AS STRING)) END)
+
+        That is exact where a value's text is the value: not for FLOAT and DOUBLE (Spark counts -0.0
+        as 0.0 and every NaN as one, their texts differ) nor nested types, which are refused."""
+        members = list(distinct.expressions)
+        if fn != "count" or any(isinstance(m, exp.Star) for m in members):
+            raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"{fn}(DISTINCT …) over several columns is not "
+                            "supported", node, "name the columns: count(DISTINCT a, b, …) counts the distinct tuples"
+                            if fn == "count" else "only count(DISTINCT …) takes several columns", function=fn)
+        self._in_agg = True
+        try:
+            types = [self.bind(m).type for m in members]
+        finally:
+            self._in_agg = False
+        for m, t in zip(members, types):
+            if not (t.is_integral or t.is_decimal or t.is_string or t.is_datetime or t.name in ("BOOLEAN", "NULL")):
+                raise self._err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
+                                f"count(DISTINCT …) over several columns with a {t.sql()} column (`{m.sql('spark')}`) "
+                                "is not supported", node,
+                                "count the rows of a SELECT DISTINCT in a derived table, without the rows with a NULL "
+                                "(which count(DISTINCT a, b) skips): SELECT count(*) FROM (SELECT DISTINCT a, b FROM … "
+                                "WHERE a IS NOT NULL AND b IS NOT NULL) t", function=fn, actual=t.sql())
+        texts = [exp.cast(m.copy(), "STRING") for m in members]
+        parts: list[exp.Expr] = []
+        for text in texts[:-1]:
+            parts += [exp.Length(this=text.copy()), exp.Literal.string(":"), text, exp.Literal.string(":")]
+        parts.append(texts[-1])
+        present = exp.and_(*(exp.Not(this=exp.Is(this=m.copy(), expression=exp.Null())) for m in members))
+        return exp.Case(ifs=[exp.If(this=present, true=exp.Concat(expressions=parts))])
 
     def _agg_type(self, node: exp.Expr, fn: str, args: tuple[Expr, ...]) -> DataType:
         if fn == "count":
