@@ -136,3 +136,12 @@ def test_count_distinct_tuples_are_told_apart_when_their_texts_run_together(spar
                  oracle_sql="SELECT k, count(DISTINCT CASE WHEN a IS NOT NULL AND b IS NOT NULL THEN "
                             "struct_pack(a := a, b := b) END) AS ab, count(DISTINCT CASE WHEN n IS NOT NULL AND t IS "
                             "NOT NULL THEN struct_pack(n := n, t := t) END) AS nt FROM P GROUP BY k")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT regexp_extract(note, '([A-Za-z]+)', 1) AS w, count(*) AS n FROM F GROUP BY 1",
+    "SELECT fid, regexp_extract(note, '([a-z]+)-([0-9])', 2) AS digit FROM F WHERE note RLIKE '^F' OR regexp_like(note, 'e')",
+    "SELECT cid, count(*) AS n FROM F WHERE NOT note RLIKE '[0-9]' GROUP BY cid",
+], ids=["extract-grouped", "extract-rlike-regexp-like", "not-rlike"])
+def test_regular_expressions_are_maintained(spark, tmp_path, sql):
+    _run(spark, tmp_path, sql, uses="F")

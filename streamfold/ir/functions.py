@@ -66,7 +66,7 @@ def _floor_ceil(args: Sequence[DataType]) -> DataType:
 _STRING_FUNCS = (
     "upper", "lower", "ucase", "lcase", "substring", "substr", "concat", "concat_ws", "trim", "ltrim",
     "rtrim", "btrim", "replace", "lpad", "rpad", "left", "right", "repeat", "initcap",
-    "split_part", "regexp_replace", "translate", "date_format",
+    "split_part", "regexp_replace", "regexp_extract", "translate", "date_format",
 )
 _INT_FUNCS = (
     "length", "char_length", "character_length", "instr", "locate", "position", "ascii",
@@ -77,7 +77,7 @@ _DOUBLE_FUNCS = (
     "sqrt", "exp", "ln", "log10", "log2", "log", "power", "pow", "sin", "cos", "tan", "asin",
     "acos", "atan", "atan2", "degrees", "radians", "cbrt", "sign", "signum",
 )
-_BOOL_FUNCS = ("startswith", "endswith", "contains", "starts_with", "ends_with")
+_BOOL_FUNCS = ("startswith", "endswith", "contains", "starts_with", "ends_with", "rlike", "regexp_like")
 
 FUNCTIONS: dict[str, TypeRule] = {}
 FUNCTIONS.update({f: _fixed(STRING) for f in _STRING_FUNCS})
