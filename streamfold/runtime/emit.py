@@ -52,8 +52,8 @@ def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str
     """Write several small results computed by one Spark job (of ``tasks`` tasks, if given).
 
     ``parts`` are (SQL, target directory, its (column, Spark type) pairs). The results are stacked into one
-    relation — a tag column says which part a row belongs to, every part's columns are present
-    and NULL in the other parts' rows — collected once as Arrow, and split on the driver.
+    relation — a tag column says which part a row belongs to, and the parts share its columns by
+    type (:func:`.lowering.stack`) — collected once as Arrow, and split on the driver.
     Row order within a part is kept (UNION ALL concatenates its inputs' partitions in order),
     so an ordered snapshot stays ordered — and so does coalescing into one task, which reads its
     inputs' partitions in order (with more tasks, partitions are grouped by locality: ``tasks``
