@@ -205,22 +205,26 @@ def _restart_process(sql: str, source: str, scratch: str, live: list[tuple]) -> 
     commit = os.path.join(scratch, "commits", f"{0:06d}.json")
     args = [sys.executable, "-m", "streamfold", "run", sql, "--source", f"S={source}", "--output", scratch,
             "--trigger", "0.02", "--quiet"]
+    log = f"{scratch}.log"  # its output, read if it fails (a pipe left unread could fill and stall it)
     t0 = time.monotonic()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    try:
-        while not os.path.exists(commit):
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
-                raise RuntimeError(f"streamfold run exited with code {proc.returncode}: {' | '.join(err[-3:])}")
-            time.sleep(0.01)
-        seconds = time.monotonic() - t0
-    finally:
-        proc.terminate()
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            while not os.path.exists(commit):
+                if proc.poll() is not None:
+                    with open(log, encoding="utf-8", errors="replace") as fh:
+                        tail = fh.read().strip().splitlines()[-3:]
+                    raise RuntimeError(f"streamfold run exited with code {proc.returncode}: {' | '.join(tail)}")
+                time.sleep(0.01)
+            seconds = time.monotonic() - t0
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    os.remove(log)
     matches = compare(live, read_rows(os.path.join(scratch, "snapshots", f"{0:06d}"))).matches
     shutil.rmtree(scratch, ignore_errors=True)
     return round(seconds, 4), matches
