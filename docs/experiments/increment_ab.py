@@ -1,7 +1,8 @@
 """The seed's groupBy in process, 1M-row history then N increments of 40K rows: the median time of
 a warm increment (increments 11–N), for A/B runs of a change in separate JVMs (docs/benchmarks.md,
 "Stop 41"). CONF passes Spark settings; JIT=1 prints, per increment, the CPU seconds of the JVM's
-threads by group (the JIT compilers, the executor's task, …) read from /proc.
+threads by group (the JIT compilers, the executor's task, …) read from /proc; PROFILE=1 prints the
+waterfall of the last increment (as `streamfold run --profile` writes it).
 
     .venv/bin/python docs/experiments/increment_ab.py                                              # as it is
     CONF=spark.task.maxDirectResultSize=1m .venv/bin/python docs/experiments/increment_ab.py       # a setting
@@ -11,7 +12,6 @@ import glob
 import os
 import shutil
 import statistics
-import sys
 import time
 
 import streamfold
@@ -55,7 +55,8 @@ def jvm_threads() -> dict[str, float]:
 
 
 os.link(f"{data}/{files[0]}", f"{root}/S/{files[0]}")
-q = streamfold.start(GROUPBY_SQL, {"S": f"{root}/S"}, f"{root}/out", spark=spark, background=False)
+q = streamfold.start(GROUPBY_SQL, {"S": f"{root}/S"}, f"{root}/out", spark=spark, background=False,
+                     profile=bool(os.environ.get("PROFILE")))
 q.process_available()
 times = []
 for k, name in enumerate(files[1:N + 1], 1):
@@ -68,6 +69,8 @@ for k, name in enumerate(files[1:N + 1], 1):
         after = jvm_threads()
         spent = sorted(((g, after[g] - before.get(g, 0.0)) for g in after), key=lambda gv: -gv[1])[:4]
         print(k, f"{times[-1] * 1000:.0f} ms", " ".join(f"{g}={v:.2f}" for g, v in spent))
+if os.environ.get("PROFILE"):
+    print("\n".join(q.results[-1].waterfall().lines()))
 q.stop()
 shutil.rmtree(root, ignore_errors=True)
 warm = times[10:]
