@@ -32,12 +32,12 @@ import random
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from typing import Any
 
 from ..verify import compare, read_rows
 from .data import write_pairs
+from .systems.cli import run_command
 
 PAUSE_SQL = "SELECT x, count(DISTINCT y) AS d, avg(y) AS a, max(y) AS m FROM S GROUP BY x"
 RECONFIGURE_SQL = "SELECT x, count(*) AS n, avg(y) AS a{more} FROM S GROUP BY x HAVING count(*) > {threshold}"
@@ -203,8 +203,7 @@ def _restart_process(sql: str, source: str, scratch: str, live: list[tuple]) -> 
     """``streamfold run sql`` as a new process over ``source``: seconds from its start to its batch
     0's commit, and whether that snapshot equals ``live``. The process is stopped afterwards."""
     commit = os.path.join(scratch, "commits", f"{0:06d}.json")
-    args = [sys.executable, "-m", "streamfold", "run", sql, "--source", f"S={source}", "--output", scratch,
-            "--trigger", "0.02", "--quiet"]
+    args = run_command(sql, {"S": source}, scratch)
     log = f"{scratch}.log"  # its output, read if it fails (a pipe left unread could fill and stall it)
     t0 = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ControlError, StreamfoldError, UsageError
 from ..runtime.checkpoint import batch_name
-from ..runtime.hooks import Boundary, ControlFlow, Pending, RedoBatch
+from ..runtime.hooks import Boundary, ControlFlow, Pending, PollWait, RedoBatch
 from ..runtime.inputs import first_line
 from . import inspect as inspection
 from .breakpoints import KINDS, Breakpoint, Hit, check_condition, evaluate, parse_condition, target_schema
@@ -78,7 +78,7 @@ class Controller:
         self._committed_through = -1  # the last batch committed: a pause after its commit redoes nothing
         self._state = ""
         self._scratch: Any = None
-        self._wake = threading.Event()  # set when an action should not wait for the next poll
+        self._poll = PollWait()  # woken when an action should not wait for the next poll
 
     # -- set-up ----------------------------------------------------------------------------------
     def attach(self, engine: Engine) -> None:
@@ -240,16 +240,14 @@ class Controller:
     def idle(self, seconds: float, stop: threading.Event) -> None:
         """Wait for the next poll; a reconfiguration asked for meanwhile ends the wait, so it
         applies at once when no batch is running (rather than after the trigger interval)."""
-        if not stop.is_set():  # a stop closes the controller, which sets the wake too
-            self._wake.wait(seconds)
-        self._wake.clear()
+        self._poll.idle(seconds, stop)
 
     def wake(self) -> None:
-        self._wake.set()
+        self._poll.wake()
 
     def close(self) -> None:
         self.gate.close()
-        self._wake.set()
+        self._poll.wake()
         self.events.emit("stopped")
 
     # -- Spark job tags: how a pause cancels the query's running steps ---------------------------

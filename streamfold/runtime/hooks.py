@@ -121,11 +121,28 @@ class BatchControl(Protocol):
         """The query stops: release whatever waits (it unwinds with :class:`QueryStopped`)."""
 
 
+class PollWait:
+    """The wait between two polls, which :meth:`wake` ends early (a file landed: :mod:`.watch`; an
+    action for the next boundary; the query stopping). Shared by :class:`NoControl` and the
+    controller."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def idle(self, seconds: float, stop: threading.Event) -> None:
+        if not stop.is_set():  # a stop closes the hooks, which wakes this too
+            self._event.wait(seconds)
+        self._event.clear()
+
+    def wake(self) -> None:
+        self._event.set()
+
+
 class NoControl:
     """The batch loop without a controller: every point passes through."""
 
     def __init__(self) -> None:
-        self._wake = threading.Event()  # ends the wait between polls: a file landed, or a stop
+        self._poll = PollWait()
 
     def plan_at(self, batch: int) -> IncrementalPlan | None:
         return None
@@ -152,12 +169,10 @@ class NoControl:
         pass
 
     def idle(self, seconds: float, stop: threading.Event) -> None:
-        if not stop.is_set():  # a stop closes the hooks, which sets the wake too
-            self._wake.wait(seconds)
-        self._wake.clear()
+        self._poll.idle(seconds, stop)
 
     def wake(self) -> None:
-        self._wake.set()
+        self._poll.wake()
 
     def close(self) -> None:
-        self._wake.set()
+        self._poll.wake()

@@ -28,6 +28,17 @@ POLL_S = 0.002  # how often the reader looks for the commit
 TRIGGER_S = 0.02  # how often `streamfold run` looks for new files
 
 
+def run_command(sql: str, sources: dict[str, str], output: str, tables: dict[str, str] | None = None) -> list[str]:
+    """The command line of ``streamfold run`` over these sources and tables, as a user types it,
+    polling every :data:`TRIGGER_S` seconds (this interpreter: the project's environment)."""
+    args = [sys.executable, "-m", "streamfold", "run", sql, "--output", output, "--trigger", str(TRIGGER_S), "--quiet"]
+    for name, path in sources.items():
+        args += ["--source", f"{name}={path}"]
+    for name, path in (tables or {}).items():
+        args += ["--table", f"{name}={path}"]
+    return args
+
+
 class CliSystem(System):
     name = "streamfold-cli"
     commit_means = (f"commits/<batch>.json of `streamfold run --trigger {TRIGGER_S}` (its own process) seen by a "
@@ -39,12 +50,7 @@ class CliSystem(System):
     def start(self) -> None:
         self.out = os.path.join(self.ctx.work, "out")
         self.commits = os.path.join(self.out, "commits")
-        args = [sys.executable, "-m", "streamfold", "run", self.ctx.workload.sql, "--output", self.out,
-                "--trigger", str(TRIGGER_S), "--quiet"]
-        for name, path in self.ctx.dirs.items():
-            args += ["--source", f"{name}={path}"]
-        for name, path in self.ctx.tables.items():
-            args += ["--table", f"{name}={path}"]
+        args = run_command(self.ctx.workload.sql, self.ctx.dirs, self.out, self.ctx.tables)
         self.log_path = os.path.join(self.ctx.work, "streamfold-run.log")
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - held until close()
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
