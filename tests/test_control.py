@@ -64,8 +64,8 @@ def test_a_pause_inside_a_batch_waits_at_a_step_boundary_and_commits_nothing_unt
     sql = "SELECT k, count(DISTINCT v) AS d, sum(v) AS s FROM S GROUP BY k"  # two states, two steps
     holder: dict = {}
 
-    def progress(message: str) -> None:  # the engine's thread, inside batch 1's first step
-        if message.startswith("batch 000001: Δ") and "q" in holder and not holder.get("asked"):
+    def progress(message: str) -> None:  # the engine's thread, inside batch 1 (one prepared job: its answer step)
+        if message.startswith(("batch 000001: Δ", "batch 000001: answer")) and "q" in holder and not holder.get("asked"):
             holder["asked"] = True
             holder["q"].pause(wait=False)
 

@@ -1,7 +1,8 @@
 """Prepared plans (streamfold/runtime/prepared.py): a warm batch runs plans built once.
 
-The differential suite's streams are short (three batches at most: batch 0, the capture — which
-gathers batch 0's states into one partition when they are small — and one replay), so here
+The differential suite's streams are short (three batches at most: batch 0, after whose commit
+batch 1's plans are captured ahead — gathering batch 0's states into one partition when they are
+small — and replays), so here
 streams are long enough for the prepared plans to run batch after batch — with deletions, batches that bring no rows for a source, and a
 large batch in the middle that runs the plain way and hands the states back — and every
 snapshot and changes file is checked against DuckDB as in tests/test_differential.py.
@@ -42,27 +43,35 @@ _counter = itertools.count()
 
 
 class _Watch:
-    """Counts the batches the prepared plans ran, and why a capture was refused."""
+    """Counts the batches the prepared plans ran, the captures made ahead of their batch, and why
+    a capture was refused."""
 
     def __init__(self) -> None:
         self.replays = 0
+        self.ahead = 0
         self.refused: Counter[str] = Counter()
 
     def __enter__(self) -> _Watch:
-        run, captured = Prepared.run, Prepared.captured
+        run, plan_outputs, captured_ahead = Prepared.run, Prepared.plan_outputs, Prepared.captured_ahead
         watch = self
 
         def counted_run(prepared: Prepared):  # type: ignore[no-untyped-def]
             watch.replays += 1
             return run(prepared)
 
-        def noted(prepared: Prepared) -> None:
+        def noted(prepared: Prepared, stacked) -> bool:  # type: ignore[no-untyped-def]
+            planned = plan_outputs(prepared, stacked)
             if prepared.refused is not None:
                 watch.refused[prepared.refused] += 1
-            captured(prepared)
+            return planned
+
+        def counted_ahead(prepared: Prepared) -> None:
+            watch.ahead += prepared.refused is None
+            captured_ahead(prepared)
 
         self._patches = [mock.patch.object(Prepared, "run", counted_run),
-                         mock.patch.object(Prepared, "captured", noted)]
+                         mock.patch.object(Prepared, "plan_outputs", noted),
+                         mock.patch.object(Prepared, "captured_ahead", counted_ahead)]
         for p in self._patches:
             p.start()
         return self
@@ -88,9 +97,11 @@ def test_prepared_batches_equal_duckdb_with_deletions(spark, tmp_path_factory, m
     tmp = str(tmp_path_factory.mktemp(f"prepared-{qid}-{next(_counter)}"))
     with _Watch() as watch:
         check_stream(spark, tmp, sql, sources, batches, tables, ordered=ordered, oracle_sql=ORACLE_SQL.get(qid))
-    # Batch 0 is planned as a whole, batch 1 is the capture (single: it also gathers batch 0's states
-    # into one partition): every later batch runs the prepared plans unless the plan was refused.
-    assert not watch.refused and watch.replays == len(batches) - 2, (qid, watch.replays, dict(watch.refused))
+    # Batch 0 is planned as a whole, and after its commit batch 1's plans are captured ahead (single:
+    # gathering batch 0's states into one partition): every later batch runs the prepared plans
+    # unless the plan was refused.
+    assert not watch.refused and watch.ahead == 1 and watch.replays == len(batches) - 1, \
+        (qid, watch.replays, dict(watch.refused))
 
 
 def test_a_large_batch_runs_the_plain_way_and_the_next_ones_are_prepared_again(spark, tmp_path, monkeypatch):
@@ -106,9 +117,9 @@ def test_a_large_batch_runs_the_plain_way_and_the_next_ones_are_prepared_again(s
         run = check_stream(spark, str(tmp_path), sql, [r], [{"R": b} for b in rows])
     assert run.batches == 12
     assert not watch.refused
-    # batch 1 captures, 2–4 replay; 5 is large (plain), 6 captures again (gathering the state into
-    # one partition), 7–11 replay
-    assert watch.replays == 8, watch.replays
+    # batch 1's plans are captured ahead, 1–4 replay; 5 is large (plain), 6 captures again (gathering
+    # the state into one partition), 7–11 replay
+    assert watch.replays == 9 and watch.ahead == 1, watch.replays
 
 
 def test_a_plan_that_keeps_a_value_between_jobs_is_planned_batch_by_batch(spark, tmp_path, monkeypatch):
@@ -123,7 +134,7 @@ def test_a_plan_that_keeps_a_value_between_jobs_is_planned_batch_by_batch(spark,
     batches = [{"R": [(i % 4, i, 1) for i in range(k, k + 5)] + ([(k % 4, k, -1)] if k else [])} for k in range(7)]
     with _Watch() as watch:
         check_stream(spark, str(tmp_path), sql, [r], batches)
-    assert watch.replays == 0
+    assert watch.replays == 0 and watch.ahead == 0
     assert list(watch.refused) == ["the plan Project over a batch's rows"]
 
 
@@ -188,5 +199,5 @@ def test_a_state_larger_than_the_outputs_keeps_the_batches_prepared(spark, tmp_p
         run = check_stream(spark, str(tmp_path), sql, [r, s], batches)
     assert run.batches == 8 and not watch.refused
     # the states hold 40+ rows from batch 3 on (past SMALL_ROWS with four rows per input row):
-    # every batch after the capture (batch 1) is replayed
-    assert watch.replays == 6, watch.replays
+    # every batch after batch 0 is replayed (batch 1's plans captured ahead)
+    assert watch.replays == 7, watch.replays

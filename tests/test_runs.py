@@ -200,12 +200,14 @@ def test_inspection_sees_a_state_in_runs_one_row_per_key(spark, tmp_path, monkey
         q.stop()
 
 
-def test_after_a_large_history_the_first_increment_is_the_capture(spark, tmp_path, monkeypatch):
+def test_after_a_large_history_the_first_increment_is_prepared(spark, tmp_path, monkeypatch):
     """A merge into nothing — batch 0's history, the first merge into an empty tail — counts every
     key it holds as touched (Spark drops a union with an empty side, and the delta's row count
     with it), so the engine sizes the next batch's outputs from it instead of from the states'
-    rows: with the bound of a lazy batch below the history's rows, batch 1 is the capture and the
-    batches after replay (before, at SF 1: batches 1 and 2 planned eagerly, the capture at 3)."""
+    rows: with the bound of a lazy batch below the history's rows, batch 1's plans are captured
+    after batch 0's commit (over the base and its empty tail) and batch 1 on replays them, each
+    counting the keys it touched (before, at SF 1: batches 1 and 2 planned eagerly, the capture at
+    3; until stop 42 batch 1 was the capture)."""
     monkeypatch.setattr(engine_module, "SMALL_ROWS", 100)  # the history's 400 rows are "large"
     q, r, s, dirs = _join_sum_in_runs(spark, tmp_path, monkeypatch)
     try:
@@ -220,7 +222,7 @@ def test_after_a_large_history_the_first_increment_is_the_capture(spark, tmp_pat
             assert q.process_available() is not None
             assert all(t is not None for t in store.touched.values()), f"batch {i}: {store.touched}"
         assert set(store.bases) == {"in_R", "in_S"}
-        assert [q.commit(b).get("prepared") for b in range(4)] == [None, "capture", "replay", "replay"]
+        assert [q.commit(b).get("prepared") for b in range(4)] == [None, "replay", "replay", "replay"]
         got = sorted(tuple(x) for x in q.snapshot_pandas().itertuples(index=False, name=None))
         r_rows = [(i % 3, i) for i in range(200)] + [(i, 300 + i) for i in range(1, 4)]
         s_all = [(i, i) for i in range(200)] + [(300 + i, 1) for i in range(1, 4)] + [(i, 2) for i in range(1, 4)]

@@ -50,6 +50,27 @@ def test_auto_measures_incremental_then_probes_a_recompute_before_choosing():
     assert "incremental" in second.reason and not second.probe
 
 
+def test_an_empty_increment_measured_after_the_build_decides_the_first_batch():
+    """After the history's commit the engine runs the prepared plans once over no rows (the floor
+    under an incremental batch) and probes a recompute: batch 1 is a recompute when even the
+    floor costs more, else incremental and measured; a rebuild forgets the floor."""
+    model = _built(CostModel("auto"), 1000, 2.0)
+    model.observe_floor(3.0)
+    model.observe("probe", False, 0, 1000, 0.5)
+    first = model.choose(False, 10, 1000, preparable=True)
+    assert first.strategy == "recompute" and "at least" in first.reason
+    assert first.estimates["incremental"] == pytest.approx(3.0 + 10 * 2.0 / 1000)
+    cheap = _built(CostModel("auto"), 1000, 2.0)
+    cheap.observe_floor(0.1)
+    cheap.observe("probe", False, 0, 1000, 0.5)
+    first = cheap.choose(False, 10, 1000, preparable=True)
+    assert (first.strategy, first.probe) == ("incremental", False)  # a recompute is measured already
+    cheap.observe("incremental", False, 10, 1010, 0.9, warm=True)  # a measured batch replaces the floor
+    assert cheap.choose(False, 10, 1010, preparable=True).strategy == "recompute"
+    cheap.observe("rebuild", False, 0, 1010, 2.0)
+    assert cheap.floor is None
+
+
 def test_with_prepared_plans_a_warm_batch_is_measured_before_a_recompute_and_is_what_incremental_costs():
     """The batches after a build that lay the states out and capture the plans cost several warm
     batches; they are not what an incremental batch costs from then on. (Without this, 19 of 22
@@ -233,6 +254,42 @@ def streamfold_commit(directory: str, name: str) -> dict:
 
     with open(os.path.join(directory, name)) as f:
         return json.load(f)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("floor", [0.0, 1e6])
+def test_under_auto_the_first_increment_is_chosen_on_an_empty_increment_run_after_the_history(
+        spark, tmp_path, monkeypatch, floor):
+    """The prepared plans' run over no rows after batch 0 (here given its seconds) and the probe
+    beside it decide batch 1: a recompute when even an empty increment costs more than a
+    recompute, else a replay of the plans captured ahead; every answer as DuckDB's."""
+    from streamfold.runtime.prepared import Prepared
+
+    if not Prepared.available(spark):
+        pytest.skip("the JVM helpers are not loaded")
+    run_empty = Prepared.run_empty
+    runs: list[float] = []
+
+    def given_seconds(self: Prepared) -> float:
+        run_empty(self)  # (the job runs: what it kept is freed)
+        runs.append(floor)
+        return floor
+
+    monkeypatch.setattr(Prepared, "run_empty", given_seconds)
+    sql = "SELECT a, count(*) AS n, sum(b) AS t FROM R GROUP BY a"
+    r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
+    rng = random.Random(f"floor {floor}")
+    batches = [{"R": [(rng.randrange(4), rng.randrange(50), 1) for _ in range(8)]} for _ in range(4)]
+    batches[2]["R"].append(batches[0]["R"][0][:2] + (-1,))  # a deletion
+    check_stream(spark, str(tmp_path), sql, [r], batches, strategy="auto")
+    commits = os.path.join(str(tmp_path), "out", "commits")
+    records = [streamfold_commit(commits, n) for n in sorted(os.listdir(commits))]
+    if floor:
+        assert records[1]["strategy"] == "recompute" and "at least" in records[1]["cost"]["reason"], records[1]
+        assert runs == [floor, floor]  # run again: it decided the choice
+    else:
+        assert (records[1]["strategy"], records[1].get("prepared")) == ("incremental", "replay"), records[1]
+        assert runs == [floor]
 
 
 @pytest.mark.spark

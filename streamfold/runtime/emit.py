@@ -46,7 +46,7 @@ def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
     return rows
 
 
-def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str]]]],
+def emit_together(spark: object, parts: Sequence[tuple[str, str, Columns]],
                   tasks: int | None = None, part: Part = no_part,
                   collect: Callable[[DataFrame], pa.Table] | None = None) -> list[int]:
     """Write several small results computed by one Spark job (of ``tasks`` tasks, if given).
@@ -61,13 +61,18 @@ def emit_together(spark: object, parts: list[tuple[str, str, list[tuple[str, str
     if given, runs the stacked frame instead of ``toArrow`` (prepared plans: prepared.py).
     """
     with part("analyse outputs"):
-        stacked = spark.sql(stack([(sql, cols) for sql, _, cols in parts]))  # type: ignore[attr-defined]
-        if tasks is not None:
-            stacked = stacked.coalesce(tasks)
+        stacked = stacked_frame(spark, [(sql, cols) for sql, _, cols in parts], tasks)
     with part("plan + job + Arrow"):
         table = stacked.toArrow() if collect is None else collect(stacked)
     with part("write files"):
         return write_parts(table, [(final, cols) for _, final, cols in parts])
+
+
+def stacked_frame(spark: object, parts: list[tuple[str, Columns]], tasks: int | None = None) -> DataFrame:
+    """The parts (SQL, its (column, Spark type) pairs) stacked into one relation
+    (:func:`.lowering.stack`), in ``tasks`` tasks if given."""
+    stacked = spark.sql(stack(parts))  # type: ignore[attr-defined]
+    return stacked.coalesce(tasks) if tasks is not None else stacked
 
 
 def write_parts(table: pa.Table, parts: Sequence[tuple[str, Columns]]) -> list[int]:

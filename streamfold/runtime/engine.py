@@ -40,11 +40,11 @@ from . import files, lowering
 from .answer import AnswerSql
 from .batch import BatchReads, parallel
 from .checkpoint import Checkpoint, OutputDir, batch_name
-from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together, write_parts
+from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together, stacked_frame, write_parts
 from .failures import batch_failure
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
-from .lowering import HybridLayout
+from .lowering import Columns, HybridLayout
 from .profile import Profiler, Waterfall
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .matrices import MatrixDriver
@@ -272,23 +272,32 @@ class Engine:
             if p.ready or p.keeps:  # its states are handed over as frames: the next capture starts afresh
                 self.prepared = Prepared(self.spark)
             return None
-        if p.ready:
-            return "replay"
         # A capture merges every state, as every replay then does; a state whose streams bring no
         # rows is otherwise left as it is, without a job. So the capture waits for a batch with
         # rows from every stream: a dimension given as a source (its one file in batch 0) is then
-        # never merged again, and its query runs batch by batch as before prepared plans.
-        if any(not rows.get(s.name, 0) for s in self.plan.streams):
+        # never merged again, and its query runs batch by batch as before prepared plans. Plans
+        # captured ahead of their first batch (_prepare_ahead) are given up on the same grounds.
+        every = all(rows.get(s.name, 0) for s in self.plan.streams)
+        if p.ready and p.ahead and not every:
+            self.prepared = Prepared(self.spark)
             return None
+        if p.ready:
+            return "replay"
+        if not every or not self._capturable():
+            return None
+        p.single = single  # states still hash-partitioned (batch 0's) are gathered by the capture
+        return "capture"
+
+    def _capturable(self) -> bool:
+        """Whether every state is held as a merge's rows, which a capture reads through slots."""
         for n in self.store.durable():
             backing = self.store.backing(n)  # (a state in runs with an empty tail: its base's merge)
             # not a merge's rows (restored, new), or the merge of another definition of the state (a
             # "from now on" reconfiguration transforms the state it had: its merge lacks the new columns)
             if (backing is None or "__touched" not in backing.columns
                     or not set(self.store.schemas[n].fieldNames()) <= set(backing.columns)):
-                return None
-        p.single = single  # states still hash-partitioned (batch 0's) are gathered by the capture
-        return "capture"
+                return False
+        return True
 
     def _recomputer_for(self, plan: IncrementalPlan) -> Recomputer | None:
         """The batch query as Spark runs it from scratch (the recompute strategy), where there is
@@ -630,13 +639,22 @@ class Engine:
         if self._probe is not None:
             with self._phase("probe: recompute measured"):
                 self._measure_recompute(batch, sum(rows.values()))
+        if batch == 0 and choice.strategy == "incremental" and self.cost.mode != "recompute":
+            with self._phase("prepare the next batch"):
+                self._prepare_ahead(batch, inputs)
+            if self.cost.mode == "auto" and self._recomputer is not None and self.prepared is not None \
+                    and self.prepared.ready:
+                with self._phase("calibrate: an empty increment and a recompute measured"):
+                    self._calibrate(batch, sum(rows.values()))
         profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings), profile, committed_at, committed_at - start)
 
-    def _capture(self, frames: dict[str, DataFrame], views: Views, inputs: dict[str, list[str]]) -> dict[str, DataFrame]:
+    def _capture(self, frames: dict[str, DataFrame], views: Views, inputs: dict[str, list[str]],
+                 ahead: bool = False) -> dict[str, DataFrame]:
         """Plan this batch over slots (prepared.py): its streams' rows and its states are read
-        through them, and its merges are kept per job. Returns the batch's frames so read."""
+        through them, and its merges are kept per job. Returns the batch's frames so read.
+        ``ahead``: planned before the batch (:meth:`_prepare_ahead`), its streams' slots empty."""
         p = self.prepared
         assert p is not None
         store = self.store
@@ -655,7 +673,73 @@ class Engine:
         self.store.keep = p.keep
         self._capturing = True
         p.plan_without_broadcasts()
-        return {n: p.stream(n, df, self._file_columns(n, inputs.get(n, []))) for n, df in frames.items()}
+        return {n: p.stream(n, df, self._file_columns(n, inputs.get(n, [])), ahead) for n, df in frames.items()}
+
+    def _prepare_ahead(self, batch: int, inputs: dict[str, list[str]]) -> None:
+        """After batch ``batch``'s commit (the history's), capture the next batch's plans ahead of
+        it, so that it is already a replay: without this the first increment plans every merge
+        and the outputs, builds the prepared plans and generates their code, and cost more than
+        a recompute on most TPC-H queries at SF 1 (docs/benchmarks.md, stop 42). The capture is
+        planned over the states as committed and each stream's last file of the batch (for its
+        columns and its scan, which later batches re-point), its streams' slots reading nothing;
+        no job runs, nothing is written, and the store is left as it was. The next batch runs the
+        plans if it fits them as a capture would have (_prepared_mode), else plans afresh."""
+        p = self.prepared
+        if (p is None or p.refused is not None or p.ready or p.keeps or self._boundary is not None or self._stale
+                or any(r is None for r in self.store.rows.values()) or not self._capturable()):
+            return
+        held = sum(r or 0 for r in self.store.rows.values())
+        if self._outputs_estimate(held, 0, False) > SMALL_ROWS:  # the next batch is planned eagerly
+            return
+        self.progress(f"batch {batch_name(batch)}: preparing the next batch's plans")
+        p.single = _ONE_PARTITION and held <= ONE_TASK_ROWS
+        views = Views(self.spark, f"ahead{batch + 1}")
+        temps: list[DataFrame] = []
+        put_back = self.store.hold()
+        timings, self._timings = self._timings, {}
+        last = {s.name: inputs[s.name][-1:] for s in self.plan.streams if inputs.get(s.name)}
+        frames, _, cached = self.reader.read(last, cache=self._reread)
+        try:
+            frames = self._capture({n: df.coalesce(1) for n, df in frames.items()}, views, last, ahead=True)
+            reads = self._reads(frames, {s.name: 0 for s in self.plan.streams}, False, p.single)
+            self._apply_h(batch + 1, reads, views, False, temps, guarded=False)
+            self.store.keep = None
+            outputs = self._outputs_sql(batch + 1, reads.merged, reads.new, views)
+            stacked = stacked_frame(self.spark, [(sql, cols) for sql, _, cols in outputs], self._tasks(held))
+            p.plan_outputs(stacked)
+            p.captured_ahead()
+        except Exception as e:  # noqa: BLE001 - the next batch plans afresh
+            log.info("streamfold: the next batch's plans were not prepared ahead (%s)", first_line(e))
+            self.prepared = Prepared(self.spark)
+        finally:
+            p.planned()
+            self._capturing = False
+            put_back()
+            self._timings = timings
+            self._release(views, temps, cached, None)
+
+    def _calibrate(self, batch: int, batch_rows: int) -> None:
+        """Under ``--strategy auto``, after the history's commit and the capture ahead: the
+        prepared plans run once over no rows — what an incremental batch costs at least — and a
+        recompute measured (the probe the first incremental batch would otherwise be followed
+        by). When even an increment of no rows costs more than a recompute, batch 1 is already a
+        recompute (docs/strategy.md): a query whose increments cost several recomputes (TPC-H
+        SF 1: Q21's 14 s against 4.8 s) no longer pays two of them to learn it. A first run in
+        this JVM pays code generation and JIT compilation that later ones do not: each is run
+        again when it decides the choice, and the lesser time kept."""
+        p = self.prepared
+        assert p is not None
+        self.progress(f"batch {batch_name(batch)}: measuring an empty increment and a recompute (cost model)")
+        try:
+            floor = p.run_empty()
+            self.cost.observe_floor(floor)
+            self._measure_recompute(batch, batch_rows)
+            recompute = self.cost.predicted("recompute", 0, self._history_rows)
+            if recompute is not None and floor > recompute:
+                self.cost.observe_floor(min(floor, p.run_empty()))
+        except Exception as e:  # noqa: BLE001 - then the first increments are measured as before
+            log.info("streamfold: the cost model was not calibrated after the history (%s)", first_line(e))
+            self.prepared = Prepared(self.spark)
 
     def _file_columns(self, stream: str, names: list[str]) -> tuple | None:
         """The columns the files of ``stream`` share (what a prepared file scan reads), or None."""
@@ -703,16 +787,18 @@ class Engine:
             release(df)
 
     def _apply_h(self, batch: int, reads: BatchReads, views: Views, eager: bool, temps: list[DataFrame],
-                 given: Mapping[str, DataFrame] | None = None, label: str = "") -> None:
+                 given: Mapping[str, DataFrame] | None = None, label: str = "", guarded: bool = True) -> None:
         """h and ⊗ over a batch's rows, level by level, into ``reads`` (each state's merge and its
         new and delta versions) and ``temps`` (what to release when the batch ends). A state in
-        ``given`` is not stepped: its merge's result is given (a state kept whole by a rebuild)."""
+        ``given`` is not stepped: its merge's result is given (a state kept whole by a rebuild).
+        Each step is a point of the controller's (``guarded``) unless the batch is only planned."""
         given = given or {}
         for level in self._levels:
             with self._phase("h ⊗ " + " ".join(s.state for s in level)):
                 todo = [s for s in level if s.state not in given]
-                done = parallel(self.spark, [partial(self.control.guard, batch, f"{label}Δ{s.state}",
-                                         partial(self._step, batch, s, reads, views, eager)) for s in todo])
+                steps = [partial(self._step, batch, s, reads, views, eager, guarded) for s in todo]
+                done = parallel(self.spark, [partial(self.control.guard, batch, f"{label}Δ{s.state}", step)
+                                             if guarded else step for s, step in zip(todo, steps)])
             results = [(s, given[s.state]) for s in level if s.state in given]
             for step, df in results + [pair for r in done for pair in r]:
                 if step is None:  # held until the batch ends
@@ -744,11 +830,12 @@ class Engine:
                        states=tuple(self.store.durable()))
 
     def _step(self, batch: int, step: Step, reads: BatchReads, views: Views,
-              eager: bool) -> list[tuple[Step | None, DataFrame]]:
+              eager: bool, shown: bool = True) -> list[tuple[Step | None, DataFrame]]:
         """Run one step of h: a temp result, or a state's delta merged into it (⊗); a loop step
         by its interpreter, which may give the results of its body's steps too, and DataFrames
-        to hold (step None)."""
-        self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
+        to hold (step None). ``shown``: reported as the batch's progress (not when only planned)."""
+        if shown:
+            self.progress(f"batch {batch_name(batch)}: Δ{step.state}")
         if self._reads_nothing_new(batch, step, reads):
             self._unchanged.add(step.state)
             if isinstance(step, Temp):
@@ -795,54 +882,63 @@ class Engine:
 
         ``lazy_reads`` bounds what the job reads when the merges are lazy (the states before the
         batch and its rows); eager merges are read from their checkpoints."""
-        states: dict[str, DataFrame | str] = {**self.store.current, **new}
         durable = self.store.durable()
         boundary = self._boundary
         whole = self._restate or (boundary is not None and boundary.whole)
         try:
-            with self._part("outputs' SQL (views)"):
-                snapshot = self.answer.snapshot(states, views)
-                if boundary is None:
-                    changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
-                else:  # a newly installed plan's first batch: its changes from the old plan's last answer
-                    changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark, states, views),
-                                                          views)
-                logs: dict[str, DataFrame | str]
-                if boundary is not None and not merged and not whole:  # h did not run: no state changed
-                    logs = {n: self.store.empty(n) for n in durable}
-                    log_dir = self.checkpoint.delta_dir(batch)
-                elif not whole:
-                    logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
-                    log_dir = self.checkpoint.delta_dir(batch)
-                else:  # its states whole: a restart restores them without the old plan's changelogs
-                    logs = {n: states[n] for n in durable}
-                    log_dir = self.checkpoint.base_dir(batch)
-                log = self.store.pack_sql(logs, views) if durable else None
-            outputs = [(snapshot, self.output.snapshot_path(batch)), (changes, self.output.changes_path(batch))]
-            if log is not None:
-                outputs.append((log, log_dir))
+            outputs = self._outputs_sql(batch, merged, new, views)
             # The merges' row counts bound every output: the snapshot by the answer's states, the
             # changes and changelog by the keys touched. Small ones are collected and written here.
             if eager:
                 self.store.count_rows()
             bound = self._rows_bound(merged if not whole and (boundary is None or merged) else durable)
             if not eager or bound <= SMALL_ROWS:
-                schemas = [self.answer.columns(), self.answer.columns(weight=True)]
-                if log is not None:
-                    schemas.append(self.store.pack_columns())
-                reads = bound if eager else lazy_reads
-                tasks = 1 if reads <= ONE_TASK_ROWS else None if self.plan.answer.order else self._cores
                 collect = self.prepared.outputs if self._capturing and self.prepared is not None else None
-                written = emit_together(self.spark, [(sql, target, cols)
-                                                     for (sql, target), cols in zip(outputs, schemas)], tasks,
-                                        self._part, collect)
+                written = emit_together(self.spark, [(sql, target, cols) for sql, target, cols in outputs],
+                                        self._tasks(bound if eager else lazy_reads), self._part, collect)
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
-                written += parallel(self.spark, [partial(self._emit, sql, target) for sql, target in outputs[1:]])
+                written += parallel(self.spark, [partial(self._emit, sql, target) for sql, target, _ in outputs[1:]])
         except Exception as e:  # noqa: BLE001
             raise batch_failure(batch, "write", "writing its answer", e, self._local) from e
         return written[0], written[1]
+
+    def _outputs_sql(self, batch: int, merged: dict[str, DataFrame], new: dict[str, DataFrame | str],
+                     views: Views) -> list[tuple[str, str, Columns]]:
+        """The batch's outputs as (SQL, target directory, (column, Spark type) pairs): its
+        snapshot, its changes and, for a plan with states, its changelog."""
+        states: dict[str, DataFrame | str] = {**self.store.current, **new}
+        durable = self.store.durable()
+        boundary = self._boundary
+        whole = self._restate or (boundary is not None and boundary.whole)
+        with self._part("outputs' SQL (views)"):
+            snapshot = self.answer.snapshot(states, views)
+            if boundary is None:
+                changes = self.answer.changes(batch == 0, merged, states, dict(self.store.current), views)
+            else:  # a newly installed plan's first batch: its changes from the old plan's last answer
+                changes = self.answer.changes_between(snapshot, boundary.before_answer(self.spark, states, views),
+                                                      views)
+            logs: dict[str, DataFrame | str]
+            if boundary is not None and not merged and not whole:  # h did not run: no state changed
+                logs = {n: self.store.empty(n) for n in durable}
+                log_dir = self.checkpoint.delta_dir(batch)
+            elif not whole:
+                logs = {n: self.store.log_view(n, merged[n], views) for n in durable}
+                log_dir = self.checkpoint.delta_dir(batch)
+            else:  # its states whole: a restart restores them without the old plan's changelogs
+                logs = {n: states[n] for n in durable}
+                log_dir = self.checkpoint.base_dir(batch)
+            outputs: list[tuple[str, str, Columns]] = [
+                (snapshot, self.output.snapshot_path(batch), self.answer.columns()),
+                (changes, self.output.changes_path(batch), self.answer.columns(weight=True))]
+            if durable:
+                outputs.append((self.store.pack_sql(logs, views), log_dir, self.store.pack_columns()))
+        return outputs
+
+    def _tasks(self, reads: int) -> int | None:
+        """The tasks of the job that collects a batch's outputs, which reads ``reads`` rows."""
+        return 1 if reads <= ONE_TASK_ROWS else None if self.plan.answer.order else self._cores
 
     def _emit(self, sql: str, target: str) -> int:
         return emit(self.spark.sql(sql), target, False)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,7 @@ class Prepared:
         self._shuffles: Any = None  # the ids of the shuffles each job computes afresh (a Java int[])
         self.single = True  # captured in one partition (state.py); else over hash-partitioned states
         self.ready = False  # captured and verified: later batches can run it
+        self.ahead = False  # captured ahead of its first batch (Engine._prepare_ahead), not run yet
         self.refused: str | None = None  # why this plan cannot be prepared (then it is not tried again)
         self._settings: dict[str, str | None] = {}  # the session's, while a capture is planned
         self._hints = ExitStack()  # broadcasts hinted as shuffled hash joins, while a capture is planned
@@ -132,11 +134,15 @@ class Prepared:
                 self.spark.conf.set(k, v)
         self._settings = {}
 
-    def stream(self, name: str, frame: DataFrame, columns: tuple | None) -> DataFrame:
+    def stream(self, name: str, frame: DataFrame, columns: tuple | None, ahead: bool = False) -> DataFrame:
         """Stream ``name``'s rows of the capture batch (one partition), read through a slot.
-        ``columns``: the signature of its files' columns, when they share one."""
+        ``columns``: the signature of its files' columns, when they share one. ``ahead``: a
+        capture ahead of its batch, planned over ``frame`` (files already read, whose scan the
+        batches re-point) with the slot reading nothing."""
         rows = _rows(frame)
         slot, df = self.slot_frame(frame, rows)
+        if ahead:  # (its scan's lineage prepared by the read, for light_read's readThrough)
+            slot.readNothing()
         self.streams[name] = slot
         if columns is not None:
             self._scans[name] = (rows, columns)
@@ -238,18 +244,25 @@ class Prepared:
         """The capture batch's stacked outputs: planned once into an RDD of Arrow batches, then
         run like every later batch. Refused plans run once the plain way (their slots and kept
         merges are sound for one job)."""
+        if not self.plan_outputs(stacked):
+            return stacked.toArrow()
+        return self._collect()
+
+    def plan_outputs(self, stacked: DataFrame) -> bool:
+        """Plan the stacked outputs into an RDD of Arrow batches, without running it; False if
+        the plans cannot be prepared (:attr:`refused` says why)."""
         plan = stacked._jdf.queryExecution().executedPlan()
         self._plans.append(plan)
         self.refused = self._arrow_schemas(stacked) or self.verify([plan] + self._plans[:-1])
         if self.refused is not None:
             log.info("streamfold: batches are planned one by one (%s)", self.refused)
-            return stacked.toArrow()
+            return False
         self._outputs = stacked._jdf.toArrowBatchRdd()
         tops = self._gateway.jvm.java.util.ArrayList()
         for rdd in [self._outputs] + [keep for keep, _ in self.keeps.values()]:
             tops.add(rdd)
         self._shuffles = self._helpers.shuffles(tops)
-        return self._collect()
+        return True
 
     def _arrow_schemas(self, stacked: DataFrame) -> str | None:
         """The Arrow schema Spark writes the stacked outputs' batches in (session time zone) and
@@ -292,6 +305,12 @@ class Prepared:
         self.ready = self.refused is None
         self._advance()
 
+    def captured_ahead(self) -> None:
+        """Captured ahead of its batch, no job run: unless refused, the next batch can run the
+        prepared plans, its states read where the capture's slots point (the states the last
+        batch committed)."""
+        self.ready = self.ahead = self.refused is None
+
     # -- a batch ---------------------------------------------------------------------------------------
     def bind(self, frames: dict[str, DataFrame]) -> None:
         """Point the slots at this batch: each stream at its rows (``frames``, one partition
@@ -304,8 +323,14 @@ class Prepared:
             else:
                 slot.read(_rows(frames[name]))
         for name, slot in self.states.items():
-            kept = self.kept[name]
-            slot.readBlocks(kept) if kept >= 0 else slot.readNothing()  # none: a tail just folded
+            kept = self.kept.get(name)
+            if kept is not None:  # (none: the first batch after a capture ahead reads what it points at)
+                slot.readBlocks(kept) if kept >= 0 else slot.readNothing()  # -1: a tail just folded
+        self._fresh_job()
+
+    def _fresh_job(self) -> None:
+        """Before a job: fresh block ids for the merges, the plans' metrics zeroed, the shuffles
+        over slots forgotten."""
         for keep, _ in self.keeps.values():
             keep.keepInto(self._sc.newRddId())
         plans = self._helpers
@@ -317,6 +342,20 @@ class Prepared:
     def run(self) -> pa.Table:
         """The job: every merge and the stacked outputs, collected as one Arrow table."""
         return self._collect()
+
+    def run_empty(self) -> float:
+        """Run the job once over no new rows — each stream's slot reading nothing, each state
+        where its slot points — and free what it kept: its seconds, what an incremental batch
+        costs at least (its states read and merged, its answer computed; Engine._calibrate)."""
+        for slot in self.streams.values():
+            slot.readNothing()
+        self._fresh_job()
+        start = time.monotonic()
+        try:
+            self._collect()
+        finally:
+            self.failed()  # (nothing it kept is a state: the slots still point where they did)
+        return time.monotonic() - start
 
     def _collect(self) -> pa.Table:
         import pyarrow as pa
@@ -331,6 +370,7 @@ class Prepared:
 
     def committed(self) -> None:
         """The batch committed: its kept merges are the states the next batch reads."""
+        self.ahead = False
         self._advance()
 
     def _advance(self) -> None:

@@ -441,6 +441,17 @@ class StateStore:
             self._backing[name] = backing
         self.rows[name] = count
 
+    def hold(self) -> Callable[[], None]:
+        """What planning a batch changes here (its states' frames, the merges planned), and a
+        function that puts it back: a batch planned ahead and not run (prepared.py)."""
+        held = (dict(self.current), dict(self.bases), dict(self.tails), dict(self._executed), set(self._into_nothing))
+
+        def put_back() -> None:
+            self.current, self.bases, self.tails, self._executed, self._into_nothing = held
+            self.keep = None
+
+        return put_back
+
     def backing(self, name: str) -> DataFrame | None:
         return self._backing.get(name)
 

@@ -83,6 +83,7 @@ class CostModel:
         self.regret = 0.0  # seconds recomputing cost above incremental since the states went stale
         self.probed_at = 0  # history rows at the last recompute measured (by a probe or a recompute)
         self._probes: list[Observation] = []  # probes among the recomputes, until a real one is measured
+        self.floor: float | None = None  # seconds of the prepared plans over no rows, since the last build
 
     # -- observations -------------------------------------------------------------------------
     def observe(self, strategy: str, first: bool, batch_rows: int, history_rows: int, seconds: float,
@@ -93,6 +94,7 @@ class CostModel:
         if first or strategy == "rebuild":
             self.builds.append(seen)
             self.incrementals.clear()  # the states changed size at once: measure them again
+            self.floor = None
             self.regret = 0.0
         elif strategy == "incremental":
             self.incrementals.append(seen)
@@ -109,6 +111,12 @@ class CostModel:
             if incremental is not None:
                 self.regret += max(0.0, seconds - incremental)
 
+    def observe_floor(self, seconds: float) -> None:
+        """What an incremental batch costs at least, measured after a build: the prepared plans
+        run over no rows (the states read and merged, the answer computed). It stands for the
+        fixed part until an incremental batch is measured."""
+        self.floor = seconds
+
     def resume(self, records: list[dict[str, Any]]) -> None:
         """Calibrate again from committed batches' records (oldest first), after a restart."""
         for r in records:
@@ -122,9 +130,9 @@ class CostModel:
         return statistics.median(rates) if rates else None
 
     def _incremental(self, batch_rows: int) -> float | None:
-        if not self.incrementals:
-            return None
         rate = self._per_row(self.builds) or 0.0  # seconds per row when h runs over many
+        if not self.incrementals:
+            return None if self.floor is None else self.floor + rate * batch_rows
         # Warm batches are what the next incremental batch costs once the plans are prepared; the
         # ones that laid the states out and captured the plans cost more and are not repeated.
         seen = [o for o in self.incrementals if o.warm] or list(self.incrementals)
@@ -168,6 +176,12 @@ class CostModel:
             if inc is None or rec is None:
                 return Choice("incremental", "no incremental batch measured since the states were built"
                               + ("; a recompute is measured after the commit" if unprobed else ""), est, probe=unprobed)
+            if not self.incrementals:  # ``inc`` stands on the floor: the prepared plans over no rows
+                if inc > rec:
+                    return Choice("recompute", f"an increment costs at least {inc:.3f} s (the prepared plans over "
+                                               f"no rows) > recompute {rec:.3f} s", est)
+                return Choice("incremental", "no incremental batch measured since the states were built; at least "
+                                             f"{inc:.3f} s ≤ recompute {rec:.3f} s", est, probe=unprobed)
             if preparable and not any(o.warm for o in self.incrementals) and len(self.incrementals) < WARM_UP:
                 return Choice("incremental", "the plans are being prepared: a warm incremental batch is measured "
                                              "before a recompute is chosen", est, probe=unprobed)
