@@ -188,10 +188,11 @@ def test_a_probe_does_not_count_the_probed_batchs_job():
 
     from streamfold.runtime.engine import Engine
 
-    calls = []
+    calls, histories = [], []
 
     def measure(history, outputs=None):
         calls.append(outputs)
+        histories.append(history)
         return 0.5
 
     engine = SimpleNamespace(_recomputer=SimpleNamespace(measure=measure), cost=CostModel("auto"),
@@ -200,8 +201,11 @@ def test_a_probe_does_not_count_the_probed_batchs_job():
                              _timings={"read": 0.1, "write": 10.0, "commit": 0.2})
     engine.cost.observe("incremental", True, 1000, 1000, 2.0)
     engine.cost.observe("incremental", False, 10, 1010, 10.3)
-    Engine._measure_recompute(engine, 1, 10)  # type: ignore[arg-type]
+    Engine._measure_recompute(engine, 1, 10, {"S": ["b.parquet"]})  # type: ignore[arg-type]
     assert len(calls) == 1 and calls[0] is not None  # the outputs are computed too
+    # over every file so far, the probed batch's own included (they join ``consumed`` after it:
+    # without them the probe after the history recomputed nothing and took 0.27 s for Q03 at SF 1)
+    assert histories == [{"S": ["a.parquet", "b.parquet"]}]
     assert engine.cost.predicted("recompute", 0, 1010) == pytest.approx(0.8)
 
 

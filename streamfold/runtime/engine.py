@@ -638,14 +638,14 @@ class Engine:
                     self.control.guard(batch, "fold", self._fold_tails)
         if self._probe is not None:
             with self._phase("probe: recompute measured"):
-                self._measure_recompute(batch, sum(rows.values()))
+                self._measure_recompute(batch, sum(rows.values()), inputs)
         if batch == 0 and choice.strategy == "incremental" and self.cost.mode != "recompute":
             with self._phase("prepare the next batch"):
                 self._prepare_ahead(batch, inputs)
             if self.cost.mode == "auto" and self._recomputer is not None and self.prepared is not None \
                     and self.prepared.ready:
                 with self._phase("calibrate: an empty increment and a recompute measured"):
-                    self._calibrate(batch, sum(rows.values()))
+                    self._calibrate(batch, sum(rows.values()), inputs)
         profile = self.profiler.end(batch) if self.profiler is not None else None
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                            self._state_rows(), dict(self._timings), profile, committed_at, committed_at - start)
@@ -718,7 +718,7 @@ class Engine:
             self._timings = timings
             self._release(views, temps, cached, None)
 
-    def _calibrate(self, batch: int, batch_rows: int) -> None:
+    def _calibrate(self, batch: int, batch_rows: int, inputs: dict[str, list[str]]) -> None:
         """Under ``--strategy auto``, after the history's commit and the capture ahead: the
         prepared plans run once over no rows — what an incremental batch costs at least — and a
         recompute measured (the probe the first incremental batch would otherwise be followed
@@ -733,7 +733,7 @@ class Engine:
         try:
             floor = p.run_empty()
             self.cost.observe_floor(floor)
-            self._measure_recompute(batch, batch_rows)
+            self._measure_recompute(batch, batch_rows, inputs)
             recompute = self.cost.predicted("recompute", 0, self._history_rows)
             if recompute is not None and floor > recompute:
                 self.cost.observe_floor(min(floor, p.run_empty()))
@@ -1052,14 +1052,16 @@ class Engine:
             self._history_rows = sum(sum(self.output.read_commit(b).get("rows", {}).values()) for b in range(last + 1))
         self.cost.resume(records)
 
-    def _measure_recompute(self, batch: int, batch_rows: int) -> None:
+    def _measure_recompute(self, batch: int, batch_rows: int, inputs: dict[str, list[str]]) -> None:
         """A probe after the batch's commit: what a recompute batch computes — the query over
         every file so far, and its changes from the snapshot just committed — written nowhere.
         A first run in this JVM pays code generation and JIT compilation that later ones do not:
         when it is dearer than an incremental batch (when it matters), it is measured once more
         and the lesser time kept."""
         assert self._recomputer is not None
-        history = {s.name: sorted(self.consumed.get(s.name, set())) for s in self.plan.streams}
+        # (the files of the batch just committed are added to ``consumed`` once _run returns)
+        history = {s.name: sorted(self.consumed.get(s.name, set()) | set(inputs.get(s.name, [])))
+                   for s in self.plan.streams}
         self.progress(f"batch {batch_name(batch)}: measuring a recompute (cost model)")
         outputs = partial(self._probe_outputs, batch)
         seconds = self._recomputer.measure(history, outputs)
