@@ -201,3 +201,42 @@ def test_a_state_larger_than_the_outputs_keeps_the_batches_prepared(spark, tmp_p
     # the states hold 40+ rows from batch 3 on (past SMALL_ROWS with four rows per input row):
     # every batch after batch 0 is replayed (batch 1's plans captured ahead)
     assert watch.replays == 7, watch.replays
+
+
+def test_plans_captured_ahead_are_given_up_when_the_next_batch_does_not_fit_them(spark, tmp_path):
+    """Batch 1's plans are captured after batch 0's commit; batch 1 here brings no rows for one
+    stream, so they are given up as a capture would not have been made (it would merge that
+    stream's state every batch), and the first batch with rows from both captures. Every answer
+    as DuckDB's."""
+    sql = "SELECT x.a, count(*) AS n, sum(y.d) AS t FROM R x JOIN S y ON x.b = y.c GROUP BY x.a"
+    r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
+    s = Source("S", (("c", "INT"), ("d", "INT")), weighted=True)
+    rng = random.Random("given up")
+    batches = [{"R": [(rng.randrange(3), rng.randrange(6), 1) for _ in range(6)],
+                "S": [(rng.randrange(6), rng.randrange(9), 1) for _ in range(4)]} for _ in range(6)]
+    batches[1]["S"] = []
+    batches[4]["R"].append(batches[0]["R"][0][:2] + (-1,))  # a deletion
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, [r, s], batches)
+    assert watch.ahead == 1 and not watch.refused
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "out" / "commits").glob("*.json"))]
+    assert [r.get("prepared") for r in records] == [None, None, "capture", "replay", "replay", "replay"]
+
+
+def test_a_capture_ahead_that_fails_leaves_the_run_as_it_was(spark, tmp_path, monkeypatch):
+    """The capture ahead runs after batch 0's commit: if it fails, the store is put back, nothing
+    is lost, and batch 1 is the capture as before. Every answer as DuckDB's."""
+
+    def fails(self: Prepared) -> None:
+        raise RuntimeError("a capture ahead that fails")
+
+    monkeypatch.setattr(Prepared, "captured_ahead", fails)
+    sql = "SELECT a, count(*) AS n, sum(b) AS t, min(b) AS lo FROM R GROUP BY a"
+    r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
+    batches = [{"R": [(i % 3, i * 7 % 11, 1) for i in range(k, k + 5)]
+                + ([((k - 1) % 3, (k - 1) * 7 % 11, -1)] if k else [])} for k in range(5)]  # (row i = k - 1 deleted)
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, [r], batches)
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "out" / "commits").glob("*.json"))]
+    assert [r.get("prepared") for r in records] == [None, "capture", "replay", "replay", "replay"]
+    assert watch.replays == 3

@@ -69,6 +69,17 @@ def test_an_empty_increment_measured_after_the_build_decides_the_first_batch():
     assert cheap.choose(False, 10, 1010, preparable=True).strategy == "recompute"
     cheap.observe("rebuild", False, 0, 1010, 2.0)
     assert cheap.floor is None
+    # a choice within 2x of the probe right after the build — the query's first run in the JVM,
+    # which paid its code generation — measures a recompute again, and that measure replaces it
+    close = _built(CostModel("auto"), 1000, 2.0)
+    close.observe_floor(0.4)
+    close.observe("probe", False, 0, 1000, 0.8)
+    first = close.choose(False, 10, 1000, preparable=True)
+    assert (first.strategy, first.probe) == ("incremental", True) and "again" in first.reason
+    close.observe("incremental", False, 10, 1010, 0.5, warm=True)
+    close.observe("probe", False, 0, 1010, 0.3)
+    assert close.predicted("recompute", 0, 1010) == pytest.approx(0.3)
+    assert close.choose(False, 10, 1010, preparable=True).strategy == "recompute"
 
 
 def test_with_prepared_plans_a_warm_batch_is_measured_before_a_recompute_and_is_what_incremental_costs():

@@ -698,8 +698,9 @@ class Engine:
         put_back = self.store.hold()
         timings, self._timings = self._timings, {}
         last = {s.name: inputs[s.name][-1:] for s in self.plan.streams if inputs.get(s.name)}
-        frames, _, cached = self.reader.read(last, cache=self._reread)
-        try:
+        cached: list[DataFrame] = []
+        try:  # (after the commit: nothing here may fail the batch)
+            frames, _, cached = self.reader.read(last, cache=self._reread)
             frames = self._capture({n: df.coalesce(1) for n, df in frames.items()}, views, last, ahead=True)
             reads = self._reads(frames, {s.name: 0 for s in self.plan.streams}, False, p.single)
             self._apply_h(batch + 1, reads, views, False, temps, guarded=False)
