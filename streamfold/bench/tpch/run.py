@@ -124,6 +124,7 @@ class BatchRecord:
     difference: str | None = None
     spark_difference: str | None = None
     timings: dict[str, float] = field(default_factory=dict)  # streamfold's own breakdown of the batch
+    after_commit_s: float = 0.0  # the batch's work after its commit (batch 0: preparing batch 1, calibrating)
 
 
 @dataclass
@@ -241,7 +242,9 @@ def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = 
             rec = BatchRecord(b, b == ds.deletion_batch, dict(result.rows),
                               round(result.commit_s if result.commit_s is not None else result.duration_s, 4), None,
                               len(actual), dict(result.state_rows), difference,
-                              timings={k: round(v, 4) for k, v in (result.timings or {}).items()})
+                              timings={k: round(v, 4) for k, v in (result.timings or {}).items()},
+                              after_commit_s=round(result.duration_s - result.commit_s, 4)
+                              if result.commit_s is not None else 0.0)
             if recompute:
                 spark_rows, seconds = spark_recompute(spark, ds, sql, stream_tables, statics, b)
                 rec.recompute_s = round(seconds, 4)
