@@ -23,7 +23,11 @@ directory (the batch's latency does not include it, the next batch starts after 
 time counts, besides, what the probed batch spent reading its file list and committing (a
 recompute batch does those too); the first recompute batch measured replaces the probes. A probe is repeated
 when the history has doubled since the last recompute measured and incremental batches are
-within half of it.
+within half of it. Where the engine prepared batch 1's plans after the build, it *calibrates* the
+model there instead (Engine._calibrate): a probe, and the *floor* — the prepared plans run over no
+rows, what an incremental batch costs at least — which stands for the incremental batch until one
+is measured, so batch 1 can already be a recompute; that probe, the query's first run in the JVM,
+is measured again after batch 1 when the choice is within 2× of it, and replaced.
 
 The choice: with the states current, recompute when the predicted incremental cost exceeds the
 predicted recompute; an incremental batch after a build is always measured first. With the
