@@ -12,7 +12,9 @@ result is kept once per job by a :class:`KeepRDD` instead of a lazy ``localCheck
 an RDD can do only once). The outputs' plan is executed once into an RDD of Arrow batches. Every
 later batch then only re-points the slots — the streams at the batch's file scans, the states
 at the blocks the previous job kept — gives each merge a fresh block id, and runs that RDD again:
-no SQL is analysed, nothing is planned, no code is generated (:meth:`Prepared.run`).
+no SQL is analysed, nothing is planned, no code is generated (:meth:`Prepared.run`). After a
+history the capture is made ahead of its batch, with no job (Engine._prepare_ahead,
+:meth:`Prepared.captured_ahead`): the first increment is already a replay.
 
 Running a physical plan again is only sound if nothing in it keeps what it computed from its
 slots. A shuffle keeps its map output: before each job the shuffles over slots are forgotten
