@@ -27,7 +27,8 @@ within half of it. Where the engine prepared batch 1's plans after the build, it
 model there instead (Engine._calibrate): a probe, and the *floor* — the prepared plans run over no
 rows, what an incremental batch costs at least — which stands for the incremental batch until one
 is measured, so batch 1 can already be a recompute; that probe, the query's first run in the JVM,
-is measured again after batch 1 when the choice is within 2× of it, and replaced.
+is measured again after batch 1 when the choice is within 2× of it, and replaced; the engine does
+not report batch 1, the plans' first replay, as warm (it pays their rows' JIT compilation).
 
 The choice: with the states current, recompute when the predicted incremental cost exceeds the
 predicted recompute; an incremental batch after a build is always measured first. With the
