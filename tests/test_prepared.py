@@ -1,11 +1,12 @@
 """Prepared plans (streamfold/runtime/prepared.py): a warm batch runs plans built once.
 
-The differential suite's streams are short (three batches at most: batch 0, after whose commit
-batch 1's plans are captured ahead — gathering batch 0's states into one partition when they are
-small — and replays), so here
-streams are long enough for the prepared plans to run batch after batch — with deletions, batches that bring no rows for a source, and a
-large batch in the middle that runs the plain way and hands the states back — and every
-snapshot and changes file is checked against DuckDB as in tests/test_differential.py.
+The differential suite's streams are short (three batches at most: batch 0, the capture, a
+replay), so here streams are long enough for the prepared plans to run batch after batch — with
+deletions, batches that bring no rows for a source, and a large batch in the middle that runs the
+plain way and hands the states back — and every snapshot and changes file is checked against
+DuckDB as in tests/test_differential.py. Here every history counts as large: batch 1's plans are
+captured ahead, after batch 0's commit (gathering batch 0's states into one partition when they
+are small), as after a history of engine.AHEAD_MIN_ROWS rows or more.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ PREPARED = ["groupby-aggregates", "count-distinct", "top-k", "join-groupby-seed"
 HASHED = ["join-groupby-seed", "stream-static", "not-exists-correlated", "count-distinct"]
 
 _counter = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def _every_history_is_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 0)
 
 
 class _Watch:

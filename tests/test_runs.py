@@ -209,6 +209,7 @@ def test_after_a_large_history_the_first_increment_is_prepared(spark, tmp_path, 
     counting the keys it touched (before, at SF 1: batches 1 and 2 planned eagerly, the capture at
     3; until stop 42 batch 1 was the capture)."""
     monkeypatch.setattr(engine_module, "SMALL_ROWS", 100)  # the history's 400 rows are "large"
+    monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 400)
     q, r, s, dirs = _join_sum_in_runs(spark, tmp_path, monkeypatch)
     try:
         pq.write_table(r.table([(i % 3, i) for i in range(200)]), str(dirs["R"] / "0.parquet"))
