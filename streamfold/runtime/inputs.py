@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import BadInputError
 from ..ir.rel import WEIGHT
 from ..sql import Catalog, SourceSchema
-from .sources import InputSpec, empty_frame, parquet_rows, read_files, spark_struct
+from .sources import InputSpec, empty_frame, parquet_rows, read_files, read_first_rows, spark_struct
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -41,6 +41,22 @@ class BatchReader:
             struct = spark_struct(list(source.columns) + [(WEIGHT, "BIGINT"), ("__bad", "INT")])
             self._empty[source.name] = empty_frame(self.spark, struct)
         return self._empty[source.name]
+
+    def sample(self, inputs: dict[str, list[str]], rows: int) -> dict[str, DataFrame] | None:
+        """At most ``rows`` rows of each stream's first file in ``inputs`` (files a batch already
+        read and checked), read as :meth:`read` reads them (:func:`.sources.read_first_rows`), one
+        partition each. None where a stream's files are not Parquet."""
+        frames = {}
+        for s in self.streams:
+            spec = self.specs[s.name.lower()]
+            names = inputs.get(s.name, [])
+            if not names:
+                frames[s.name] = self.empty_frame(s)
+            elif spec.format != "parquet":
+                return None
+            else:
+                frames[s.name] = read_first_rows(self.spark, spec, s, os.path.join(spec.path, names[0]), rows).coalesce(1)
+        return frames
 
     def read(self, inputs: dict[str, list[str]], cache: bool) -> tuple[dict[str, DataFrame], dict[str, int], list]:
         """Frames per stream (cached when the plan reads them more than once, or to check them),

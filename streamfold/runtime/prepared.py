@@ -349,8 +349,15 @@ class Prepared:
         """Run the job once over no new rows — each stream's slot reading nothing, each state
         where its slot points — and free what it kept: its seconds, what an incremental batch
         costs at least (its states read and merged, its answer computed; Engine._calibrate)."""
-        for slot in self.streams.values():
-            slot.readNothing()
+        return self.run_discarded(None)
+
+    def run_discarded(self, frames: Mapping[str, DataFrame] | None) -> float:
+        """Run the job once, each stream's slot reading its rows in ``frames`` (one partition
+        each; None: nothing), each state where its slot points, and free what it kept: nothing
+        it computed is a state or an answer. Its seconds. Over rows the states already hold it
+        warms the job (Engine._warm_up): the JVM compiles the paths rows take through it."""
+        for name, slot in self.streams.items():
+            slot.readNothing() if frames is None else slot.read(_rows(frames[name]))
         self._fresh_job()
         start = time.monotonic()
         try:

@@ -396,16 +396,33 @@ def check_file(spec: InputSpec, schema: SourceSchema, p: str) -> tuple[tuple, di
     return sig, mapping
 
 
+def read_first_rows(spark: SparkSession, spec: InputSpec, schema: SourceSchema, path: str, rows: int) -> DataFrame:
+    """At most ``rows`` rows of Parquet file ``path`` (checked already), as :func:`read_files`
+    reads them: the first of its rows, read on the driver (pyarrow) into a frame. A limit over
+    Spark's scan of the file read on past it in the engine's session (TPC-H SF 1: 3.1M of a
+    6M-row lineitem file, 14 s, for a limit of 10K; the same file read without the schema's
+    casts stopped at once — not understood)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    first = next(pq.ParquetFile(path).iter_batches(batch_size=max(1, rows)), None)
+    table = pa.Table.from_batches([first]) if first is not None else pq.read_schema(path).empty_table()
+    _, mapping = check_file(spec, schema, path)
+    frame = spark.createDataFrame(table, schema=spark_struct(parquet_columns(path)))
+    return _read_group(spark, spec, schema, [path], mapping, frame)
+
+
 def _read_group(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: list[str],
-                mapping: dict[str, str]) -> DataFrame:
-    """Files with the same columns, read as the schema's columns, ``_weight`` and ``__bad``.
+                mapping: dict[str, str], frame: DataFrame | None = None) -> DataFrame:
+    """Files with the same columns, read as the schema's columns, ``_weight`` and ``__bad``
+    (``frame``: their rows, read already).
 
     Built as SQL expressions (one call into Spark), not column by column.
     """
     bad: list[str] = []
     if spec.format == "parquet":
         # the files' own schema (checked already): Spark need not infer it again
-        df = spark.read.schema(spark_struct(parquet_columns(paths[0]))).parquet(*paths)
+        df = frame if frame is not None else spark.read.schema(spark_struct(parquet_columns(paths[0]))).parquet(*paths)
         cols = [f"CAST({quote(mapping[c])} AS {t.sql()}) AS {quote(c)}" for c, t in schema.columns]
     elif spec.format == "csv":
         df = spark.read.option("header", "true").option("mode", "FAILFAST").option("inferSchema", "false").csv(paths)
