@@ -80,7 +80,7 @@ _ONE_PARTITION = os.environ.get("STREAMFOLD_ONE_PARTITION", "1") != "0"
 AHEAD_MIN_ROWS = 100_000
 # … and run once over at most this many of each stream's history rows, the result discarded, so
 # the JVM has compiled the paths rows take through the plans before batch 1 runs them
-# (Engine._prepare_ahead).
+# (Engine._warm_up; docs/benchmarks.md, stop 43).
 WARM_ROWS = 10_000
 
 
