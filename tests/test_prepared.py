@@ -236,14 +236,8 @@ def test_plans_captured_ahead_are_given_up_when_the_next_batch_does_not_fit_them
     assert [r.get("prepared") for r in records] == [None, None, "capture", "replay", "replay", "replay"]
 
 
-def test_a_capture_ahead_that_fails_leaves_the_run_as_it_was(spark, tmp_path, monkeypatch):
-    """The capture ahead runs after batch 0's commit: if it fails, the store is put back, nothing
-    is lost, and batch 1 is the capture as before. Every answer as DuckDB's."""
-
-    def fails(self: Prepared) -> None:
-        raise RuntimeError("a capture ahead that fails")
-
-    monkeypatch.setattr(Prepared, "captured_ahead", fails)
+def _batch_1_captures(spark, tmp_path) -> _Watch:  # type: ignore[no-untyped-def]
+    """A stream whose batch 1 is the capture (nothing planned ahead, or what was given up)."""
     sql = "SELECT a, count(*) AS n, sum(b) AS t, min(b) AS lo FROM R GROUP BY a"
     r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
     batches = [{"R": [(i % 3, i * 7 % 11, 1) for i in range(k, k + 5)]
@@ -253,3 +247,31 @@ def test_a_capture_ahead_that_fails_leaves_the_run_as_it_was(spark, tmp_path, mo
     records = [json.loads(p.read_text()) for p in sorted((tmp_path / "out" / "commits").glob("*.json"))]
     assert [r.get("prepared") for r in records] == [None, "capture", "replay", "replay", "replay"]
     assert watch.replays == 3
+    return watch
+
+
+@pytest.mark.parametrize("step", ["the capture", "the warm-up"])
+def test_a_capture_ahead_that_fails_leaves_the_run_as_it_was(spark, tmp_path, monkeypatch, step):
+    """The capture ahead and the warm-up run after batch 0's commit: if either fails, the store
+    is put back, nothing is lost, and batch 1 is the capture as before. Every answer as DuckDB's."""
+    run_discarded = Prepared.run_discarded
+
+    def fails(self: Prepared, *frames: object) -> None:
+        raise RuntimeError(f"{step} ahead fails")
+
+    def warm_up_fails(self: Prepared, frames):  # type: ignore[no-untyped-def]
+        return fails(self) if frames is not None else run_discarded(self, frames)
+
+    if step == "the capture":
+        monkeypatch.setattr(Prepared, "captured_ahead", fails)
+    else:
+        monkeypatch.setattr(Prepared, "run_discarded", warm_up_fails)
+    _batch_1_captures(spark, tmp_path)
+
+
+def test_after_a_small_history_batch_1_is_the_capture(spark, tmp_path, monkeypatch):
+    """Below engine.AHEAD_MIN_ROWS rows in batch 0 nothing is planned ahead of batch 1 (nor
+    warmed): batch 1 captures the plans, as before the capture ahead."""
+    monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 6)  # batch 0: five rows
+    watch = _batch_1_captures(spark, tmp_path)
+    assert watch.ahead == 0 and watch.warmed == 0
