@@ -546,9 +546,10 @@ class Engine:
         single = not eager and _ONE_PARTITION and held + sum(rows.values()) <= ONE_TASK_ROWS
         mode = self._prepared_mode(batch, choice, rows, single, eager, answer_only or reshaped)
         prepared = self.prepared if mode is not None else None
-        # The first replay of plans captured ahead still pays the JIT compilation of the paths its
-        # rows take (TPC-H SF 1, Q07: 1.71 s, then 1.49, 1.10): the cost model does not take it
-        # for what a warm batch costs (strategy.py).
+        # The first replay of plans captured ahead costs more than the next ones: the JIT
+        # compilation of the paths its rows take (TPC-H SF 1, Q07: 1.71 s, then 1.49, 1.10), less
+        # since the warm-up (_warm_up) but not nothing (stop 43: Q17 1.19× a recompute, then
+        # 0.83×): the cost model does not take it for what a warm batch costs (strategy.py).
         warm = mode == "replay" and prepared is not None and not prepared.ahead
         if light is not None and mode != "replay":  # the batch is planned after all: its frames
             with self._phase("read"):
