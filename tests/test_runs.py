@@ -1,4 +1,5 @@
-"""Join inputs kept as a base and a tail (streamfold/runtime/runs.py): the same answers as DuckDB's
+"""States kept as a base and a tail (streamfold/runtime/runs.py) — join inputs, and aggregates,
+counts and outputs read through their merge's touched keys: the same answers as DuckDB's
 after every batch, whether a batch merges into the tail, folds it into the base, or starts the
 runs; which states qualify; and that the layout is really used."""
 
@@ -23,15 +24,25 @@ from .test_differential import QUERIES, SETTINGS, _sources
 
 pytestmark = [pytest.mark.spark]
 
-# Queries whose plans have join inputs that only inner joins read, and shapes around them that
-# must keep their states whole (outer and semi joins, answers that read a join input).
+# Queries whose plans have states that may be kept as runs (join inputs that only inner joins read;
+# aggregates, counts and outputs read through joins, deltas and their merge's touched keys), and
+# shapes around them that must keep their states whole (semi joins' counts, answers that read a state).
 # (join-plain, join-global, join-residual, comma-join and join-nested-aggregate are the same shapes
-# of join inputs as these; STREAMFOLD_RUNS_ALL=1 adds them)
-JOINS = {"join-groupby-seed", "self-join-three-way", "stream-static-stream", "join-distinct-agg"} | (
-    {"join-plain", "join-global", "join-residual", "comma-join", "join-nested-aggregate"}
+# of join inputs as these, join-nested-distinct and exists-non-equi of states read on their touched
+# keys; STREAMFOLD_RUNS_ALL=1 adds them)
+JOINS = {"join-groupby-seed", "self-join-three-way", "stream-static-stream", "join-distinct-agg",
+         "not-exists-correlated", "left-join-count", "intersect-all"} | (
+    {"join-plain", "join-global", "join-residual", "comma-join", "join-nested-aggregate", "join-nested-distinct",
+     "exists-non-equi"}
     if os.environ.get("STREAMFOLD_RUNS_ALL") else set())
 CASES = [q for q in QUERIES if q[0] in JOINS] + [
     ("left-join-groupby", "SELECT R.a, count(S.k), sum(S.v) FROM R LEFT JOIN S ON R.a = S.k GROUP BY R.a", "RS", False),
+    # TPC-H Q18's shape: the IN's aggregate (its HAVING read from the merge's touched keys) and
+    # the semi join's left rows (read by an inner join with the keys whose matches flipped)
+    ("in-having", "SELECT R.a, sum(R.b) FROM R WHERE R.a IN (SELECT k FROM S GROUP BY k HAVING sum(v) > 2) "
+     "GROUP BY R.a", "RS", False),
+    # TPC-H Q17's shape: a correlated scalar aggregate compared with each row
+    ("scalar-avg-below", "SELECT sum(R.b) FROM R WHERE R.b < (SELECT avg(v) FROM S WHERE S.k = R.a)", "RS", False),
     ("exists-join", "SELECT R.a, sum(S.v) FROM R JOIN S ON R.a = S.k WHERE EXISTS (SELECT 1 FROM S x WHERE x.k = R.b) "
      "GROUP BY R.a", "RS", False),
 ]
@@ -59,7 +70,7 @@ def test_runs_equal_duckdb_with_deletions(spark, tmp_path_factory, monkeypatch, 
     check_stream(spark, tmp, sql, sources, batches, tables, ordered=ordered)
 
 
-def test_only_join_inputs_read_by_inner_joins_are_candidates():
+def test_join_inputs_read_by_inner_joins_are_candidates():
     schemas = {"R": "a INT, b INT", "S": "k INT, v INT"}
 
     def of(sql: str) -> tuple[set[str], set[str]]:
@@ -68,14 +79,38 @@ def test_only_join_inputs_read_by_inner_joins_are_candidates():
 
     got, inputs = of("SELECT R.a, sum(S.v) FROM R JOIN S ON R.a = S.k GROUP BY R.a")
     assert got == inputs == {"in_R", "in_S"}
-    # an outer join's padded rows come from a counts state; its join inputs are read by inner joins
-    assert of("SELECT R.a, S.v FROM R LEFT JOIN S ON R.a = S.k") == ({"in_R", "in_S"}, {"in_R", "in_S"})
+    # an outer join's padded rows come from a counts state; its join inputs are read by inner
+    # joins, and so is its left side's state (joined with the keys whose matches flipped)
+    assert of("SELECT R.a, S.v FROM R LEFT JOIN S ON R.a = S.k") == ({"in_R", "in_S", "left"}, {"in_R", "in_S"})
     # a theta join is laid out over a join matrix (cells in its states' keys): kept whole
     got, inputs = of("SELECT R.a, count(*) FROM R JOIN S ON R.a < S.k GROUP BY R.a")
     assert got == set() and inputs
-    # a correlated scalar's aggregate is not a join input; the join inputs around it are
+    # a correlated scalar's aggregate is read from its merge's touched keys, and its left join's
+    # left side by an inner join: candidates too
     got, inputs = of("SELECT R.a, (SELECT sum(v) FROM S WHERE S.k = R.a) FROM R")
-    assert got == inputs == {"in_R", "in_d1"}
+    assert got == {"agg", "in_R", "in_d1", "left"} and inputs == {"in_R", "in_d1"}
+
+
+def test_states_read_through_their_merges_touched_keys_are_candidates():
+    """Aggregates, counts and outputs whose every read is a join side, their delta, or their merge
+    filtered on the touched keys (plan/runs.py); not one the answer shows, nor one with min/max."""
+    schemas = {"R": "a INT, b INT", "S": "k INT, v INT"}
+
+    def of(sql: str) -> tuple[set[str], dict[str, str]]:
+        plan = streamfold.compile(sql, schemas)
+        return set(runs.candidates(plan)), {s.name: s.role.value for s in plan.states}
+
+    # TPC-H Q18's shape: both aggregates (the answer shows the semi join's rows, state out) and
+    # the semi join's left rows; not the counts, which the semi join probes by weight
+    got, roles = of("SELECT R.a, sum(R.b) FROM R WHERE R.a IN (SELECT k FROM S GROUP BY k HAVING sum(v) > 2) "
+                    "GROUP BY R.a")
+    assert got == {"agg", "agg2", "left"} and roles["matches"] == "counts" and roles["out"] == "output"
+    assert of("SELECT a, count(*) FROM R GROUP BY a")[0] == set()  # the answer reads the aggregate
+    # a min is not a sum: its aggregate stays whole (its multiset too); the left rows need not
+    got, roles = of("SELECT a, min(b) FROM (SELECT a, b FROM R WHERE a IN (SELECT k FROM S GROUP BY k "
+                    "HAVING min(v) > 2)) x GROUP BY a")
+    assert got == {"left"}
+    assert of("SELECT count(*) FROM (SELECT DISTINCT a FROM R) d")[0] == {"distinct"}  # not the global row
 
 
 def test_a_state_is_kept_in_runs_when_large_and_touched_little(monkeypatch):

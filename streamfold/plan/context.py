@@ -89,15 +89,17 @@ class PlanContext:
             return Compiled(rel, static=True, weighted=False)
         return self._dispatch(self, rel)
 
-    def bag_state(self, rel: Rel, base: str, compiled: Compiled | None = None) -> tuple[str, tuple[Field, ...]]:
+    def bag_state(self, rel: Rel, base: str, compiled: Compiled | None = None,
+                  partition: tuple[str, ...] | None = None) -> tuple[str, tuple[Field, ...]]:
         """``rel``'s rows kept as a bag: a state keyed by all its columns, counting copies; its
-        name and fields (the key, then the count)."""
+        name and fields (the key, then the count). ``partition``: the columns it is
+        hash-partitioned on, when not all of them (the key it is joined on)."""
         compiled = compiled if compiled is not None else self.compile(rel)
         key = tuple(Field(f.name, f.type) for f in rel.schema)
         name = self.plan.name(base)
         self.plan.add_state(
             State(name, StateRole.OUTPUT, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
-                  note="the rows with their multiplicity"),
+                  note="the rows with their multiplicity", partition=partition),
             Aggregate(compiled.delta, tuple((f.name, f.ref()) for f in key), ((WEIGHT, sum_weights()),)),
         )
         return name, key + (Field(WEIGHT, BIGINT),)

@@ -15,7 +15,7 @@ from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import WEIGHT, DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan, written_name
 from .runs import candidates
-from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, Step, Temp
+from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, StateRole, Step, Temp
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -274,7 +274,9 @@ def _state_text(st: State, runs: bool = False) -> list[str]:
     if st.note:
         lines.append(f"      — {st.note}")
     if runs:
-        lines.append("      — read by inner joins only: kept as a base and a tail once large (runtime/runs.py)")
+        reads = ("read by inner joins only" if st.role == StateRole.JOIN_INPUT else
+                 "read by inner joins, as its delta and on the keys a batch touched only")
+        lines.append(f"      — {reads}: kept as a base and a tail once large (runtime/runs.py)")
     return lines
 
 

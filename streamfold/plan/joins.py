@@ -194,11 +194,16 @@ class JoinTerms:
         return Aggregate(exploded, tuple(keys), tuple(aggs)), names
 
     def _partition(self, inp: Input, edges: list) -> tuple[str, ...] | None:
-        """The join key of the input's first join partner: what a delta joins this state on."""
+        """The join key of the input's first join partner that is a stream: what a delta joins
+        this state on (a static table's rows come once, with the history, so a partner that is
+        one never probes the state batch after batch; TPC-H Q18's orders, partitioned on their
+        customer, were moved whole by every batch's line items, which join them on the order)."""
         if not edges:
             return None
         lin = self.lineage[inp.index]
-        partner = min(e.right if e.left == inp.index else e.left for e in edges)
+        partners = {e.right if e.left == inp.index else e.left for e in edges}
+        streams = {i for i in partners if not self.body.inputs[i].static}
+        partner = min(streams or partners)
         names = []
         for e in edges:
             if partner in (e.left, e.right):

@@ -135,7 +135,13 @@ class Matcher:
         if self.left.static:
             return Once(self.left.program, later=True)
         if self._bag is None:
-            self._bag, _ = self.ctx.bag_state(self.join.left, "left", compiled=self.left)
+            # partitioned on the join's left key columns: the batch's flipped keys join it there
+            # (_flips) without moving it
+            names = {f.name for f in self.lfields}
+            lkeys = tuple(dict.fromkeys(lx.name for lx, _ in self.sp.keys if isinstance(lx, Column) and lx.name in names))
+            whole = len(lkeys) == len(self.sp.keys) and lkeys
+            self._bag, _ = self.ctx.bag_state(self.join.left, "left", compiled=self.left,
+                                              partition=lkeys if whole else None)
         fields = self.ctx.plan.fields(self._bag)
         return Project(StateScan(self._bag, StateVersion.OLD, fields),
                        tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight()),))

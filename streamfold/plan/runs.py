@@ -1,17 +1,33 @@
 """Which states may be kept as a base and a tail (the runtime's ``runs.py`` says how and when).
 
-A join input is a Z-set that the delta rules of inner joins read linearly — ``ΔR ⋈ (B ⊎ T) =
-ΔR ⋈ B ⊎ ΔR ⋈ T`` — so it may be held as two bags whose weights and partial sums add up per key.
-That holds only if every read of the state is such a join side: a semi or anti join, a filter on
-a row's weight, or an answer that shows the state's rows needs one row per key.
+A state kept so is two bags whose weights and partial sums add up per key: a base left alone and
+a tail the batches merge into. A read of it may take that split only where the result does not
+depend on how a key's row is split:
+
+* a side of an inner or cross join, as it is or renamed by a projection — the delta rules are linear in it
+  (``ΔR ⋈ (B ⊎ T) = ΔR ⋈ B ⊎ ΔR ⋈ T``): the state's *new* or *old* version is read as the two
+  runs, and the aggregates above add their weights up;
+* the batch's *delta* of it — the tail's merge changed each touched key by exactly the batch's
+  delta, whichever run the key's row is in;
+* its *merge*, filtered on the keys the batch touched (``__touched = 1`` among the filter's
+  conjuncts): the change of an aggregate read by a per-key answer, the keys whose count crossed
+  zero under a semi join, a DISTINCT or a set operation. The runtime gives such a read each
+  touched key once, its new and old values added up over the base and the tail
+  (``lowering.runs_merged``): the base's rows of those keys only, not the whole state.
+
+Any other read — a semi or anti join's side, a filter on a row's weight, an answer that shows
+the state's rows — needs one row per key, and keeps the state whole; so do min/max columns (not
+sums), a global aggregate's one row, and plans with loops or join matrices.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..ir.rel import Join, JoinKind, Project, Rel, StateScan
+from ..ir.expr import conjuncts
+from ..ir.rel import Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion
 from .model import LOOPS, IncrementalPlan, Monoid, StateRole
+from .terms import touched
 
 
 def candidates(plan: IncrementalPlan) -> frozenset[str]:
@@ -19,14 +35,14 @@ def candidates(plan: IncrementalPlan) -> frozenset[str]:
     if plan.matrices or plan.watched or any(isinstance(s, LOOPS) for s in plan.delta):
         return frozenset()
     linear = {s.name for s in plan.states
-              if s.role == StateRole.JOIN_INPUT and s.key and not s.static and not s.keep_empty
+              if s.role != StateRole.STATIC and s.key and not s.static and not s.keep_empty
               and all(c.monoid == Monoid.SUM for c in s.columns)}
     roots = [p for step in plan.init + plan.delta for p in step.reads()]
     answer = plan.answer
     roots += [r for r in (answer.rows, answer.per_key) if r is not None]
     for root in roots:
         for scan, parent, above in _scans(root, None, None):
-            if scan.state in linear and not _join_side(scan, parent, above):
+            if scan.state in linear and not _split_read(scan, parent, above):
                 linear.discard(scan.state)
     for r in (answer.rows, answer.per_key):  # the answer reads whole rows of what it reads
         if r is not None:
@@ -42,7 +58,19 @@ def _scans(rel: Rel, parent: Rel | None, above: Rel | None) -> Iterator[tuple[St
         yield from _scans(child, rel, parent)
 
 
+def _split_read(scan: StateScan, parent: Rel | None, above: Rel | None) -> bool:
+    """Whether ``scan`` reads the state in a way that does not depend on its split into runs."""
+    if scan.version == StateVersion.DELTA:
+        return True
+    if scan.version == StateVersion.MERGED:
+        return isinstance(parent, Filter) and touched() in conjuncts(parent.condition)
+    return _join_side(scan, parent, above)
+
+
 def _join_side(scan: StateScan, parent: Rel | None, above: Rel | None) -> bool:
-    """Whether ``scan`` is read as a side of an inner or cross join, renamed by a projection."""
+    """Whether ``scan`` is read as a side of an inner or cross join, as it is or renamed by a
+    projection."""
+    if isinstance(parent, Join):
+        return parent.kind in (JoinKind.INNER, JoinKind.CROSS) and scan in (parent.left, parent.right)
     return (isinstance(parent, Project) and parent.input is scan and isinstance(above, Join)
             and above.kind in (JoinKind.INNER, JoinKind.CROSS) and parent in (above.left, above.right))

@@ -44,12 +44,14 @@ class BatchReads:
     deltas: dict[str, DataFrame | str] = field(default_factory=dict)
     new: dict[str, DataFrame | str] = field(default_factory=dict)
     merged: dict[str, DataFrame] = field(default_factory=dict)
+    # a state kept as a base and a tail: its merge as programs read it (Engine._settle_merge)
+    merged_views: dict[str, DataFrame] = field(default_factory=dict)
     loops: dict[str, DataFrame] = field(default_factory=dict)
 
     def with_loop(self, name: str, change: DataFrame) -> BatchReads:
         """A copy for one pass of a loop's body, reading ``change`` as the stream ``name``."""
         return replace(self, deltas=dict(self.deltas), new=dict(self.new), merged=dict(self.merged),
-                       loops={**self.loops, name: change})
+                       merged_views=dict(self.merged_views), loops={**self.loops, name: change})
 
     def resolver(self, views: Views) -> Resolve:
         """Where a program's leaves come from."""
@@ -65,7 +67,7 @@ class BatchReads:
                 if rel.version == "delta":
                     return self.deltas[rel.state]
                 if rel.version == "merged":
-                    return self.merged[rel.state]
+                    return self.merged_views.get(rel.state, self.merged[rel.state])
                 if rel.version == "new" and rel.state in self.new:
                     return self.new[rel.state]
                 return self.current[rel.state]  # old, or a static state (one version)

@@ -37,7 +37,9 @@ from . import files
 #    checkpoint may be keyed by more columns than the plan's, so one is refused
 # 4: a join input that only inner joins read logs its deltas, restored by adding them up (runs.py):
 #    a format 3 changelog of such a state holds its latest rows, so one is refused
-FORMAT_VERSION = 4
+# 5: so do aggregates, counts and outputs read only through joins, deltas and the touched keys of
+#    their merge (plan/runs.py): a format 4 changelog of such a state holds its latest rows
+FORMAT_VERSION = 5
 _BATCH = re.compile(r"^(\d{6,})$")
 _COMMIT = re.compile(r"^(\d{6,})\.json$")
 _BASE = re.compile(r"^base-(\d{6,})$")

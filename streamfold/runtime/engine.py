@@ -847,6 +847,23 @@ class Engine:
                     reads.merged[step.state] = df
                     reads.new[step.state] = self.store.new_view(step.state, df, views)
                     reads.deltas[step.state] = self.store.delta_view(step.state, df, views)
+                    if step.state not in self._unchanged:
+                        self._settle_merge(step.state, df, reads, views, eager, temps)
+
+    def _settle_merge(self, name: str, merged: DataFrame, reads: BatchReads, views: Views, eager: bool,
+                      temps: list[DataFrame]) -> None:
+        """For a state kept as a base and a tail, its merge as programs read it — the touched keys,
+        added up over both runs (:meth:`.state.StateStore.merged_view`) — computed once per batch
+        and kept like a temp result: a per-key change reads it twice (the rows that enter, those
+        that leave), and each read would look the base up again."""
+        settled = self.store.merged_view(name, merged, views)
+        if settled is None:
+            return
+        frame = self.spark.sql(settled)
+        frame = frame.coalesce(1) if reads.single else frame
+        kept = materialize(frame, eager) if self.store.keep is None else self.store.keep(f"{name}#merged", frame)
+        reads.merged_views[name] = kept
+        temps.append(kept)
 
     def _pending(self, batch: int, inputs: dict[str, list[str]], reads: BatchReads, views: Views) -> Pending:
         """The batch as breakpoints and inspection see it before its commit."""
@@ -1041,9 +1058,13 @@ class Engine:
         again)."""
         for name in self.store.fold_due():
             self.progress(f"folding the tail of {name} into its base")
+            nulls = self.store.base_nulls.get(name)
             base = self.store.fold(name)
             p = self.prepared
-            if p is not None and (p.ready or p.keeps) and not p.rebase(name, base):
+            # plans that look touched keys up in a base without NULL keys cannot read one with
+            # them (lowering.runs_merged): the next batch captures again
+            if p is not None and (p.ready or p.keeps) and ((self.store.base_nulls.get(name) and not nulls)
+                                                            or not p.rebase(name, base)):
                 self.prepared = Prepared(self.spark)
 
     # -- the strategy of a batch (runtime/strategy.py) ------------------------------------------

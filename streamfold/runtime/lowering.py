@@ -27,12 +27,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir.expr import Literal
+from ..ir.expr import Literal, conjuncts
 from ..ir.printer import quote, sql
-from ..ir.rel import WEIGHT, DeltaScan, Join, Limit, Once, Rel, Sort, StateScan
+from ..ir.rel import WEIGHT, DeltaScan, Filter, Join, Limit, Once, Rel, Sort, StateScan
 from ..ir.sqltext import rel_sql
 from ..plan.changes import flatten_per_key
 from ..plan.model import OLD, TOUCHED, Answer, ChangeMode, Monoid, State
+from ..plan.terms import touched
 
 Columns = Sequence[tuple[str, str]]  # (name, Spark type) pairs
 Leaf = Callable[[Rel], str]  # a program's leaf → its FROM item
@@ -76,9 +77,16 @@ def program(rel: Rel, leaf: Leaf) -> str:
 
 
 def is_delta_side(rel: Rel) -> bool:
-    """Whether ``rel`` is computed from this batch's changes (small next to a state)."""
+    """Whether ``rel`` is computed from this batch's changes (small next to a state): a stream's
+    rows, a state's delta, or the keys of a state's merge the batch touched."""
     return any(isinstance(n, (DeltaScan, Once)) or (isinstance(n, StateScan) and n.version == "delta")
-               for n in rel.walk())
+               or _touched_keys(n) for n in rel.walk())
+
+
+def _touched_keys(rel: Rel) -> bool:
+    """Whether ``rel`` reads a state's merge on the keys the batch touched only."""
+    return (isinstance(rel, Filter) and isinstance(rel.input, StateScan) and rel.input.version == "merged"
+            and touched() in conjuncts(rel.condition))
 
 
 def join_hint(join: Join) -> tuple[str, str] | None:
@@ -308,6 +316,42 @@ def runs_touched(t: StateTable, base: str, merged: str) -> str:
     rows = (f"SELECT _b.* FROM {base} _b LEFT SEMI JOIN ({touched}) _k ON {on}\nUNION ALL\n"
             f"{_of_merge(merged, t.names, f'{TOUCHED} = 1')}")
     return summed(t, subquery(rows))
+
+
+def runs_merged(t: StateTable, base: str, merged: str, nulls: bool = True) -> str:
+    """The merge of a state kept as a base and a tail as a program reads it (``plan/runs.py``:
+    filtered on the touched keys): each key the batch touched once, with its new and old values
+    added up over its base row and its tail merge row, and ``__touched`` 1.
+
+    The base is read for the touched keys only — a semi join on the key, the few touched keys
+    broadcast (hashed while prepared plans are captured: :func:`without_broadcasts`), so the base
+    is scanned where it lies, neither shuffled nor sorted. A key with a NULL, which ``=`` does not
+    match, is looked up null-safely apart among the base's rows with one — a second scan of the
+    base, so only when ``nulls`` (the base holds such a key: ``StateStore.base_nulls``). A key
+    existed before the batch when its old row count adds up to other than zero: otherwise its old
+    values are NULL, as a whole merge gives for a key it did not hold."""
+    keys = [quote(k) for k in t.keys]
+    nullable = [quote(f.name) for f in t.state.key if f.nullable] if nulls else []
+    touched = _of_merge(merged, keys, f"{TOUCHED} = 1")
+    values = [quote(n) for n, _ in t.values]
+    base_cols = ", ".join([f"_b.{k}" for k in keys] + [f"_b.{v}" for v in values] + [f"_b.{v} AS {quote(OLD + n)}"
+                                                                                     for v, (n, _) in zip(values, t.values)])
+    hint = f"/*+ {_small_side()}(_k) */ "
+    base_rows = (f"SELECT {hint}{base_cols} FROM {base} _b LEFT SEMI JOIN ({touched}) _k ON "
+                 + " AND ".join(f"_b.{k} = _k.{k}" for k in keys))
+    if nullable:
+        any_null = " OR ".join(f"_b.{k} IS NULL" for k in nullable)
+        base_rows += (f"\nUNION ALL\nSELECT {hint}{base_cols} FROM (SELECT * FROM {base} WHERE "
+                      + any_null.replace("_b.", "") + f") _b LEFT SEMI JOIN ({touched}) _k ON "
+                      + " AND ".join(f"_b.{k} <=> _k.{k}" for k in keys))
+    tail_rows = _of_merge(merged, keys + values + [quote(OLD + n) for n, _ in t.values], f"{TOUCHED} = 1")
+    existed = f"coalesce(sum({quote(OLD + WEIGHT)}), 0) <> 0"
+    items = keys + [f"CAST(sum({v}) AS {ty}) AS {v}" for v, (_, ty) in zip(values, t.values)]
+    items += [f"CASE WHEN {existed} THEN CAST(sum({quote(OLD + n)}) AS {ty}) END AS {quote(OLD + n)}"
+              for n, ty in t.values]
+    items.append(f"1 AS {TOUCHED}")
+    return (f"SELECT {', '.join(items)} FROM (\n{base_rows}\nUNION ALL\n{tail_rows}\n) _s "
+            f"GROUP BY {', '.join(keys)}")
 
 
 def delta_rows(t: StateTable, merged: str) -> str:

@@ -43,6 +43,7 @@ from .lowering import StateTable
 from .profile import Part, no_part
 from .sources import empty_frame
 from .stats import DeltaRows
+from ..ir.printer import quote
 from .views import Views, output_rows
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ class StateStore:
         self.bases: dict[str, tuple[DataFrame, DataFrame]] = {}
         self.base_rows: dict[str, int] = {}
         self.tails: dict[str, DataFrame | None] = {}
+        self.base_nulls: dict[str, bool] = {}  # whether a base holds a key with a NULL (runs_merged)
         self.folds = 0  # tails folded into their bases so far
         self.schemas: dict[str, StructType] = {}
         self.current: dict[str, DataFrame] = {}  # the state as the next batch reads it
@@ -213,9 +215,24 @@ class StateStore:
             if rows is not None and runs.worth_it(rows, self.touched.get(name)) and name in self._backing:
                 self.bases[name] = (self.current[name], self._backing[name])
                 self.base_rows[name] = rows
+                self.base_nulls[name] = self._null_keys(name, self.current[name])
                 self.tails[name] = None
                 started = True
         return started
+
+    def _null_keys(self, name: str, base: DataFrame) -> bool:
+        """Whether the base ``base`` of state ``name`` holds a key with a NULL in it: a scan of
+        it, once per base (a start, a fold), so that a batch's look-up of its touched keys in
+        the base needs no second, null-safe scan when none has (:func:`.lowering.runs_merged`)."""
+        nullable = [f.name for f in self.defs[name].key if f.nullable]
+        if not nullable:
+            return False
+        views = Views(self.spark, f"nulls_{name}")
+        try:
+            cond = " OR ".join(f"{quote(n)} IS NULL" for n in nullable)
+            return bool(self.spark.sql(f"SELECT 1 FROM {views.relation(base, 'base')} WHERE {cond} LIMIT 1").collect())
+        finally:
+            views.drop()
 
     def _tail_merge(self, name: str) -> bool:
         """Whether a merge of ``name`` merges into its tail (not into the whole state)."""
@@ -249,6 +266,7 @@ class StateStore:
             try:
                 with self.part(f"fold {name}"):
                     held = materialize(merged)  # a merge's rows, as every state's backing is (prepared.py)
+                    nulls = self._null_keys(name, held)  # (of its rows with _weight 0 too: a safe side)
             finally:
                 sc.setJobDescription(None)  # type: ignore[arg-type]  # None removes it
             rows = output_rows(merged) or 0
@@ -257,6 +275,7 @@ class StateStore:
             views.drop()
         old = self._backing.get(name)
         self.bases[name] = (new, held)
+        self.base_nulls[name] = nulls
         self.current[name], self._backing[name] = new, held
         self.tails[name] = None
         self.base_rows[name] = self.rows[name] = rows
@@ -383,6 +402,15 @@ class StateStore:
         """What the batch changed, per touched key (see :func:`.lowering.delta_rows`)."""
         return lowering.delta_rows(self.table(name), views.name(merged, "merged_" + name))
 
+    def merged_view(self, name: str, merged: DataFrame, views: Views) -> str | None:
+        """The merge of a state kept as a base and a tail as programs read it — on the touched keys
+        only (plan/runs.py), each once, its values added up over both runs (see
+        :func:`.lowering.runs_merged`); None for a state kept whole (its merge is read as it is)."""
+        if not self._tail_merge(name):
+            return None
+        return lowering.runs_merged(self.table(name), self._base(name, views), views.name(merged, "merged_" + name),
+                                    self.base_nulls.get(name, True))
+
     def touched_view(self, name: str, merged: DataFrame, views: Views) -> str:
         """The new rows of the keys the batch touched (what a state breakpoint looks at)."""
         if self._tail_merge(name):
@@ -483,4 +511,5 @@ class StateStore:
         self.current.clear()
         self._backing.clear()
         self.bases.clear()
+        self.base_nulls.clear()
         self.tails.clear()
