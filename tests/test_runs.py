@@ -79,16 +79,18 @@ def test_join_inputs_read_by_inner_joins_are_candidates():
 
     got, inputs = of("SELECT R.a, sum(S.v) FROM R JOIN S ON R.a = S.k GROUP BY R.a")
     assert got == inputs == {"in_R", "in_S"}
-    # an outer join's padded rows come from a counts state; its join inputs are read by inner
-    # joins, and so is its left side's state (joined with the keys whose matches flipped)
-    assert of("SELECT R.a, S.v FROM R LEFT JOIN S ON R.a = S.k") == ({"in_R", "in_S", "left"}, {"in_R", "in_S"})
+    # an outer join's padded rows come from a counts state, looked up for the batch's keys and
+    # added up; its join inputs are read by inner joins, and so is its left side's state (joined
+    # with the keys whose matches flipped)
+    assert of("SELECT R.a, S.v FROM R LEFT JOIN S ON R.a = S.k") == ({"in_R", "in_S", "left", "matches"},
+                                                                       {"in_R", "in_S"})
     # a theta join is laid out over a join matrix (cells in its states' keys): kept whole
     got, inputs = of("SELECT R.a, count(*) FROM R JOIN S ON R.a < S.k GROUP BY R.a")
     assert got == set() and inputs
     # a correlated scalar's aggregate is read from its merge's touched keys, and its left join's
-    # left side by an inner join: candidates too
+    # sides as above: candidates too
     got, inputs = of("SELECT R.a, (SELECT sum(v) FROM S WHERE S.k = R.a) FROM R")
-    assert got == {"agg", "in_R", "in_d1", "left"} and inputs == {"in_R", "in_d1"}
+    assert got == {"agg", "in_R", "in_d1", "left", "matches"} and inputs == {"in_R", "in_d1"}
 
 
 def test_states_read_through_their_merges_touched_keys_are_candidates():
@@ -100,16 +102,16 @@ def test_states_read_through_their_merges_touched_keys_are_candidates():
         plan = streamfold.compile(sql, schemas)
         return set(runs.candidates(plan)), {s.name: s.role.value for s in plan.states}
 
-    # TPC-H Q18's shape: both aggregates (the answer shows the semi join's rows, state out) and
-    # the semi join's left rows; not the counts, which the semi join probes by weight
+    # TPC-H Q18's shape: both aggregates (the answer shows the semi join's rows, state out), the
+    # semi join's left rows, and its counts (looked up for the batch's keys and added up per key)
     got, roles = of("SELECT R.a, sum(R.b) FROM R WHERE R.a IN (SELECT k FROM S GROUP BY k HAVING sum(v) > 2) "
                     "GROUP BY R.a")
-    assert got == {"agg", "agg2", "left"} and roles["matches"] == "counts" and roles["out"] == "output"
+    assert got == {"agg", "agg2", "left", "matches"} and roles["matches"] == "counts" and roles["out"] == "output"
     assert of("SELECT a, count(*) FROM R GROUP BY a")[0] == set()  # the answer reads the aggregate
     # a min is not a sum: its aggregate stays whole (its multiset too); the left rows need not
     got, roles = of("SELECT a, min(b) FROM (SELECT a, b FROM R WHERE a IN (SELECT k FROM S GROUP BY k "
                     "HAVING min(v) > 2)) x GROUP BY a")
-    assert got == {"left"}
+    assert got == {"left", "matches"}
     assert of("SELECT count(*) FROM (SELECT DISTINCT a FROM R) d")[0] == {"distinct"}  # not the global row
 
 

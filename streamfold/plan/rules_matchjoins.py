@@ -176,6 +176,19 @@ class Matcher:
         return Project(Filter(merged, crossed), tuple((k.name, k.ref()) for k in keys)
                        + (("_sign", Case(((now, ONE),), MINUS_ONE, BIGINT)),))
 
+    def _matched(self, name: str, fields: tuple[Field, ...], delta: Rel) -> Rel:
+        """The keys of the batch's left rows that have matches after the merge: the counts state
+        looked up for those keys only (a semi join with them, the few keys on the small side) and
+        added up per key before the ``> 0`` test — one row per key either way, and so whether the
+        state is kept whole or as a base and a tail (plan/runs.py), where a key may have a row in
+        each. Without the look-up the whole state met the batch's rows in a sort-merge join."""
+        keys = fields[:-1]
+        dkeys = Aggregate(delta, tuple((f"d.{k.name}", lx) for (lx, _), k in zip(self.sp.keys, keys)), ())
+        on = and_all([Call("=", (k.ref(), Column(f"d.{k.name}", k.type)), BOOLEAN) for k in keys])
+        looked_up = Join(StateScan(name, StateVersion.NEW, fields), dkeys, JoinKind.SEMI, on)
+        summed = Aggregate(looked_up, tuple((k.name, k.ref()) for k in keys), ((WEIGHT, sum_weights()),))
+        return Filter(summed, positive(weight()))
+
     # -- semi and anti joins -------------------------------------------------------------------
     def semi_anti(self, anti: bool) -> Rel:
         if self.sp.mixed:
@@ -186,9 +199,9 @@ class Matcher:
         pl_cond = or_false(_all(self.sp.left)) if self.sp.left else None
         name, fields = self._counts()
         keys = fields[:-1]
-        matched = Filter(StateScan(name, StateVersion.NEW, fields), positive(weight()))
         delta = self.left_delta()
         cond = self._key_cond(keys)
+        matched = self._matched(name, fields, delta)
         out_cols = tuple((f.name, f.ref()) for f in self.lfields) + ((WEIGHT, weight()),)
         if not anti:
             rows = Filter(delta, pl_cond) if pl_cond is not None else delta

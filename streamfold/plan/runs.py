@@ -7,6 +7,8 @@ depend on how a key's row is split:
 * a side of an inner or cross join, as it is or renamed by a projection — the delta rules are linear in it
   (``ΔR ⋈ (B ⊎ T) = ΔR ⋈ B ⊎ ΔR ⋈ T``): the state's *new* or *old* version is read as the two
   runs, and the aggregates above add their weights up;
+* looked up for some keys — the left side of a semi join — with the rows found added up per key
+  at once (an aggregate of sums): a semi join's counts for the batch's left rows;
 * the batch's *delta* of it — the tail's merge changed each touched key by exactly the batch's
   delta, whichever run the key's row is in;
 * its *merge*, filtered on the keys the batch touched (``__touched = 1`` among the filter's
@@ -25,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..ir.expr import conjuncts
-from ..ir.rel import Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion
+from ..ir.rel import Aggregate, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion
 from .model import LOOPS, IncrementalPlan, Monoid, StateRole
 from .terms import touched
 
@@ -64,7 +66,16 @@ def _split_read(scan: StateScan, parent: Rel | None, above: Rel | None) -> bool:
         return True
     if scan.version == StateVersion.MERGED:
         return isinstance(parent, Filter) and touched() in conjuncts(parent.condition)
-    return _join_side(scan, parent, above)
+    return _join_side(scan, parent, above) or _summed_lookup(scan, parent, above)
+
+
+def _summed_lookup(scan: StateScan, parent: Rel | None, above: Rel | None) -> bool:
+    """Whether ``scan`` is looked up for some keys (the left side of a semi join) and the rows
+    found are added up per key at once (an aggregate of sums): a semi join's matches for the
+    batch's left rows (rules_matchjoins ``_matched``)."""
+    return (isinstance(parent, Join) and parent.kind == JoinKind.SEMI and parent.left is scan
+            and isinstance(above, Aggregate) and above.input is parent
+            and all(a.fn == "sum" and not a.distinct for _, a in above.aggs))
 
 
 def _join_side(scan: StateScan, parent: Rel | None, above: Rel | None) -> bool:
