@@ -332,17 +332,17 @@ def runs_merged(t: StateTable, base: str, merged: str, nulls: bool = True) -> st
     values are NULL, as a whole merge gives for a key it did not hold."""
     keys = [quote(k) for k in t.keys]
     nullable = [quote(f.name) for f in t.state.key if f.nullable] if nulls else []
-    touched = _of_merge(merged, keys, f"{TOUCHED} = 1")
+    keys_touched = _of_merge(merged, keys, f"{TOUCHED} = 1")
     values = [quote(n) for n, _ in t.values]
     base_cols = ", ".join([f"_b.{k}" for k in keys] + [f"_b.{v}" for v in values] + [f"_b.{v} AS {quote(OLD + n)}"
                                                                                      for v, (n, _) in zip(values, t.values)])
     hint = f"/*+ {_small_side()}(_k) */ "
-    base_rows = (f"SELECT {hint}{base_cols} FROM {base} _b LEFT SEMI JOIN ({touched}) _k ON "
+    base_rows = (f"SELECT {hint}{base_cols} FROM {base} _b LEFT SEMI JOIN ({keys_touched}) _k ON "
                  + " AND ".join(f"_b.{k} = _k.{k}" for k in keys))
     if nullable:
         any_null = " OR ".join(f"_b.{k} IS NULL" for k in nullable)
         base_rows += (f"\nUNION ALL\nSELECT {hint}{base_cols} FROM (SELECT * FROM {base} WHERE "
-                      + any_null.replace("_b.", "") + f") _b LEFT SEMI JOIN ({touched}) _k ON "
+                      + any_null.replace("_b.", "") + f") _b LEFT SEMI JOIN ({keys_touched}) _k ON "
                       + " AND ".join(f"_b.{k} <=> _k.{k}" for k in keys))
     tail_rows = _of_merge(merged, keys + values + [quote(OLD + n) for n, _ in t.values], f"{TOUCHED} = 1")
     existed = f"coalesce(sum({quote(OLD + WEIGHT)}), 0) <> 0"

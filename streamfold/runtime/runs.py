@@ -23,9 +23,10 @@ needs nothing of it, and prepared plans go on: they read the base through a slot
 which the fold points at the new base (:meth:`.prepared.Prepared.rebase`).
 
 Which states: :func:`candidates` (``plan/runs.py``) — keyed states of sums whose every read is a
-side of an inner or cross join, their delta, or their merge on the keys the batch touched (which
-a batch reads once, its touched keys looked up in the base and added up with the tail:
-``lowering.runs_merged``); not in plans with loops or join matrices, nor read by the answer. A
+side of an inner or cross join, their delta, a look-up of some keys added up per key at once (a
+semi join's counts), or their merge on the keys the batch touched (which a batch reads once, its
+touched keys looked up in the base and added up with the tail: ``lowering.runs_merged``); not in
+plans with loops or join matrices, nor read by the answer. A
 candidate's changelog is its delta (new − old per touched key) and it is restored by summing its
 logs, so the checkpoint needs no base lookup whichever layout the state had. Runs start after a
 batch's commit, so the next batch already merges into the tail — after a history, it can be the
