@@ -15,7 +15,51 @@ public final class Plans {
     public static org.apache.spark.sql.classic.Dataset frame(RDD rdd, org.apache.spark.sql.classic.Dataset template) {
         org.apache.spark.sql.execution.LogicalRDD plan =
             org.apache.spark.sql.execution.LogicalRDD$.MODULE$.fromDataset(rdd, template, false, false);
+        org.apache.spark.sql.catalyst.plans.physical.Partitioning hashed = outputs(plan);
+        if (hashed != null)
+            plan = org.apache.spark.sql.execution.LogicalRDD$.MODULE$.apply(plan.output(), rdd, hashed,
+                plan.outputOrdering(), plan.isStreaming(), plan.stream(), template.sparkSession(), new scala.Some(plan.stats()),
+                scala.Option.empty(), plan.isCheckpointedInput());
         return org.apache.spark.sql.classic.Dataset.ofRows(template.sparkSession(), plan);
+    }
+
+    /** ``plan``'s hash partitioning over its own output attributes, or null if it has none or is
+     *  already so. The partitioning ``fromDataset`` takes from the template's physical plan may
+     *  name a column as an attribute that differs from the output's in other ways than its id
+     *  (its nullability, its qualifier): a second read of the frame in one statement (a new
+     *  instance, attributes renamed) then does not rename it, reports no partitioning on its
+     *  columns, and the state it reads is shuffled whole where it lies partitioned already. */
+    private static org.apache.spark.sql.catalyst.plans.physical.Partitioning outputs(
+            org.apache.spark.sql.execution.LogicalRDD plan) {
+        if (!(plan.outputPartitioning() instanceof org.apache.spark.sql.catalyst.plans.physical.HashPartitioning))
+            return null;
+        org.apache.spark.sql.catalyst.plans.physical.HashPartitioning hash =
+            (org.apache.spark.sql.catalyst.plans.physical.HashPartitioning) plan.outputPartitioning();
+        scala.collection.Seq exprs = hash.expressions();
+        scala.collection.Seq output = plan.output();
+        java.util.ArrayList out = new java.util.ArrayList();
+        boolean changed = false;
+        for (int i = 0; i < exprs.size(); i++) {
+            Object e = exprs.apply(i);
+            Object mapped = e;
+            if (e instanceof org.apache.spark.sql.catalyst.expressions.AttributeReference) {
+                org.apache.spark.sql.catalyst.expressions.AttributeReference a =
+                    (org.apache.spark.sql.catalyst.expressions.AttributeReference) e;
+                for (int j = 0; j < output.size(); j++) {
+                    org.apache.spark.sql.catalyst.expressions.Attribute o =
+                        (org.apache.spark.sql.catalyst.expressions.Attribute) output.apply(j);
+                    if (o.exprId().equals(a.exprId())) {
+                        mapped = o;
+                        break;
+                    }
+                }
+            }
+            changed |= !mapped.equals(e);
+            out.add(mapped);
+        }
+        if (!changed) return null;
+        return new org.apache.spark.sql.catalyst.plans.physical.HashPartitioning(
+            scala.jdk.javaapi.CollectionConverters.asScala(out).toSeq(), hash.numPartitions());
     }
 
     /** ``template`` (an analysed frame) reading ``to`` wherever it read ``from`` (a slot): the
