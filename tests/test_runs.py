@@ -20,7 +20,7 @@ from streamfold.runtime import runs
 
 from .streams import Source, check_stream
 from .strategies import stream, table_rows
-from .test_differential import QUERIES, SETTINGS, _sources
+from .test_differential import QUERIES, SETTINGS, SUBQUERY_SHAPES, _sources
 
 pytestmark = [pytest.mark.spark]
 
@@ -29,13 +29,14 @@ pytestmark = [pytest.mark.spark]
 # shapes around them that must keep their states whole (semi joins' counts, answers that read a state).
 # (join-plain, join-global, join-residual, comma-join and join-nested-aggregate are the same shapes
 # of join inputs as these, join-nested-distinct and exists-non-equi of states read on their touched
-# keys; STREAMFOLD_RUNS_ALL=1 adds them)
+# keys, exists-not-equal-self of counts per key and value as exists-and-not-exists-not-equal's;
+# STREAMFOLD_RUNS_ALL=1 adds them)
 JOINS = {"join-groupby-seed", "self-join-three-way", "stream-static-stream", "join-distinct-agg",
-         "not-exists-correlated", "left-join-count", "intersect-all"} | (
+         "not-exists-correlated", "left-join-count", "intersect-all", "exists-and-not-exists-not-equal"} | (
     {"join-plain", "join-global", "join-residual", "comma-join", "join-nested-aggregate", "join-nested-distinct",
-     "exists-non-equi"}
+     "exists-non-equi", "exists-not-equal-self"}
     if os.environ.get("STREAMFOLD_RUNS_ALL") else set())
-CASES = [q for q in QUERIES if q[0] in JOINS] + [
+CASES = [q for q in QUERIES + SUBQUERY_SHAPES if q[0] in JOINS] + [
     ("left-join-groupby", "SELECT R.a, count(S.k), sum(S.v) FROM R LEFT JOIN S ON R.a = S.k GROUP BY R.a", "RS", False),
     # TPC-H Q18's shape: the IN's aggregate (its HAVING read from the merge's touched keys) and
     # the semi join's left rows (read by an inner join with the keys whose matches flipped)
@@ -113,6 +114,11 @@ def test_states_read_through_their_merges_touched_keys_are_candidates():
                     "HAVING min(v) > 2)) x GROUP BY a")
     assert got == {"left", "matches"}
     assert of("SELECT count(*) FROM (SELECT DISTINCT a FROM R) d")[0] == {"distinct"}  # not the global row
+    # TPC-H Q21's shape: the counts per key and value of a semi join on equalities and one <>,
+    # looked up for the batch's keys and the touched ones, added up per key and value
+    got, roles = of("SELECT a, count(*) FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v <> R.b) "
+                    "GROUP BY a")
+    assert "pairs" in got and roles["pairs"] == "counts"
 
 
 def test_a_state_is_kept_in_runs_when_large_and_touched_little(monkeypatch):

@@ -275,7 +275,7 @@ def _state_text(st: State, runs: bool = False) -> list[str]:
         lines.append(f"      — {st.note}")
     if runs:
         reads = ("read by inner joins only" if st.role == StateRole.JOIN_INPUT else
-                 "read by inner joins, as its delta and on the keys a batch touched only")
+                 "read by inner joins, as its delta, on the keys a batch touched, or looked up and added up per key")
         lines.append(f"      — {reads}: kept as a base and a tail once large (runtime/runs.py)")
     return lines
 

@@ -16,9 +16,11 @@ identity as :mod:`.rules_matchjoins`)::
     Δout = Σ_l  Δw(l)·M_new(l)  +  w_old(l)·(M_new(l) − M_old(l))
 
 where ``M_new(l) − M_old(l)`` can be non-zero only for keys whose counts the batch touched.
-Both terms read the counts only for the keys they need: the batch's left rows look up their
-keys' counts after the merge; the old left rows of the touched keys read the merge of those
-keys (old and new counts side by side). Nothing is recounted against the whole right side, and
+Both terms read the counts only for the keys they need, looked up and added up per (key,
+value): the batch's left rows their keys' counts after the merge; the old left rows of the
+touched keys the new counts of those keys beside the old ones (the new less the batch's delta).
+So the state is read only by look-ups and its delta, and may be kept as a base and a tail
+(``plan/runs.py``): a batch then reads the base's rows of its keys, not a merge of the whole state. Nothing is recounted against the whole right side, and
 no left row is re-joined unless its key was touched. ``N`` is summed from the touched keys'
 rows of ``C`` rather than kept as a second state: one merge per batch instead of two.
 
@@ -34,10 +36,9 @@ from typing import Protocol
 from ..ir.expr import Agg, Call, Case, Column, Expr, Literal, and_all
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN
-from .changes import merged_fields
 from .context import PlanContext
 from .model import OLD, Compiled, Monoid, State, StateColumn, StateRole
-from .terms import ONE, ZERO, coalesce0, nonzero, or_false, positive, sum_weights, touched, weight
+from .terms import ONE, ZERO, coalesce0, nonzero, or_false, positive, sum_weights, weight
 
 
 
@@ -113,33 +114,41 @@ def semi_anti(m: Matcher, anti: bool, a: Expr, b: Expr) -> Rel:
     ctx.plan.add_state(
         State(name, StateRole.COUNTS, fields,
               (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of right rows with the key and the value"),),
-              note=f"matches per key and value of the {m.join.kind} join on <>"),
+              note=f"matches per key and value of the {m.join.kind} join on <>",
+              partition=tuple(knames)),  # looked up by key: the keys met where the rows lie
         Aggregate(Filter(m.right.program, not_null), group, ((WEIGHT, sum_weights()),)))
     kfields = fields[:-1]
     lnames = [f.name for f in m.lfields]
     left_cond = and_all(sp.left)
     guard: Expr = or_false(left_cond) if left_cond is not None else Literal(True, BOOLEAN)
 
-    def on_keys(prefix: str) -> Expr:
-        cond = and_all([Call("=", (lx, Column(f"{prefix}{k.name}", k.type)), BOOLEAN)
-                        for (lx, _), k in zip(sp.keys, kfields)])
+    qkeys = [Field(f"q.{k.name}", k.type) for k in kfields]
+    qvalue = Field(f"q.{name}.a", a.type)
+
+    def lookup(keys: Rel, cond: Expr) -> Rel:
+        """The counts of the keys in ``keys``, added up per key and value (a state kept as a base
+        and a tail may hold a key and value in both)."""
+        return Aggregate(Join(StateScan(name, StateVersion.NEW, fields + (Field(WEIGHT, BIGINT),)), keys,
+                              JoinKind.SEMI, cond),
+                         tuple((f.name, f.ref()) for f in fields), ((WEIGHT, sum_weights()),))
+
+    def with_counts(rows: Rel, counts: Rel, cols: tuple[str, ...]) -> Rel:
+        """``rows`` with, per row, ``cols`` of ``counts`` added up over its key's values (``n.``,
+        N) and over the value ``a`` (``c.``, C): computed per distinct (key, ``a``) of the rows,
+        so ``counts`` (one row per key and value) is read once."""
+        pairs = Aggregate(rows, tuple((q.name, lx) for q, (lx, _) in zip(qkeys, sp.keys)) + ((qvalue.name, a),), ())
+        on = and_all([Call("=", (q.ref(), k.ref()), BOOLEAN) for q, k in zip(qkeys, kfields)])
+        assert on is not None
+        same = Call("=", (Column(vname, b.type), qvalue.ref()), BOOLEAN)
+        sums = tuple((f"n.{c}", Agg("sum", (coalesce0(Column(c, BIGINT)),), False, BIGINT)) for c in cols) + tuple(
+            (f"c.{c}", Agg("sum", (Case(((same, coalesce0(Column(c, BIGINT))),), ZERO, BIGINT),), False, BIGINT))
+            for c in cols)
+        per = Aggregate(Join(pairs, counts, JoinKind.INNER, on), tuple((q.name, q.ref()) for q in qkeys + [qvalue]),
+                        sums)
+        cond = and_all([Call("=", (lx, q.ref()), BOOLEAN) for q, (lx, _) in zip(qkeys, sp.keys)]
+                       + [Call("=", (a, qvalue.ref()), BOOLEAN)])
         assert cond is not None
-        return cond
-
-    def totals(counts: Rel, prefix: str, cols: tuple[str, ...]) -> Rel:
-        """Per key, the sum of ``cols`` over the values (``N`` from the rows of ``C``)."""
-        return Aggregate(counts, tuple((f"{prefix}{k.name}", k.ref()) for k in kfields),
-                         tuple((f"{prefix}{c}", Agg("sum", (coalesce0(Column(c, BIGINT)),), False, BIGINT))
-                               for c in cols))
-
-    def value(counts: Rel, prefix: str, cols: tuple[str, ...]) -> Rel:
-        return Project(counts, tuple((f"{prefix}{f.name}", f.ref()) for f in fields)
-                       + tuple((f"{prefix}{c}", Column(c, BIGINT)) for c in cols))
-
-    def on_value(prefix: str) -> Expr:
-        cond = and_all([on_keys(prefix), Call("=", (a, Column(f"{prefix}{vname}", b.type)), BOOLEAN)])
-        assert cond is not None
-        return cond
+        return Join(rows, per, JoinKind.LEFT, cond)
 
     def matched(total: str, same: str) -> Expr:
         """Whether the row has a match: ``a`` not NULL and N − C > 0 (then the guard)."""
@@ -157,24 +166,25 @@ def semi_anti(m: Matcher, anti: bool, a: Expr, b: Expr) -> Rel:
     delta = m.left_delta()
     dkeys = Aggregate(delta, tuple((f"d.{k.name}", lx) for (lx, _), k in zip(sp.keys, kfields)), ())
     dk_cond = and_all([Call("=", (k.ref(), Column(f"d.{k.name}", k.type)), BOOLEAN) for k in kfields])
-    new_counts = Join(StateScan(name, StateVersion.NEW, fields + (Field(WEIGHT, BIGINT),)), dkeys,
-                      JoinKind.SEMI, dk_cond)
-    term1 = Join(Join(delta, totals(new_counts, "n.", (WEIGHT,)), JoinKind.LEFT, on_keys("n.")),
-                 value(new_counts, "c.", (WEIGHT,)), JoinKind.LEFT, on_value("c."))
+    term1 = with_counts(delta, lookup(dkeys, dk_cond), (WEIGHT,))
     term1_w = Call("*", (weight(), indicator(matched(f"n.{WEIGHT}", f"c.{WEIGHT}"))), BIGINT)
 
-    # The old left rows of the keys the batch touched, against those keys' old and new counts.
-    mfields = merged_fields(fields + (Field(WEIGHT, BIGINT),), tuple(f.name for f in fields))
-    merged = StateScan(name, StateVersion.MERGED, mfields)
-    tkeys = Aggregate(Filter(merged, touched()), tuple((f"t.{k.name}", k.ref()) for k in kfields), ())
+    # The old left rows of the keys the batch touched, against those keys' old and new counts:
+    # the new counts of every value of a touched key looked up and added up per (key, value), the
+    # old ones the new less the batch's delta.
+    change = StateScan(name, StateVersion.DELTA, fields + (Field(WEIGHT, BIGINT),))
+    tkeys = Aggregate(change, tuple((f"t.{k.name}", k.ref()) for k in kfields), ())
     tk_cond = and_all([Call("=", (k.ref(), Column(f"t.{k.name}", k.type)), BOOLEAN) for k in kfields])
-    counts = Join(merged, tkeys, JoinKind.SEMI, tk_cond)
     both = (WEIGHT, OLD + WEIGHT)
+    found = lookup(tkeys, tk_cond)
+    keyed = tuple((f.name, f.ref()) for f in fields)
+    counts = Aggregate(
+        Union((Project(found, keyed + ((WEIGHT, weight()), (OLD + WEIGHT, weight()))),
+               Project(change, keyed + ((WEIGHT, ZERO), (OLD + WEIGHT, Call("-", (ZERO, weight()), BIGINT)))))),
+        keyed, tuple((c, Agg("sum", (Column(c, BIGINT),), False, BIGINT)) for c in both))
     old_left = m.left_old()
     lt_cond = and_all([Call("=", (lx, Column(f"t.{k.name}", k.type)), BOOLEAN) for (lx, _), k in zip(sp.keys, kfields)])
-    rows = Join(Join(Join(old_left, tkeys, JoinKind.SEMI, lt_cond), totals(counts, "n.", both), JoinKind.LEFT,
-                     on_keys("n.")),
-                value(counts, "c.", both), JoinKind.LEFT, on_value("c."))
+    rows = with_counts(Join(old_left, tkeys, JoinKind.SEMI, lt_cond), counts, both)
     flip = Call("-", (indicator(matched(f"n.{WEIGHT}", f"c.{WEIGHT}")),
                       indicator(matched(f"n.{OLD}{WEIGHT}", f"c.{OLD}{WEIGHT}"))), BIGINT)
     term2_w = Call("*", (weight(), flip), BIGINT)

@@ -39,7 +39,10 @@ from . import files
 #    a format 3 changelog of such a state holds its latest rows, so one is refused
 # 5: so do aggregates, counts and outputs read only through joins, deltas and the touched keys of
 #    their merge (plan/runs.py): a format 4 changelog of such a state holds its latest rows
-FORMAT_VERSION = 5
+# 6: so do the counts per key and value of a semi or anti join on equalities and one <> (plan/
+#    semi_not_equal.py, now read only by look-ups and their delta): a format 5 changelog of such a
+#    state holds its latest rows
+FORMAT_VERSION = 6
 _BATCH = re.compile(r"^(\d{6,})$")
 _COMMIT = re.compile(r"^(\d{6,})\.json$")
 _BASE = re.compile(r"^base-(\d{6,})$")
