@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # Shapes a prepared plan must keep exact: aggregates of every kind (min and max under deletions
 # among them), distinct counts, an ordered top-k, a join of two streams, a row-wise filter, a
-# correlated subquery, a join with a static table (its side shuffled once, its shuffle reused), an
+# correlated subquery, a join with a static table (its small side broadcast, built once), an
 # outer join, a NOT EXISTS (a semi join's touched keys hashed, not broadcast) and a global
 # aggregate (whose snapshot and changes Spark would merge into one scalar subquery: not in a capture).
 SHAPES = {q[0]: q for q in QUERIES + SUBQUERY_SHAPES}
@@ -173,6 +173,33 @@ def test_a_state_read_in_other_partitions_than_it_is_merged_into_is_refused(spar
     p.state("s", spark.range(4).selectExpr("id AS k").coalesce(1), lambda merged: merged)
     p.keep("s", spark.range(0, 4, 1, 2).selectExpr("id AS k"))
     assert p.verify([]) == "state s read in 1 partition(s) but merged into 2"
+
+
+@pytest.mark.parametrize("layout", ["single", "hashed"])
+def test_a_small_static_table_is_broadcast_into_the_captured_plans(spark, tmp_path, monkeypatch, layout):
+    """A capture broadcasts nothing a batch's rows go into, but a static table's rows never
+    change: a small one is broadcast into the joins that read it (built once, true for every later
+    job), so a batch's rows meet it without a shuffle. The plans are replayed batch after batch
+    and every answer is DuckDB's."""
+    if layout == "hashed":
+        monkeypatch.setattr(engine_module, "_ONE_PARTITION", False)
+    plans: list[str] = []
+    verify = Prepared.verify
+
+    def seen(prepared: Prepared, executed):  # type: ignore[no-untyped-def]
+        plans.extend(str(p.toString()) for p in executed)
+        return verify(prepared, executed)
+
+    monkeypatch.setattr(Prepared, "verify", seen)
+    _, sql, uses, ordered = SHAPES["stream-static"]
+    sources = _sources(uses, True)
+    rng = random.Random(f"static broadcast {layout}")
+    batches = random_stream(rng, sources, batches=7, max_rows=12, min_rows=3)
+    tables = {s.name: random_rows(rng, s, max_size=6) for s in sources if s.static}
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, sources, batches, tables, ordered=ordered)
+    assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
+    assert plans and any("BroadcastHashJoin" in p for p in plans), plans
 
 
 def test_a_hashed_prepared_batch_counts_each_state_once(spark, tmp_path, monkeypatch):

@@ -690,8 +690,22 @@ class Engine:
                 store.tails[n] = p.merged(n)
         self.store.keep = p.keep
         self._capturing = True
-        p.plan_without_broadcasts()
+        p.plan_without_broadcasts(self._broadcast_statics())
         return {n: p.stream(n, df, self._file_columns(n, inputs.get(n, [])), ahead) for n, df in frames.items()}
+
+    def _broadcast_statics(self) -> frozenset[str]:
+        """The static states a capture broadcasts into the joins that read them: those within
+        Spark's broadcast threshold by their size estimate (their true rows, ``_with_size``)."""
+        limit = int(self.spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+        if limit <= 0:
+            return frozenset()
+        found = set()
+        for name, d in self.store.defs.items():
+            if d.static:
+                size = self.store.current[name]._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+                if int(size if isinstance(size, int) else size.toString()) <= limit:
+                    found.add(name)
+        return frozenset(found)
 
     def _prepare_ahead(self, batch: int, inputs: dict[str, list[str]]) -> None:
         """After batch ``batch``'s commit (the history's), capture the next batch's plans ahead of

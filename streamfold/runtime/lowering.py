@@ -53,17 +53,31 @@ def _indent(text: str) -> str:
 # broadcast. Not while a prepared plan is captured (prepared.py): a broadcast of a batch's rows
 # is computed once and would be reused by every later job, so they are hashed instead.
 _BROADCASTS: ContextVar[bool] = ContextVar("streamfold_broadcasts", default=True)
+# Meanwhile the static states small enough to broadcast (Spark's threshold) are broadcast into
+# the joins that read them: their rows never change, so a broadcast computed once stays true for
+# every later job (Prepared.verify refuses broadcasts over slots only). Without it every join of
+# a delta with a dimension table was a shuffle, a stage of its own (TPC-H Q02: 45 stages a batch).
+_STATICS: ContextVar[frozenset[str]] = ContextVar("streamfold_static_broadcasts", default=frozenset())
 
 
 @contextmanager
-def without_broadcasts() -> Iterator[None]:
+def without_broadcasts(statics: frozenset[str] = frozenset()) -> Iterator[None]:
     """The statements written meanwhile (in this thread, and the threads of :func:`.batch.parallel`)
-    hash what they would broadcast: ``SHUFFLE_HASH`` for ``BROADCAST``."""
-    token = _BROADCASTS.set(False)
+    hash what they would broadcast: ``SHUFFLE_HASH`` for ``BROADCAST`` — except a side that reads
+    only the static states ``statics``, which is broadcast."""
+    token, held = _BROADCASTS.set(False), _STATICS.set(statics)
     try:
         yield
     finally:
         _BROADCASTS.reset(token)
+        _STATICS.reset(held)
+
+
+def _static_side(rel: Rel) -> bool:
+    """Whether ``rel`` reads only static states that may be broadcast while a capture is planned."""
+    statics = _STATICS.get()
+    leaves = [n for n in rel.walk() if not n.inputs()]
+    return bool(statics) and all(isinstance(n, StateScan) and n.state in statics for n in leaves)
 
 
 def _small_side() -> str:
@@ -98,6 +112,12 @@ def join_hint(join: Join) -> tuple[str, str] | None:
     """
     if join.condition is None:
         return None
+    if not _BROADCASTS.get():  # a capture: a small static side is still broadcast
+        static_left, static_right = _static_side(join.left), _static_side(join.right)
+        if static_right and not static_left and join.kind in ("inner", "left", "semi", "anti"):
+            return "BROADCAST", "right"
+        if static_left and not static_right and join.kind == "inner":
+            return "BROADCAST", "left"
     left, right = is_delta_side(join.left), is_delta_side(join.right)
     if join.kind == "inner" and left and not right:
         return "SHUFFLE_HASH", "left"

@@ -118,13 +118,15 @@ class Prepared:
     _CAPTURE_SETTINGS = {"spark.sql.autoBroadcastJoinThreshold": "-1",
                          "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.execution.planmerging.MergeSubplans"}
 
-    def plan_without_broadcasts(self) -> None:
+    def plan_without_broadcasts(self, statics: frozenset[str] = frozenset()) -> None:
+        """Plan the capture: nothing broadcast but the static states ``statics`` (small ones, whose
+        rows never change: lowering.without_broadcasts)."""
         conf = self.spark.conf
         self._settings = {k: conf.get(k, None) for k in self._CAPTURE_SETTINGS}
         for k, v in self._CAPTURE_SETTINGS.items():
             had = self._settings[k]
             conf.set(k, f"{had},{v}" if k.endswith("excludedRules") and had else v)  # the session's rules stay out too
-        self._hints.enter_context(lowering.without_broadcasts())
+        self._hints.enter_context(lowering.without_broadcasts(statics))
 
     def planned(self) -> None:
         """The capture batch is over: the session's settings as they were."""
