@@ -66,6 +66,10 @@ QUERIES = [
     ("aggregate-of-distinct-aggregate", "SELECT d, count(*) FROM (SELECT a, count(DISTINCT b) AS d FROM R GROUP BY a) g GROUP BY d", "R", False),
     ("global-of-aggregate", "SELECT count(*), max(n), avg(n) FROM (SELECT s, count(*) AS n FROM R GROUP BY s) g", "R", False),
     ("join-nested-aggregate", "SELECT R.a, R.b, t.total FROM R JOIN (SELECT k, sum(v) AS total FROM S GROUP BY k) t ON R.a = t.k", "RS", False),
+    # a max nested under a GROUP BY (its change read from the touched groups: by `=`, and
+    # null-safely for the group whose key is NULL)
+    ("nested-max-null-group", "SELECT m, count(*), count(s) FROM (SELECT s, max(b) AS m FROM R GROUP BY s) g "
+     "GROUP BY m", "R", False),
     ("cte-aggregate-join-groupby", "WITH t AS (SELECT k, max(w) AS m FROM S GROUP BY k) SELECT t.m, count(*) FROM R JOIN t ON R.a = t.k GROUP BY t.m", "RS", False),
     ("join-nested-distinct", "SELECT R.s, count(*) FROM R JOIN (SELECT DISTINCT k FROM S WHERE v > 1) d ON R.a = d.k GROUP BY R.s", "RS", False),
     ("having-nested", "SELECT a, n FROM (SELECT a, count(*) AS n FROM R GROUP BY a HAVING count(*) > 1) g WHERE n < 4", "R", False),

@@ -49,7 +49,7 @@ if os.environ.get("DUMP"):
         if name in ("Exchange", "ShuffleExchange"):
             extra = " " + str(node.outputPartitioning().toString())[:60]
         if name.startswith("Scan") or "RDD" in name:
-            extra = " " + node.simpleString(3)[:100]
+            extra = " " + node.simpleString(3)[:100] + " " + str(node.outputPartitioning().toString())[:80]
         if name in ("HashAggregate", "ShuffledHashJoin", "SortMergeJoin", "BroadcastHashJoin", "Project", "Filter", "Union"):
             extra = " " + node.simpleString(2)[:150]
         if name != "WholeStageCodegen" and name != "InputAdapter":

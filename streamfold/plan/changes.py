@@ -76,12 +76,20 @@ def keyed_delta(rows: Rel, main: str, keys: tuple[tuple[str, Field], ...]) -> Re
     renamed = tuple((f"{n}#t", Column(n, f.type)) for n, f in keys)
     touched = Aggregate(Project(delta, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
     cond = and_all([Call("<=>", (Column(n, f.type), Column(f"{n}#t", f.type)), BOOLEAN) for n, f in keys])
+    equal = and_all([Call("=", (Column(n, f.type), Column(f"{n}#t", f.type)), BOOLEAN) for n, f in keys])
+    present = and_all([Call("IS NOT NULL", (Column(n, f.type),), BOOLEAN) for n, f in keys])
+    assert present is not None
+    nulls = Call("NOT", (present,), BOOLEAN)
 
     def version(v: StateVersion) -> Rel:
         def swap(node: Rel) -> Rel | None:
+            # The touched keys' rows: by `=` where no key column is NULL — the state, partitioned on
+            # its key, is met where it lies (a join on `<=>` is planned on coalesced keys and
+            # shuffled the whole state every batch) — and null-safely among the rows with a NULL.
             if isinstance(node, StateScan) and node.version == StateVersion.NEW:
                 scan = StateScan(node.state, v, node.fields)
-                return Join(scan, touched, JoinKind.SEMI, cond)
+                return Union((Join(scan, touched, JoinKind.SEMI, equal),
+                              Join(Filter(scan, nulls), touched, JoinKind.SEMI, cond)))
             return None
 
         return rows.transform(swap)
