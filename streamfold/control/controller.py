@@ -141,7 +141,7 @@ class Controller:
     def boundary(self, batch: int) -> Boundary:
         if self.gate.requested_at is not None:
             return Boundary.HOLD
-        self.gate.batch(True, batch)
+        self.gate.batch(False, batch)  # in progress once the poll finds its inputs (started)
         with self._lock:
             replaying, self._replaying = self._replaying, []
             request, self._request = self._request, None
@@ -150,6 +150,11 @@ class Controller:
         if request is not None:
             self._apply(*request, batch)
         return Boundary.RUN_EVEN_IF_EMPTY if self._installed is not None else Boundary.RUN
+
+    def started(self, batch: int) -> None:
+        # (before, a poll that found nothing counted as a batch in progress: "after N batches"
+        # added then counted one batch too many)
+        self.gate.batch(True, batch)
 
     def done(self) -> None:
         self.gate.batch(False, self._engine().next_batch)

@@ -95,6 +95,10 @@ class BatchControl(Protocol):
     def boundary(self, batch: int) -> Boundary:
         """Before a poll for batch ``batch``: whether to run it now (may install a new plan first)."""
 
+    def started(self, batch: int) -> None:
+        """The poll found batch ``batch``'s inputs: it runs now (a poll that finds none is not a
+        batch in progress)."""
+
     def done(self) -> None:
         """After the poll and the batch, if any, that :meth:`boundary` allowed."""
 
@@ -152,6 +156,9 @@ class NoControl:
 
     def boundary(self, batch: int) -> Boundary:
         return Boundary.RUN
+
+    def started(self, batch: int) -> None:
+        pass
 
     def done(self) -> None:
         pass

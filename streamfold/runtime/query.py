@@ -105,6 +105,7 @@ class Query:
                 if inputs is None:
                     return None
                 start = time.monotonic()
+                control.started(self.engine.next_batch)
                 result = self.engine.run_batch(inputs)
             finally:
                 control.done()
