@@ -125,7 +125,7 @@ def semi_anti(m: Matcher, anti: bool, a: Expr, b: Expr) -> Rel:
     qkeys = [Field(f"q.{k.name}", k.type) for k in kfields]
     qvalue = Field(f"q.{name}.a", a.type)
 
-    def lookup(keys: Rel, cond: Expr) -> Rel:
+    def lookup(keys: Rel, cond: Expr | None) -> Rel:
         """The counts of the keys in ``keys``, added up per key and value (a state kept as a base
         and a tail may hold a key and value in both)."""
         return Aggregate(Join(StateScan(name, StateVersion.NEW, fields + (Field(WEIGHT, BIGINT),)), keys,
