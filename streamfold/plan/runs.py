@@ -8,7 +8,9 @@ depend on how a key's row is split:
   (``ΔR ⋈ (B ⊎ T) = ΔR ⋈ B ⊎ ΔR ⋈ T``): the state's *new* or *old* version is read as the two
   runs, and the aggregates above add their weights up;
 * looked up for some keys — the left side of a semi join — with the rows found added up per key
-  at once (an aggregate of sums): a semi join's counts for the batch's left rows;
+  at once (an aggregate of sums): a semi join's counts for the batch's left rows, and the counts
+  per key and value of one on equalities and one ``<>`` (``semi_not_equal``) for the batch's
+  left keys and the touched ones;
 * the batch's *delta* of it — the tail's merge changed each touched key by exactly the batch's
   delta, whichever run the key's row is in;
 * its *merge*, filtered on the keys the batch touched (``__touched = 1`` among the filter's

@@ -20,9 +20,11 @@ Both terms read the counts only for the keys they need, looked up and added up p
 value): the batch's left rows their keys' counts after the merge; the old left rows of the
 touched keys the new counts of those keys beside the old ones (the new less the batch's delta).
 So the state is read only by look-ups and its delta, and may be kept as a base and a tail
-(``plan/runs.py``): a batch then reads the base's rows of its keys, not a merge of the whole state. Nothing is recounted against the whole right side, and
-no left row is re-joined unless its key was touched. ``N`` is summed from the touched keys'
-rows of ``C`` rather than kept as a second state: one merge per batch instead of two.
+(``plan/runs.py``): a batch then reads the base's rows of its keys, not a merge of the whole
+state. Nothing is recounted against the whole right side, and no left row is re-joined unless
+its key was touched. ``N`` and ``C`` are summed together from the looked-up rows of ``C``, per
+distinct (key, ``a``) of the left rows (``with_counts``), rather than ``N`` kept as a second
+state: one merge per batch instead of two, and one read of each look-up per term.
 
 The rule applies when the condition compares the two sides by equalities (at least one) and
 exactly one ``a <> b`` with ``a`` reading only the left side and ``b`` only the right; otherwise
