@@ -304,3 +304,53 @@ def test_a_state_in_runs_keeps_its_hash_partitioning(spark, tmp_path, monkeypatc
 
 def _seq(scala_seq):
     return [scala_seq.apply(i) for i in range(scala_seq.size())]
+
+
+@pytest.mark.parametrize("layout,budget", [("single", "indexed"), ("hashed", "indexed"), ("hashed", "over-budget")])
+def test_joins_probing_a_base_look_its_rows_up_by_key(spark, tmp_path, monkeypatch, layout, budget):
+    """Joins that probe a base with the keys of their other side — a delta joining a join input,
+    the touched keys of an aggregate or of a semi join's counts — read the base's rows of those
+    keys only (prepared.py, ``Plans.lookups``): from an index of the base kept across batches, or,
+    when the indexes would outgrow their budget, by a scan for those keys. Either way the answer
+    is DuckDB's after every batch, through folds (a new base, a new index) and deletions."""
+    import random
+
+    from streamfold.runtime.prepared import Prepared
+
+    from .strategies import random_stream
+
+    monkeypatch.setattr(runs, "MIN_ROWS", 0)
+    monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
+    monkeypatch.setattr(runs, "FOLD_FRACTION", 0.5)  # folds every few batches
+    if layout == "hashed":
+        monkeypatch.setattr(engine_module, "_ONE_PARTITION", False)
+    seen = {"lookups": 0, "indexes": 0}
+    look_up, release = Prepared._look_up, Prepared.release
+    plans = spark._jvm.streamfold.jvm.Plans
+
+    def counted(prepared: Prepared, plan):  # type: ignore[no-untyped-def]
+        before = prepared.lookups
+        look_up(prepared, plan)
+        seen["lookups"] += prepared.lookups - before
+
+    def released(prepared: Prepared) -> None:
+        seen["indexes"] = max(seen["indexes"], int(plans.indexes()[0]))
+        release(prepared)
+
+    monkeypatch.setattr(Prepared, "_look_up", counted)
+    monkeypatch.setattr(Prepared, "release", released)
+    plans.indexBudget(1 if budget == "over-budget" else -1)
+    try:
+        for qid in ("in-having", "join-groupby-seed") if budget == "indexed" else ("in-having",):
+            sql, uses, ordered = next((q[1], q[2], q[3]) for q in CASES if q[0] == qid)
+            sources = _sources(uses, True)
+            rng = random.Random(f"look-ups {qid} {layout} {budget}")
+            batches = random_stream(rng, sources, batches=8, max_rows=14, min_rows=4)
+            check_stream(spark, str(tmp_path / qid), sql, sources, batches, ordered=ordered)
+    finally:
+        plans.indexBudget(-1)
+    assert seen["lookups"] > 0, "no join probed a base through a look-up"
+    if budget == "indexed":
+        assert seen["indexes"] > 0, "no base was indexed"
+    else:
+        assert seen["indexes"] == 0, "an index larger than its budget was kept"

@@ -282,7 +282,7 @@ class Engine:
         if (batch == 0 or sum(rows.values()) > ONE_TASK_ROWS or eager or answer_only or self._boundary is not None
                 or self._restate or choice.strategy != "incremental" or (p.ready and p.single != single)):
             if p.ready or p.keeps:  # its states are handed over as frames: the next capture starts afresh
-                self.prepared = Prepared(self.spark)
+                self._prepare_afresh()
             return None
         # A capture merges every state, as every replay then does; a state whose streams bring no
         # rows is otherwise left as it is, without a job. So the capture waits for a batch with
@@ -291,7 +291,7 @@ class Engine:
         # captured ahead of their first batch (_prepare_ahead) are given up on the same grounds.
         every = all(rows.get(s.name, 0) for s in self.plan.streams)
         if p.ready and p.ahead and not every:
-            self.prepared = Prepared(self.spark)
+            self._prepare_afresh()
             return None
         if p.ready:
             return "replay"
@@ -625,6 +625,8 @@ class Engine:
                 self.matrices.unswitch()
             if prepared is not None and not committed:  # the next batch plans afresh
                 prepared.failed()
+                if prepared.refused is None:
+                    prepared.release()
                 self.prepared = Prepared(self.spark) if prepared.refused is None else prepared
             raise
         finally:
@@ -745,7 +747,7 @@ class Engine:
                 self._warm_up(batch, p, last)
         except Exception as e:  # noqa: BLE001 - the next batch plans afresh
             log.info("streamfold: the next batch's plans were not prepared ahead (%s)", first_line(e))
-            self.prepared = Prepared(self.spark)
+            self._prepare_afresh()
         finally:
             p.planned()
             self._capturing = False
@@ -790,7 +792,7 @@ class Engine:
                 self.cost.observe_floor(min(floor, p.run_empty()))
         except Exception as e:  # noqa: BLE001 - then the first increments are measured as before
             log.info("streamfold: the cost model was not calibrated after the history (%s)", first_line(e))
-            self.prepared = Prepared(self.spark)
+            self._prepare_afresh()
 
     def _file_columns(self, stream: str, names: list[str]) -> tuple | None:
         """The columns the files of ``stream`` share (what a prepared file scan reads), or None."""
@@ -1063,7 +1065,7 @@ class Engine:
         if self.store.start_runs():
             p = self.prepared
             if p is not None and (p.ready or p.keeps):
-                self.prepared = Prepared(self.spark)
+                self._prepare_afresh()
 
     def _fold_tails(self) -> None:
         """Fold each tail grown past its bound into its base (runs.py), after the batch's commit:
@@ -1079,7 +1081,7 @@ class Engine:
             # them (lowering.runs_merged): the next batch captures again
             if p is not None and (p.ready or p.keeps) and ((self.store.base_nulls.get(name) and not nulls)
                                                             or not p.rebase(name, base)):
-                self.prepared = Prepared(self.spark)
+                self._prepare_afresh()
 
     # -- the strategy of a batch (runtime/strategy.py) ------------------------------------------
     def _choose(self, batch: int, rows: Mapping[str, int]) -> Choice:
@@ -1566,7 +1568,16 @@ class Engine:
         self.store.replace(current)
         self.store.count_rows()
 
+    def _prepare_afresh(self) -> None:
+        """The next batch that can captures its plans anew; the indexes of the old ones' bases
+        are dropped from the JVM (prepared.py, Plans.lookups)."""
+        if self.prepared is not None:
+            self.prepared.release()
+        self.prepared = Prepared(self.spark)
+
     def close(self) -> None:
+        if self.prepared is not None:
+            self.prepared.release()
         self.store.close()
         self._tables.clear()
 

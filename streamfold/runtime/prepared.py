@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("streamfold")
 
 ENABLED = os.environ.get("STREAMFOLD_PREPARED", "1") != "0"
+# Joins that probe a base with a few keys read it through an index (Plans.lookups); 0: they scan it.
+INDEXED = os.environ.get("STREAMFOLD_INDEX", "1") != "0"
 
 
 class Prepared:
@@ -74,6 +76,7 @@ class Prepared:
         self.keeps: dict[str, tuple[Any, DataFrame]] = {}  # merged state or temp → (KeepRDD, its frame)
         self.executed: dict[str, DataFrame] = {}  # state → its merge as planned (metrics are read from it)
         self.kept: dict[str, int] = {}  # state → the blocks holding its merged rows after the last job
+        self.lookups = 0  # scans of a base that look their keys up in its index (Plans.lookups)
         self._outputs: Any = None  # the stacked outputs as an RDD of Arrow batches
         self._schema: pa.Schema | None = None  # the outputs' Arrow schema, as toArrow gives it
         self._written: pa.Schema | None = None  # … and as Spark writes their batches
@@ -235,6 +238,7 @@ class Prepared:
 
     def keep(self, name: str, df: DataFrame) -> DataFrame:
         """A merge (or temp) of the capture batch, kept once per job: what a lazy checkpoint did."""
+        self._look_up(df._jdf.queryExecution().executedPlan())
         keep = self._keep_class(df._jdf.queryExecution().toRdd())
         keep.keepInto(self._sc.newRddId())
         frame = self._frame(keep, df)
@@ -243,6 +247,23 @@ class Prepared:
         if name in self.states:
             self.executed[name] = df
         return frame
+
+    def _look_up(self, plan: Any) -> None:
+        """Before ``plan`` (a physical plan of the capture) is first executed: its joins that probe
+        a base with the keys of their other side read the base's rows of those keys from an index
+        kept across batches, instead of scanning the base (``Plans.lookups``: inner and semi
+        shuffled hash joins; the base's rows do not change until a fold, :meth:`rebase`)."""
+        if not INDEXED or not self.bases:
+            return
+        bases = self._gateway.jvm.java.util.ArrayList()
+        for slot in self.bases.values():
+            bases.add(slot)
+        self.lookups += self._helpers.lookups(plan, bases)
+
+    def release(self) -> None:
+        """These plans run no more: drop the indexes of their bases from the JVM."""
+        if self.bases:
+            self._helpers.dropIndexes(_array(self._gateway, "long", [slot.id() for slot in self.bases.values()]))
 
     def outputs(self, stacked: DataFrame) -> pa.Table:
         """The capture batch's stacked outputs: planned once into an RDD of Arrow batches, then
@@ -261,6 +282,7 @@ class Prepared:
         if self.refused is not None:
             log.info("streamfold: batches are planned one by one (%s)", self.refused)
             return False
+        self._look_up(plan)
         self._outputs = stacked._jdf.toArrowBatchRdd()
         tops = self._gateway.jvm.java.util.ArrayList()
         for rdd in [self._outputs] + [keep for keep, _ in self.keeps.values()]:

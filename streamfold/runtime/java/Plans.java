@@ -196,7 +196,7 @@ public final class Plans {
     private static boolean changing(RDD rdd, java.util.Set ids, java.util.Map seen) {
         Boolean known = (Boolean) seen.get(Integer.valueOf(rdd.id()));
         if (known != null) return known.booleanValue();
-        boolean changes = rdd instanceof SlotRDD || rdd instanceof KeepRDD;
+        boolean changes = rdd instanceof SlotRDD || rdd instanceof KeepRDD || rdd instanceof LookupRDD;
         scala.collection.Iterator deps = rdd.dependencies().iterator();
         while (deps.hasNext()) {
             org.apache.spark.Dependency dep = (org.apache.spark.Dependency) deps.next();
@@ -228,10 +228,176 @@ public final class Plans {
         }
     }
 
+    /**
+     * Make the joins of ``plan`` that probe a base (one of ``bases``, slots whose rows stay the
+     * same from batch to batch: runtime/runs.py) with the keys of their other side read the base's
+     * rows of those keys only, from an index ({@link LookupRDD}, {@link KeyIndex}) instead of
+     * scanning it; before the plan is first executed. Returns how many scans now look up.
+     *
+     * A shuffled hash join whose probed (streamed) side reads a base — through whole-stage code,
+     * projections that rename the key, filters and a union that keeps its children's partitions —
+     * and whose join is inner or a left semi join outputs nothing for a probing row whose key the
+     * other side lacks: dropping those rows below it changes nothing. Partition ``p`` of the base
+     * meets partition ``p`` of the other side (the join requires it), so the look-up of partition
+     * ``p`` reads the keys of that side's partition ``p`` — that side executed a second time: a
+     * shuffle's output read again, or rows a slot or a kept merge holds (a side that scans a base
+     * itself is not read twice: no look-up then). The scan node keeps its place (its metrics, its
+     * code), its RDD replaced.
+     */
+    public static int lookups(SparkPlan plan, java.util.List bases) {
+        int n = 0;
+        scala.collection.Iterator kids = plan.children().iterator();
+        while (kids.hasNext()) n += lookups((SparkPlan) kids.next(), bases);
+        if (plan instanceof org.apache.spark.sql.execution.joins.ShuffledHashJoinExec)
+            n += lookup((org.apache.spark.sql.execution.joins.ShuffledHashJoinExec) plan, bases);
+        return n;
+    }
+
+    private static int lookup(org.apache.spark.sql.execution.joins.ShuffledHashJoinExec join, java.util.List bases) {
+        Object type = join.joinType();
+        if (type != org.apache.spark.sql.catalyst.plans.Inner$.MODULE$
+            && type != org.apache.spark.sql.catalyst.plans.LeftSemi$.MODULE$) return 0;
+        boolean right = join.buildSide() == org.apache.spark.sql.catalyst.optimizer.BuildRight$.MODULE$;
+        SparkPlan probed = right ? join.left() : join.right();
+        SparkPlan other = right ? join.right() : join.left();
+        scala.collection.immutable.Seq probedKeys = right ? join.leftKeys() : join.rightKeys();
+        scala.collection.immutable.Seq otherKeys = right ? join.rightKeys() : join.leftKeys();
+        java.util.ArrayList attrs = new java.util.ArrayList();
+        for (int i = 0; i < probedKeys.size(); i++) {
+            Object k = probedKeys.apply(i);
+            org.apache.spark.sql.catalyst.expressions.Expression o =
+                (org.apache.spark.sql.catalyst.expressions.Expression) otherKeys.apply(i);
+            if (!(k instanceof org.apache.spark.sql.catalyst.expressions.Attribute)) return 0;
+            org.apache.spark.sql.catalyst.expressions.Attribute a = (org.apache.spark.sql.catalyst.expressions.Attribute) k;
+            if (!a.dataType().equals(o.dataType())) return 0;
+            attrs.add(a);
+        }
+        if (readsBase(other, bases)) return 0;
+        java.util.ArrayList found = new java.util.ArrayList();  // [scan, its key attributes]
+        probes(probed, attrs, bases, found);
+        if (found.isEmpty()) return 0;
+        int parts = other.outputPartitioning().numPartitions();
+        RDD keys = null;
+        int n = 0;
+        for (int i = 0; i < found.size(); i++) {
+            Object[] f = (Object[]) found.get(i);
+            RDDScanExec scan = (RDDScanExec) f[0];
+            SlotRDD slot = (SlotRDD) scan.rdd();
+            if (slot.getNumPartitions() != parts) continue;
+            if (keys == null) {
+                keys = other.execute();
+                if (keys.getNumPartitions() != parts) return n;
+            }
+            scala.collection.immutable.Seq baseKeys = scala.jdk.javaapi.CollectionConverters.asScala((java.util.List) f[1]).toSeq();
+            StringBuilder sig = new StringBuilder();
+            scala.collection.immutable.Seq out = scan.output();
+            for (int j = 0; j < baseKeys.size(); j++) {
+                org.apache.spark.sql.catalyst.expressions.Attribute a =
+                    (org.apache.spark.sql.catalyst.expressions.Attribute) baseKeys.apply(j);
+                sig.append(j == 0 ? "" : ",").append(position(out, a)).append(' ').append(a.dataType().simpleString());
+            }
+            if (!replaceRdd(scan, new LookupRDD(slot, keys, baseKeys, out, otherKeys, other.output(), sig.toString())))
+                return n;
+            n++;
+        }
+        return n;
+    }
+
+    /** Add to ``found`` each scan of a base under ``plan`` (the probed side of a join) through
+     *  which ``attrs`` (its key, over ``plan``'s output) can be followed as plain columns. */
+    private static void probes(SparkPlan plan, java.util.List attrs, java.util.List bases, java.util.List found) {
+        if (plan instanceof org.apache.spark.sql.execution.WholeStageCodegenExec
+            || plan instanceof org.apache.spark.sql.execution.InputAdapter
+            || plan instanceof org.apache.spark.sql.execution.FilterExec) {
+            probes((SparkPlan) plan.children().apply(0), attrs, bases, found);
+        } else if (plan instanceof org.apache.spark.sql.execution.ProjectExec) {
+            scala.collection.Seq list = ((org.apache.spark.sql.execution.ProjectExec) plan).projectList();
+            java.util.ArrayList below = new java.util.ArrayList();
+            for (int i = 0; i < attrs.size(); i++) {
+                org.apache.spark.sql.catalyst.expressions.Attribute a =
+                    (org.apache.spark.sql.catalyst.expressions.Attribute) attrs.get(i);
+                Object from = null;
+                for (int j = 0; j < list.size() && from == null; j++) {
+                    org.apache.spark.sql.catalyst.expressions.NamedExpression e =
+                        (org.apache.spark.sql.catalyst.expressions.NamedExpression) list.apply(j);
+                    if (!e.exprId().equals(a.exprId())) continue;
+                    if (e instanceof org.apache.spark.sql.catalyst.expressions.Attribute) from = e;
+                    else if (e instanceof org.apache.spark.sql.catalyst.expressions.Alias
+                             && ((org.apache.spark.sql.catalyst.expressions.Alias) e).child()
+                                instanceof org.apache.spark.sql.catalyst.expressions.Attribute)
+                        from = ((org.apache.spark.sql.catalyst.expressions.Alias) e).child();
+                    else return;
+                }
+                if (from == null) return;
+                below.add(from);
+            }
+            probes((SparkPlan) plan.children().apply(0), below, bases, found);
+        } else if (plan instanceof org.apache.spark.sql.execution.UnionExec) {
+            // partition p of a union that keeps its children's partitioning is their partitions p
+            if (plan.outputPartitioning() instanceof org.apache.spark.sql.catalyst.plans.physical.UnknownPartitioning) return;
+            scala.collection.Seq out = plan.output();
+            int[] at = new int[attrs.size()];
+            for (int i = 0; i < at.length; i++) {
+                at[i] = position(out, (org.apache.spark.sql.catalyst.expressions.Attribute) attrs.get(i));
+                if (at[i] < 0) return;
+            }
+            scala.collection.Iterator kids = plan.children().iterator();
+            while (kids.hasNext()) {
+                SparkPlan kid = (SparkPlan) kids.next();
+                java.util.ArrayList below = new java.util.ArrayList();
+                for (int i = 0; i < at.length; i++) below.add(kid.output().apply(at[i]));
+                probes(kid, below, bases, found);
+            }
+        } else if (plan instanceof RDDScanExec && isBase(((RDDScanExec) plan).rdd(), bases)) {
+            found.add(new Object[] { plan, attrs });
+        }
+    }
+
+    private static int position(scala.collection.Seq out, org.apache.spark.sql.catalyst.expressions.Attribute a) {
+        for (int i = 0; i < out.size(); i++)
+            if (((org.apache.spark.sql.catalyst.expressions.Attribute) out.apply(i)).exprId().equals(a.exprId())) return i;
+        return -1;
+    }
+
+    private static boolean isBase(RDD rdd, java.util.List bases) {
+        for (int i = 0; i < bases.size(); i++) if (bases.get(i) == rdd) return true;
+        return false;
+    }
+
+    private static boolean readsBase(SparkPlan plan, java.util.List bases) {
+        if (plan instanceof RDDScanExec && isBase(((RDDScanExec) plan).rdd(), bases)) return true;
+        scala.collection.Iterator kids = plan.children().iterator();
+        while (kids.hasNext()) if (readsBase((SparkPlan) kids.next(), bases)) return true;
+        return false;
+    }
+
+    /** Point a scan node at other rows of the same shape, in place: the plan around it (its
+     *  parents, their metrics) stays as it is. */
+    private static boolean replaceRdd(RDDScanExec scan, RDD rdd) {
+        try {
+            java.lang.reflect.Field f = RDDScanExec.class.getDeclaredField("rdd");
+            f.setAccessible(true);
+            f.set(scan, rdd);
+            return true;
+        } catch (Exception e) {  // (another Spark: the scan reads its base as before)
+            return false;
+        }
+    }
+
+    /** Drop the indexes of the bases ``ids`` ({@link KeyIndex}). */
+    public static void dropIndexes(long[] ids) { KeyIndex.drop(ids); }
+
+    /** The bytes all indexes may hold together in this JVM (-1: a quarter of its heap, or
+     *  ``spark.streamfold.indexBytes``). */
+    public static void indexBudget(long bytes) { KeyIndex.setBudget(bytes); }
+
+    /** How many indexes the JVM holds, and their estimated bytes. */
+    public static long[] indexes() { return KeyIndex.held(); }
+
     private static boolean readsSlots(SparkPlan plan) {
         if (plan instanceof RDDScanExec) {
             RDD rdd = ((RDDScanExec) plan).rdd();
-            return rdd instanceof SlotRDD || rdd instanceof KeepRDD;
+            return rdd instanceof SlotRDD || rdd instanceof KeepRDD || rdd instanceof LookupRDD;
         }
         if (plan.getClass().getSimpleName().startsWith("ReusedExchange")) return true;  // cannot tell: assume so
         scala.collection.Iterator subs = plan.subqueries().iterator();

@@ -58,6 +58,13 @@ public class SlotRDD extends RDD {
 
     public void readNothing() { this.blocks = -1; this.source = null; this.sourceParts = null; }
 
+    /** What the slot reads, as text: while it is the same, so are the slot's rows (a
+     *  {@link KeyIndex} of them stays true). */
+    public String version() {
+        if (blocks >= 0) return "b" + blocks;
+        return source == null ? "none" : "r" + source.id();
+    }
+
     private static void prepare(RDD rdd) {
         rdd.partitions();
         scala.collection.Iterator deps = rdd.dependencies().iterator();
