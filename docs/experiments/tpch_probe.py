@@ -28,7 +28,7 @@ for b in range(n):
     for t in streams:
         os.link(f"{D}/streams/{t}/{b:06d}.parquet", f"{dirs[t]}/{b:06d}.parquet")
     r = q.process_available()
-    print(f"batch {b}: {r.commit_s:.2f}s (+{r.duration_s - r.commit_s:.2f}) {q.commit(b).get('prepared')} runs={sorted(q.engine.store.bases)} lookups={getattr(q.engine.prepared, 'lookups', None)}", flush=True)
+    print(f"batch {b}: {r.commit_s:.2f}s (+{r.duration_s - r.commit_s:.2f}) {q.commit(b).get('prepared')} runs={sorted(q.engine.store.bases)} lookups={getattr(q.engine.prepared, 'lookups', None)} indexes={list(q.engine.spark._jvm.streamfold.jvm.Plans.indexes())}", flush=True)
     if b in prof and r.profile is not None:
         w = r.profile() if callable(r.profile) else r.profile
         print("\n".join(w.lines(top=12)), flush=True)

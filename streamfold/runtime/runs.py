@@ -20,7 +20,10 @@ moves), the result the next base, the tail empty. That is the merge-per-level of
 two levels; the fraction trades the tail's growing merge and read cost against the fold's copy
 (below). A fold changes no row of the state, so the checkpoint
 needs nothing of it, and prepared plans go on: they read the base through a slot of their own,
-which the fold points at the new base (:meth:`.prepared.Prepared.rebase`).
+which the fold points at the new base (:meth:`.prepared.Prepared.rebase`). Their joins that probe
+the base with a few keys read its rows of those keys from an index of it kept between batches
+(``Plans.lookups``, :mod:`.prepared`), not by a scan; a new base is indexed at its first look-up,
+one more pass over it per fold, which the cost below leaves out.
 
 Which states: :func:`candidates` (``plan/runs.py``) — keyed states of sums whose every read is a
 side of an inner or cross join, their delta, a look-up of some keys added up per key at once (a

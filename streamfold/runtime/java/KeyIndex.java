@@ -5,6 +5,7 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.unsafe.Platform;
 
 /**
  * The rows of one partition of a state's base (a {@link SlotRDD} whose rows stay the same from
@@ -15,47 +16,56 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
  * ``spark.streamfold.indexBytes`` — least recently used first. A partition too large for the
  * budget is not indexed: its look-ups scan it.
  *
- * The index holds copies of the base's rows (the slot's reader may reuse one row object), so a
- * base indexed on one key costs its size again in the JVM's heap outside Spark's memory manager;
- * the budget bounds that.
+ * The rows' bytes are copied into pages of up to 64 MB (the slot's reader may reuse one row
+ * object), with per row its place, its size, its key's hash and the next row of its hash bucket:
+ * about 30 bytes beside the row's own, and no object per row. A look-up compares the key of each
+ * row of the probe key's bucket with the same hash, and returns rows that point into the pages.
+ * The index lives in the JVM's heap outside Spark's memory manager; the budget bounds it.
  */
 public final class KeyIndex {
     private static final java.util.LinkedHashMap ALL = new java.util.LinkedHashMap(16, 0.75f, true);
+    private static final int PAGE = 1 << 26;
     private static long total;
     private static long budgetSet = -1;  // Plans.indexBudget: bytes, or -1 (the default)
+    private static long builds, evicted, refused;  // since the JVM started (Plans.indexes)
 
     private final String version;
-    private final java.util.HashMap first = new java.util.HashMap();  // key (UnsafeRow) → Integer: its last row
-    private InternalRow[] rows;
-    private int[] previous;  // the row before it with the same key, or -1
+    private byte[][] pages;
+    private long[] at;       // (page << 32) | offset of each row
+    private int[] sizes;
+    private int[] hashes;    // of each row's key
+    private int[] next;      // the next row of the same bucket, or -1
+    private int[] heads;     // bucket → its first row, or -1
+    private int fields;
     private long bytes;
     private boolean built;
     private boolean tooLarge;
 
     private KeyIndex(String version) { this.version = version; }
 
-    /** The index of ``base``'s partition ``p`` on ``keys`` (bound to the slot's rows), or null if
-     *  it is too large to keep (then the caller scans). ``sig``: the keys as text. */
-    static KeyIndex of(SlotRDD base, int p, scala.collection.immutable.Seq keys, scala.collection.immutable.Seq columns, String sig,
-                       TaskContext context) {
-        String at = base.id() + ":" + p + ":" + sig;
+    /** The index of ``base``'s partition ``p`` on ``keys`` (over the slot's ``columns``), or null
+     *  if it is too large to keep (then the caller scans). ``sig``: the keys as text. */
+    static KeyIndex of(SlotRDD base, int p, scala.collection.immutable.Seq keys, scala.collection.immutable.Seq columns,
+                       String sig, TaskContext context) {
+        String where = base.id() + ":" + p + ":" + sig;
         String version = base.version();
         KeyIndex index;
         synchronized (KeyIndex.class) {
-            index = (KeyIndex) ALL.get(at);
+            index = (KeyIndex) ALL.get(where);
             if (index == null || !index.version.equals(version)) {
                 if (index != null) total -= index.bytes;
                 index = new KeyIndex(version);
-                ALL.put(at, index);
+                ALL.put(where, index);
             }
         }
         synchronized (index) {
             if (!index.built) {
                 index.build(base, p, keys, columns, budget(), context);
                 synchronized (KeyIndex.class) {
-                    if (ALL.get(at) == index) {
+                    if (index.tooLarge) refused++; else builds++;
+                    if (ALL.get(where) == index) {
                         total += index.bytes;
-                        evict(at);
+                        evict(where);
                     }
                 }
             }
@@ -81,6 +91,7 @@ public final class KeyIndex {
             if (e.getKey().equals(keep)) continue;
             KeyIndex old = (KeyIndex) e.getValue();
             total -= old.bytes;
+            if (old.pages != null) evicted++;
             it.remove();
         }
     }
@@ -90,8 +101,8 @@ public final class KeyIndex {
         java.util.Iterator it = ALL.entrySet().iterator();
         while (it.hasNext()) {
             java.util.Map.Entry e = (java.util.Map.Entry) it.next();
-            String at = (String) e.getKey();
-            long id = Long.parseLong(at.substring(0, at.indexOf(':')));
+            String where = (String) e.getKey();
+            long id = Long.parseLong(where.substring(0, where.indexOf(':')));
             for (int i = 0; i < ids.length; i++) {
                 if (ids[i] == id) {
                     total -= ((KeyIndex) e.getValue()).bytes;
@@ -102,57 +113,95 @@ public final class KeyIndex {
         }
     }
 
-    /** How many indexes the JVM holds (partitions too large for the budget are not), and their
-     *  estimated bytes (for tests and the log). */
+    /** The indexes the JVM holds (not counting partitions too large for the budget), their
+     *  estimated bytes; and since the JVM started, indexes built, evicted, and refused as too large. */
     static synchronized long[] held() {
         long n = 0;
         java.util.Iterator it = ALL.values().iterator();
-        while (it.hasNext()) {
-            KeyIndex index = (KeyIndex) it.next();
-            if (index.rows != null) n++;
-        }
-        return new long[] { n, total };
+        while (it.hasNext()) if (((KeyIndex) it.next()).pages != null) n++;
+        return new long[] { n, total, builds, evicted, refused };
     }
 
-    private void build(SlotRDD base, int p, scala.collection.immutable.Seq keys, scala.collection.immutable.Seq columns, long limit,
-                       TaskContext context) {
+    private void build(SlotRDD base, int p, scala.collection.immutable.Seq keys, scala.collection.immutable.Seq columns,
+                       long limit, TaskContext context) {
         built = true;
+        fields = columns.size();
         UnsafeProjection key = UnsafeProjection.create(keys, columns);
-        java.util.ArrayList kept = new java.util.ArrayList();
-        java.util.ArrayList before = new java.util.ArrayList();
+        UnsafeProjection whole = null;  // for rows that are not UnsafeRows
+        java.util.ArrayList filled = new java.util.ArrayList();
+        byte[] page = new byte[1 << 12];
+        int used = 0;
+        long kept = 0;
+        int n = 0;
+        long[] at = new long[1024];
+        int[] sizes = new int[1024];
+        int[] hashes = new int[1024];
         scala.collection.Iterator it = base.iterator(base.partitions()[p], context);
-        long size = 0;
         while (it.hasNext()) {
             InternalRow row = (InternalRow) it.next();
             UnsafeRow k = key.apply(row);
             if (anyNull(k)) continue;  // `=` matches no NULL
-            InternalRow copy = row.copy();
-            UnsafeRow kc = k.copy();
-            Integer last = (Integer) first.put(kc, Integer.valueOf(kept.size()));
-            before.add(last == null ? Integer.valueOf(-1) : last);
-            kept.add(copy);
-            // the row's and the key's bytes, and per row: two row objects and their arrays' headers,
-            // a map entry with its boxed position, the array slots (~180 bytes on a 64-bit JVM)
-            size += (copy instanceof UnsafeRow ? ((UnsafeRow) copy).getSizeInBytes() : 64) + kc.getSizeInBytes() + 180;
-            if (size > limit) {  // (keys of a row already in `first` are counted again: an estimate)
+            int hash = k.hashCode();
+            UnsafeRow u;
+            if (row instanceof UnsafeRow) {
+                u = (UnsafeRow) row;
+            } else {
+                if (whole == null) whole = UnsafeProjection.create(columns, columns);
+                u = whole.apply(row);
+            }
+            int size = u.getSizeInBytes();
+            if (used + size > page.length) {
+                filled.add(page);
+                kept += used;
+                page = new byte[(int) Math.max(size, Math.min(PAGE, Math.max(1 << 12, kept)))];
+                used = 0;
+            }
+            u.writeToMemory(page, Platform.BYTE_ARRAY_OFFSET + used);
+            if (n == at.length) {
+                at = java.util.Arrays.copyOf(at, n * 2);
+                sizes = java.util.Arrays.copyOf(sizes, n * 2);
+                hashes = java.util.Arrays.copyOf(hashes, n * 2);
+            }
+            at[n] = ((long) filled.size() << 32) | used;
+            sizes[n] = size;
+            hashes[n] = hash;
+            n++;
+            used += size;
+            if (kept + used + 34L * n > limit) {  // (34: the arrays' bytes per row, at their fullest)
                 tooLarge = true;
-                first.clear();
                 return;
             }
         }
-        rows = (InternalRow[]) kept.toArray(new InternalRow[kept.size()]);
-        previous = new int[rows.length];
-        for (int i = 0; i < rows.length; i++) previous[i] = ((Integer) before.get(i)).intValue();
-        bytes = size;
+        filled.add(page);
+        pages = (byte[][]) filled.toArray(new byte[filled.size()][]);
+        this.at = at;
+        this.sizes = sizes;
+        this.hashes = hashes;
+        int buckets = Integer.highestOneBit(Math.max(16, n * 2 - 1)) * 2;
+        heads = new int[buckets];
+        java.util.Arrays.fill(heads, -1);
+        next = new int[n];
+        for (int i = 0; i < n; i++) {
+            int b = hashes[i] & (buckets - 1);
+            next[i] = heads[b];
+            heads[b] = i;
+        }
+        long pageBytes = 0;
+        for (int i = 0; i < pages.length; i++) pageBytes += pages[i].length;
+        bytes = pageBytes + 20L * at.length + 4L * n + 4L * buckets + 64;
     }
 
-    /** Add the rows whose key is ``k`` to ``out``. */
-    void find(UnsafeRow k, java.util.ArrayList out) {
-        Integer at = (Integer) first.get(k);
-        int i = at == null ? -1 : at.intValue();
+    /** Add to ``out`` the rows whose key (``keyOf`` a row, as the index was built with) is ``k``. */
+    void find(UnsafeRow k, UnsafeProjection keyOf, java.util.ArrayList out) {
+        int hash = k.hashCode();
+        int i = heads[hash & (heads.length - 1)];
         while (i >= 0) {
-            out.add(rows[i]);
-            i = previous[i];
+            if (hashes[i] == hash) {
+                UnsafeRow row = new UnsafeRow(fields);
+                row.pointTo(pages[(int) (at[i] >>> 32)], Platform.BYTE_ARRAY_OFFSET + (int) (at[i] & 0xffffffffL), sizes[i]);
+                if (keyOf.apply(row).equals(k)) out.add(row);
+            }
+            i = next[i];
         }
     }
 

@@ -54,11 +54,11 @@ public class LookupRDD extends RDD {
         if (!wanted.isEmpty()) {
             int p = split.index();
             KeyIndex index = KeyIndex.of(base, p, baseKeys, baseColumns, sig, context);
+            UnsafeProjection key = UnsafeProjection.create(baseKeys, baseColumns);
             if (index != null) {
                 java.util.Iterator w = wanted.iterator();
-                while (w.hasNext()) index.find((UnsafeRow) w.next(), out);
+                while (w.hasNext()) index.find((UnsafeRow) w.next(), key, out);
             } else {  // not indexed (too large for the budget): the partition scanned for the keys
-                UnsafeProjection key = UnsafeProjection.create(baseKeys, baseColumns);
                 scala.collection.Iterator rows = base.iterator(base.partitions()[p], context);
                 while (rows.hasNext()) {
                     InternalRow row = (InternalRow) rows.next();
