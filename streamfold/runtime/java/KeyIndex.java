@@ -28,6 +28,7 @@ public final class KeyIndex {
     private static long total;
     private static long budgetSet = -1;  // Plans.indexBudget: bytes, or -1 (the default)
     private static long builds, evicted, refused;  // since the JVM started (Plans.indexes)
+    private static String app;  // the Spark application the indexes are of
 
     private final String version;
     private byte[][] pages;
@@ -49,8 +50,15 @@ public final class KeyIndex {
                        String sig, TaskContext context) {
         String where = base.id() + ":" + p + ":" + sig;
         String version = base.version();
+        SparkEnv env = SparkEnv.get();
+        String application = env == null ? "" : env.conf().getAppId();
         KeyIndex index;
         synchronized (KeyIndex.class) {
+            if (!application.equals(app)) {  // another SparkContext in this JVM: its RDD ids start over
+                ALL.clear();
+                total = 0;
+                app = application;
+            }
             index = (KeyIndex) ALL.get(where);
             if (index == null || !index.version.equals(version)) {
                 if (index != null) total -= index.bytes;
