@@ -70,7 +70,7 @@ public final class KeyIndex {
             if (!index.built) {
                 index.build(base, p, keys, columns, budget(), context);
                 synchronized (KeyIndex.class) {
-                    if (index.tooLarge) refused++; else builds++;
+                    if (index.tooLarge) refused++; else if (index.next.length > 0) builds++;  // (not an empty partition's)
                     if (ALL.get(where) == index) {
                         total += index.bytes;
                         evict(where);
@@ -122,7 +122,8 @@ public final class KeyIndex {
     }
 
     /** The indexes the JVM holds (not counting partitions too large for the budget), their
-     *  estimated bytes; and since the JVM started, indexes built, evicted, and refused as too large. */
+     *  estimated bytes; and since the JVM started, indexes built (of partitions with rows),
+     *  evicted, and refused as too large. */
     static synchronized long[] held() {
         long n = 0;
         java.util.Iterator it = ALL.values().iterator();
