@@ -38,8 +38,6 @@ public class LookupRDD extends RDD {
         this.sig = sig;
     }
 
-    public SlotRDD base() { return base; }
-
     public Partition[] getPartitions() { return keys.partitions(); }
 
     public scala.collection.Iterator compute(Partition split, TaskContext context) {
