@@ -13,7 +13,11 @@ with the batch and the first difference.
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+import streamfold
 
 from streamfold.bench.tpch import data as tpch_data
 from streamfold.bench.tpch import run as tpch
@@ -64,3 +68,39 @@ def test_tpch_query(name, spark, tpch_dataset, tmp_path):
     assert len(record.batches) == tpch_dataset.total_batches
     assert expected is None, (
         f"{name} now passes every batch (it was refused with {expected}): update EXPECTED_REFUSALS")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_replayed_batch_compiles_no_generated_code(spark, tmp_path_factory, tmp_path):
+    """Q21's prepared job needs more generated classes than Spark's default code cache holds
+    (100): each batch evicted the classes of the one before and compiled them all again, and the
+    JIT compiled the new classes again (~100 compilations a batch, a third of a warm batch's CPU
+    at SF 1). With room for a run's plans (runtime/session.py) a replayed batch compiles none
+    (with ``STREAMFOLD_CODEGEN_CACHE=100``, Spark's default, this fails: 102, 265, 119, 120 a batch)."""
+    data = tpch_data.ensure(str(tmp_path_factory.getbasetemp() / "tpch-data"), sf=SF, batches=4, increment=0.01,
+                            log=lambda msg: None)  # a history, then batches of 1 % of the orders
+    sql = tpch.load_query("q21")
+    streams = list(tpch_data.streams_for(tpch.tables_read(sql)))
+    statics = sorted(tpch.tables_read(sql) - set(streams))
+    dirs = {t: tmp_path / "in" / t for t in streams}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    q = streamfold.start(sql, {t: str(d) for t, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
+                         tables={t: data.table_path(t) for t in statics}, background=False,
+                         schemas={t: tpch_data.schema_sql(t, t in streams) for t in streams + statics},
+                         strategy="incremental", partitions=2)
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    compiled = []
+    try:
+        for b in range(4):
+            for t in streams:
+                os.link(data.batch_path(t, b), dirs[t] / f"{b:06d}.parquet")
+            before = metrics.getCount()
+            assert q.process_available() is not None
+            compiled.append(metrics.getCount() - before)
+        modes = [q.commit(b).get("prepared") for b in range(4)]
+    finally:
+        q.stop()
+    assert modes[-1] == "replay", modes
+    assert compiled[-1] == 0, f"compilations per batch {compiled} ({modes})"

@@ -45,6 +45,16 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("STREAMFOLD_DRIVER_MEMORY", "2g"))
         .config("spark.sql.shuffle.partitions", "4")
+        # Spark keeps the classes it compiles for generated code (whole stages, projections,
+        # predicates, orderings) in a cache of 100 by default, least recently used out. A query's
+        # batches run the same plans again and again, and one TPC-H plan's job alone needs more
+        # than 100: the cache evicted each class before its next use, so every batch compiled them
+        # all again with Janino and the JVM's JIT compiled the new classes again (Q21 at SF 1:
+        # ~100 compilations a batch, 3.2 of a warm batch's 8.8 CPU seconds in the JIT). With room
+        # for a run's plans (Q21: 335 classes over the history and 3 batches, then none), a warm
+        # batch compiles nothing: Q21's 4.5 s → 2.7 s (docs/benchmarks.md, "Stop 47"); metaspace
+        # 172 MB after it either way (evicted classes are not unloaded at once).
+        .config("spark.sql.codegen.cache.maxEntries", os.environ.get("STREAMFOLD_CODEGEN_CACHE", "1000"))
         # Spark 4.3 builds a broadcast join's hash table on a long key (LongToUnsafeRowMap) in a
         # memory page of at least this size, and the driver keeps every broadcast until the plans
         # that use it are collected: with the default (64 MB for a 2 GB driver) each small state
