@@ -51,7 +51,7 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         # than 100: the cache evicted each class before its next use, so every batch compiled them
         # all again with Janino and the JVM's JIT compiled the new classes again (Q21 at SF 1:
         # ~100 compilations a batch, 3.2 of a warm batch's 8.8 CPU seconds in the JIT). With room
-        # for a run's plans (Q21: 335 classes over the history and 3 batches, then none), a warm
+        # for a run's plans (Q21: 332 classes for the history, 3 for batch 1, then none), a warm
         # batch compiles nothing: Q21's 4.5 s → 2.7 s (docs/benchmarks.md, "Stop 47"); metaspace
         # 172 MB after it either way (evicted classes are not unloaded at once).
         .config("spark.sql.codegen.cache.maxEntries", os.environ.get("STREAMFOLD_CODEGEN_CACHE", "1000"))
