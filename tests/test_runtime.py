@@ -638,3 +638,22 @@ def test_a_restart_reads_the_files_consumed_from_one_fold_not_an_offsets_file_pe
     os.makedirs(cp.base_dir(50))
     cp.prune(50)
     assert os.listdir(cp.offsets) == ["consumed-000050.json"]
+
+
+def test_an_ordered_snapshot_is_collected_in_one_task_and_the_other_outputs_in_a_few(spark):
+    """A batch's outputs are one job (emit.stacked_frame). An ordered snapshot is read in one
+    task, its sorted partitions in order, and the changes and changelogs beside it in the
+    batch's few tasks — before, an ordered answer's outputs were not coalesced at all, a task per
+    partition of every part (30 for TPC-H Q21)."""
+    from streamfold.runtime.emit import stacked_frame
+
+    parts = [("SELECT id AS a, 'x' AS s FROM range(0, 1000, 1, 4) ORDER BY a DESC", [("a", "bigint"), ("s", "string")]),
+             ("SELECT id AS a FROM range(0, 100, 1, 8)", [("a", "bigint")]),
+             ("SELECT id AS b, id AS c FROM range(0, 50, 1, 8)", [("b", "bigint"), ("c", "bigint")])]
+    stacked = stacked_frame(spark, parts, tasks=2, ordered=True)
+    assert stacked.rdd.getNumPartitions() == 3
+    rows = [tuple(r) for r in stacked.collect()]
+    assert [r[1] for r in rows if r[0] == 0] == list(range(999, -1, -1))
+    assert sorted(r[1] for r in rows if r[0] == 1) == list(range(100))
+    assert sorted((r[1], r[3]) for r in rows if r[0] == 2) == [(i, i) for i in range(50)]  # (__part, __s0, __s1, __s2)
+    assert stacked_frame(spark, parts, tasks=2).rdd.getNumPartitions() == 2  # unordered: all in the few

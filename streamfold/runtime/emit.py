@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from . import files
-from .lowering import Columns, stack, stacked
+from .lowering import Columns, stack, stack_parts, stacked
 from .profile import Part, no_part
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
 
 def emit_together(spark: object, parts: Sequence[tuple[str, str, Columns]],
                   tasks: int | None = None, part: Part = no_part,
-                  collect: Callable[[DataFrame], pa.Table] | None = None) -> list[int]:
+                  collect: Callable[[DataFrame], pa.Table] | None = None, ordered: bool = False) -> list[int]:
     """Write several small results computed by one Spark job (of ``tasks`` tasks, if given).
 
     ``parts`` are (SQL, target directory, its (column, Spark type) pairs). The results are stacked into one
@@ -56,23 +56,36 @@ def emit_together(spark: object, parts: Sequence[tuple[str, str, Columns]],
     type (:func:`.lowering.stack`) — collected once as Arrow, and split on the driver.
     Row order within a part is kept (UNION ALL concatenates its inputs' partitions in order),
     so an ordered snapshot stays ordered — and so does coalescing into one task, which reads its
-    inputs' partitions in order (with more tasks, partitions are grouped by locality: ``tasks``
-    above 1 is for unordered results only). ``part`` names the steps for a profile; ``collect``,
-    if given, runs the stacked frame instead of ``toArrow`` (prepared plans: prepared.py).
+    inputs' partitions in order (with more tasks, partitions are grouped by locality: with
+    ``ordered``, the first part — an ordered snapshot — gets one task of its own, the other parts
+    ``tasks``). ``part`` names the steps for a profile; ``collect``, if given, runs the stacked
+    frame instead of ``toArrow`` (prepared plans: prepared.py).
     """
     with part("analyse outputs"):
-        stacked = stacked_frame(spark, [(sql, cols) for sql, _, cols in parts], tasks)
+        stacked = stacked_frame(spark, [(sql, cols) for sql, _, cols in parts], tasks, ordered)
     with part("plan + job + Arrow"):
         table = stacked.toArrow() if collect is None else collect(stacked)
     with part("write files"):
         return write_parts(table, [(final, cols) for _, final, cols in parts])
 
 
-def stacked_frame(spark: object, parts: list[tuple[str, Columns]], tasks: int | None = None) -> DataFrame:
+def stacked_frame(spark: object, parts: list[tuple[str, Columns]], tasks: int | None = None,
+                  ordered: bool = False) -> DataFrame:
     """The parts (SQL, its (column, Spark type) pairs) stacked into one relation
-    (:func:`.lowering.stack`), in ``tasks`` tasks if given."""
-    stacked = spark.sql(stack(parts))  # type: ignore[attr-defined]
-    return stacked.coalesce(tasks) if tasks is not None else stacked
+    (:func:`.lowering.stack`), in ``tasks`` tasks if given; with ``ordered``, the first part in
+    one task of its own (it reads its sorted partitions in order), then the others in ``tasks``.
+
+    Without the split an ordered answer's outputs were not coalesced at all: one task per
+    partition of every part — 30 for TPC-H Q21's snapshot, changes and six states' changelogs,
+    0.4 s of a 2.6 s batch for 0.2 s of work on two cores."""
+    if not ordered or tasks is None:
+        stacked = spark.sql(stack(parts))  # type: ignore[attr-defined]
+        return stacked.coalesce(tasks) if tasks is not None else stacked
+    statements = stack_parts(parts)
+    head = spark.sql(statements[0]).coalesce(1)  # type: ignore[attr-defined]
+    if len(statements) == 1:
+        return head
+    return head.unionAll(spark.sql("\nUNION ALL\n".join(statements[1:])).coalesce(tasks))  # type: ignore[attr-defined]
 
 
 def write_parts(table: pa.Table, parts: Sequence[tuple[str, Columns]]) -> list[int]:

@@ -740,7 +740,8 @@ class Engine:
             self._apply_h(batch + 1, reads, views, False, temps, guarded=False)
             self.store.keep = None
             outputs = self._outputs_sql(batch + 1, reads.merged, reads.new, views)
-            stacked = stacked_frame(self.spark, [(sql, cols) for sql, _, cols in outputs], self._tasks(held))
+            stacked = stacked_frame(self.spark, [(sql, cols) for sql, _, cols in outputs], self._tasks(held),
+                                    bool(self.plan.answer.order))
             p.plan_outputs(stacked)
             p.captured_ahead()
             if p.ready:
@@ -965,7 +966,8 @@ class Engine:
             if not eager or bound <= SMALL_ROWS:
                 collect = self.prepared.outputs if self._capturing and self.prepared is not None else None
                 written = emit_together(self.spark, [(sql, target, cols) for sql, target, cols in outputs],
-                                        self._tasks(bound if eager else lazy_reads), self._part, collect)
+                                        self._tasks(bound if eager else lazy_reads), self._part, collect,
+                                        bool(self.plan.answer.order))
             else:
                 ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
@@ -1008,7 +1010,7 @@ class Engine:
 
     def _tasks(self, reads: int) -> int | None:
         """The tasks of the job that collects a batch's outputs, which reads ``reads`` rows."""
-        return 1 if reads <= ONE_TASK_ROWS else None if self.plan.answer.order else self._cores
+        return 1 if reads <= ONE_TASK_ROWS else self._cores
 
     def _emit(self, sql: str, target: str) -> int:
         return emit(self.spark.sql(sql), target, False)

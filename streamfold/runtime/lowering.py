@@ -621,6 +621,11 @@ def stack(parts: Sequence[tuple[str, Columns]]) -> str:
     part's i-th column of type t is the i-th column of type t of the relation (:func:`stacked`),
     NULL in the rows of parts with fewer of that type — fewer columns to compute, move and convert
     to Arrow than one column per part's column (a groupBy batch's outputs: 6 instead of 11)."""
+    return "\nUNION ALL\n".join(stack_parts(parts))
+
+
+def stack_parts(parts: Sequence[tuple[str, Columns]]) -> list[str]:
+    """Each part of :func:`stack`'s relation as a statement of its own (the same columns)."""
     names = stacked([cols for _, cols in parts])
     slots = list(dict.fromkeys((n, t) for cols, part in zip(names, parts) for n, (_, t) in zip(cols, part[1])))
     selects = []
@@ -629,7 +634,7 @@ def stack(parts: Sequence[tuple[str, Columns]]) -> str:
         items = [f"{k} AS __part"] + [f"{quote(mine[n])} AS {quote(n)}" if n in mine else f"CAST(NULL AS {t}) AS {quote(n)}"
                                       for n, t in slots]
         selects.append(f"SELECT {', '.join(items)} FROM (\n{text}\n) _part{k}")
-    return "\nUNION ALL\n".join(selects)
+    return selects
 
 
 def stacked(parts: Sequence[Columns]) -> list[list[str]]:
