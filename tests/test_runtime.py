@@ -657,3 +657,4 @@ def test_an_ordered_snapshot_is_collected_in_one_task_and_the_other_outputs_in_a
     assert sorted(r[1] for r in rows if r[0] == 1) == list(range(100))
     assert sorted((r[1], r[3]) for r in rows if r[0] == 2) == [(i, i) for i in range(50)]  # (__part, __s0, __s1, __s2)
     assert stacked_frame(spark, parts, tasks=2).rdd.getNumPartitions() == 2  # unordered: all in the few
+    assert stacked_frame(spark, parts, tasks=1, ordered=True).rdd.getNumPartitions() == 1  # small: all in one

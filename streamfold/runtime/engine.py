@@ -1008,7 +1008,7 @@ class Engine:
                 outputs.append((self.store.pack_sql(logs, views), log_dir, self.store.pack_columns()))
         return outputs
 
-    def _tasks(self, reads: int) -> int | None:
+    def _tasks(self, reads: int) -> int:
         """The tasks of the job that collects a batch's outputs, which reads ``reads`` rows."""
         return 1 if reads <= ONE_TASK_ROWS else self._cores
 
