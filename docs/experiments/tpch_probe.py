@@ -1,6 +1,8 @@
 """One TPC-H query's first N batches over `streamfold bench tpch`'s data, `strategy="incremental"`,
 with the waterfall of the batches named (stop 44, docs/benchmarks.md). DUMP=1 also prints the
 prepared plans' physical operators with their metrics after the last batch (rows, pipeline time).
+Each batch's line also says how many classes of generated code it compiled (stop 47: a warm
+batch should compile none).
 
 usage: STREAMFOLD_DRIVER_MEMORY=12g .venv/bin/python docs/experiments/tpch_probe.py QUERY N [BATCH ...]
 (from the checkout to measure; TPCH_DATA: the data set's directory, by default the bench's SF 1
@@ -27,8 +29,10 @@ q = streamfold.start(sql, dirs, f"{run}/out", tables={t: f"{D}/tables/{t}.parque
 for b in range(n):
     for t in streams:
         os.link(f"{D}/streams/{t}/{b:06d}.parquet", f"{dirs[t]}/{b:06d}.parquet")
+    compiled = q.engine.spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    before = compiled.getCount()
     r = q.process_available()
-    print(f"batch {b}: {r.commit_s:.2f}s (+{r.duration_s - r.commit_s:.2f}) {q.commit(b).get('prepared')} runs={sorted(q.engine.store.bases)} lookups={getattr(q.engine.prepared, 'lookups', None)} indexes={list(q.engine.spark._jvm.streamfold.jvm.Plans.indexes())}", flush=True)
+    print(f"batch {b}: {r.commit_s:.2f}s (+{r.duration_s - r.commit_s:.2f}) {q.commit(b).get('prepared')} runs={sorted(q.engine.store.bases)} lookups={getattr(q.engine.prepared, 'lookups', None)} indexes={list(q.engine.spark._jvm.streamfold.jvm.Plans.indexes())} compiled={compiled.getCount() - before}", flush=True)
     if b in prof and r.profile is not None:
         w = r.profile() if callable(r.profile) else r.profile
         print("\n".join(w.lines(top=12)), flush=True)
