@@ -126,3 +126,44 @@ def test_join_matrix_migrates_as_sizes_change_exactly_and_survives_a_crash_befor
     assert _commit(out, 2)["matrix"]["in_R"]["migrated_from"] == [1, 4]
     assert _commit(out, 3)["matrix"]["in_R"]["migrated_from"] == [2, 2]
     assert "migrated_from" not in _commit(out, 1)["matrix"]["in_R"]
+
+
+def test_algorithm_2_decides_from_the_merges_counts_and_a_restart_restores_the_migrated_states(
+        spark, tmp_path, monkeypatch):
+    """A join matrix without a hybrid is decided on after the batch's outputs, from the merges'
+    own row counts: no job counts its inputs (counting them fails this test), yet every batch
+    migrates as Algorithm 2 says. A migrating batch writes its states whole beside its
+    changelog; a restart after it restores them (the base wins) and goes on exactly."""
+    from streamfold.runtime.engine import Engine
+
+    def no_count(self, reads, views):
+        raise AssertionError("a join matrix without a hybrid needs no count of its inputs")
+
+    monkeypatch.setattr(Engine, "_matrix_sizes", no_count)
+    check_stream(spark, str(tmp_path), ADAPTIVE_SQL, [A, B], ADAPTIVE_BATCHES)
+    out = str(tmp_path / "out")
+    for b in range(4):
+        entry = _commit(out, b)["matrix"]["in_R"]
+        assert entry["mapping"] == MAPPINGS[b], (b, entry)
+        assert ratio(entry) <= Fraction(5, 4)
+    assert _commit(out, 3)["matrix"]["in_R"]["migrated_from"] == [2, 2]
+    # batch 3's states written whole (its changelog, and what came before, pruned with its commit)
+    state = [sorted(os.listdir(d)) for d, _, _ in os.walk(tmp_path) if os.path.basename(d) == "state"]
+    assert state == [["base-000003"]], state
+    # a restart restores the states batch 3 migrated, and the next batch is exact
+    dirs = {n: str(tmp_path / "in" / n) for n in ("R", "S")}
+    more = {"R": [(a, a % 9, 1) for a in range(100, 110)] + [(50, 50 % 9, -1)], "S": [(41, 7, 1), (7, 0, -1)]}
+    for name, src in (("R", A), ("S", B)):
+        pq.write_table(src.table(more[name]), os.path.join(dirs[name], "0004.parquet"))
+    query = streamfold.start(ADAPTIVE_SQL, dirs, out, schemas={s.name: s.schema_sql() for s in (A, B)},
+                             spark=spark, background=False, partitions=2)
+    try:
+        result = query.process_available()
+        assert result is not None and result.batch == 4
+        prefix = {"R": [A.table(b["R"]) for b in ADAPTIVE_BATCHES] + [A.table(more["R"])],
+                  "S": [B.table(b["S"]) for b in ADAPTIVE_BATCHES] + [B.table(more["S"])]}
+        snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False)]
+        assert compare(snapshot, duckdb_answer(ADAPTIVE_SQL, prefix)).matches
+    finally:
+        query.stop()
+    assert _commit(out, 4)["matrix"]["in_R"]["mapping"] == [4, 1]

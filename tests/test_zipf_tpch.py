@@ -47,3 +47,6 @@ def test_the_bench_queries_are_planned_as_the_thesis_operators():
             assert "theta join over a join matrix" in text and "band " in text
     assert options("STATICOPT", 16, (1, 16))["matrix_start"] == (1, 16)
     assert options("SHJ", 16, None)["matrix_equi"] == "hash"
+    # the J cells over a task each by default, or over fewer Spark partitions (--partitions)
+    assert options("DYNAMIC", 64, None)["partitions"] == 64
+    assert options("DYNAMIC", 64, None, 4)["partitions"] == 4 and options("DYNAMIC", 64, None, 4)["matrix_cells"] == 64

@@ -67,6 +67,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "(--systems) over --cells J (default 16); --increments after a history of half the rows")
     p.add_argument("--zipf", metavar="LIST", help="theta --skew: the Zipf parameters (default 0,0.25,0.5,0.75,1)")
     p.add_argument("--cells", type=int, metavar="J", help="theta --skew: the join matrix's cells (a power of two)")
+    p.add_argument("--partitions", type=int, metavar="P",
+                   help="theta --skew: the Spark partitions the J cells are laid over (default J, a task per "
+                        "cell; fewer on a small machine: each partition then runs several cells)")
     p.add_argument("--distinct", action="store_true",
                    help="reconfigure: the query keeps a count(DISTINCT y) too (a multiset state: a heavier h)")
     p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
@@ -217,7 +220,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .theta_tpch import main as skew_bench
 
         return skew_bench(args.sf, args.zipf, args.queries, args.systems, args.cells, args.increments, args.out,
-                          args.master)
+                          args.master, args.partitions)
     if args.workload == "theta":
         from .theta import main as theta_bench
 

@@ -27,6 +27,10 @@ Four partitionings over J cells (``--cells``; the hash join over J partitions):
   over the join matrix (DYNAMIC's), the others hashed to one cell each; the heavy keys picked
   from the frequencies whenever Algorithm 2 decides.
 
+The J cells are J Spark partitions by default — a task per joiner, the thesis's setting; on a
+machine of few cores ``--partitions P`` lays them over P partitions (each then runs J/P cells on
+average), which changes what a batch pays in task overhead, not which rows each cell keeps.
+
 Per batch: the time to commit it; the *largest partition's input* — the rows of both join
 states that one joiner holds: per cell of the matrix (a left row is in the m cells of its row
 group, a right row in the n cells of its column group), per hash partition for SHJ
@@ -81,9 +85,10 @@ def applies(system: str, query: str) -> bool:
     return query in EQUI or system not in ("SHJ", "HYBRID")
 
 
-def options(system: str, cells: int, start: tuple[int, int] | None) -> dict[str, Any]:
-    """streamfold's run options for one partitioning."""
-    common: dict[str, Any] = {"partitions": cells, "matrix_cells": cells}
+def options(system: str, cells: int, start: tuple[int, int] | None, partitions: int | None = None) -> dict[str, Any]:
+    """streamfold's run options for one partitioning: the J cells (joiners) laid over ``partitions``
+    Spark partitions (None: one per cell)."""
+    common: dict[str, Any] = {"partitions": partitions or cells, "matrix_cells": cells}
     if system == "SHJ":
         return {**common, "matrix_equi": "hash"}
     if system == "HYBRID":
@@ -113,7 +118,7 @@ def largest_partition(q: Any, system: str, states: tuple[tuple[str, tuple[str, .
 
 
 def run_one(spark: Any, query: str, system: str, manifest: dict[str, Any], cells: int, work: str,
-            start: tuple[int, int] | None, say: Any) -> dict[str, Any]:
+            start: tuple[int, int] | None, say: Any, partitions: int | None = None) -> dict[str, Any]:
     """One query under one partitioning over every batch of one data set."""
     import streamfold
 
@@ -125,7 +130,7 @@ def run_one(spark: Any, query: str, system: str, manifest: dict[str, Any], cells
         os.makedirs(d)
     out = os.path.join(base, "out")
     q = streamfold.start(sql, dirs, out, spark=spark, background=False, schemas={s: SCHEMAS[s] for s in sources},
-                         **options(system, cells, start))
+                         **options(system, cells, start, partitions))
     rows: list[dict[str, Any]] = []
     exact = True
     try:
@@ -174,7 +179,7 @@ def run_one(spark: Any, query: str, system: str, manifest: dict[str, Any], cells
 
 
 def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], cells: int, history: float,
-        increments: int, out: str, master: str | None, say: Any = print) -> dict[str, Any]:
+        increments: int, out: str, master: str | None, say: Any = print, partitions: int | None = None) -> dict[str, Any]:
     """Every (query, z, system); results.json and results.md under ``out``/theta-skew."""
     from ..runtime.session import get_spark
     from .machine import load_average
@@ -183,7 +188,8 @@ def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], c
     work = os.path.join(directory, "work")
     os.makedirs(directory, exist_ok=True)
     spark = get_spark(master or "local[*]", app_name="streamfold-bench-theta-skew")
-    results: dict[str, Any] = {"sf": sf, "cells": cells, "history": history, "increments": increments,
+    results: dict[str, Any] = {"sf": sf, "cells": cells, "partitions": partitions or cells, "history": history,
+                               "increments": increments,
                                "square": [square(cells).n, square(cells).m],
                                "load_average": {"at_start": load_average()}, "runs": []}
     warm = zipf_tpch.write(os.path.join(work, "data", "warm"), 0.002, 1.0, 0.5, 1)
@@ -194,7 +200,7 @@ def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], c
             if not applies(system, query):
                 continue
             start = (1, cells) if system == "STATICOPT" else None
-            run_one(spark, query, system, warm, cells, os.path.join(work, "warm"), start, lambda msg: None)
+            run_one(spark, query, system, warm, cells, os.path.join(work, "warm"), start, lambda msg: None, partitions)
         for z in (zipfs if query in EQUI else [0.0]):  # the band joins on uniform data, as in the thesis
             manifest = zipf_tpch.write(os.path.join(work, "data", f"z{z}"), sf, z, history, increments)
             entry: dict[str, Any] = {"query": query, "z": z, "rows": manifest["rows"],
@@ -211,7 +217,7 @@ def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], c
                     best = best_mapping(r, s, cells)
                     start = (best.n, best.m)
                 entry["systems"][system] = run_one(spark, query, system, manifest, cells,
-                                                   os.path.join(work, "runs"), start, say)
+                                                   os.path.join(work, "runs"), start, say, partitions)
             results["runs"].append(entry)
             results["load_average"]["at_end"] = load_average()
             with open(os.path.join(directory, "results.json"), "w", encoding="utf-8") as fh:
@@ -252,7 +258,8 @@ def _targets(results: dict[str, Any]) -> list[str]:
 
 def report(results: dict[str, Any]) -> str:
     """A summary line per (query, z, system), the targets, then every run's batches."""
-    out = [f"SF {results['sf']}, J = {results['cells']} cells (STATICMID {tuple(results['square'])}), history "
+    out = [f"SF {results['sf']}, J = {results['cells']} cells (STATICMID {tuple(results['square'])}) over "
+           f"{results.get('partitions', results['cells'])} Spark partitions, history "
            f"{results['history']:.0%} then {results['increments']} increments; load average at start "
            f"{results['load_average']['at_start']}, at end {results['load_average'].get('at_end')}", "",
            "| query | z | system | mapping (final) | median s per increment | largest partition (final) | "
@@ -324,11 +331,13 @@ def plot(results: dict[str, Any], path: str) -> None:
 
 
 def main(sf: float | None, zipfs: str | None, queries: str | None, systems: str | None, cells: int | None,
-         increments: int | None, out: str, master: str | None) -> int:
+         increments: int | None, out: str, master: str | None, partitions: int | None = None) -> int:
     zs = [float(z) for z in (zipfs or "0,0.25,0.5,0.75,1").split(",")]
     qs = [q.strip().lower() for q in (queries or "eq5,eq7,bci,bnci").split(",")]
     sy = [s.strip().upper() for s in (systems or ",".join(SYSTEMS)).split(",")]
     sy = [s for s in SYSTEMS if s in sy]  # DYNAMIC before STATICOPT
-    results = run(sf or 0.01, zs, qs, sy, cells or 16, 0.5, increments or 4, out, master)
+    if partitions is not None and partitions < 1:
+        raise SystemExit(f"--partitions must be at least 1, not {partitions}")
+    results = run(sf or 0.01, zs, qs, sy, cells or 16, 0.5, increments or 4, out, master, partitions=partitions)
     print(report(results))
     return 0 if all(rec["exact"] for r in results["runs"] for rec in r["systems"].values()) else 1

@@ -537,9 +537,10 @@ class Engine:
         held = sum(r or 0 for r in self.store.rows.values())  # the states' rows before the batch
         before = dict(self.store.rows)  # for the batch's statistics (.stats)
         self.store.touched.clear()
-        # A batch that may write its states whole (a reconfiguration's restate, a rebuild, a join
-        # matrix migrating or switching) logs all their rows.
-        whole = (self._restate or bool(self.plan.matrices) or choice.strategy == "rebuild"
+        # A batch that may write its states whole (a reconfiguration's restate, a rebuild, a
+        # hybrid join matrix migrating or switching) logs all their rows; another join matrix's
+        # migration writes them after the outputs, in a job of its own (_adapt_after).
+        whole = (self._restate or self._counts_matrices() or choice.strategy == "rebuild"
                  or (self._boundary is not None and self._boundary.whole))
         known = self._outputs_estimate(held, sum(rows.values()), whole)
         eager = batch == 0 or any(r is None for r in self.store.rows.values()) or known > SMALL_ROWS
@@ -569,7 +570,8 @@ class Engine:
                 finally:
                     self.store.keep = None
             migrated: dict[str, DataFrame] = {}
-            if self.plan.matrices and not answer_only and self._boundary is None:
+            adapts = bool(self.plan.matrices) and not answer_only and self._boundary is None
+            if adapts and self._counts_matrices():
                 with self._phase("join matrix"):
                     migrated = self._adapt(batch, reads, views)
             self.progress(f"batch {batch_name(batch)}: answer")
@@ -581,6 +583,9 @@ class Engine:
                         batch, "answer", lambda: self._write_outputs(batch, reads.merged, reads.new, views, eager,
                                                                      held + sum(rows.values())))
             self.store.count_rows()
+            if adapts and not self._counts_matrices():
+                with self._phase("join matrix"):
+                    migrated = self._adapt_after(batch, reads, views)
             for n in migrated:  # the merges' counts were of the states before the migration
                 self.store.rows[n] = self._migrated_rows[n]
             stats = batch_stats(self.plan, rows, before, self.store.rows, self.store.touched)
@@ -1277,12 +1282,20 @@ class Engine:
                                    "(--strategy incremental keeps them always)")
 
     # -- join matrices (runtime/matrices.py) ------------------------------------------------------
+    def _counts_matrices(self) -> bool:
+        """Whether the plan's join matrices are decided on before the batch's outputs, from
+        counted sizes (a hybrid's: :meth:`_adapt`), not after them from the merges' counts."""
+        return any(mx.hybrid is not None for mx in self.plan.matrices)
+
     def _adapt(self, batch: int, reads: BatchReads, views: Views) -> dict[str, DataFrame]:
-        """Algorithm 2 after the batch's merges: each join matrix whose inputs grew enough moves to
-        its best mapping for their sizes now — and a hybrid equi-join to the heavy keys of their
-        frequencies now — its states replicated anew (returned, by name, to be the states after
-        the batch), the plan compiled for it. The batch then writes every state whole, so the
-        migration commits with it (killed before, it is decided again)."""
+        """Algorithm 2 after the batch's merges, for a plan with a hybrid equi-join, before its
+        outputs: each join matrix whose inputs grew enough moves to its best mapping for their
+        sizes now — and a hybrid to the heavy keys of their frequencies now — its states
+        replicated anew (returned, by name, to be the states after the batch), the plan compiled
+        for it. The batch then writes every state whole, so the migration commits with it
+        (killed before, it is decided again). A hybrid keeps its light keys' rows once, so its
+        sizes are counted (one job): plans without one decide after the outputs instead, from
+        the merges' own counts (:meth:`_adapt_after`)."""
         if not self.matrices.may_trigger(self.plan, self.store.rows, self._added_rows(reads)):
             return {}  # no input can have grown enough: no count, no decision (sizes: from the merges)
         sizes = self._matrix_sizes(reads, views)
@@ -1297,6 +1310,43 @@ class Engine:
                 if chosen != mx.heavy:
                     heavy[mx.left] = chosen
                     self.matrices.heavy_from[mx.left] = mx.heavy
+        return self._migrate(batch, reads, views, moves, heavy, frequencies)
+
+    def _adapt_after(self, batch: int, reads: BatchReads, views: Views) -> dict[str, DataFrame]:
+        """Algorithm 2 after the batch's outputs, for a plan whose join matrices keep every row
+        as often (no hybrid): |R| and |S| are the merges' own row counts over the copies each row
+        has (a left row in m cells, a right row in n), so no job counts them. Each matrix that
+        moves has its states replicated anew (returned, by name) and the plan is compiled for
+        it; every state is then written whole into the batch's base (``base-<batch>``, which a
+        restore takes over the changelog the outputs wrote beside it), so the migration commits
+        with the batch: killed before the commit, the rerun restores the old mapping's states
+        and decides the same migration from the same sizes."""
+        rows = self.store.rows
+        if all(rows.get(mx.left) is not None and rows.get(mx.right) is not None for mx in self.plan.matrices):
+            sizes = {mx.left: (int(rows[mx.left] or 0) // mx.m, int(rows[mx.right] or 0) // mx.n)
+                     for mx in self.plan.matrices}
+        else:  # a merge whose count Spark did not report: count the states
+            sizes = self._matrix_sizes(reads, views)
+        moves = self.matrices.plan(self.plan, sizes)
+        if not moves:
+            return {}
+        migrated = self._migrate(batch, reads, views, moves, {}, {})
+        states: dict[str, DataFrame | str] = {**self.store.current, **reads.new, **migrated}
+        durable = self.store.durable()
+        try:
+            with self._part("states written whole"):
+                emit(self.spark.sql(self.store.pack_sql({n: states[n] for n in durable}, views)),
+                     self.checkpoint.base_dir(batch), False)
+        except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
+            raise batch_failure(batch, "migrate", "writing a join matrix's migrated states", e, self._local) from e
+        return migrated
+
+    def _migrate(self, batch: int, reads: BatchReads, views: Views, moves: dict[str, tuple[int, int]],
+                 heavy: dict[str, tuple[Any, ...]], frequencies: dict[str, dict[Any, tuple[int, int]]]
+                 ) -> dict[str, DataFrame]:
+        """The states of each join matrix that moves (``moves``: its new mapping) or takes other
+        heavy keys (``heavy``) replicated anew from their rows after the batch's merges (returned,
+        by name, and put in ``reads.new``), and the plan compiled for the new layouts."""
         if not moves and not heavy:
             return {}
         self.progress(f"batch {batch_name(batch)}: join matrix " + ", ".join(
