@@ -167,3 +167,39 @@ def test_algorithm_2_decides_from_the_merges_counts_and_a_restart_restores_the_m
     finally:
         query.stop()
     assert _commit(out, 4)["matrix"]["in_R"]["mapping"] == [4, 1]
+
+
+def test_prepared_plans_run_a_join_matrix_until_it_migrates_and_then_are_prepared_afresh(spark, tmp_path):
+    """A join matrix's batches run prepared plans (planned once, replayed) while its mapping
+    holds; the replayed batch whose merges' counts call for a migration migrates, commits it,
+    and the next batches plan afresh for the new mapping — exact after every batch, and after a
+    restart."""
+    sql = "SELECT R.a, count(*) AS n, sum(S.k) AS sk FROM R JOIN S ON abs(R.t - S.u) <= 1 GROUP BY R.a"
+    # (each S row its own u, so that S's state keeps a row per S row: its size is its rows)
+    grow = [{"R": [(a, a % 7, 1) for a in range(10)], "S": [(k, k, 1) for k in range(10)]}]
+    grow += [{"R": [(a, a % 7, 1) for a in range(10 + 2 * i, 12 + 2 * i)] + ([(1, 1, -1)] if i == 1 else []),
+              "S": [(k, k, 1) for k in range(10 + 2 * i, 12 + 2 * i)]} for i in range(3)]
+    grow += [{"R": [(40, 3, 1)], "S": [(k, k, 1) for k in range(100, 140)] + [(2, 2, -1)]}]  # S past R
+    grow += [{"R": [(41 + i, 4, 1)], "S": [(k, k, 1) for k in range(140 + 2 * i, 142 + 2 * i)]} for i in range(3)]
+    check_stream(spark, str(tmp_path), sql, [A, B], grow)
+    out = str(tmp_path / "out")
+    commits = [_commit(out, b) for b in range(len(grow))]
+    assert [c.get("prepared") for c in commits[:4]] == [None, "capture", "replay", "replay"], commits
+    assert commits[4]["prepared"] == "replay" and commits[4]["matrix"]["in_R"]["migrated_from"] == [2, 2]
+    assert commits[4]["matrix"]["in_R"]["mapping"] == [1, 4]
+    # the migrated states are not a merge's rows: the next batch plans them, the one after captures
+    assert [c.get("prepared") for c in commits[5:]] == [None, "capture", "replay"], commits
+    dirs = {n: str(tmp_path / "in" / n) for n in ("R", "S")}
+    more = {"R": [(50, 5, 1), (3, 3, -1)], "S": [(150, 2, 1), (5, 5, -1)]}
+    for name, src in (("R", A), ("S", B)):
+        pq.write_table(src.table(more[name]), os.path.join(dirs[name], "0099.parquet"))
+    query = streamfold.start(sql, dirs, out, schemas={s.name: s.schema_sql() for s in (A, B)},
+                             spark=spark, background=False, partitions=2)
+    try:
+        assert query.process_available() is not None
+        prefix = {"R": [A.table(b["R"]) for b in grow] + [A.table(more["R"])],
+                  "S": [B.table(b["S"]) for b in grow] + [B.table(more["S"])]}
+        snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False)]
+        assert compare(snapshot, duckdb_answer(sql, prefix)).matches
+    finally:
+        query.stop()

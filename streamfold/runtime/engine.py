@@ -262,9 +262,12 @@ class Engine:
 
     def _preparable(self, plan: IncrementalPlan) -> bool:
         """Whether a batch of ``plan`` could run prepared plans: no loops (their rounds are
-        planned as they go), no join matrix (its mapping changes), Parquet streams (other
-        formats are checked by a job of their own), few states (see ``PREPARED_MAX_STATES``)."""
-        return (Prepared.available(self.spark) and not plan.matrices and not plan.watched
+        planned as they go), no hybrid or watched equi-join (decided on before the outputs, by
+        jobs of their own; a join matrix's migration, decided after them, plans afresh), Parquet
+        streams (other formats are checked by a job of their own), few states (see
+        ``PREPARED_MAX_STATES``)."""
+        return (Prepared.available(self.spark) and not plan.watched
+                and not any(mx.hybrid is not None for mx in plan.matrices)
                 and sum(not s.static for s in plan.states) <= PREPARED_MAX_STATES
                 and not any(isinstance(s, LOOPS) for s in plan.delta)
                 and all(self.specs[s.name.lower()].format == "parquet" for s in plan.streams))
@@ -585,7 +588,7 @@ class Engine:
             self.store.count_rows()
             if adapts and not self._counts_matrices():
                 with self._phase("join matrix"):
-                    migrated = self._adapt_after(batch, reads, views)
+                    migrated = self._adapt_after(batch, reads, views, prepared)
             for n in migrated:  # the merges' counts were of the states before the migration
                 self.store.rows[n] = self._migrated_rows[n]
             stats = batch_stats(self.plan, rows, before, self.store.rows, self.store.touched)
@@ -617,8 +620,9 @@ class Engine:
                 if prepared is not None:
                     prepared.captured() if mode == "capture" else prepared.committed()
                 for n, df in reads.merged.items():
-                    if n in migrated:
+                    if n in migrated:  # the rows its merge kept were laid out for the old mapping
                         current[n] = (migrated[n], migrated[n])
+                        release(prepared.current(n, None)[1] if prepared is not None and n in prepared.states else df)
                     elif prepared is not None and n in prepared.states:  # its rows as the job kept them
                         current[n] = prepared.current(n, self.store.rows.get(n))
                     elif n not in self._unchanged:
@@ -641,6 +645,8 @@ class Engine:
             with self._part("drop views, release"):
                 self._release(views, temps, cached, None if committed else reads.merged)
         self.store.replace(current)
+        if migrated and self.prepared is not None:  # plans prepared for the old mapping
+            self._prepare_afresh()
         if hashed is not None:  # the hashed states the switch replaced
             hashed.store.release_except(self.store.backings())
         boundary, self._boundary = self._boundary, None
@@ -1312,7 +1318,8 @@ class Engine:
                     self.matrices.heavy_from[mx.left] = mx.heavy
         return self._migrate(batch, reads, views, moves, heavy, frequencies)
 
-    def _adapt_after(self, batch: int, reads: BatchReads, views: Views) -> dict[str, DataFrame]:
+    def _adapt_after(self, batch: int, reads: BatchReads, views: Views,
+                     prepared: Prepared | None) -> dict[str, DataFrame]:
         """Algorithm 2 after the batch's outputs, for a plan whose join matrices keep every row
         as often (no hybrid): |R| and |S| are the merges' own row counts over the copies each row
         has (a left row in m cells, a right row in n), so no job counts them. Each matrix that
@@ -1320,7 +1327,8 @@ class Engine:
         it; every state is then written whole into the batch's base (``base-<batch>``, which a
         restore takes over the changelog the outputs wrote beside it), so the migration commits
         with the batch: killed before the commit, the rerun restores the old mapping's states
-        and decides the same migration from the same sizes."""
+        and decides the same migration from the same sizes. After a batch of ``prepared`` plans,
+        the states are the rows its job kept; the plans are prepared afresh after the commit."""
         rows = self.store.rows
         if all(rows.get(mx.left) is not None and rows.get(mx.right) is not None for mx in self.plan.matrices):
             sizes = {mx.left: (int(rows[mx.left] or 0) // mx.m, int(rows[mx.right] or 0) // mx.n)
@@ -1330,6 +1338,13 @@ class Engine:
         moves = self.matrices.plan(self.plan, sizes)
         if not moves:
             return {}
+        for n in self.store.durable():  # each state after the batch, as the next one would read it
+            if n in reads.new:
+                continue
+            if prepared is not None and n in prepared.states:
+                reads.new[n] = prepared.current(n, rows.get(n))[0]
+            elif n in reads.merged:
+                reads.new[n] = self.store.next_version(n, reads.merged[n], views)
         migrated = self._migrate(batch, reads, views, moves, {}, {})
         states: dict[str, DataFrame | str] = {**self.store.current, **reads.new, **migrated}
         durable = self.store.durable()
