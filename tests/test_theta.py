@@ -187,8 +187,8 @@ def test_prepared_plans_run_a_join_matrix_until_it_migrates_and_then_are_prepare
     assert [c.get("prepared") for c in commits[:4]] == [None, "capture", "replay", "replay"], commits
     assert commits[4]["prepared"] == "replay" and commits[4]["matrix"]["in_R"]["migrated_from"] == [2, 2]
     assert commits[4]["matrix"]["in_R"]["mapping"] == [1, 4]
-    # the migrated states are not a merge's rows: the next batch plans them, the one after captures
-    assert [c.get("prepared") for c in commits[5:]] == [None, "capture", "replay"], commits
+    # the migrated states are kept as a merge's rows: the next batch captures plans for them
+    assert [c.get("prepared") for c in commits[5:]] == ["capture", "replay", "replay"], commits
     dirs = {n: str(tmp_path / "in" / n) for n in ("R", "S")}
     more = {"R": [(50, 5, 1), (3, 3, -1)], "S": [(150, 2, 1), (5, 5, -1)]}
     for name, src in (("R", A), ("S", B)):

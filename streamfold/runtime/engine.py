@@ -621,7 +621,7 @@ class Engine:
                     prepared.captured() if mode == "capture" else prepared.committed()
                 for n, df in reads.merged.items():
                     if n in migrated:  # the rows its merge kept were laid out for the old mapping
-                        current[n] = (migrated[n], migrated[n])
+                        current[n] = (self.store.next_version(n, migrated[n], views), migrated[n])
                         release(prepared.current(n, None)[1] if prepared is not None and n in prepared.states else df)
                     elif prepared is not None and n in prepared.states:  # its rows as the job kept them
                         current[n] = prepared.current(n, self.store.rows.get(n))
@@ -1302,8 +1302,6 @@ class Engine:
         (killed before, it is decided again). A hybrid keeps its light keys' rows once, so its
         sizes are counted (one job): plans without one decide after the outputs instead, from
         the merges' own counts (:meth:`_adapt_after`)."""
-        if not self.matrices.may_trigger(self.plan, self.store.rows, self._added_rows(reads)):
-            return {}  # no input can have grown enough: no count, no decision (sizes: from the merges)
         sizes = self._matrix_sizes(reads, views)
         moves = self.matrices.plan(self.plan, sizes)
         heavy: dict[str, tuple[Any, ...]] = {}
@@ -1386,7 +1384,10 @@ class Engine:
                         rows = (r if side == 0 else s) + rows_of_heavy * (copies - 1)
                     source = views.relation(reads.new[name], f"migrate_{name}") + " _new"
                     sql = lowering.migrate(self.store.table(name), source, side, (mx.n, mx.m), (n, m), layouts)
-                    migrated[name] = materialize(self.spark.sql(sql))
+                    # kept as the rows of a merge that touched nothing, as a merge's result is
+                    # kept: the next batch can capture prepared plans over it (Engine._capturable)
+                    migrated[name] = materialize(self.spark.sql(lowering.unchanged(self.store.table(name),
+                                                                                   f"(\n{sql}\n) _moved")))
                     reads.new[name] = migrated[name]
                     self._migrated_rows[name] = rows
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
@@ -1481,19 +1482,6 @@ class Engine:
         sql = (f"SELECT k, sum(ra) AS r, sum(sb) AS s FROM ({' UNION ALL '.join(parts)}) _keys GROUP BY k "
                f"ORDER BY sum(ra) + sum(sb) DESC LIMIT {min(MAX_HEAVY_KEYS, w.cells)}")
         return {row[0]: (int(row[1]), int(row[2])) for row in self.spark.sql(sql).collect()}
-
-    def _added_rows(self, reads: BatchReads) -> dict[str, int | None]:
-        """Per join matrix input, at most how many rows (lineage keys) the batch added to it: the
-        batch's rows of its source when its delta reads one source and nothing else, else None."""
-        out: dict[str, int | None] = {}
-        for step in self.plan.delta:
-            if not any(step.state in (m.left, m.right) for m in self.plan.matrices):
-                continue
-            nodes = [n for r in step.reads() for n in r.walk()]
-            scans = [n for n in nodes if isinstance(n, DeltaScan)]
-            alone = len(scans) == 1 and not any(isinstance(n, (StateScan, Once, LoopRef)) for n in nodes)
-            out[step.state] = reads.rows.get(self.catalog[scans[0].table].name) if alone else None
-        return out
 
     def _matrix_sizes(self, reads: BatchReads, views: Views) -> dict[str, tuple[int, int]]:
         """Per join matrix (by its left state), |R| and |S| after the batch's merges — one copy of

@@ -1,9 +1,10 @@
 """The driver's side of join matrices: Algorithm 2 at batch boundaries (seed 001 §2.2).
 
 Squall's controller samples the inputs and migrates joiners while tuples keep flowing (Alg. 4).
-Here the driver owns the batch boundary and knows exact sizes: after a batch's merges it counts
-the rows of each matrix input (one small job), and an input keeps each of its rows in m (left)
-or n (right) cells, so |R| = rows(left)/m and |S| = rows(right)/n exactly. Then, per matrix::
+Here the driver owns the batch boundary and knows exact sizes: an input keeps each of its rows
+in m (left) or n (right) cells, so after a batch's outputs the merges' own row counts give
+|R| = rows(left)/m and |S| = rows(right)/n exactly, with no job of their own
+(``Engine._adapt_after``; a hybrid's are counted: below). Then, per matrix::
 
     if |R| − |R₀| ≥ ε·|R₀| or |S| − |S₀| ≥ ε·|S₀|:      (R₀, S₀: the sizes at the last decision)
         (n, m) ← the mapping of n·m = J cells with the least ILF |R|/n + |S|/m
@@ -11,10 +12,11 @@ or n (right) cells, so |R| = rows(left)/m and |S| = rows(right)/n exactly. Then,
 
 and when the mapping changes, the batch *migrates* before it commits: both states after its
 merges are replicated again under the new mapping (:func:`.lowering.migrate`) and become the
-states the batch leaves, the plan is compiled again with it for the next batch, and the batch
-writes every state whole with its commit — so a kill before the commit restores the old states
-and the old mapping (both recorded by the last commit), and the rerun decides the same migration
-from the same sizes. Deciding after the merges keeps the committed mapping within the thesis's
+states the batch leaves, the plan is compiled again with it for the next batch (prepared plans,
+which a matrix's batches run between migrations, are prepared afresh), and the batch writes
+every state whole into its base beside the changelog its outputs wrote — so a kill before the
+commit restores the old states and the old mapping (both recorded by the last commit), and the
+rerun decides the same migration from the same sizes. Deciding after the merges keeps the committed mapping within the thesis's
 bound of the optimum for the committed sizes, however much one batch adds. Each commit records, per matrix, the
 mapping, the sizes, the ILF against the optimum's, and the sizes of the last decision.
 
@@ -23,8 +25,9 @@ exchange: Spark places cells on partitions by a hash of the cell, so no cell kee
 place when the mapping changes.
 
 A hybrid equi-join (§4.4.4) keeps its light keys' rows once, in the cell their key hashes to,
-and lays its heavy keys over the matrix. Its sizes are counted every batch (one copy of each
-row: :func:`.lowering.canonical`), and whenever Algorithm 2 decides for it the driver also
+and lays its heavy keys over the matrix. Its sizes are counted every batch, before the outputs
+(one copy of each row: :func:`.lowering.canonical`; ``Engine._adapt``, after which the batch
+writes its states whole when it migrates), and whenever Algorithm 2 decides for it the driver also
 counts the rows per key (the keys above a joiner's fair share only) and picks the heavy keys
 again (:func:`..plan.matrix.heavy_keys`); a change of the heavy keys migrates both states the
 same way, within the batch's commit, which records them.
@@ -160,26 +163,6 @@ class MatrixDriver:
                 entry["checked"] = self.checks[w.left]
             out[w.left] = entry
         return out
-
-    def may_trigger(self, plan: IncrementalPlan, before: dict[str, int | None],
-                    added: dict[str, int | None]) -> bool:
-        """Whether some matrix's inputs may have grown enough for a decision this batch, from
-        their rows before it and at most how many it added (None: unknown). When not, the batch
-        needs no count of its inputs (the merges' own counts give its sizes afterwards)."""
-        if any(mx.hybrid is not None for mx in plan.matrices):
-            return True  # its sizes are counted every batch (light keys are kept once)
-        if self.epsilon is None:
-            return False
-        for mx in plan.matrices:
-            rows_l, rows_r = before.get(mx.left), before.get(mx.right)
-            add_l, add_r = added.get(mx.left), added.get(mx.right)
-            if rows_l is None or rows_r is None or add_l is None or add_r is None:
-                return True
-            r, s = rows_l // mx.m + add_l, rows_r // mx.n + add_r
-            last = self.last.get(mx.left, (0, 0))
-            if r - last[0] >= self.epsilon * last[0] or s - last[1] >= self.epsilon * last[1]:
-                return True
-        return False
 
     def plan(self, plan: IncrementalPlan, sizes: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
         """Algorithm 2 after a batch, from each matrix's sizes (|R|, |S|: one copy of each row):
