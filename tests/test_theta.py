@@ -203,3 +203,38 @@ def test_prepared_plans_run_a_join_matrix_until_it_migrates_and_then_are_prepare
         assert compare(snapshot, duckdb_answer(sql, prefix)).matches
     finally:
         query.stop()
+
+
+def test_plans_captured_ahead_of_a_migrated_history_log_only_the_touched_keys(spark, tmp_path, monkeypatch):
+    """A history that migrates writes its states whole; the plans captured after it, ahead of
+    batch 1 (as after any large history), replay batch 1 and log the keys it touches — not the
+    states whole as the history left them, which a restart would have restored as batch 1's."""
+    from streamfold.runtime import engine
+
+    monkeypatch.setattr(engine, "AHEAD_MIN_ROWS", 0)  # capture ahead after this small history too
+    sql = "SELECT R.a, count(*) AS n, sum(S.k) AS sk FROM R JOIN S ON abs(R.t - S.u) <= 1 GROUP BY R.a"
+    batches = [{"R": [(a, a % 7, 1) for a in range(3)], "S": [(k, k, 1) for k in range(12)]},
+               {"R": [(3, 2, 1), (0, 0, -1)], "S": [(12, 12, 1), (13, 1, 1), (4, 4, -1)]}]
+    check_stream(spark, str(tmp_path), sql, [A, B], batches)
+    out = str(tmp_path / "out")
+    first, second = _commit(out, 0), _commit(out, 1)
+    assert first["matrix"]["in_R"]["migrated_from"] == [2, 2]
+    assert second.get("prepared") == "replay", second
+    state = next(d for d, _, _ in os.walk(tmp_path) if os.path.basename(d) == "state")
+    logged = pq.read_table(os.path.join(state, "000001")).num_rows
+    assert logged < sum(first["state_rows"].values()), (logged, first["state_rows"])
+    # restored from the history's base and batch 1's changelog, the states go on exactly
+    dirs = {n: str(tmp_path / "in" / n) for n in ("R", "S")}
+    more = {"R": [(4, 1, 1)], "S": [(14, 0, 1), (13, 1, -1)]}
+    for name, src in (("R", A), ("S", B)):
+        pq.write_table(src.table(more[name]), os.path.join(dirs[name], "0099.parquet"))
+    query = streamfold.start(sql, dirs, out, schemas={s.name: s.schema_sql() for s in (A, B)},
+                             spark=spark, background=False, partitions=2)
+    try:
+        assert query.process_available() is not None
+        prefix = {"R": [A.table(b["R"]) for b in batches] + [A.table(more["R"])],
+                  "S": [B.table(b["S"]) for b in batches] + [B.table(more["S"])]}
+        snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False)]
+        assert compare(snapshot, duckdb_answer(sql, prefix)).matches
+    finally:
+        query.stop()

@@ -661,6 +661,9 @@ class Engine:
         with self._phase("compact"):
             restated = (boundary is not None and boundary.whole) or self._restate
             self.control.guard(batch, "compact", lambda: self._after_commit(batch, restated))
+        # (the batch's states are written whole; plans captured ahead of the next batch, below,
+        # log its touched keys only)
+        self._restate = False
         if not self._stale and choice.strategy != "recompute":
             self._start_runs()
             if self.store.fold_due():
