@@ -79,6 +79,27 @@ def _commit(out: str, batch: int) -> dict:
     return json.load(open(os.path.join(out, "commits", f"{batch:06d}.json")))
 
 
+def _restart_and_check(spark, tmp_path, sql: str, batches: list[dict], more: dict) -> dict:
+    """Start the query again over its output (its states restored from the checkpoint), give
+    it one more batch (``more``) and check its answer against DuckDB; returns that commit."""
+    dirs = {n: str(tmp_path / "in" / n) for n in ("R", "S")}
+    for name, src in (("R", A), ("S", B)):
+        pq.write_table(src.table(more[name]), os.path.join(dirs[name], "9999.parquet"))
+    out = str(tmp_path / "out")
+    query = streamfold.start(sql, dirs, out, schemas={s.name: s.schema_sql() for s in (A, B)},
+                             spark=spark, background=False, partitions=2)
+    try:
+        result = query.process_available()
+        assert result is not None and result.batch == len(batches)
+        prefix = {"R": [A.table(b["R"]) for b in batches] + [A.table(more["R"])],
+                  "S": [B.table(b["S"]) for b in batches] + [B.table(more["S"])]}
+        snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False)]
+        assert compare(snapshot, duckdb_answer(sql, prefix)).matches, "after the restart"
+    finally:
+        query.stop()
+    return _commit(out, len(batches))
+
+
 def test_join_matrix_migrates_as_sizes_change_exactly_and_survives_a_crash_before_the_commit(
         spark, tmp_path, monkeypatch):
     """Each commit records the mapping, the exact sizes and ILF/ILF* (≤ 1.25: the mapping is
@@ -151,22 +172,8 @@ def test_algorithm_2_decides_from_the_merges_counts_and_a_restart_restores_the_m
     state = [sorted(os.listdir(d)) for d, _, _ in os.walk(tmp_path) if os.path.basename(d) == "state"]
     assert state == [["base-000003"]], state
     # a restart restores the states batch 3 migrated, and the next batch is exact
-    dirs = {n: str(tmp_path / "in" / n) for n in ("R", "S")}
     more = {"R": [(a, a % 9, 1) for a in range(100, 110)] + [(50, 50 % 9, -1)], "S": [(41, 7, 1), (7, 0, -1)]}
-    for name, src in (("R", A), ("S", B)):
-        pq.write_table(src.table(more[name]), os.path.join(dirs[name], "0004.parquet"))
-    query = streamfold.start(ADAPTIVE_SQL, dirs, out, schemas={s.name: s.schema_sql() for s in (A, B)},
-                             spark=spark, background=False, partitions=2)
-    try:
-        result = query.process_available()
-        assert result is not None and result.batch == 4
-        prefix = {"R": [A.table(b["R"]) for b in ADAPTIVE_BATCHES] + [A.table(more["R"])],
-                  "S": [B.table(b["S"]) for b in ADAPTIVE_BATCHES] + [B.table(more["S"])]}
-        snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False)]
-        assert compare(snapshot, duckdb_answer(ADAPTIVE_SQL, prefix)).matches
-    finally:
-        query.stop()
-    assert _commit(out, 4)["matrix"]["in_R"]["mapping"] == [4, 1]
+    assert _restart_and_check(spark, tmp_path, ADAPTIVE_SQL, ADAPTIVE_BATCHES, more)["matrix"]["in_R"]["mapping"] == [4, 1]
 
 
 def test_prepared_plans_run_a_join_matrix_until_it_migrates_and_then_are_prepared_afresh(spark, tmp_path):
@@ -189,20 +196,7 @@ def test_prepared_plans_run_a_join_matrix_until_it_migrates_and_then_are_prepare
     assert commits[4]["matrix"]["in_R"]["mapping"] == [1, 4]
     # the migrated states are kept as a merge's rows: the next batch captures plans for them
     assert [c.get("prepared") for c in commits[5:]] == ["capture", "replay", "replay"], commits
-    dirs = {n: str(tmp_path / "in" / n) for n in ("R", "S")}
-    more = {"R": [(50, 5, 1), (3, 3, -1)], "S": [(150, 2, 1), (5, 5, -1)]}
-    for name, src in (("R", A), ("S", B)):
-        pq.write_table(src.table(more[name]), os.path.join(dirs[name], "0099.parquet"))
-    query = streamfold.start(sql, dirs, out, schemas={s.name: s.schema_sql() for s in (A, B)},
-                             spark=spark, background=False, partitions=2)
-    try:
-        assert query.process_available() is not None
-        prefix = {"R": [A.table(b["R"]) for b in grow] + [A.table(more["R"])],
-                  "S": [B.table(b["S"]) for b in grow] + [B.table(more["S"])]}
-        snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False)]
-        assert compare(snapshot, duckdb_answer(sql, prefix)).matches
-    finally:
-        query.stop()
+    _restart_and_check(spark, tmp_path, sql, grow, {"R": [(50, 5, 1), (3, 3, -1)], "S": [(150, 2, 1), (5, 5, -1)]})
 
 
 def test_plans_captured_ahead_of_a_migrated_history_log_only_the_touched_keys(spark, tmp_path, monkeypatch):
@@ -224,17 +218,4 @@ def test_plans_captured_ahead_of_a_migrated_history_log_only_the_touched_keys(sp
     logged = pq.read_table(os.path.join(state, "000001")).num_rows
     assert logged < sum(first["state_rows"].values()), (logged, first["state_rows"])
     # restored from the history's base and batch 1's changelog, the states go on exactly
-    dirs = {n: str(tmp_path / "in" / n) for n in ("R", "S")}
-    more = {"R": [(4, 1, 1)], "S": [(14, 0, 1), (13, 1, -1)]}
-    for name, src in (("R", A), ("S", B)):
-        pq.write_table(src.table(more[name]), os.path.join(dirs[name], "0099.parquet"))
-    query = streamfold.start(sql, dirs, out, schemas={s.name: s.schema_sql() for s in (A, B)},
-                             spark=spark, background=False, partitions=2)
-    try:
-        assert query.process_available() is not None
-        prefix = {"R": [A.table(b["R"]) for b in batches] + [A.table(more["R"])],
-                  "S": [B.table(b["S"]) for b in batches] + [B.table(more["S"])]}
-        snapshot = [tuple(r) for r in query.snapshot_pandas().itertuples(index=False)]
-        assert compare(snapshot, duckdb_answer(sql, prefix)).matches
-    finally:
-        query.stop()
+    _restart_and_check(spark, tmp_path, sql, batches, {"R": [(4, 1, 1)], "S": [(14, 0, 1), (13, 1, -1)]})
