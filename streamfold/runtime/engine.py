@@ -1347,7 +1347,7 @@ class Engine:
             elif n in reads.merged:
                 reads.new[n] = self.store.next_version(n, reads.merged[n], views)
         migrated = self._migrate(batch, reads, views, moves, {}, {})
-        states: dict[str, DataFrame | str] = {**self.store.current, **reads.new, **migrated}
+        states: dict[str, DataFrame | str] = {**self.store.current, **reads.new}
         durable = self.store.durable()
         try:
             with self._part("states written whole"):
@@ -1362,7 +1362,8 @@ class Engine:
                  ) -> dict[str, DataFrame]:
         """The states of each join matrix that moves (``moves``: its new mapping) or takes other
         heavy keys (``heavy``) replicated anew from their rows after the batch's merges (returned,
-        by name, and put in ``reads.new``), and the plan compiled for the new layouts."""
+        by name, as a merge's rows; their new rows put in ``reads.new``), and the plan compiled
+        for the new layouts."""
         if not moves and not heavy:
             return {}
         self.progress(f"batch {batch_name(batch)}: join matrix " + ", ".join(
@@ -1391,7 +1392,7 @@ class Engine:
                     # kept: the next batch can capture prepared plans over it (Engine._capturable)
                     migrated[name] = materialize(self.spark.sql(lowering.unchanged(self.store.table(name),
                                                                                    f"(\n{sql}\n) _moved")))
-                    reads.new[name] = migrated[name]
+                    reads.new[name] = self._new_rows(name, views, migrated[name])  # its state's columns
                     self._migrated_rows[name] = rows
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
             for df in migrated.values():

@@ -16,9 +16,10 @@ states the batch leaves, the plan is compiled again with it for the next batch (
 which a matrix's batches run between migrations, are prepared afresh), and the batch writes
 every state whole into its base beside the changelog its outputs wrote — so a kill before the
 commit restores the old states and the old mapping (both recorded by the last commit), and the
-rerun decides the same migration from the same sizes. Deciding after the merges keeps the committed mapping within the thesis's
-bound of the optimum for the committed sizes, however much one batch adds. Each commit records, per matrix, the
-mapping, the sizes, the ILF against the optimum's, and the sizes of the last decision.
+rerun decides the same migration from the same sizes. Deciding after the merges keeps the
+committed mapping within the thesis's bound of the optimum for the committed sizes, however
+much one batch adds. Each commit records, per matrix, the mapping, the sizes, the ILF against
+the optimum's, and the sizes of the last decision.
 
 The migration is a re-replication of both states (one shuffle), not Lemma 4.4.5's pairwise
 exchange: Spark places cells on partitions by a hash of the cell, so no cell keeps its rows in
