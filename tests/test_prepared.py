@@ -302,19 +302,3 @@ def test_after_a_small_history_batch_1_is_the_capture(spark, tmp_path, monkeypat
     monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 6)  # batch 0: five rows
     watch = _batch_1_captures(spark, tmp_path)
     assert watch.ahead == 0 and watch.warmed == 0
-
-
-def test_plans_captured_ahead_take_the_layout_the_next_batch_will_have(spark, tmp_path, monkeypatch):
-    """The plans captured after a history are in one partition only if the next batch will be:
-    its rows are taken as many as the history's last file's. A history whose states fit one
-    task, followed by batches that push them past it, replays batch 1 (it was planned afresh,
-    when the layout was guessed from the states' rows alone)."""
-    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 40)
-    sql = "SELECT a, count(*) AS n, sum(b) AS t FROM R GROUP BY a"
-    r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
-    # 10 keys of state after a 35-row history: 10 ≤ 40, but 10 + 35 > 40 for every batch after it
-    rows = [[(i % 10, k * 100 + i, 1) for i in range(35)] for k in range(4)]
-    rows[2].append((0, 0, -1))  # a deletion
-    check_stream(spark, str(tmp_path), sql, [r], [{"R": b} for b in rows])
-    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "out" / "commits").glob("*.json"))]
-    assert [rec.get("prepared") for rec in records] == [None, "replay", "replay", "replay"], records

@@ -740,6 +740,7 @@ class Engine:
         if self._outputs_estimate(held, 0, False) > SMALL_ROWS:  # the next batch is planned eagerly
             return
         self.progress(f"batch {batch_name(batch)}: preparing the next batch's plans")
+        p.single = _ONE_PARTITION and held <= ONE_TASK_ROWS
         views = Views(self.spark, f"ahead{batch + 1}")
         temps: list[DataFrame] = []
         put_back = self.store.hold()
@@ -747,12 +748,7 @@ class Engine:
         last = {s.name: inputs[s.name][-1:] for s in self.plan.streams if inputs.get(s.name)}
         cached: list[DataFrame] = []
         try:  # (after the commit: nothing here may fail the batch)
-            frames, last_rows, cached = self.reader.read(last, cache=self._reread)
-            # In one partition if the next batch will be (_prepared_mode gives up plans of the
-            # other layout), its rows taken as many as the history's last file's: from the states'
-            # rows alone, a history leaving ~100K rows of state was captured in one partition and
-            # batch 1's rows then put it past the bound (theta BNCI at SF 0.05: batch 1 planned).
-            p.single = _ONE_PARTITION and held + sum(last_rows.values()) <= ONE_TASK_ROWS
+            frames, _, cached = self.reader.read(last, cache=self._reread)
             frames = self._capture({n: df.coalesce(1) for n, df in frames.items()}, views, last, ahead=True)
             reads = self._reads(frames, {s.name: 0 for s in self.plan.streams}, False, p.single)
             self._apply_h(batch + 1, reads, views, False, temps, guarded=False)
