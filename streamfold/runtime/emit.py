@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from . import files
-from .lowering import Columns, stack, stack_parts, stacked
+from .lowering import Columns, stack, stack_parts, stacked, union_all
 from .profile import Part, no_part
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def stacked_frame(spark: object, parts: list[tuple[str, Columns]], tasks: int | 
     head = spark.sql(statements[0]).coalesce(1)  # type: ignore[attr-defined]
     if len(statements) == 1:
         return head
-    return head.unionAll(spark.sql("\nUNION ALL\n".join(statements[1:])).coalesce(tasks))  # type: ignore[attr-defined]
+    return head.unionAll(spark.sql(union_all(statements[1:])).coalesce(tasks))  # type: ignore[attr-defined]
 
 
 def write_parts(table: pa.Table, parts: Sequence[tuple[str, Columns]]) -> list[int]:

@@ -977,13 +977,12 @@ class Engine:
             if eager:
                 self.store.count_rows()
             bound = self._rows_bound(merged if not whole and (boundary is None or merged) else durable)
+            ordered = bool(self.plan.answer.order)
             if not eager or bound <= SMALL_ROWS:
                 collect = self.prepared.outputs if self._capturing and self.prepared is not None else None
                 written = emit_together(self.spark, [(sql, target, cols) for sql, target, cols in outputs],
-                                        self._tasks(bound if eager else lazy_reads), self._part, collect,
-                                        bool(self.plan.answer.order))
+                                        self._tasks(bound if eager else lazy_reads), self._part, collect, ordered)
             else:
-                ordered = bool(self.plan.answer.order)
                 written = [emit(self.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
                 written += parallel(self.spark, [partial(self._emit, sql, target) for sql, target, _ in outputs[1:]])
         except Exception as e:  # noqa: BLE001

@@ -621,7 +621,12 @@ def stack(parts: Sequence[tuple[str, Columns]]) -> str:
     part's i-th column of type t is the i-th column of type t of the relation (:func:`stacked`),
     NULL in the rows of parts with fewer of that type — fewer columns to compute, move and convert
     to Arrow than one column per part's column (a groupBy batch's outputs: 6 instead of 11)."""
-    return "\nUNION ALL\n".join(stack_parts(parts))
+    return union_all(stack_parts(parts))
+
+
+def union_all(statements: Sequence[str]) -> str:
+    """Statements of the same columns as one relation, their rows in order."""
+    return "\nUNION ALL\n".join(statements)
 
 
 def stack_parts(parts: Sequence[tuple[str, Columns]]) -> list[str]:

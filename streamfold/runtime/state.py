@@ -361,7 +361,7 @@ class StateStore:
                 # customer) the count read is one branch's — 50,007 of Q13's 150,000 at SF 1, which
                 # kept the state whole after the history (a third touched: :func:`.runs.worth_it`),
                 # then started its runs after batch 1, and batch 2 captured its plans again.
-                touched = merged if touched is None else max(touched, merged)
+                touched = max(touched or 0, merged)
             self.touched[name] = touched
             self.rows[name] = merged + self.base_rows[name] if self._tail_merge(name) and merged is not None else merged
         self._executed.clear()
