@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..ir.expr import Column, Expr
+from ..ir.expr import Agg, Column, Expr, Literal
 from ..ir.rel import (
     WEIGHT, Aggregate, DeltaScan, Field, Filter, IterationMode, Iterate, Limit, Once, Project, Rel, Scan, Sort, StateScan,
     StateVersion,
@@ -52,6 +52,7 @@ class PlanContext:
         self._canonical: dict[Rel, Rel] = {}
         self._repeated = _repeated(logical, self.canonical)
         self._aliases: dict[Rel, str] = {}
+        self._statics: dict[Rel, tuple[str, Rel]] = {}  # canonical form → static state, first relation
 
     def compile(self, rel: Rel) -> Compiled:
         """The delta program of ``rel`` (or, if it reads no stream, ``rel`` itself: static)."""
@@ -103,6 +104,24 @@ class PlanContext:
             Aggregate(compiled.delta, tuple((f.name, f.ref()) for f in key), ((WEIGHT, sum_weights()),)),
         )
         return name, key + (Field(WEIGHT, BIGINT),)
+
+    def static_rows(self, rel: Rel, note: str) -> Rel:
+        """The distinct rows of a static relation, computed once before batch 0 and kept as a
+        static state, as a relation with ``rel``'s columns: what a semi or anti join with a
+        static side meets every batch without reading its tables again. Relations equal up to
+        their names share one state."""
+        key = self.canonical(rel)
+        if key not in self._statics:
+            name = self.plan.name("st_rows")
+            fields = tuple(Field(f.name, f.type) for f in rel.schema)
+            self.plan.add_static(
+                State(name, StateRole.STATIC, fields, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "number of rows"),),
+                      note=note, static=True),
+                Aggregate(rel, tuple((f.name, f.ref()) for f in fields), ((WEIGHT, Agg("sum", (Literal(1, BIGINT),), False, BIGINT)),)))
+            self._statics[key] = (name, rel)
+        name, first = self._statics[key]
+        scan = StateScan(name, StateVersion.OLD, self.plan.fields(name))
+        return Project(scan, tuple((g.name, Column(f.name, f.type)) for f, g in zip(first.schema, rel.schema)))
 
     def body(self, rel: Rel) -> tuple[Body, dict[str, Expr]]:
         """The join body under ``rel`` and each output column's expression over its inputs."""
