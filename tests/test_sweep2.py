@@ -101,6 +101,14 @@ def test_a_distinct_relation_joined_with_itself_is_kept_apart(spark, tmp_path, s
     _run(spark, tmp_path, sql, uses="F")
 
 
+def test_tables_aliased_as_the_planner_names_derived_inputs_are_kept_apart(spark, tmp_path):
+    # derived inputs are named d1, d2, …: a table aliased d1 beside one collided (an internal
+    # "duplicate field 'd1._weight'" at compile time)
+    _run(spark, tmp_path, "SELECT d1.name, d2.q, count(*) AS n FROM (SELECT DISTINCT cid, qty FROM F) x "
+         "JOIN C d1 ON d1.cid = x.cid JOIN (SELECT cid, sum(qty) AS q FROM F GROUP BY cid) d2 ON d2.cid = x.cid "
+         "GROUP BY d1.name, d2.q")
+
+
 @pytest.mark.parametrize("sql, oracle", [
     ("SELECT cid, count(*) AS n, sum(qty) AS q FROM F NATURAL JOIN C GROUP BY cid", None),
     ("SELECT region, sum(qty) AS q FROM C NATURAL JOIN F GROUP BY region", None),

@@ -53,6 +53,7 @@ class PlanContext:
         self._repeated = _repeated(logical, self.canonical)
         self._aliases: dict[Rel, str] = {}
         self._statics: dict[Rel, tuple[str, Rel]] = {}  # canonical form → static state, first relation
+        self._taken: set[str] | None = None  # the query's table aliases, which derived inputs' must differ from
 
     def compile(self, rel: Rel) -> Compiled:
         """The delta program of ``rel`` (or, if it reads no stream, ``rel`` itself: static)."""
@@ -123,6 +124,15 @@ class PlanContext:
         scan = StateScan(name, StateVersion.OLD, self.plan.fields(name))
         return Project(scan, tuple((g.name, Column(f.name, f.type)) for f, g in zip(first.schema, rel.schema)))
 
+    def _derived_alias(self) -> str:
+        """``d1``, ``d2``, … for derived inputs, skipping the query's own table aliases (``FROM D d1``)."""
+        if self._taken is None:
+            self._taken = _table_aliases(self.logical)
+        n = len(self._aliases) + 1
+        while f"d{n}" in self._taken or f"d{n}" in self._aliases.values():
+            n += 1
+        return f"d{n}"
+
     def body(self, rel: Rel) -> tuple[Body, dict[str, Expr]]:
         """The join body under ``rel`` and each output column's expression over its inputs."""
         return flatten(rel, self._input)
@@ -134,10 +144,25 @@ class PlanContext:
             label = rel.table if rel.alias == rel.table else f"{rel.table} {rel.alias}"
             return Input(index, rel.alias, rel.fields, compiled.program, compiled.static, compiled.weighted, label)
         if rel not in self._aliases:
-            self._aliases[rel] = f"d{len(self._aliases) + 1}"
+            self._aliases[rel] = self._derived_alias()
         alias = self._aliases[rel]
         return Input(index, alias, rel.schema, compiled.program, compiled.static, compiled.weighted,
                      f"derived input {alias} ({type(rel).__name__.lower()})", single=at_most_one_row(rel))
+
+
+def _table_aliases(rel: Rel) -> set[str]:
+    seen: set[int] = set()
+    out: set[str] = set()
+    todo = [rel]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Scan):
+            out.add(node.alias)
+        todo.extend(node.inputs())
+    return out
 
 
 def at_most_one_row(rel: Rel) -> bool:
