@@ -302,6 +302,30 @@ def test_file_schema_problems_are_named(spark, tmp_path):
         q.stop()
 
 
+def test_a_batch_reads_only_the_columns_the_plan_needs_and_checks_every_column_of_its_files(spark, tmp_path):
+    """A query reading ``k`` of ``(k, v, note)`` decodes only ``k`` (and ``_weight``) of each file,
+    yet a file whose unread ``note`` has the wrong type is still refused, as the contract says."""
+    tmp = str(tmp_path)
+    src = os.path.join(tmp, "S")
+    wide = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("note", pa.string())])
+    put(src, "0.parquet", [(1, 1, "a"), (2, 5, "b")], schema=wide)
+    q = start(spark, tmp, "SELECT k, count(*) AS n FROM S GROUP BY k")
+    try:
+        assert q.engine.plan.stream_columns() == {"S": ("k",)}
+        frames, _, _ = q.engine.reader.read({"S": ["0.parquet"]}, cache=False)
+        assert frames["S"].columns == ["k", "_weight", "__bad"]
+        assert "note" not in frames["S"]._jdf.queryExecution().executedPlan().toString()
+        q.process_available()
+        assert sorted(rows_of(q)) == [(1, 1), (2, 1)]
+        bad = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("note", pa.int64())])
+        put(src, "1.parquet", [(1, 1, 7)], schema=bad)
+        with pytest.raises(BadInputError) as info:
+            q.process_available()
+        assert info.value.code == "COLUMN_TYPE_MISMATCH" and info.value.params["column"] == "note"
+    finally:
+        q.stop()
+
+
 def test_a_checkpoint_of_another_query_is_refused(spark, tmp_path):
     tmp = str(tmp_path)
     put(os.path.join(tmp, "S"), "0.parquet", [(1, 1)])

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
-from ..ir.rel import WEIGHT, Field, LoopRef, Once, Rel, SortKey, Union
+from ..ir.rel import WEIGHT, DeltaScan, Field, LoopRef, Once, Rel, SortKey, Union
 from ..ir.types import DataType
 from ..sql.catalog import SourceSchema
 from .matrix import DEFAULT_POLICY, MatrixPolicy
@@ -378,3 +378,19 @@ class IncrementalPlan:
     @property
     def tables(self) -> tuple[SourceSchema, ...]:
         return tuple(s for s in self.sources if s.static)
+
+    def stream_columns(self) -> dict[str, tuple[str, ...]]:
+        """Per stream, the columns its batches' rows are read for (its ``DeltaScan``s'), in the
+        source's order: what a batch needs of its files."""
+        read: dict[str, set[str]] = {s.name.lower(): set() for s in self.streams}
+        seen: set[int] = set()
+        todo = [r for step in self.init + self.delta for r in step.reads()]
+        while todo:
+            node = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, DeltaScan) and node.table.lower() in read:
+                read[node.table.lower()].update(node.columns)
+            todo.extend(node.inputs())
+        return {s.name: tuple(c for c, _ in s.columns if c in read[s.name.lower()]) for s in self.streams}

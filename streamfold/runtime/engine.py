@@ -242,7 +242,7 @@ class Engine:
         self.store = StateStore(self.spark, plan.states, candidates(plan))
         self.store.part = self._part
         self.answer = AnswerSql(plan, self.output_schema, self.store)
-        self.reader = BatchReader(self.spark, plan.streams, self.specs, self.catalog)
+        self.reader = BatchReader(self.spark, plan.streams, self.specs, self.catalog, plan.stream_columns())
         self.loops: dict[type, LoopInterpreter] = {
             kind: interpreter(LoopEnv(self.spark, self.store, self._point)) for kind, interpreter in INTERPRETERS.items()}
         self._levels = _levels(plan.delta)
