@@ -49,6 +49,10 @@ QUERIES = [
     ("left-join-preserved-side",
      "SELECT D.name, count(*) AS n, count(j.v) AS m FROM (SELECT R.a, S.v FROM R LEFT JOIN S ON R.b = S.k) j "
      "JOIN D ON j.a = D.k WHERE D.g <= 2 GROUP BY D.name", 1),
+    ("implied-by-an-or-over-two-static-tables",
+     "SELECT d1.name AS n1, d2.name AS n2, count(*) AS n FROM R JOIN D d1 ON R.a = d1.k JOIN S ON S.k = R.b "
+     "JOIN D d2 ON S.v = d2.k WHERE (d1.name = 'a' AND d2.name = 'b') OR (d1.name = 'b' AND d2.g = 1) "
+     "GROUP BY d1.name, d2.name", 2),
     ("exists-above-the-reduced-stream",
      "SELECT D.name, count(*) AS n FROM R JOIN D ON R.a = D.k JOIN S ON S.k = R.a "
      "WHERE D.name <> 'c' AND EXISTS (SELECT 1 FROM S s2 WHERE s2.v = R.b) GROUP BY D.name", 2),

@@ -89,6 +89,7 @@ class _Pass:
                 if a in owner and b in owner and owner[a] != owner[b]:
                     classes.union(a, b)
         shared = _Shared(owner, classes)
+        implied = {j: _implied(conds, leaves[j]) for j, s in enumerate(static) if s}
         changing = [i for i, s in enumerate(static) if not s]
         out = list(leaves)
         for i in changing:
@@ -100,17 +101,21 @@ class _Pass:
                 pairs = shared.pairs(i, j)
                 if not pairs:
                     continue
-                right, selective = self._static_reduced(j, leaves, static, shared, {j})
+                right, selective = self._static_reduced(j, leaves, static, shared, implied, {j})
                 if selective:
                     out[i] = self._push(out[i], right, pairs)
         return out
 
     def _static_reduced(self, j: int, leaves: list[Rel], static: list[bool], shared: _Shared,
-                        seen: set[int]) -> tuple[Rel, bool]:
-        """Static input ``j`` semi-joined with the (reduced) static inputs it is equated with, and
-        whether anything restricts it."""
+                        implied: dict[int, Expr | None], seen: set[int]) -> tuple[Rel, bool]:
+        """Static input ``j`` filtered by what the join's conditions imply of it alone and
+        semi-joined with the (reduced) static inputs it is equated with, and whether anything
+        restricts it."""
         rel = leaves[j]
         selective = _restricts(rel)
+        if implied[j] is not None:
+            rel = Filter(rel, implied[j])
+            selective = True
         for k, s in enumerate(static):
             if not s or k in seen:
                 continue
@@ -118,7 +123,7 @@ class _Pass:
             if not pairs:
                 continue
             seen.add(k)
-            other, restricts = self._static_reduced(k, leaves, static, shared, seen)
+            other, restricts = self._static_reduced(k, leaves, static, shared, implied, seen)
             if restricts:
                 rel = self._wrap(rel, other, pairs)
                 selective = True
@@ -239,6 +244,46 @@ def _through(exprs: dict[str, Expr], pairs: list[tuple[str, str]]) -> list[tuple
         if not isinstance(e, Column):
             return None
         out.append((e.name, b))
+    return out
+
+
+def _implied(conds: list[Expr], leaf: Rel) -> Expr | None:
+    """What the join's conditions over several inputs imply of ``leaf``'s rows alone: for a
+    disjunction each of whose branches has conjuncts reading only ``leaf``, those conjuncts,
+    OR-ed (TPC-H Q07's ``(n1 = 'FRANCE' AND n2 = 'GERMANY') OR (n1 = 'GERMANY' AND n2 =
+    'FRANCE')`` gives ``n1 = 'FRANCE' OR n1 = 'GERMANY'`` for ``n1``). A row of ``leaf`` that
+    fails it fails the condition whatever it is joined with."""
+    names = set(leaf.names)
+    found: list[Expr] = []
+    for c in conds:
+        if c.columns() <= names or not (c.columns() & names):
+            continue
+        branches = _disjuncts(c)
+        if len(branches) < 2:
+            continue
+        parts = []
+        for b in branches:
+            own = [x for x in conjuncts(b) if x.columns() and x.columns() <= names]
+            if not own:
+                break
+            parts.append(and_all(own))
+        else:
+            found.append(_or_all(parts))
+    return and_all(found)
+
+
+def _disjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Call) and e.op == "OR":
+        return [d for a in e.args for d in _disjuncts(a)]
+    return [e]
+
+
+def _or_all(parts: list[Expr | None]) -> Expr:
+    out: Expr | None = None
+    for p in parts:
+        assert p is not None
+        out = p if out is None else Call("OR", (out, p), BOOLEAN)
+    assert out is not None
     return out
 
 
