@@ -121,6 +121,15 @@ def engine_session(spark: SparkSession, partitions: int) -> SparkSession:
     # cost a job of its own (which, over a lazily checkpointed merge, computes it once more) and
     # put its bit array (1-8 MB) into every task of the stage that reads it.
     session.conf.set("spark.sql.optimizer.runtime.bloomFilter.enabled", "false")
+    # A join (or an aggregate over a union) whose inputs are all one partition stays in that
+    # partition only while Spark's size estimate of each is within this bound (128 MB by
+    # default); else it shuffles them into spark.sql.shuffle.partitions. A state's estimate is
+    # Spark's product of its merges' sides, capped at 2^62 (state.py), not its rows, so a batch
+    # over small states in one partition (the batch's job, or the prepared plans captured from
+    # it) was cut into a stage per shuffle: TPC-H Q02 with its states reduced to a few hundred
+    # rows, 19 stages a batch and 0.58 s, 6 stages and 0.40 s without (docs/benchmarks.md, stop 49).
+    # Only what streamfold made one partition is one: small states and batches (engine.py).
+    session.conf.set("spark.sql.maxSinglePartitionBytes", str((1 << 63) - 1))
     # Joins of a delta with a state are hinted; keep broadcasting small static tables.
     session.conf.set("spark.sql.autoBroadcastJoinThreshold", str(10 * 1024 * 1024))
     return session
