@@ -80,3 +80,16 @@ def test_a_stream_reduced_by_a_static_table_equals_duckdb_with_deletions(spark, 
 def test_a_static_table_without_a_filter_reduces_nothing():
     """Keys that every dimension row has are no restriction: no semi join is added for them."""
     assert _reductions("SELECT D.name, count(*) FROM R JOIN S ON S.k = R.a JOIN D ON R.a = D.k GROUP BY D.name") == 0
+
+
+@pytest.mark.parametrize("with_null", [False, True], ids=["no-null", "a-null-key"])
+def test_not_in_a_static_table_follows_sql_null_rules_from_its_kept_rows(spark, tmp_path, with_null):
+    """``NOT IN`` a static table reads its distinct rows kept once (st_rows): a NULL among them
+    still lets no row pass, and without one the rows not in it pass."""
+    sql = "SELECT a, b FROM R WHERE a NOT IN (SELECT k FROM D WHERE g <> 4 OR g IS NULL)"
+    assert "st_rows" in streamfold.explain(sql, {s.name: s.schema_sql() for s in (R, D)}, tables=["D"])
+    dims = [(1, 0, "a"), (2, 1, "b"), (2, 1, "b")] + ([(None, 2, "c")] if with_null else [])
+    rng = random.Random(11)
+    batches = random_stream(rng, [R], batches=3, max_rows=10, min_rows=3)
+    run = check_stream(spark, str(tmp_path), sql, [R, D], batches, {"D": dims})
+    assert with_null or any(run.snapshots), "rows not in the table pass when it has no NULL"

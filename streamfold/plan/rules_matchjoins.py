@@ -78,10 +78,12 @@ def match_join(ctx: PlanContext, join: Join) -> Compiled:
     left, right = ctx.compile(join.left), ctx.compile(join.right)
     if right.static and join.kind in (JoinKind.SEMI, JoinKind.ANTI, JoinKind.NULL_AWARE_ANTI, JoinKind.LEFT):
         # The right input never changes: each batch's left rows meet the same right rows — for a
-        # semi or anti join, its distinct rows kept once (the matches, not how many there are).
+        # semi or anti join (NOT IN too: its NULLs are distinct rows as well), its distinct rows
+        # kept once (the matches, not how many there are).
         rows = right.program
-        if join.kind in (JoinKind.SEMI, JoinKind.ANTI):
-            rows = ctx.static_rows(rows, f"the static side of a {join.kind.value} join: its distinct rows, which each batch's rows meet")
+        if join.kind in (JoinKind.SEMI, JoinKind.ANTI, JoinKind.NULL_AWARE_ANTI):
+            what = "NOT IN" if join.kind == JoinKind.NULL_AWARE_ANTI else f"{join.kind.value} join"
+            rows = ctx.static_rows(rows, f"the static side of a {what}: its distinct rows, which each batch's rows meet")
         joined = Join(left.program, rows, join.kind, join.condition)
         return Compiled(_reorder(joined, join.names), static=False, weighted=left.weighted)
     sp = _split(join)

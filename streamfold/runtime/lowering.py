@@ -548,8 +548,8 @@ class AnswerLowering:
                 keys = ", ".join(f"{quote(k)} AS __k{i}" for i, k in enumerate(a.touched_key))
                 touched = f"(SELECT DISTINCT {keys} FROM {merged(main)} WHERE {TOUCHED} = 1)"
                 for s in a.change_states[1:]:
-                    after_of[s] = subquery(self._restrict(new(s), touched))
-                    before_of[s] = subquery(self._restrict(old(s), touched))
+                    after_of[s] = subquery(self._restrict(s, new(s), touched))
+                    before_of[s] = subquery(self._restrict(s, old(s), touched))
             after = program(a.rows, lambda leaf: after_of.get(_state_of(leaf)) or new(_state_of(leaf)))
             before = program(a.rows, lambda leaf: before_of.get(_state_of(leaf)) or old(_state_of(leaf)))
         signed = f"SELECT *, 1 AS {WEIGHT} FROM (\n{_indent(after)}\n) _after"
@@ -596,11 +596,24 @@ class AnswerLowering:
                      f"WHERE {TOUCHED} = 1 AND {cond(True)} AND NOT ({cond(False)} AND {same})")
         return self.final(text, weight=True)
 
-    def _restrict(self, relation: str, touched: str) -> str:
-        """The rows of a state whose key this batch touched (NULL keys match NULL keys); the
-        touched keys are few, so they are broadcast and the state is filtered where it lies."""
-        cond = " AND ".join(f"_s.{quote(k)} <=> _k.__k{i}" for i, k in enumerate(self.answer.touched_key))
-        return f"SELECT /*+ {_small_side()}(_k) */ _s.* FROM {relation} _s LEFT SEMI JOIN {touched} _k ON {cond}"
+    def _restrict(self, state: str, relation: str, touched: str) -> str:
+        """The rows of ``state`` (``relation``) whose key this batch touched (NULL keys match NULL
+        keys); the touched keys are few, so they are broadcast (hashed while prepared plans are
+        captured) and the state is filtered where it lies, partitioned on that key. Its rows are
+        met by ``=``, and those with a NULL in a nullable key column apart, null-safely: one join
+        on ``<=>`` is planned on coalesced keys and shuffled the whole state every batch (TPC-H
+        Q16's distinct suppliers per group, as ``changes.keyed_delta`` found for nested ones)."""
+        keys = [quote(k) for k in self.answer.touched_key]
+        hint = f"/*+ {_small_side()}(_k) */ "
+        text = (f"SELECT {hint}_s.* FROM {relation} _s LEFT SEMI JOIN {touched} _k ON "
+                + " AND ".join(f"_s.{k} = _k.__k{i}" for i, k in enumerate(keys)))
+        fields = {f.name: f for f in self.table(state).state.key}
+        nullable = [quote(k) for k in self.answer.touched_key if fields[k].nullable]
+        if nullable:
+            any_null = " OR ".join(f"{k} IS NULL" for k in nullable)
+            text += (f"\nUNION ALL\nSELECT {hint}_s.* FROM (SELECT * FROM {relation} WHERE {any_null}) _s "
+                     f"LEFT SEMI JOIN {touched} _k ON " + " AND ".join(f"_s.{k} <=> _k.__k{i}" for i, k in enumerate(keys)))
+        return text
 
     def _consolidate(self, inner: str) -> str:
         """Sum the weights of equal rows and drop the rows whose weight is zero."""
