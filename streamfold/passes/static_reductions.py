@@ -113,8 +113,9 @@ class _Pass:
         restricts it."""
         rel = leaves[j]
         selective = _restricts(rel)
-        if implied[j] is not None:
-            rel = Filter(rel, implied[j])
+        cond = implied[j]
+        if cond is not None:
+            rel = Filter(rel, cond)
             selective = True
         for k, s in enumerate(static):
             if not s or k in seen:
