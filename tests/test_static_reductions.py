@@ -53,6 +53,12 @@ QUERIES = [
      "SELECT d1.name AS n1, d2.name AS n2, count(*) AS n FROM R JOIN D d1 ON R.a = d1.k JOIN S ON S.k = R.b "
      "JOIN D d2 ON S.v = d2.k WHERE (d1.name = 'a' AND d2.name = 'b') OR (d1.name = 'b' AND d2.g = 1) "
      "GROUP BY d1.name, d2.name", 2),
+    ("self-join-both-sides-reduced",
+     "SELECT r1.a, count(*) AS n, sum(r2.b) AS t FROM R r1 JOIN R r2 ON r1.a = r2.a JOIN D ON r1.a = D.k "
+     "WHERE D.g = 1 OR D.name = 'b' GROUP BY r1.a", 2),
+    ("a-filtered-dimension-cte-read-twice",
+     "WITH d AS (SELECT k, name FROM D WHERE g <> 0) SELECT x.name, count(*) AS n FROM R JOIN d x ON R.a = x.k "
+     "JOIN S ON S.k = R.b JOIN d y ON S.v = y.k GROUP BY x.name", 2),
     ("exists-above-the-reduced-stream",
      "SELECT D.name, count(*) AS n FROM R JOIN D ON R.a = D.k JOIN S ON S.k = R.a "
      "WHERE D.name <> 'c' AND EXISTS (SELECT 1 FROM S s2 WHERE s2.v = R.b) GROUP BY D.name", 2),
