@@ -136,8 +136,16 @@ def engine_session(spark: SparkSession, partitions: int) -> SparkSession:
 
 
 def default_partitions(spark: SparkSession) -> int:
-    """State partitions: twice the cores Spark has, at least 2."""
-    return max(2, 2 * spark.sparkContext.defaultParallelism)
+    """State partitions: as many as the cores Spark has, at least 2 (``STREAMFOLD_PARTITIONS=N``: N).
+
+    A warm batch is a few small tasks per stage over states already partitioned on their keys,
+    and each task pays its deserialization and scheduling whatever its rows: with two partitions
+    per core (the default until stop 50) TPC-H SF 1's increments took 1.1–1.7× as long as with
+    one (Q18 1.95 → 1.17 s, Q10 0.97 → 0.68 s, Q16 0.77 → 0.52 s; docs/benchmarks.md, "Stop 50").
+    """
+    if os.environ.get("STREAMFOLD_PARTITIONS"):
+        return max(1, int(os.environ["STREAMFOLD_PARTITIONS"]))
+    return max(2, spark.sparkContext.defaultParallelism)
 
 
 def _python() -> str:
