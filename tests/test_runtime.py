@@ -682,3 +682,13 @@ def test_an_ordered_snapshot_is_collected_in_one_task_and_the_other_outputs_in_a
     assert sorted((r[1], r[3]) for r in rows if r[0] == 2) == [(i, i) for i in range(50)]  # (__part, __s0, __s1, __s2)
     assert stacked_frame(spark, parts, tasks=2).rdd.getNumPartitions() == 2  # unordered: all in the few
     assert stacked_frame(spark, parts, tasks=1, ordered=True).rdd.getNumPartitions() == 1  # small: all in one
+
+
+def test_the_partitions_default_is_set_by_its_variable_and_a_bad_value_is_refused_with_a_hint(monkeypatch):
+    from streamfold.runtime.session import default_partitions
+    monkeypatch.setenv("STREAMFOLD_PARTITIONS", "3")
+    assert default_partitions(None) == 3  # type: ignore[arg-type]
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("STREAMFOLD_PARTITIONS", bad)
+        with pytest.raises(ValueError, match="hint"):
+            default_partitions(None)  # type: ignore[arg-type]

@@ -143,8 +143,12 @@ def default_partitions(spark: SparkSession) -> int:
     per core (the default until stop 50) TPC-H SF 1's increments took 1.1–1.7× as long as with
     one (Q18 1.95 → 1.17 s, Q10 0.97 → 0.68 s, Q16 0.77 → 0.52 s; docs/benchmarks.md, "Stop 50").
     """
-    if os.environ.get("STREAMFOLD_PARTITIONS"):
-        return max(1, int(os.environ["STREAMFOLD_PARTITIONS"]))
+    value = os.environ.get("STREAMFOLD_PARTITIONS")
+    if value:
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(f"STREAMFOLD_PARTITIONS={value!r} is not a number of partitions; "
+                             "hint: a whole number ≥ 1, or unset it for one per core")
+        return int(value)
     return max(2, spark.sparkContext.defaultParallelism)
 
 
