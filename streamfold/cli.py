@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--until-idle", type=float, metavar="SECONDS",
                      help="exit 0 once no new file has appeared for this long and all is committed")
     run.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
-    run.add_argument("--partitions", type=int, metavar="N", help="state partitions (default 2 × cores)")
+    run.add_argument("--partitions", type=int, metavar="N", help="state partitions (default one per Spark core, at least 2; STREAMFOLD_PARTITIONS=N sets it)")
     run.add_argument("--on-bad-file", choices=("stop", "quarantine"), default="stop",
                      help="a file that does not parse: stop the run (default), or move it to DIR/quarantine/ and go on")
     run.add_argument("--keep-snapshots", type=int, metavar="N", help="keep only the last N snapshots")

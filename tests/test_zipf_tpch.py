@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 
 import streamfold
 from streamfold.bench import zipf_tpch
-from streamfold.bench.theta_tpch import QUERIES, SCHEMAS, options
+from streamfold.bench.theta_tpch import QUERIES, SCHEMAS, combine, options
 
 
 def test_generation_is_deterministic_and_has_tpch_cardinalities():
@@ -47,6 +47,20 @@ def test_the_bench_queries_are_planned_as_the_thesis_operators():
             assert "theta join over a join matrix" in text and "band " in text
     assert options("STATICOPT", 16, (1, 16))["matrix_start"] == (1, 16)
     assert options("SHJ", 16, None)["matrix_equi"] == "hash"
-    # the J cells over a task each by default, or over fewer Spark partitions (--partitions)
-    assert options("DYNAMIC", 64, None)["partitions"] == 64
+    # the J cells over the engine's state partitions by default, or over --partitions P
+    assert "partitions" not in options("DYNAMIC", 64, None) and options("DYNAMIC", 64, None)["matrix_cells"] == 64
     assert options("DYNAMIC", 64, None, 4)["partitions"] == 4 and options("DYNAMIC", 64, None, 4)["matrix_cells"] == 64
+
+
+def test_rounds_combine_as_each_batchs_least_time_and_exact_only_if_every_round_was():
+    def rounds_of(seconds: list[float], exact: bool = True) -> dict:
+        batches = [{"batch": b, "seconds": t, "sizes": [1, 2], "exact": exact} for b, t in enumerate(seconds)]
+        return {"batches": batches, "exact": exact, "median_increment_s": sorted(seconds[1:])[len(seconds[1:]) // 2],
+                "start": None}
+
+    one = combine([rounds_of([5.0, 2.0, 1.0, 3.0]), rounds_of([4.0, 1.5, 2.5, 2.0], exact=False)])
+    assert [b["seconds"] for b in one["batches"]] == [4.0, 1.5, 1.0, 2.0]
+    assert one["batches"][1]["seconds_by_round"] == [2.0, 1.5]
+    assert one["median_increment_s"] == 1.5 and one["median_increment_s_by_round"] == [2.0, 2.0]
+    assert not one["exact"] and not one["batches"][0]["exact"]
+    assert combine([rounds_of([3.0, 1.0])])["median_increment_s"] == 1.0

@@ -57,7 +57,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "results.json and waterfall.txt")
     p.add_argument("--reps", type=int, metavar="N",
                    help="pause: pauses during batch 0 (default 5); reconfigure: reconfigurations, each against a "
-                        "restart (default 4)")
+                        "restart (default 4); theta --skew: rounds of every partitioning, in alternating orders, "
+                        "each batch timed as its least over them (default 2)")
     p.add_argument("--ratio", type=int, metavar="K",
                    help="theta: the inputs' size ratio swings between K and 1/K (default 4); --history is "
                         "each input's first rows (default 2000), --increments the phases (default 3)")
@@ -68,8 +69,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--zipf", metavar="LIST", help="theta --skew: the Zipf parameters (default 0,0.25,0.5,0.75,1)")
     p.add_argument("--cells", type=int, metavar="J", help="theta --skew: the join matrix's cells (a power of two)")
     p.add_argument("--partitions", type=int, metavar="P",
-                   help="theta --skew: the Spark partitions the J cells are laid over (default J, a task per "
-                        "cell; fewer on a small machine: each partition then runs several cells)")
+                   help="theta --skew: the Spark partitions the J cells are laid over (default: a state's, one per "
+                        "core, at least 2 — each partition runs several cells; J: a task per cell, the thesis's "
+                        "setting)")
     p.add_argument("--distinct", action="store_true",
                    help="reconfigure: the query keeps a count(DISTINCT y) too (a multiset state: a heavier h)")
     p.add_argument("--quick", action="store_true", help="small sizes: seconds, for tests and a first look")
@@ -220,7 +222,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .theta_tpch import main as skew_bench
 
         return skew_bench(args.sf, args.zipf, args.queries, args.systems, args.cells, args.increments, args.out,
-                          args.master, args.partitions)
+                          args.master, args.partitions, args.reps)
     if args.workload == "theta":
         from .theta import main as theta_bench
 

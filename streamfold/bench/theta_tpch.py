@@ -27,9 +27,14 @@ Four partitionings over J cells (``--cells``; the hash join over J partitions):
   over the join matrix (DYNAMIC's), the others hashed to one cell each; the heavy keys picked
   from the frequencies whenever Algorithm 2 decides.
 
-The J cells are J Spark partitions by default — a task per joiner, the thesis's setting; on a
-machine of few cores ``--partitions P`` lays them over P partitions (each then runs J/P cells on
-average), which changes what a batch pays in task overhead, not which rows each cell keeps.
+The J cells are laid over as many Spark partitions as a state has by default (one per core, at
+least 2; each partition runs J/P cells on average); ``--partitions J`` gives a task per joiner,
+the thesis's setting, which on a machine of few cores is mostly task overhead (docs/benchmarks.md,
+stop 48). The partitions change what a batch pays per task, not which rows each cell keeps.
+
+Each partitioning runs ``--reps`` rounds (default 2), in the given order and then reversed, and
+each batch's time is its least over the rounds: a partitioning timed first in the JVM pays the JIT
+compilation of the query's paths at full size, which the untimed small run before does not finish.
 
 Per batch: the time to commit it; the *largest partition's input* — the rows of both join
 states that one joiner holds: per cell of the matrix (a left row is in the m cells of its row
@@ -87,8 +92,8 @@ def applies(system: str, query: str) -> bool:
 
 def options(system: str, cells: int, start: tuple[int, int] | None, partitions: int | None = None) -> dict[str, Any]:
     """streamfold's run options for one partitioning: the J cells (joiners) laid over ``partitions``
-    Spark partitions (None: one per cell)."""
-    common: dict[str, Any] = {"partitions": partitions or cells, "matrix_cells": cells}
+    Spark partitions (None: the engine's default, one per core, at least 2)."""
+    common: dict[str, Any] = {"matrix_cells": cells, **({"partitions": partitions} if partitions else {})}
     if system == "SHJ":
         return {**common, "matrix_equi": "hash"}
     if system == "HYBRID":
@@ -178,18 +183,36 @@ def run_one(spark: Any, query: str, system: str, manifest: dict[str, Any], cells
             "start": list(start) if start else None}
 
 
+def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One partitioning's runs of the same batches (every round's), as one: each batch's time the
+    least over the rounds (each round's times kept as ``seconds_by_round``), exact only if every
+    round was; the rest (mapping, sizes, partitions, rows stored) is the same in every round."""
+    first = rounds[0]
+    batches = []
+    for b, row in enumerate(first["batches"]):
+        times = [r["batches"][b]["seconds"] for r in rounds]
+        batches.append({**row, "seconds": min(times), "seconds_by_round": times,
+                        "exact": all(r["batches"][b]["exact"] for r in rounds)})
+    increments = [r["seconds"] for r in batches[1:]] or [batches[0]["seconds"]]
+    return {"batches": batches, "exact": all(r["exact"] for r in rounds),
+            "median_increment_s": statistics.median(increments),
+            "median_increment_s_by_round": [r["median_increment_s"] for r in rounds], "start": first["start"]}
+
+
 def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], cells: int, history: float,
-        increments: int, out: str, master: str | None, say: Any = print, partitions: int | None = None) -> dict[str, Any]:
-    """Every (query, z, system); results.json and results.md under ``out``/theta-skew."""
-    from ..runtime.session import get_spark
+        increments: int, out: str, master: str | None, say: Any = print, partitions: int | None = None,
+        rounds: int = 2) -> dict[str, Any]:
+    """Every (query, z, system), ``rounds`` times in alternating orders; results.json and
+    results.md under ``out``/theta-skew."""
+    from ..runtime.session import default_partitions, get_spark
     from .machine import load_average
 
     directory = os.path.join(out, "theta-skew")
     work = os.path.join(directory, "work")
     os.makedirs(directory, exist_ok=True)
     spark = get_spark(master or "local[*]", app_name="streamfold-bench-theta-skew")
-    results: dict[str, Any] = {"sf": sf, "cells": cells, "partitions": partitions or cells, "history": history,
-                               "increments": increments,
+    results: dict[str, Any] = {"sf": sf, "cells": cells, "partitions": partitions or default_partitions(spark),
+                               "history": history, "increments": increments, "rounds": rounds,
                                "square": [square(cells).n, square(cells).m],
                                "load_average": {"at_start": load_average()}, "runs": []}
     warm = zipf_tpch.write(os.path.join(work, "data", "warm"), 0.002, 1.0, 0.5, 1)
@@ -205,19 +228,31 @@ def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], c
             manifest = zipf_tpch.write(os.path.join(work, "data", f"z{z}"), sf, z, history, increments)
             entry: dict[str, Any] = {"query": query, "z": z, "rows": manifest["rows"],
                                      "top_supplier_share": manifest["top_supplier_share"], "systems": {}}
-            for system in systems:
-                if not applies(system, query):
-                    continue
-                start = None
-                if system == "STATICOPT":
-                    dynamic = entry["systems"].get("DYNAMIC")
-                    if dynamic is None:
+            # Each round runs the partitionings in another order (the first, the reverse, …): a
+            # partitioning run first pays the JVM's JIT compilation of this query's paths at full
+            # size, which the untimed small run above does not finish (stop 51: EQ7 SF 0.2, DYNAMIC
+            # timed first 1.90 s per increment against STATICOPT's 1.17 s; in a JVM of its own each,
+            # 1.62 against 1.93). Each batch's time is its least over the rounds.
+            by_round: dict[str, list[dict[str, Any]]] = {}
+            for round_ in range(rounds):
+                order = systems if round_ % 2 == 0 else systems[::-1]
+                for system in order:
+                    if not applies(system, query):
                         continue
-                    r, s = dynamic["batches"][-1]["sizes"]
-                    best = best_mapping(r, s, cells)
-                    start = (best.n, best.m)
-                entry["systems"][system] = run_one(spark, query, system, manifest, cells,
-                                                   os.path.join(work, "runs"), start, say, partitions)
+                    start = None
+                    if system == "STATICOPT":
+                        dynamic = by_round.get("DYNAMIC")
+                        if not dynamic:
+                            continue
+                        r, s = dynamic[0]["batches"][-1]["sizes"]
+                        best = best_mapping(r, s, cells)
+                        start = (best.n, best.m)
+                    if rounds > 1:
+                        say(f"[theta-skew] {query} {system}: round {round_ + 1} of {rounds}")
+                    by_round.setdefault(system, []).append(
+                        run_one(spark, query, system, manifest, cells, os.path.join(work, "runs"), start, say,
+                                partitions))
+            entry["systems"] = {s: combine(by_round[s]) for s in systems if s in by_round}
             results["runs"].append(entry)
             results["load_average"]["at_end"] = load_average()
             with open(os.path.join(directory, "results.json"), "w", encoding="utf-8") as fh:
@@ -260,7 +295,8 @@ def report(results: dict[str, Any]) -> str:
     """A summary line per (query, z, system), the targets, then every run's batches."""
     out = [f"SF {results['sf']}, J = {results['cells']} cells (STATICMID {tuple(results['square'])}) over "
            f"{results.get('partitions', results['cells'])} Spark partitions, history "
-           f"{results['history']:.0%} then {results['increments']} increments; load average at start "
+           f"{results['history']:.0%} then {results['increments']} increments, "
+           f"{results.get('rounds', 1)} round(s) per partitioning (each batch's time the least); load average at start "
            f"{results['load_average']['at_start']}, at end {results['load_average'].get('at_end')}", "",
            "| query | z | system | mapping (final) | median s per increment | largest partition (final) | "
            "ILF/ILF* (final) | rows stored (final) | answers |", "|---|---|---|---|---|---|---|---|---|"]
@@ -283,7 +319,9 @@ def report(results: dict[str, Any]) -> str:
             for n in names:
                 r = run_["systems"][n]["batches"][b]
                 mark = " (migrated)" if r["migrated"] else ""
-                cols.append(f"{r['seconds']:.2f} | {r['largest_partition']:,}{mark} | {r['ilf_ratio']:.2f}")
+                rounds = r.get("seconds_by_round") or []
+                each = f" ({', '.join(f'{t:.2f}' for t in rounds)})" if len(rounds) > 1 else ""
+                cols.append(f"{r['seconds']:.2f}{each} | {r['largest_partition']:,}{mark} | {r['ilf_ratio']:.2f}")
             out.append(f"| {b} | " + " | ".join(cols) + " |")
         out.append("")
     return "\n".join(out) + "\n"
@@ -331,13 +369,17 @@ def plot(results: dict[str, Any], path: str) -> None:
 
 
 def main(sf: float | None, zipfs: str | None, queries: str | None, systems: str | None, cells: int | None,
-         increments: int | None, out: str, master: str | None, partitions: int | None = None) -> int:
+         increments: int | None, out: str, master: str | None, partitions: int | None = None,
+         rounds: int | None = None) -> int:
     zs = [float(z) for z in (zipfs or "0,0.25,0.5,0.75,1").split(",")]
     qs = [q.strip().lower() for q in (queries or "eq5,eq7,bci,bnci").split(",")]
     sy = [s.strip().upper() for s in (systems or ",".join(SYSTEMS)).split(",")]
     sy = [s for s in SYSTEMS if s in sy]  # DYNAMIC before STATICOPT
     if partitions is not None and partitions < 1:
         raise SystemExit(f"--partitions must be at least 1, not {partitions}")
-    results = run(sf or 0.01, zs, qs, sy, cells or 16, 0.5, increments or 4, out, master, partitions=partitions)
+    if rounds is not None and rounds < 1:
+        raise SystemExit(f"--reps must be at least 1, not {rounds}")
+    results = run(sf or 0.01, zs, qs, sy, cells or 16, 0.5, increments or 4, out, master, partitions=partitions,
+                  rounds=rounds or 2)
     print(report(results))
     return 0 if all(rec["exact"] for r in results["runs"] for rec in r["systems"].values()) else 1
