@@ -10,12 +10,17 @@ setup:
 demo: setup
 	$(PY) -m streamfold demo
 
+# Two pytest workers, each with its own Spark JVM, a test file per worker at a time (module
+# fixtures are set up once): most tests wait on Spark's scheduling and py4j rather than on both
+# cores (TEST_WORKERS=1: one JVM, as before).
+TEST_WORKERS ?= 2
+
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The tests not marked slow: a developer's loop (a few minutes); `make test` runs everything, as CI does.
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 # Static checks (not part of `make test`): types and lint, each tool pinned.
 check: setup
