@@ -43,6 +43,10 @@ SHAPES = [
     ("full-inequality", "SELECT R.a, S.k, S.u FROM R FULL JOIN S ON R.t > S.u"),
     ("right-key-inequality-aggregate",
      "SELECT S.k, count(R.a) AS n, sum(R.t) AS st FROM R RIGHT JOIN S ON R.a = S.k AND R.t >= S.u GROUP BY S.k"),
+    # as people write them: a band over DOUBLEs, a date window by INTERVAL, a stream against itself
+    ("band-doubles-aggregate", "SELECT R.a, count(*) AS n FROM R JOIN S ON abs(R.c - S.w) <= 0.5 GROUP BY R.a"),
+    ("interval-window", "SELECT R.a, S.k FROM R JOIN S ON R.d BETWEEN S.e - INTERVAL 30 DAYS AND S.e"),
+    ("self-inequality-aggregate", "SELECT r1.a, count(*) AS n FROM R r1 JOIN R r2 ON r1.t < r2.t GROUP BY r1.a"),
 ]
 
 SETTINGS = settings(max_examples=1, deadline=None, derandomize=True,
