@@ -302,3 +302,30 @@ def test_after_a_small_history_batch_1_is_the_capture(spark, tmp_path, monkeypat
     monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 6)  # batch 0: five rows
     watch = _batch_1_captures(spark, tmp_path)
     assert watch.ahead == 0 and watch.warmed == 0
+
+
+@pytest.mark.parametrize("history_keys,modes", [
+    # states past half of one task's rows: captured ahead hash-partitioned, and those plans run
+    # every later batch — batch 1, which alone would fit one partition, and the ones past it
+    (70, [None, "replay", "replay", "replay", "replay"]),
+    # states well within: captured ahead over one partition; once a batch no longer fits one task
+    # those plans stop (the batch is planned), the next batch captures hash-partitioned plans
+    (20, [None, "replay", None, "capture", "replay"]),
+])
+def test_plans_captured_ahead_leave_room_for_batch_1(spark, tmp_path, monkeypatch, history_keys, modes):
+    """The capture ahead does not know batch 1's rows: over one partition it would refuse a batch
+    that pushes the states past one task (batch 1 then planned, batch 2 a capture: stop 48), so
+    states past engine.AHEAD_ROOM of it are captured hash-partitioned, which run a batch of any
+    size. Every answer as DuckDB's (with deletions)."""
+    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 100)
+    sql = "SELECT a, count(*) AS n, sum(b) AS t FROM R GROUP BY a"
+    r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
+    history = [(k, k % 7, 1) for k in range(history_keys)]
+    grow = 40 if history_keys < 50 else 10  # (20 keys: batch 2 takes the state to 80 + 40 rows read)
+    batches = [history] + [[(history_keys + 100 * i + j, j, 1) for j in range(grow)] + [(i, i % 7, -1)]
+                           for i in range(1, 5)]
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, [r], [{"R": b} for b in batches])
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "out" / "commits").glob("*.json"))]
+    assert [rec.get("prepared") for rec in records] == modes, [rec.get("prepared") for rec in records]
+    assert watch.ahead == 1 and not watch.refused

@@ -78,6 +78,12 @@ _ONE_PARTITION = os.environ.get("STREAMFOLD_ONE_PARTITION", "1") != "0"
 # After a small history batch 1 captures as before; after a large one (make demo's 1M and 200K
 # rows, TPC-H's) planning is what batch 1 would otherwise cost beyond a recompute.
 AHEAD_MIN_ROWS = 100_000
+# The plans captured ahead are over one partition only if the history's states leave this share
+# of ONE_TASK_ROWS free for batch 1's rows, which are not known yet: plans over one partition
+# cannot run a batch that does not fit one task (batch 1 is then planned, batch 2 captures: stop
+# 48, docs/benchmarks.md), while hash-partitioned plans run a small batch too (stop 51: the
+# Table 4.1 joins at SF 0.05, 50K-row increments over states of 60–100K rows).
+AHEAD_ROOM = 0.5
 # … and run once over at most this many of each stream's history rows, the result discarded, so
 # the JVM has compiled the paths rows take through the plans before batch 1 runs them
 # (Engine._warm_up; docs/benchmarks.md, stop 43).
@@ -280,10 +286,12 @@ class Engine:
         if p is None or p.refused is not None:
             return None
         # A batch's streams are read as one partition each (a slot of one), so their rows must fit
-        # one task; the states may be one partition (``single``) or hash-partitioned, and a plan
-        # captured in one layout runs only batches of that layout.
+        # one task; the states may be one partition (``single``) or hash-partitioned. Plans over
+        # one partition run only batches that fit one task; plans over hash-partitioned states
+        # run any batch (one that would fit one partition too: its states stay partitioned), so
+        # states that shrink, or a capture ahead that leaves room to grow, keep replaying.
         if (batch == 0 or sum(rows.values()) > ONE_TASK_ROWS or eager or answer_only or self._boundary is not None
-                or self._restate or choice.strategy != "incremental" or (p.ready and p.single != single)):
+                or self._restate or choice.strategy != "incremental" or (p.ready and p.single and not single)):
             if p.ready or p.keeps:  # its states are handed over as frames: the next capture starts afresh
                 self._prepare_afresh()
             return None
@@ -740,7 +748,9 @@ class Engine:
         if self._outputs_estimate(held, 0, False) > SMALL_ROWS:  # the next batch is planned eagerly
             return
         self.progress(f"batch {batch_name(batch)}: preparing the next batch's plans")
-        p.single = _ONE_PARTITION and held <= ONE_TASK_ROWS
+        # over one partition only if the states leave AHEAD_ROOM of one task's rows to the next
+        # batch; else hash-partitioned, which runs a batch of any size (_prepared_mode)
+        p.single = _ONE_PARTITION and held <= (1 - AHEAD_ROOM) * ONE_TASK_ROWS
         views = Views(self.spark, f"ahead{batch + 1}")
         temps: list[DataFrame] = []
         put_back = self.store.hold()
