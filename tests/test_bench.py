@@ -157,6 +157,15 @@ def test_usage_mistakes_are_coded(argv, code):
     assert e.value.code == code and e.value.hint
 
 
+@pytest.mark.parametrize("option", ["--partitions", "--reps"])
+def test_theta_skew_refuses_a_count_below_one_before_any_work(option):
+    from streamfold.bench.cli import main
+
+    with pytest.raises(UsageError) as e:
+        main(build_parser().parse_args(["bench", "theta", "--skew", option, "0"]))
+    assert e.value.code == "BAD_SIZE" and e.value.hint and option in str(e.value)
+
+
 @pytest.mark.parametrize("workload", ["tpch", "theta", "soak"])
 def test_a_time_limit_where_it_is_not_applied_is_refused_before_any_work(workload):
     from streamfold.bench.cli import main

@@ -53,6 +53,7 @@ import shutil
 import statistics
 from typing import Any
 
+from ..errors import UsageError
 from ..plan.matrix import best_mapping, square
 from ..verify import compare, duckdb_answer
 from . import zipf_tpch
@@ -178,9 +179,13 @@ def run_one(spark: Any, query: str, system: str, manifest: dict[str, Any], cells
                 f"stored {sum(stored.values()):,}, {'exact' if ok else 'WRONG'}")
     finally:
         q.stop()
-    increments = [r["seconds"] for r in rows[1:]] or [rows[0]["seconds"]]
-    return {"batches": rows, "exact": exact, "median_increment_s": statistics.median(increments),
+    return {"batches": rows, "exact": exact, "median_increment_s": _median_increment(rows),
             "start": list(start) if start else None}
+
+
+def _median_increment(batches: list[dict[str, Any]]) -> float:
+    """The median seconds of the increments (batch 0, the history, only if there is no other)."""
+    return statistics.median([r["seconds"] for r in batches[1:]] or [batches[0]["seconds"]])
 
 
 def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -193,9 +198,8 @@ def combine(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         times = [r["batches"][b]["seconds"] for r in rounds]
         batches.append({**row, "seconds": min(times), "seconds_by_round": times,
                         "exact": all(r["batches"][b]["exact"] for r in rounds)})
-    increments = [r["seconds"] for r in batches[1:]] or [batches[0]["seconds"]]
     return {"batches": batches, "exact": all(r["exact"] for r in rounds),
-            "median_increment_s": statistics.median(increments),
+            "median_increment_s": _median_increment(batches),
             "median_increment_s_by_round": [r["median_increment_s"] for r in rounds], "start": first["start"]}
 
 
@@ -375,10 +379,11 @@ def main(sf: float | None, zipfs: str | None, queries: str | None, systems: str 
     qs = [q.strip().lower() for q in (queries or "eq5,eq7,bci,bnci").split(",")]
     sy = [s.strip().upper() for s in (systems or ",".join(SYSTEMS)).split(",")]
     sy = [s for s in SYSTEMS if s in sy]  # DYNAMIC before STATICOPT
-    if partitions is not None and partitions < 1:
-        raise SystemExit(f"--partitions must be at least 1, not {partitions}")
-    if rounds is not None and rounds < 1:
-        raise SystemExit(f"--reps must be at least 1, not {rounds}")
+    for option, value, hint in (("--partitions", partitions, "the Spark partitions the cells are laid over"),
+                                ("--reps", rounds, "the rounds of every partitioning, in alternating orders")):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be at least 1, not {value}", code="BAD_SIZE",
+                             params={"option": option, "value": value}, hint=f"{hint}; 1 or more")
     results = run(sf or 0.01, zs, qs, sy, cells or 16, 0.5, increments or 4, out, master, partitions=partitions,
                   rounds=rounds or 2)
     print(report(results))
