@@ -18,8 +18,8 @@ import streamfold
 from streamfold.runtime import engine as engine_module
 from streamfold.runtime.strategy import Choice, CostModel
 
-from .streams import Source, check_stream
-from .strategies import stream
+from ..streams import Source, check_stream
+from ..strategies import stream
 from .test_differential import SETTINGS
 
 ONE = SETTINGS.__class__(SETTINGS, max_examples=1)  # every example runs Spark for seconds
@@ -376,7 +376,7 @@ def test_reconfiguring_while_states_are_stale_rebuilds_them_first(spark, tmp_pat
     then (coded), and an answer-only reconfiguration rebuilds the running plan's states before it
     applies (and recomputes with the new query afterwards). Every committed snapshot is DuckDB's
     answer under its query version."""
-    from .controlled import Feed, check_every_commit
+    from ..controlled import Feed, check_every_commit
 
     sql = "SELECT k, sum(v) AS s, count(*) AS n FROM S GROUP BY k"
     feed = Feed(str(tmp_path / "S"))

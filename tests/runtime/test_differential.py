@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from streamfold.runtime import engine as engine_module
 
-from .streams import Source, check_stream
-from .strategies import stream, table_rows
+from ..streams import Source, check_stream
+from ..strategies import stream, table_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,7 +33,7 @@ QUERIES = [
     ("global-distinct", "SELECT count(DISTINCT b), sum(DISTINCT b), avg(DISTINCT c) FROM R", "R", False),
     ("moments", "SELECT a, stddev(b), variance(b), stddev_pop(c), var_pop(b), var_samp(c) FROM R GROUP BY a", "R", False),
     ("having", "SELECT a, count(*) AS n, sum(b) FROM R GROUP BY a HAVING count(*) > 1 AND sum(b) IS NOT NULL", "R", False),
-    # Spark's spellings: FILTER, HAVING and lateral column aliases (tests/test_spellings.py)
+    # Spark's spellings: FILTER, HAVING and lateral column aliases (tests/compiler/test_spellings.py)
     ("spark-spellings", "SELECT a, count(*) AS n, sum(b) AS t, count(*) FILTER (WHERE b > 1) AS big, t * 2 AS t2 "
      "FROM R GROUP BY a HAVING n > 1 OR t IS NULL", "R", False),
     ("top-k", "SELECT a, count(*) AS n FROM R GROUP BY a ORDER BY n DESC, a LIMIT 3", "R", True),

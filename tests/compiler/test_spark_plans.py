@@ -21,8 +21,8 @@ from streamfold.ir.rel import WEIGHT
 from streamfold.runtime.views import Views
 from streamfold.sql import Catalog
 
-from .golden import fixtures, load
-from .streams import Source
+from ..golden import fixtures, load
+from ..streams import Source
 
 pytestmark = pytest.mark.spark
 

@@ -18,8 +18,8 @@ import streamfold
 from streamfold.runtime import engine as engine_module
 from streamfold.runtime import runs
 
-from .streams import Source, check_stream
-from .strategies import stream, table_rows
+from ..streams import Source, check_stream
+from ..strategies import stream, table_rows
 from .test_differential import QUERIES, SETTINGS, SUBQUERY_SHAPES, _sources
 
 pytestmark = [pytest.mark.spark]
@@ -358,7 +358,7 @@ def test_joins_probing_a_base_look_its_rows_up_by_key(spark, tmp_path, monkeypat
 
     from streamfold.runtime.prepared import Prepared
 
-    from .strategies import random_stream
+    from ..strategies import random_stream
 
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)

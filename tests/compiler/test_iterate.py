@@ -27,9 +27,9 @@ from streamfold.sql.iterate import extract, unrolled_sql
 
 from streamfold.verify import net_rows
 
-from .streams import Source, check_stream
+from ..streams import Source, check_stream
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 
 
 def example(name: str, times: int) -> str:

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from .streams import Source, check_stream
+from ..streams import Source, check_stream
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -24,8 +24,8 @@ import streamfold
 from streamfold.runtime.matrices import ratio
 from streamfold.verify import compare, duckdb_answer
 
-from .streams import Source, check_stream
-from .strategies import stream
+from ..streams import Source, check_stream
+from ..strategies import stream
 
 pytestmark = [pytest.mark.spark]
 

@@ -24,9 +24,9 @@ from streamfold.linalg.rules import RULES
 from streamfold.linalg.semiring import ARITHMETIC
 from streamfold.linalg.simplify import simplify, to_statements
 
-from .golden import FIXTURES, check
+from ..golden import FIXTURES, check
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parent.parent.parent
 CASES = sorted((FIXTURES / "linalg").glob("*.cmd"))
 
 
@@ -105,7 +105,7 @@ def test_every_ir_node_is_handled_by_each_phase() -> None:
     from streamfold.linalg import diag, fill, iterate, let, zeros
     from streamfold.linalg.maintain import Views
 
-    from .linalg_oracle import assert_matches, reevaluate
+    from ..linalg_oracle import assert_matches, reevaluate
 
     A = matrix("A", 3, 3)
     prog = program({"r": let(inv(A @ A.T + identity(3)), lambda b: b @ hstack(A, 2 * A) @ vstack(A, -A)),

@@ -14,7 +14,7 @@ import pytest
 import streamfold
 from streamfold.errors import StreamfoldError
 
-from .controlled import Feed, check_every_commit, wait_for
+from ..controlled import Feed, check_every_commit, wait_for
 from streamfold.verify import duckdb_answer
 
 pytestmark = pytest.mark.spark

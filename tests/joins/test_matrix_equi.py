@@ -26,8 +26,8 @@ from streamfold.plan.matrix import MatrixPolicy
 from streamfold.runtime.matrices import ratio
 from streamfold.verify import compare, duckdb_answer
 
-from .streams import Source, check_stream
-from .strategies import stream
+from ..streams import Source, check_stream
+from ..strategies import stream
 
 pytestmark = [pytest.mark.spark]
 

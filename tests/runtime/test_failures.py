@@ -102,7 +102,7 @@ def test_try_cast_is_null_where_cast_fails(spark, tmp_path):
     """What the hint above proposes works: ``try_cast`` gives NULL for a value that does not
     convert (a string, a date literal), in the select list, a group key, an aggregate and a filter —
     with deletions, against DuckDB after every batch."""
-    from .streams import Source, check_stream
+    from ..streams import Source, check_stream
 
     R = Source("R", (("a", "INT"), ("c", "STRING")), weighted=True)
     # (no '2.5' for an INT: Spark's try_cast gives NULL, DuckDB's rounds it)

@@ -24,7 +24,7 @@ import streamfold
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-GOLDEN = Path(__file__).parent / "fixtures" / "commits"
+GOLDEN = Path(__file__).parent.parent / "fixtures" / "commits"
 # Fields that come from the clock (or, under a cost model, from measured times).
 MASKED = {"duration_s", "committed_at", "cost"}
 

@@ -20,12 +20,12 @@ import pytest
 
 from streamfold.linalg.program_file import load_program
 
-from .linalg_files import oracle_by_commit, snapshot, write_entries, write_matrix, write_rows
-from .linalg_oracle import assert_matches
+from ..linalg_files import oracle_by_commit, snapshot, write_entries, write_matrix, write_rows
+from ..linalg_oracle import assert_matches
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 PARAMS = {"n": "12", "m": "3", "responses": "1"}
 FILES = 30
 

@@ -18,10 +18,10 @@ from streamfold.errors import BadInputError, BatchError, UsageError
 from streamfold.linalg.program_file import load_program
 from streamfold.linalg.runner import LinalgConfig, LinalgRun, choose_backend
 
-from .linalg_files import oracle_by_commit, snapshot, write_entries, write_matrix, write_rows
-from .linalg_oracle import assert_matches
+from ..linalg_files import oracle_by_commit, snapshot, write_entries, write_matrix, write_rows
+from ..linalg_oracle import assert_matches
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 OLS = {"n": "10", "m": "3", "responses": "2"}
 
 

@@ -16,8 +16,8 @@ from streamfold.ir.rel import Join, JoinKind
 from streamfold.passes import normalize
 from streamfold.sql import Catalog, bind
 
-from .streams import Source, check_stream
-from .strategies import random_rows, random_stream
+from ..streams import Source, check_stream
+from ..strategies import random_rows, random_stream
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

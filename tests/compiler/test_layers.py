@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).parent.parent / "streamfold"
+PACKAGE = Path(__file__).parent.parent.parent / "streamfold"
 
 # Which top-level parts of the package each part may import (besides itself and errors.py).
 ALLOWED = {

@@ -19,11 +19,11 @@ from streamfold.linalg.runner import LinalgConfig, LinalgRun
 from streamfold.linalg.maintain import InputChange
 from streamfold.linalg.spark_backend import DistMatrix, SparkBackend
 
-from .linalg_files import oracle_by_commit, snapshot, write_entries, write_matrix
-from .linalg_oracle import assert_matches, reevaluate
+from ..linalg_files import oracle_by_commit, snapshot, write_entries, write_matrix
+from ..linalg_oracle import assert_matches, reevaluate
 
 pytestmark = pytest.mark.spark
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 
 
 def test_distributed_views_equal_reevaluation_after_every_batch(spark) -> None:  # noqa: ANN001

@@ -26,9 +26,9 @@ from streamfold.linalg.numpy_backend import NumpyBackend
 from streamfold.linalg.program_file import load_program
 from streamfold.linalg.updates import Accumulated
 
-from .linalg_oracle import assert_matches, reevaluate
+from ..linalg_oracle import assert_matches, reevaluate
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 
 
 def _stacks():

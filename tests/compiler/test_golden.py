@@ -13,7 +13,7 @@ from streamfold.ir.sqltext import rel_sql
 from streamfold.passes import PIPELINE, normalize
 from streamfold.sql import Catalog, bind
 
-from .golden import check, fixtures, load
+from ..golden import check, fixtures, load
 
 
 @pytest.mark.parametrize("path", fixtures("explain"), ids=lambda p: p.stem)

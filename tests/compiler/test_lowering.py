@@ -17,7 +17,7 @@ from streamfold.runtime.lowering import AnswerLowering, StateTable
 from streamfold.runtime.runs import candidates
 from streamfold.runtime.views import leaf_hint
 
-from .golden import FIXTURES, check, load
+from ..golden import FIXTURES, check, load
 
 # The queries whose statements are golden: explain fixtures that together use every statement.
 QUERIES = ("seed_groupby", "seed_join_groupby", "count_distinct", "global_aggregate", "top_k", "distinct",

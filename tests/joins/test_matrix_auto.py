@@ -32,7 +32,7 @@ from streamfold.runtime.matrices import MatrixDriver
 from streamfold.sql import Catalog, bind
 from streamfold.verify import compare, duckdb_answer
 
-from .streams import Source, check_stream
+from ..streams import Source, check_stream
 
 R = Source("R", (("a", "INT"), ("k", "INT"), ("v", "INT")), weighted=True)
 S = Source("S", (("k", "INT"), ("u", "INT")), weighted=True)

@@ -13,7 +13,7 @@ import pytest
 import streamfold
 from streamfold.cli import main
 
-from .controlled import Feed, check_every_commit
+from ..controlled import Feed, check_every_commit
 
 pytestmark = pytest.mark.spark
 

@@ -16,7 +16,7 @@ import pytest
 
 from streamfold.control.client import ControlClient
 
-from .controlled import Feed, check_every_commit, commits, wait_for
+from ..controlled import Feed, check_every_commit, commits, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -4,7 +4,7 @@ The differential suite's streams are short (three batches at most: batch 0, the 
 replay), so here streams are long enough for the prepared plans to run batch after batch — with
 deletions, batches that bring no rows for a source, and a large batch in the middle that runs the
 plain way and hands the states back — and every snapshot and changes file is checked against
-DuckDB as in tests/test_differential.py. Here every history counts as large: batch 1's plans are
+DuckDB as in tests/runtime/test_differential.py. Here every history counts as large: batch 1's plans are
 captured ahead, after batch 0's commit (gathering batch 0's states into one partition when they
 are small), as after a history of engine.AHEAD_MIN_ROWS rows or more.
 """
@@ -22,8 +22,8 @@ import pytest
 from streamfold.runtime import engine as engine_module
 from streamfold.runtime.prepared import Prepared
 
-from .streams import Source, check_stream
-from .strategies import random_rows, random_stream
+from ..streams import Source, check_stream
+from ..strategies import random_rows, random_stream
 from .test_differential import ORACLE_SQL, QUERIES, SUBQUERY_SHAPES, _sources
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

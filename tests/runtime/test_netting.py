@@ -20,7 +20,7 @@ from streamfold.runtime import netting
 from streamfold.runtime.sources import parquet_weights_all_one
 from streamfold.verify import python_value, recompute
 
-from .streams import Source, check_stream
+from ..streams import Source, check_stream
 from .test_differential import SETTINGS
 
 R = Source("R", (("a", "INT"), ("s", "STRING"), ("c", "DOUBLE")), weighted=True)
