@@ -171,7 +171,7 @@ WORKLOADS: dict[str, Workload] = {
     )
 }
 
-# --quick: the same shapes at sizes that run in seconds (used by tests/test_bench.py).
+# --quick: the same shapes at sizes that run in seconds (used by tests/bench/test_bench.py).
 QUICK: dict[str, Callable[[Workload], Workload]] = {
     "groupby": lambda w: w.sized(20_000, 2_000, 3),
     "join-groupby": lambda w: w.sized(5_000, 1_000, 3),

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from ..plan.model import IncrementalPlan
-    from ..runtime.engine import Engine, QueryConfig
+    from ..runtime.config import QueryConfig
+    from ..runtime.engine import Engine
 
 T = TypeVar("T")
 

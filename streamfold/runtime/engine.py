@@ -25,13 +25,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError, BatchError, CheckpointError, StreamfoldError, UnsupportedError
 from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
 from ..ir.printer import quote
-from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy, best_mapping, heavy_keys
+from ..plan.matrix import best_mapping, heavy_keys
 from ..plan.model import LOOPS, Diffusion, IncrementalPlan, JoinMatrix, SkewWatch, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
@@ -40,17 +40,18 @@ from . import files, lowering
 from .answer import AnswerSql
 from .batch import BatchReads, parallel
 from .checkpoint import Checkpoint, OutputDir, batch_name
+from .config import BatchResult, QueryConfig
 from .emit import ONE_TASK_ROWS, SMALL_ROWS, emit, emit_together, stacked_frame, write_parts
 from .failures import batch_failure
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .inputs import BatchReader, first_line
 from .lowering import Columns, HybridLayout
-from .profile import Profiler, Waterfall
+from .profile import Profiler
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .matrices import MatrixDriver
 from .prepared import Prepared
 from .session import default_partitions, engine_session
-from .sources import (BAD_FILE_HINT, InputSpec, check_file, empty_frame, list_inputs, read_files, spark_struct,
+from .sources import (BAD_FILE_HINT, check_file, empty_frame, list_inputs, read_files, spark_struct,
                       still_present, table_paths)
 from .state import StateStore, materialize, release
 from .recompute import Recomputer
@@ -74,7 +75,7 @@ _ONE_PARTITION = os.environ.get("STREAMFOLD_ONE_PARTITION", "1") != "0"
 # least this many rows. The capture ahead moves batch 1's planning (about a second) off batch 1;
 # it adds work where batch 1 then lacks a stream's rows (the plans are given up and the first
 # batch that fits captures again) — common where sources trickle in, and in the differential
-# tests' random splits (tests/test_differential.py: 563 s with it, 512 and 438 s without, stop 43).
+# tests' random splits (tests/runtime/test_differential.py: 563 s with it, 512 and 438 s without, stop 43).
 # After a small history batch 1 captures as before; after a large one (make demo's 1M and 200K
 # rows, TPC-H's) planning is what batch 1 would otherwise cost beyond a recompute.
 AHEAD_MIN_ROWS = 100_000
@@ -99,76 +100,6 @@ WARM_ROWS = 10_000
 # table's side of a join, computed once) are not merged by a batch and do not count: TPC-H Q08
 # (3 states merged per batch, 6 static) and Q02 (6 and 6) were planned batch by batch for them.
 PREPARED_MAX_STATES = 8
-
-
-@dataclass
-class QueryConfig:
-    """Everything ``streamfold run`` (or :func:`streamfold.start`) is told."""
-
-    sql: str
-    sources: list[InputSpec]
-    output: str
-    tables: list[InputSpec] = field(default_factory=list)
-    checkpoint: str | None = None
-    trigger: float = 1.0
-    until_idle: float | None = None
-    partitions: int | None = None
-    on_bad_file: str = "stop"  # or "quarantine"
-    compact_every: int = 20
-    keep_snapshots: int | None = None  # prune older snapshots, keeping this many
-    profile: bool = False  # record each batch's waterfall (BatchResult.waterfall)
-    # Algorithm 2's ε for join matrices: re-map once an input grew by this fraction; None keeps
-    # the square mapping (the thesis's STATICMID)
-    matrix_epsilon: float | None = 1.0
-    # the planner's join matrices (plan.matrix.MatrixPolicy): J cells, how equi-joins of two
-    # streams are partitioned (hash, matrix, hybrid, auto: hashed until a key turns out heavy),
-    # the mapping matrices start with (else square)
-    matrix_cells: int = 4
-    matrix_equi: str = DEFAULT_POLICY.equi
-    matrix_start: tuple[int, int] | None = None
-    # per batch: maintain the states, recompute the answer from every file, or choose by cost
-    # (strategy.py); a plan with loops or join matrices is always incremental
-    strategy: str = "incremental"
-
-    @property
-    def matrix_policy(self) -> MatrixPolicy:
-        return MatrixPolicy(self.matrix_cells, self.matrix_equi,
-                            tuple(self.matrix_start) if self.matrix_start is not None else None)  # type: ignore[arg-type]
-
-    @property
-    def checkpoint_dir(self) -> str:
-        return self.checkpoint or os.path.join(self.output, "_checkpoint")
-
-    @property
-    def inputs(self) -> list[InputSpec]:
-        return self.sources + self.tables
-
-
-@dataclass
-class BatchResult:
-    batch: int
-    inputs: dict[str, list[str]]
-    rows: dict[str, int]
-    duration_s: float
-    snapshot_rows: int
-    change_rows: int
-    state_rows: dict[str, int]
-    timings: dict[str, float] = field(default_factory=dict)
-    profile: Callable[[], Waterfall] | None = field(default=None, repr=False, compare=False)
-    # time.monotonic() when commits/<batch>.json was published: the answer is visible from then on;
-    # what the batch does after it (the next batch's state views, compaction) is not in its latency
-    committed_at: float | None = field(default=None, compare=False)
-    commit_s: float | None = None  # seconds from the batch's start to its commit (the latency a reader sees)
-
-    def waterfall(self) -> Waterfall | None:
-        """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
-        return self.profile() if self.profile is not None else None
-
-    def line(self) -> str:
-        ins = "  ".join(f"{n} +{r}" for n, r in self.rows.items())
-        states = " · ".join(f"{n} {r}" for n, r in self.state_rows.items())
-        return (f"batch {batch_name(self.batch)}  {ins}  │ states {states} │ snapshot {self.snapshot_rows} rows, "
-                f"{self.change_rows} changes │ {self.duration_s:.2f} s")
 
 
 class Engine:

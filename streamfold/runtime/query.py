@@ -15,7 +15,8 @@ from ..plan import IncrementalPlan, incrementalize
 from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy
 from ..sql import Catalog, bind
 from .checkpoint import batch_name
-from .engine import BatchResult, Engine, QueryConfig
+from .config import BatchResult, QueryConfig
+from .engine import Engine
 from .strategy import MODES
 from .hooks import Boundary, QueryStopped
 from .session import get_spark
