@@ -66,7 +66,7 @@ def normalize_semantics(value: str | None) -> str:
 def prepare(engine: Engine, plan: IncrementalPlan, semantics: str, mixed: frozenset[str]) -> Prepared:
     """Decide what each of ``plan``'s states takes from the running plan; coded errors if Spark
     rejects the query, or if ``semantics`` cannot be kept."""
-    from ..runtime.engine import spark_output_schema
+    from ..runtime.bundle import spark_output_schema
     from ..sql import Catalog
 
     scratch = engine.spark.newSession()  # its temp views are its own

@@ -44,9 +44,12 @@ class BatchReads:
     deltas: dict[str, DataFrame | str] = field(default_factory=dict)
     new: dict[str, DataFrame | str] = field(default_factory=dict)
     merged: dict[str, DataFrame] = field(default_factory=dict)
-    # a state kept as a base and a tail: its merge as programs read it (Engine._settle_merge)
+    # a state kept as a base and a tail: its merge as programs read it (steps.Steps.settle)
     merged_views: dict[str, DataFrame] = field(default_factory=dict)
     loops: dict[str, DataFrame] = field(default_factory=dict)
+    # the states (and temps) this batch leaves as they were: nothing they read changed (steps.py)
+    unchanged: set[str] = field(default_factory=set)
+    merge_all: bool = False  # every step runs, changed or not (a capture of prepared plans)
 
     def with_loop(self, name: str, change: DataFrame) -> BatchReads:
         """A copy for one pass of a loop's body, reading ``change`` as the stream ``name``."""

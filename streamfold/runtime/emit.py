@@ -21,13 +21,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-SMALL_ROWS = 1_000_000  # results up to this many rows are collected and written on the driver
-# A job that reads fewer rows than this runs as one task. Every task pays a fixed cost (its plan
-# deserialised, generated code instantiated); the stacked outputs of a batch have one partition
-# per part and state partition (16 for groupBy), and for a 10,000-key state those costs were most
-# of the job (docs/benchmarks.md, "What was changed").
-ONE_TASK_ROWS = 100_000
-
 
 def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
     """Write ``df`` to the directory ``final``; returns the number of rows written."""

@@ -273,6 +273,37 @@ def migrate(t: StateTable, current: str, side: int, old: tuple[int, int] | None,
             "DISTRIBUTE BY " + ", ".join(quote(k) for k in t.state.partition_names))
 
 
+def state_sizes(left: str, right: str) -> str:
+    """The rows of two states (FROM items) as one row ``(r, s)``."""
+    return f"SELECT (SELECT count(*) FROM {left}) AS r, (SELECT count(*) FROM {right}) AS s"
+
+
+def matrix_sizes(sides: Sequence[tuple[str, int | None, str | None]]) -> str:
+    """One row of counts, one column per side: each ``(relation, copies, keep)`` counts the rows
+    of ``relation`` (a FROM item), divided by ``copies`` (every row kept that many times) or
+    filtered by ``keep`` (the predicate that keeps one copy of each row: :func:`canonical`)."""
+    items = []
+    for k, (relation, copies, keep) in enumerate(sides):
+        count = f"count(*) DIV {copies}" if copies is not None else "count(*)"
+        where = f" WHERE {keep}" if keep is not None else ""
+        items.append(f"(SELECT {count} FROM {relation} _c{k}{where}) AS c{k}")
+    return "SELECT " + ", ".join(items)
+
+
+def key_frequencies(sides: Sequence[tuple[str, str, str | None]], limit: int, above: float | None = None) -> str:
+    """A join's rows per key on its two sides, ``(k, r, s)``, most rows first, at most ``limit``
+    keys (with more than ``above`` rows in all, if given): each side is ``(key column, relation,
+    keep)`` — a FROM item and the predicate that keeps one copy of each row, if rows are copied."""
+    parts = []
+    for side, (key, relation, keep) in enumerate(sides):
+        counts = "count(*) AS ra, 0L AS sb" if side == 0 else "0L AS ra, count(*) AS sb"
+        where = f" WHERE {keep}" if keep is not None else ""
+        parts.append(f"SELECT {quote(key)} AS k, {counts} FROM {relation} _k{side}{where} GROUP BY 1")
+    having = f"HAVING sum(ra) + sum(sb) > {float(above)!r} " if above is not None else ""
+    return (f"SELECT k, sum(ra) AS r, sum(sb) AS s FROM ({' UNION ALL '.join(parts)}) _keys GROUP BY k "
+            f"{having}ORDER BY sum(ra) + sum(sb) DESC LIMIT {limit}")
+
+
 def unchanged(t: StateTable, current: str) -> str:
     """What :func:`merge` gives over an empty delta, as a projection of the state ``current``
     (a FROM item): every key's old row is its new row, and no key is touched."""

@@ -159,12 +159,12 @@ def test_algorithm_2_decides_from_the_merges_counts_and_a_restart_restores_the_m
     own row counts: no job counts its inputs (counting them fails this test), yet every batch
     migrates as Algorithm 2 says. A migrating batch writes its states whole beside its
     changelog; a restart after it restores them (the base wins) and goes on exactly."""
-    from streamfold.runtime.engine import Engine
+    from streamfold.runtime.features.adaptive_joins import AdaptiveJoins
 
-    def no_count(self, reads, views):
+    def no_count(self, b, reads, views):
         raise AssertionError("a join matrix without a hybrid needs no count of its inputs")
 
-    monkeypatch.setattr(Engine, "_matrix_sizes", no_count)
+    monkeypatch.setattr(AdaptiveJoins, "_matrix_sizes", no_count)
     check_stream(spark, str(tmp_path), ADAPTIVE_SQL, [A, B], ADAPTIVE_BATCHES)
     out = str(tmp_path / "out")
     for b in range(4):
@@ -207,9 +207,9 @@ def test_plans_captured_ahead_of_a_migrated_history_log_only_the_touched_keys(sp
     """A history that migrates writes its states whole; the plans captured after it, ahead of
     batch 1 (as after any large history), replay batch 1 and log the keys it touches — not the
     states whole as the history left them, which a restart would have restored as batch 1's."""
-    from streamfold.runtime import engine
+    from streamfold.runtime import shape
 
-    monkeypatch.setattr(engine, "AHEAD_MIN_ROWS", 0)  # capture ahead after this small history too
+    monkeypatch.setattr(shape, "AHEAD_MIN_ROWS", 0)  # capture ahead after this small history too
     sql = "SELECT R.a, count(*) AS n, sum(S.k) AS sk FROM R JOIN S ON abs(R.t - S.u) <= 1 GROUP BY R.a"
     batches = [{"R": [(a, a % 7, 1) for a in range(3)], "S": [(k, k, 1) for k in range(12)]},
                {"R": [(3, 2, 1), (0, 0, -1)], "S": [(12, 12, 1), (13, 1, 1), (4, 4, -1)]}]

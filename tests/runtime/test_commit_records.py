@@ -25,8 +25,8 @@ import streamfold
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "commits"
-# Fields that come from the clock (or, under a cost model, from measured times).
-MASKED = {"duration_s", "committed_at", "cost"}
+# Fields that come from the clock (or, under a cost model, from measured times), at any depth.
+MASKED = {"duration_s", "committed_at", "cost", "install_s"}
 
 
 def _pairs(rng: random.Random, n: int, keys: int, weighted: bool = False) -> pa.Table:
@@ -126,7 +126,7 @@ SCENARIOS: dict[str, Callable[[], tuple[str, Batches, dict]]] = {
 
 
 def _masked(record: dict) -> dict:
-    return {k: ("<masked>" if k in MASKED else v) for k, v in record.items()}
+    return {k: "<masked>" if k in MASKED else _masked(v) if isinstance(v, dict) else v for k, v in record.items()}
 
 
 def _records(spark, tmp: Path, sql: str, batches: Batches, options: dict) -> list[dict]:

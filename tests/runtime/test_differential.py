@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from streamfold.runtime import engine as engine_module
+from streamfold.runtime import shape
 
 from ..streams import Source, check_stream
 from ..strategies import stream, table_rows
@@ -208,7 +208,7 @@ def test_snapshot_equals_duckdb(spark, tmp_path_factory, monkeypatch, qid, sql, 
     # Both physical layouts of states: small batches over small states run in one partition (the
     # inserts), hash-partitioned states as large ones are kept (the deletions: the bound set to 0).
     if weighted:
-        monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)
+        monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
     _check(spark, tmp_path_factory, qid, sql, uses, ordered, weighted, data)
 
 

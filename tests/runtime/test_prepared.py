@@ -6,7 +6,7 @@ deletions, batches that bring no rows for a source, and a large batch in the mid
 plain way and hands the states back — and every snapshot and changes file is checked against
 DuckDB as in tests/runtime/test_differential.py. Here every history counts as large: batch 1's plans are
 captured ahead, after batch 0's commit (gathering batch 0's states into one partition when they
-are small), as after a history of engine.AHEAD_MIN_ROWS rows or more.
+are small), as after a history of shape.AHEAD_MIN_ROWS rows or more.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from unittest import mock
 
 import pytest
 
-from streamfold.runtime import engine as engine_module
+from streamfold.runtime import shape
 from streamfold.runtime.prepared import Prepared
 
 from ..streams import Source, check_stream
@@ -45,7 +45,7 @@ _counter = itertools.count()
 
 @pytest.fixture(autouse=True)
 def _every_history_is_large(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 0)
+    monkeypatch.setattr(shape, "AHEAD_MIN_ROWS", 0)
 
 
 class _Watch:
@@ -101,7 +101,7 @@ def test_prepared_batches_equal_duckdb_with_deletions(spark, tmp_path_factory, m
     generator, not Hypothesis: its one example would be its simplest, a row of zeros per batch,
     which a replay that reused the capture batch's rows gets right too."""
     if layout == "hashed":
-        monkeypatch.setattr(engine_module, "_ONE_PARTITION", False)
+        monkeypatch.setattr(shape, "ONE_PARTITION", False)
     _, sql, uses, ordered = SHAPES[qid]
     sources = _sources(uses, True)
     rng = random.Random(f"{qid}/{layout}")
@@ -125,7 +125,7 @@ def test_a_large_batch_runs_the_plain_way_and_the_next_ones_are_prepared_again(s
     rows = [[(i % 5, i, f"s{i % 7}", 1) for i in range(k * 10, k * 10 + 6)] for k in range(12)]
     rows[5] = [(i % 9, i, "big", 1) for i in range(300)] + [(0, 0, "s0", -1)]  # large (bound set below)
     rows[8] = [row[:3] + (-1,) for row in rows[1][:2]]  # deletions only
-    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 200)
+    monkeypatch.setattr(shape, "ONE_TASK_ROWS", 200)
     with _Watch() as watch:
         run = check_stream(spark, str(tmp_path), sql, [r], [{"R": b} for b in rows])
     assert run.batches == 12
@@ -154,7 +154,7 @@ def test_a_plan_that_keeps_a_value_between_jobs_is_planned_batch_by_batch(spark,
 def test_a_plan_of_many_states_is_planned_batch_by_batch(spark, tmp_path, monkeypatch):
     """Past PREPARED_MAX_STATES states no capture is tried (one of 32 states left Spark's SQL
     listener minutes behind: see engine.py); the answers are the same."""
-    monkeypatch.setattr(engine_module, "PREPARED_MAX_STATES", 0)
+    monkeypatch.setattr(shape, "PREPARED_MAX_STATES", 0)
     sql = "SELECT a, sum(b) AS t FROM R GROUP BY a"
     r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
     batches = [{"R": [(i % 3, i, 1) for i in range(k, k + 4)]} for k in range(5)]
@@ -182,7 +182,7 @@ def test_a_small_static_table_is_broadcast_into_the_captured_plans(spark, tmp_pa
     job), so a batch's rows meet it without a shuffle. The plans are replayed batch after batch
     and every answer is DuckDB's."""
     if layout == "hashed":
-        monkeypatch.setattr(engine_module, "_ONE_PARTITION", False)
+        monkeypatch.setattr(shape, "ONE_PARTITION", False)
     plans: list[str] = []
     verify = Prepared.verify
 
@@ -206,8 +206,8 @@ def test_a_hashed_prepared_batch_counts_each_state_once(spark, tmp_path, monkeyp
     """Tasks of one job that read the same partition of a kept merge at once (the outputs' tasks,
     the two branches of a delta join) compute it once — the others wait for its block — so each
     commit's state rows are the state's rows: here the aggregate has a row per answer row."""
-    monkeypatch.setattr(engine_module, "_ONE_PARTITION", False)
-    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 60)  # the outputs read more: in several tasks
+    monkeypatch.setattr(shape, "ONE_PARTITION", False)
+    monkeypatch.setattr(shape, "ONE_TASK_ROWS", 60)  # the outputs read more: in several tasks
     _, sql, uses, ordered = SHAPES["join-groupby-seed"]
     sources = _sources(uses, True)
     batches = random_stream(random.Random("counted once"), sources, batches=8, max_rows=40, min_rows=10)
@@ -227,7 +227,7 @@ def test_a_state_larger_than_the_outputs_keeps_the_batches_prepared(spark, tmp_p
     states' size: a join input that outgrows ``SMALL_ROWS`` while every batch touches a few of
     its rows stays prepared (it used to fall back to a job per merge, several times slower, from
     join-groupby's 16th increment on). Every answer as DuckDB's."""
-    monkeypatch.setattr(engine_module, "SMALL_ROWS", 90)
+    monkeypatch.setattr(shape, "SMALL_ROWS", 90)
     sql = "SELECT x.a, count(*) AS n, sum(y.d) AS t FROM R x JOIN S y ON x.b = y.c GROUP BY x.a"
     r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
     s = Source("S", (("c", "INT"), ("d", "INT")), weighted=True)
@@ -297,9 +297,9 @@ def test_a_capture_ahead_that_fails_leaves_the_run_as_it_was(spark, tmp_path, mo
 
 
 def test_after_a_small_history_batch_1_is_the_capture(spark, tmp_path, monkeypatch):
-    """Below engine.AHEAD_MIN_ROWS rows in batch 0 nothing is planned ahead of batch 1 (nor
+    """Below shape.AHEAD_MIN_ROWS rows in batch 0 nothing is planned ahead of batch 1 (nor
     warmed): batch 1 captures the plans, as before the capture ahead."""
-    monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 6)  # batch 0: five rows
+    monkeypatch.setattr(shape, "AHEAD_MIN_ROWS", 6)  # batch 0: five rows
     watch = _batch_1_captures(spark, tmp_path)
     assert watch.ahead == 0 and watch.warmed == 0
 
@@ -315,9 +315,9 @@ def test_after_a_small_history_batch_1_is_the_capture(spark, tmp_path, monkeypat
 def test_plans_captured_ahead_leave_room_for_batch_1(spark, tmp_path, monkeypatch, history_keys, modes):
     """The capture ahead does not know batch 1's rows: over one partition it would refuse a batch
     that pushes the states past one task (batch 1 then planned, batch 2 a capture: stop 48), so
-    states past engine.AHEAD_ROOM of it are captured hash-partitioned, which run a batch of any
+    states past shape.AHEAD_ROOM of it are captured hash-partitioned, which run a batch of any
     size. Every answer as DuckDB's (with deletions)."""
-    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 100)
+    monkeypatch.setattr(shape, "ONE_TASK_ROWS", 100)
     sql = "SELECT a, count(*) AS n, sum(b) AS t FROM R GROUP BY a"
     r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
     history = [(k, k % 7, 1) for k in range(history_keys)]

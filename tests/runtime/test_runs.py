@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold
-from streamfold.runtime import engine as engine_module
+from streamfold.runtime import shape
 from streamfold.runtime import runs
 
 from ..streams import Source, check_stream
@@ -63,7 +63,7 @@ def test_runs_equal_duckdb_with_deletions(spark, tmp_path_factory, monkeypatch, 
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", fold)
     if hashed:
-        monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)
+        monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
     sources = _sources(uses, True)
     batches = data.draw(stream(sources, min_batches=4, max_batches=7, max_rows=10, min_rows=1), label="batches")
     tables = {s.name: data.draw(table_rows(s), label=s.name) for s in sources if s.static}
@@ -251,8 +251,8 @@ def test_after_a_large_history_the_first_increment_is_prepared(spark, tmp_path, 
     after batch 0's commit (over the base and its empty tail) and batch 1 on replays them, each
     counting the keys it touched (before, at SF 1: batches 1 and 2 planned eagerly, the capture at
     3; until stop 42 batch 1 was the capture)."""
-    monkeypatch.setattr(engine_module, "SMALL_ROWS", 100)  # the history's 400 rows are "large"
-    monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 400)
+    monkeypatch.setattr(shape, "SMALL_ROWS", 100)  # the history's 400 rows are "large"
+    monkeypatch.setattr(shape, "AHEAD_MIN_ROWS", 400)
     q, r, s, dirs = _join_sum_in_runs(spark, tmp_path, monkeypatch)
     try:
         pq.write_table(r.table([(i % 3, i) for i in range(200)]), str(dirs["R"] / "0.parquet"))
@@ -290,8 +290,8 @@ def test_an_outer_joins_counts_start_their_runs_after_the_history(spark, tmp_pat
     SF 1)."""
     monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)
-    monkeypatch.setattr(engine_module, "SMALL_ROWS", 100)  # the history is "large": plans captured ahead
-    monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 100)
+    monkeypatch.setattr(shape, "SMALL_ROWS", 100)  # the history is "large": plans captured ahead
+    monkeypatch.setattr(shape, "AHEAD_MIN_ROWS", 100)
     customers = list(range(300))
     pq.write_table(pa.table({"k": pa.array(customers, pa.int32())}), str(tmp_path / "C.parquet"))
     o = Source("O", (("ok", "INT"), ("ck", "INT")))
@@ -326,7 +326,7 @@ def test_a_state_in_runs_keeps_its_hash_partitioning(spark, tmp_path, monkeypatc
     the joins read: a delta joining it shuffles only itself, not the base (Spark 4.3 passes a
     partitioning through UNION ALL only when its columns are the children's output columns:
     lowering.runs renames them; without that the base moved every batch)."""
-    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)  # the hash-partitioned layout
+    monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)  # the hash-partitioned layout
     q, r, s, dirs = _join_sum_in_runs(spark, tmp_path, monkeypatch)
     try:
         for i in range(3):
@@ -364,7 +364,7 @@ def test_joins_probing_a_base_look_its_rows_up_by_key(spark, tmp_path, monkeypat
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     monkeypatch.setattr(runs, "FOLD_FRACTION", 0.5)  # folds every few batches
     if layout == "hashed":
-        monkeypatch.setattr(engine_module, "_ONE_PARTITION", False)
+        monkeypatch.setattr(shape, "ONE_PARTITION", False)
     seen = {"lookups": 0}
     look_up = Prepared._look_up
     plans = spark._jvm.streamfold.jvm.Plans

@@ -12,7 +12,9 @@ import pytest
 
 import streamfold
 from streamfold.errors import BadInputError, BindError, CheckpointError, SourceError
-from streamfold.runtime import engine as engine_module
+from streamfold.runtime import files
+from streamfold.runtime.features.maintenance import compact
+from streamfold.runtime import shape
 
 from streamfold.verify import compare, duckdb_answer
 
@@ -114,9 +116,7 @@ def test_a_batch_outputs_in_several_tasks(spark, tmp_path, monkeypatch, ordered)
     """A small batch's outputs are computed by one task (every other test), a larger one's by a
     task per core — or, for an ordered answer, not regrouped at all; the answers equal DuckDB's
     after every batch, with deletions."""
-    import streamfold.runtime.engine as engine
-
-    monkeypatch.setattr(engine, "ONE_TASK_ROWS", 0)
+    monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
     sql = "SELECT k, sum(v) AS t, count(*) AS n FROM S GROUP BY k" + (" ORDER BY t DESC, k" if ordered else "")
     weighted = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
     src = os.path.join(str(tmp_path), "S")
@@ -409,9 +409,9 @@ def test_pruning_snapshots_costs_what_is_left_to_prune_not_the_batch_number(spar
     q = _sums_over_files(spark, tmp, 3, keep_snapshots=2)
     try:
         looked: list[str] = []
-        real = engine_module.files.remove
-        monkeypatch.setattr(engine_module.files, "remove", lambda p: (looked.append(p), real(p)))
-        q.engine._after_commit(100_000)  # as if batch 100,000 had just committed
+        real = files.remove
+        monkeypatch.setattr(files, "remove", lambda p: (looked.append(p), real(p)))
+        compact(q.engine.ctx, q.engine.b, 100_000, False, False)  # as if batch 100,000 had just committed
         assert len(looked) <= 2 and os.listdir(os.path.join(tmp, "out", "snapshots")) == []
     finally:
         q.stop()
@@ -556,7 +556,7 @@ def test_a_batch_over_large_states_shuffles_only_its_own_rows(spark, tmp_path, m
     """Past one task's rows (here: any), states are hash-partitioned on their keys: a warm batch is
     one job of two stages, the batch's rows read and shuffled on the key, then merged into the
     state and answered. A third stage would be the state shuffled: it stays where it is."""
-    monkeypatch.setattr(engine_module, "ONE_TASK_ROWS", 0)
+    monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
     _, _, q = _profiled_sums(spark, tmp_path)
     try:
         waterfall = q.process_available().waterfall()

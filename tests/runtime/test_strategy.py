@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import streamfold
-from streamfold.runtime import engine as engine_module
+from streamfold.runtime import shape
 from streamfold.runtime.strategy import Choice, CostModel
 
 from ..streams import Source, check_stream
@@ -174,7 +174,7 @@ def test_a_restart_long_after_batch_0_still_predicts_a_recompute(tmp_path):
     from types import SimpleNamespace
 
     from streamfold.runtime.checkpoint import OutputDir
-    from streamfold.runtime.engine import Engine
+    from streamfold.runtime.features.strategies import Strategies
 
     out = OutputDir(str(tmp_path))
     history = 0
@@ -183,11 +183,11 @@ def test_a_restart_long_after_batch_0_still_predicts_a_recompute(tmp_path):
         history += rows
         out.commit(b, {"batch": b, "rows": {"S": rows}, "history_rows": history, "strategy": "incremental",
                        "duration_s": 2.0 if b == 0 else 0.5})
-    engine = SimpleNamespace(output=out, recovery=SimpleNamespace(last_committed=40), cost=CostModel("auto"),
-                             _history_rows=0)
-    Engine._resume_cost(engine)  # type: ignore[arg-type]
-    choice = engine.cost.choose(False, 10, history)
-    assert engine._history_rows == history and {"recompute", "rebuild"} <= choice.estimates.keys()
+    ctx = SimpleNamespace(output=out, config=SimpleNamespace(strategy="auto"))
+    strategies = Strategies(ctx, can_recompute=True, stale=False)  # type: ignore[arg-type]
+    strategies.resume(40)
+    choice = strategies.cost.choose(False, 10, history)
+    assert strategies.history_rows == history and {"recompute", "rebuild"} <= choice.estimates.keys()
     assert choice.probe  # no recompute measured in this process: one is measured after the commit
 
 def test_a_probe_does_not_count_the_probed_batchs_job():
@@ -199,6 +199,7 @@ def test_a_probe_does_not_count_the_probed_batchs_job():
     from types import SimpleNamespace
 
     from streamfold.runtime.engine import Engine
+    from streamfold.runtime.features.strategies import Strategies
 
     calls, histories = [], []
 
@@ -207,18 +208,22 @@ def test_a_probe_does_not_count_the_probed_batchs_job():
         histories.append(history)
         return 0.5
 
-    engine = SimpleNamespace(_recomputer=SimpleNamespace(measure=measure), cost=CostModel("auto"),
-                             consumed={"S": {"a.parquet"}}, plan=SimpleNamespace(streams=[SimpleNamespace(name="S")]),
-                             progress=lambda _: None, _history_rows=1010, _probe_outputs=lambda b, a: None,
-                             _timings={"read": 0.1, "write": 10.0, "commit": 0.2})
-    engine.cost.observe("incremental", True, 1000, 1000, 2.0)
-    engine.cost.observe("incremental", False, 10, 1010, 10.3)
-    Engine._measure_recompute(engine, 1, 10, {"S": ["b.parquet"]})  # type: ignore[arg-type]
+    ctx = SimpleNamespace(config=SimpleNamespace(strategy="auto"), progress=lambda _: None,
+                          clock=SimpleNamespace(timings={"read": 0.1, "write": 10.0, "commit": 0.2}))
+    strategies = Strategies(ctx, can_recompute=True, stale=False)  # type: ignore[arg-type]
+    strategies.history_rows = 1010
+    strategies.cost.observe("incremental", True, 1000, 1000, 2.0)
+    strategies.cost.observe("incremental", False, 10, 1010, 10.3)
+    bundle = SimpleNamespace(recomputer=SimpleNamespace(measure=measure), plan=SimpleNamespace(
+        streams=[SimpleNamespace(name="S")]))
+    engine = SimpleNamespace(consumed={"S": {"a.parquet"}}, b=bundle)
+    history = Engine._history(engine, {"S": ["b.parquet"]})  # type: ignore[arg-type]
+    strategies.measure_recompute(bundle, 1, 10, history)  # type: ignore[arg-type]
     assert len(calls) == 1 and calls[0] is not None  # the outputs are computed too
     # over every file so far, the probed batch's own included (they join ``consumed`` after it:
     # without them the probe after the history recomputed nothing and took 0.27 s for Q03 at SF 1)
     assert histories == [{"S": ["a.parquet", "b.parquet"]}]
-    assert engine.cost.predicted("recompute", 0, 1010) == pytest.approx(0.8)
+    assert strategies.cost.predicted("recompute", 0, 1010) == pytest.approx(0.8)
 
 
 # -- the strategies' answers, against DuckDB ---------------------------------------------------------
@@ -292,7 +297,7 @@ def test_under_auto_the_first_increment_is_chosen_on_an_empty_increment_run_afte
         return floor
 
     monkeypatch.setattr(Prepared, "run_empty", given_seconds)
-    monkeypatch.setattr(engine_module, "AHEAD_MIN_ROWS", 0)  # (the calibration follows the capture ahead)
+    monkeypatch.setattr(shape, "AHEAD_MIN_ROWS", 0)  # (the calibration follows the capture ahead)
     sql = "SELECT a, count(*) AS n, sum(b) AS t FROM R GROUP BY a"
     r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
     rng = random.Random(f"floor {floor}")
@@ -346,7 +351,7 @@ def test_restart_with_stale_states_rebuilds_them(spark, tmp_path, monkeypatch):
                 query.stop()
                 query = streamfold.start(sql, dirs, out, schemas=schemas, spark=spark, background=False,
                                          strategy="auto", partitions=2)
-                assert query.engine._stale, "the states are not restorable after a recompute batch"
+                assert query.engine.stale, "the states are not restorable after a recompute batch"
             result = query.process_available()
             assert result is not None
             strategies.append(query.commit(result.batch)["strategy"])
