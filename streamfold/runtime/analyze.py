@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CheckpointError
+from ..plan import IncrementalPlan, incrementalize
+from ..sql import Catalog, bind
 from . import files
 from .checkpoint import OutputDir
 from .stats import stats_text
@@ -22,7 +24,7 @@ from .stats import stats_text
 class Analyzed:
     batch: int
     record: dict[str, Any]
-    plan: Any  # IncrementalPlan
+    plan: IncrementalPlan
 
     def text(self, plan_text: str) -> str:
         stats = self.record.get("stats")
@@ -75,8 +77,6 @@ def partitioning_text(record: dict[str, Any], batch: int) -> str:
 
 def analyze(output: str, checkpoint: str | None = None) -> Analyzed:
     """The last committed batch of the run writing to ``output``, and its plan."""
-    import streamfold
-
     out = OutputDir(output)
     batch = out.last_committed()
     if batch < 0:
@@ -94,5 +94,5 @@ def analyze(output: str, checkpoint: str | None = None) -> Analyzed:
         schemas[name] = [(c, t) for c, t in source["columns"]] + ([("_weight", "BIGINT")] if source["deletions"] else [])
         if source["static"]:
             tables.append(name)
-    plan = streamfold.compile(identity["sql"], schemas, tables)
+    plan = incrementalize(bind(identity["sql"], Catalog.from_mapping(schemas, static=tables)))
     return Analyzed(batch, out.read_commit(batch), plan)

@@ -24,8 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..ir.printer import quote
-from ..ir.rel import WEIGHT
+from .lowering import netting as lowering
 from .sources import parquet_rows, parquet_weights_all_one
 
 if TYPE_CHECKING:
@@ -90,14 +89,6 @@ def probe_columns(weighted: Sequence[str], columns: Sequence[str]) -> list[str]:
     return sorted(keys, key=list(columns).index)
 
 
-def netted_sql(columns: Sequence[str], rows: str) -> str:
-    """The text of the rows of ``rows`` (a view or a parenthesized query with ``columns`` and
-    ``_weight``) netted: grouped whole, each kept as many times as its net weight."""
-    cols = ", ".join(quote(c) for c in columns)
-    return (f"SELECT {cols} FROM (SELECT {cols}, sum({WEIGHT}) AS __w FROM {rows} AS __rows GROUP BY {cols}) "
-            f"AS __net LATERAL VIEW explode(sequence(1, __w)) AS __copy WHERE __w > 0")
-
-
 def register(spark: SparkSession, name: str, columns: Sequence[str], weighted: str, plain: str | None = None,
              probe: Sequence[str] = ()) -> list[DataFrame]:
     """``name``, a temp view of ``weighted`` netted — with ``plain`` (rows whose weights are all 1)
@@ -106,20 +97,14 @@ def register(spark: SparkSession, name: str, columns: Sequence[str], weighted: s
     query that reads the stream twice scans its plain rows whole only once. Returns what to
     unpersist after the query."""
     if plain is None:
-        spark.sql(netted_sql(columns, weighted)).createOrReplaceTempView(name)
+        spark.sql(lowering.netted(columns, weighted)).createOrReplaceTempView(name)
         return []
     probe = list(probe) or list(columns)
-    keys = f"(SELECT DISTINCT {', '.join(quote(c) for c in probe)} FROM {weighted}) AS __k"
-    on = " AND ".join(f"__p.{quote(c)} <=> __k.{quote(c)}" for c in probe)
-    picked = ", ".join(f"__p.{quote(c)}" for c in columns)
-    met = spark.sql(netted_sql(columns, (
-        f"(SELECT /*+ BROADCAST(__k) */ {picked}, __p.{WEIGHT} FROM {plain} AS __p LEFT SEMI JOIN {keys} "
-        f"ON {on} UNION ALL SELECT {', '.join(quote(c) for c in columns)}, {WEIGHT} FROM {weighted})")))
+    met = spark.sql(lowering.met_rows(columns, weighted, plain, probe))
     met = met.cache()
     met.count()
     met.createOrReplaceTempView(f"{name}__met")
-    spark.sql(f"SELECT /*+ BROADCAST(__k) */ {picked} FROM {plain} AS __p LEFT ANTI JOIN {keys} "
-              f"ON {on} UNION ALL SELECT * FROM {name}__met").createOrReplaceTempView(name)
+    spark.sql(lowering.with_met(columns, weighted, plain, probe, f"{name}__met")).createOrReplaceTempView(name)
     return [met]
 
 
@@ -132,7 +117,7 @@ def register_netted(spark: SparkSession, name: str, columns: Sequence[str], path
     the query."""
     parts = split(paths, len(columns)) if paths is not None else None
     if parts is not None and not parts[1]:
-        spark.sql(f"SELECT {', '.join(quote(c) for c in columns)} FROM {whole}").createOrReplaceTempView(name)
+        spark.sql(lowering.projected(whole, columns)).createOrReplaceTempView(name)
         return []
     if parts is None:
         return register(spark, name, columns, whole)

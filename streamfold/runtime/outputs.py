@@ -21,6 +21,7 @@ from .bundle import Bundle
 from .context import RunContext
 from .emit import emit, emit_together, write_parts
 from .failures import batch_failure
+from . import lowering
 from .lowering import Columns
 from . import shape
 from .shape import tasks
@@ -122,7 +123,7 @@ def write_recomputed(ctx: RunContext, b: Bundle, batch: int, answer: DataFrame, 
     written to ``paths`` (snapshot, changes)."""
     spark = answer.sparkSession
     before = spark.read.schema(b.output_schema).parquet(previous) if os.path.isdir(previous) else None
-    snapshot = f"SELECT * FROM {views.name(answer, 'recomputed')}"
+    snapshot = lowering.snapshot_of(views.name(answer, "recomputed"))
     changes = b.answer.changes_between(snapshot, before, views)
     # The answer is computed (its adaptive plan ran as one job per stage); the outputs over it
     # are one job of their own as the engine's are, without adaptive execution.

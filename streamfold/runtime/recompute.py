@@ -23,11 +23,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..ir.printer import quote
 from ..plan.model import IncrementalPlan
 from ..sql import Catalog
 from . import netting
 from .inputs import BatchReader
+from .lowering.netting import projected
 from .sources import InputSpec, read_files, table_paths
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class Recomputer:
             frames[s.name].createOrReplaceTempView(view)
             spec = self.specs[s.name.lower()]
             if not s.weighted:
-                spark.sql(f"SELECT {', '.join(quote(c) for c in names)} FROM {view}").createOrReplaceTempView(s.name)
+                spark.sql(projected(view, names)).createOrReplaceTempView(s.name)
                 continue
             paths = [os.path.join(spec.path, n) for n in history.get(s.name, [])] if spec.format == "parquet" else None
             cached += netting.register_netted(spark, s.name, names, paths, functools.partial(read_files, spark, spec, s),

@@ -230,7 +230,7 @@ class StateStore:
         views = Views(self.spark, f"nulls_{name}")
         try:
             cond = " OR ".join(f"{quote(n)} IS NULL" for n in nullable)
-            return bool(self.spark.sql(f"SELECT 1 FROM {views.relation(base, 'base')} WHERE {cond} LIMIT 1").collect())
+            return bool(self.spark.sql(lowering.has_rows_where(views.relation(base, "base"), cond)).collect())
         finally:
             views.drop()
 
@@ -288,7 +288,7 @@ class StateStore:
         """The FROM item of ``name``'s tail: the rows of its last tail merge, or none."""
         tail = self.tails[name]
         if tail is None:
-            return f"(SELECT * FROM {views.relation(self.bases[name][0], f'base_{name}')} WHERE false)"
+            return lowering.no_rows(views.relation(self.bases[name][0], f"base_{name}"))
         return lowering.subquery(lowering.tail_rows(self.table(name), views.name(tail, f"tail_{name}")))
 
     def _base(self, name: str, views: Views) -> str:

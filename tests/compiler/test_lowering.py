@@ -1,19 +1,22 @@
-"""Golden fixtures for the runtime's SQL (``runtime/lowering.py``): an explain fixture's query in,
-every statement the runtime writes for its plan out (``tests/fixtures/lowering/NAME.txt``). No
-Spark: leaves and views are named after what they hold (``delta_S``, ``old_agg``, ``merged_agg``),
-states' columns take the plan's types in Spark's spelling. Run ``pytest --update-golden`` after a
-deliberate change and review the diff."""
+"""Golden fixtures for the runtime's SQL (``runtime/lowering/``): an explain fixture's query in,
+every statement the runtime writes for its plan out (``tests/fixtures/lowering/NAME.txt``), each
+statement parsed by sqlglot's Spark dialect. No Spark: leaves and views are named after what they
+hold (``delta_S``, ``old_agg``, ``merged_agg``), states' columns take the plan's types in Spark's
+spelling. Run ``pytest --update-golden`` after a deliberate change and review the diff."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import sqlglot
 
 import streamfold
 from streamfold.ir.rel import Once, Rel
 from streamfold.ir.types import DataType
 from streamfold.plan.model import Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Step
 from streamfold.runtime import lowering
-from streamfold.runtime.lowering import AnswerLowering, StateTable
+from streamfold.runtime.lowering import AnswerLowering, StateTable, netting
 from streamfold.runtime.runs import candidates
 from streamfold.runtime.views import leaf_hint
 
@@ -114,10 +117,30 @@ def lowered(plan: IncrementalPlan) -> str:
     return "\n".join(out) + "\n"
 
 
+def statements(text: str) -> list[str]:
+    """A golden file's statements (each follows a ``-- `` header line)."""
+    found: list[list[str]] = []
+    for line in text.split("\n"):
+        if line.startswith("-- "):
+            found.append([])
+        elif found:
+            found[-1].append(line)
+    return ["\n".join(lines).strip() for lines in found if "".join(lines).strip()]
+
+
+def assert_spark_sql(text: str) -> None:
+    """Every statement of ``text`` parses as Spark SQL (sqlglot's Spark dialect). The fixtures name
+    a loop's leaves after its state (``delta_score#2``), which the runtime's views never are."""
+    for statement in statements(text):
+        sqlglot.parse_one(re.sub(r"(\w)#(\d)", r"\1_\2", statement), read="spark")
+
+
 @pytest.mark.parametrize("name", QUERIES)
 def test_lowering(request: pytest.FixtureRequest, name: str) -> None:
     fx = load(FIXTURES / "explain" / f"{name}.sql")
-    check(request, FIXTURES / "lowering" / f"{name}.sql", lowered(streamfold.compile(fx.sql, fx.schemas, fx.tables)))
+    text = lowered(streamfold.compile(fx.sql, fx.schemas, fx.tables))
+    assert_spark_sql(text)
+    check(request, FIXTURES / "lowering" / f"{name}.sql", text)
 
 
 def test_join_hints_hash_the_delta_side_and_broadcast_touched_keys() -> None:
@@ -163,5 +186,40 @@ def control_lowered(plan: IncrementalPlan) -> str:
 @pytest.mark.parametrize("name", CONTROL_QUERIES)
 def test_control_lowering(request: pytest.FixtureRequest, name: str) -> None:
     fx = load(FIXTURES / "explain" / f"{name}.sql")
-    check(request, FIXTURES / "lowering" / "control" / f"{name}.sql",
-          control_lowered(streamfold.compile(fx.sql, fx.schemas, fx.tables)))
+    text = control_lowered(streamfold.compile(fx.sql, fx.schemas, fx.tables))
+    assert_spark_sql(text)
+    check(request, FIXTURES / "lowering" / "control" / f"{name}.sql", text)
+
+
+def runtime_lowered() -> str:
+    """The statements the runtime writes beside a plan's: a stream netted for a recompute, the
+    counts a join matrix decides from, a base's probes, a recompute's snapshot."""
+    plan = streamfold.compile("SELECT count(*) AS n FROM A a JOIN B b ON a.x BETWEEN b.x - 3 AND b.x + 3",
+                              {"A": "x INT, y INT", "B": "x INT, y INT"})
+    tables = {s.name: StateTable(s, tuple((f.name, _type(f.type)) for f in s.fields)) for s in plan.states}
+    mx = plan.matrices[0]
+    keep = lowering.canonical(tables[mx.left], 0, mx.m)
+    cols = ["k", "v"]
+    out = ["-- a stream netted whole", netting.netted(cols, "all_S"),
+           "-- the rows a deletion can meet, netted",
+           netting.met_rows(cols, "weighted_S", "plain_S", ["k"]),
+           "-- the stream's bag: the other rows as they are, and those netted",
+           netting.with_met(cols, "weighted_S", "plain_S", ["k"], "S__met"),
+           "-- an insert-only stream's rows", netting.projected("all_S", cols),
+           "-- two states' rows", lowering.state_sizes("new_in_a", "new_in_b"),
+           "-- a join matrix's sizes, one copy of each row",
+           lowering.matrix_sizes([("new_in_a", mx.m, None), ("new_in_b", None, keep)]),
+           "-- a watched join's largest keys",
+           lowering.key_frequencies([("k", "in_a", None), ("k", "in_b", None)], 4),
+           "-- a hybrid's keys above a joiner's share, one copy of each row",
+           lowering.key_frequencies([("k", "in_a", keep), ("k", "in_b", None)], 64, 12.5),
+           "-- whether a base has a NULL key", lowering.has_rows_where("base_agg", "`k` IS NULL"),
+           "-- an empty tail, laid out as its base", lowering.select_all(lowering.no_rows("base_agg")),
+           "-- a recompute's snapshot", lowering.snapshot_of("recomputed")]
+    return "\n".join(out) + "\n"
+
+
+def test_runtime_lowering(request: pytest.FixtureRequest) -> None:
+    text = runtime_lowered()
+    assert_spark_sql(text)
+    check(request, FIXTURES / "lowering" / "runtime.sql", text)
