@@ -7,7 +7,8 @@ later be joined: a subquery may reuse an alias of the outer query, and every blo
 queries (derived tables, CTEs, subqueries) through :meth:`BindContext.query`, which
 :mod:`.query` implements by dispatching on the query's kind — so no clause module imports it.
 
-*Invariant:* every mistake is a coded :class:`SqlError` whose span covers the offending node.
+*Invariant:* a mistake is a coded :class:`SqlError`; :meth:`BindContext.err` gives it the span of the
+node it is about (to the closing parenthesis of a call).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Cte:
 
 
 class BindContext(ABC):
+    """The state of binding one query text; :mod:`.query` supplies :meth:`query`."""
+
     def __init__(self, sql: str, catalog: Catalog, loops: dict[str, Iterative] | None = None) -> None:
         self.sql = sql
         self.catalog = catalog

@@ -8,8 +8,8 @@
 FROM (:mod:`.from_clause`) builds the scope the other clauses read; WHERE is bound over it; a
 generator in the select list (:mod:`.generators`) comes next; then the block is an aggregate one
 (:mod:`.grouping`) or a plain one, and :func:`.order.finish` puts the top on it. Clauses the
-binder does not support are refused before anything is bound: window functions (OVER, WINDOW,
-QUALIFY), PIVOT, CONNECT BY, TABLESAMPLE, DISTINCT ON, GROUPING SETS, CUBE and ROLLUP.
+binder does not support are refused, never ignored: window functions (OVER, WINDOW, QUALIFY),
+PIVOT, CONNECT BY, TABLESAMPLE, DISTINCT ON, GROUPING SETS, CUBE and ROLLUP.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ context; they bind their operands through :meth:`ExprContext.bind`, which
 :class:`.binder.ExprBinder` implements by dispatching on the node's type — so no kind module
 imports the dispatcher.
 
-*Invariant:* every mistake is a coded :class:`SqlError` whose span covers the offending call.
+*Invariant:* a mistake is a coded :class:`SqlError`; :meth:`ExprContext.err` gives it the span of the
+node it is about (to the closing parenthesis of a call).
 """
 
 from __future__ import annotations
