@@ -1,0 +1,86 @@
+"""Bind one SELECT block, clause by clause, in the order Spark evaluates them.
+
+::
+
+    Limit? ← Sort? ← Project(select list [+ hidden sort columns]) ← Filter(HAVING)?
+        ← Aggregate(GROUP BY keys, aggregate calls)?  ← Explode? ← Filter(WHERE)? ← FROM
+
+FROM (:mod:`.from_clause`) builds the scope the other clauses read; WHERE is bound over it; a
+generator in the select list (:mod:`.generators`) comes next; then the block is an aggregate one
+(:mod:`.grouping`) or a plain one, and :func:`.order.finish` puts the top on it. Clauses the
+binder does not support are refused, never ignored: window functions (OVER, WINDOW, QUALIFY),
+PIVOT, CONNECT BY, TABLESAMPLE, DISTINCT ON, GROUPING SETS, CUBE and ROLLUP.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import UnsupportedError
+from ...ir.expr import Expr
+from ...ir.rel import Filter, Rel
+from ..bind_expr import WINDOW_HINT, ExprBinder
+from ..scope import Scope
+from .context import BindContext, Cte
+from .from_clause import from_clause
+from .generators import select_generators
+from .grouping import aggregate_select, has_agg
+from .order import finish
+from .select_list import Item, inside_subquery, internal_name, select_items, unalias
+
+
+def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
+           parent: Scope | None = None) -> tuple[Rel, list[str]]:
+    for clause, text in (("windows", "WINDOW"), ("qualify", "QUALIFY")):  # both name window functions
+        if node.args.get(clause):
+            found = node.args[clause]
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW",
+                          f"{text} (a clause of window functions) is not supported in a continuous query",
+                          found[0] if isinstance(found, list) else found, WINDOW_HINT, construct=text)
+    for unsupported in ("pivots", "connect", "sample"):
+        if node.args.get(unsupported):
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
+                          node.args[unsupported] if not isinstance(node.args[unsupported], list)
+                          else node.args[unsupported][0], "docs/sql.md lists what is supported",
+                          construct=unsupported)
+    for item in node.expressions:  # before aggregates are looked for: `sum(x) OVER (…)` is no aggregate
+        window = next((w for w in item.find_all(exp.Window) if not inside_subquery(w, item)), None)
+        if window is not None:
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW",
+                          "window functions (OVER …) are not supported in a continuous query", window,
+                          WINDOW_HINT, construct="window")
+    if node.args.get("distinct") and node.args["distinct"].args.get("on"):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "DISTINCT ON is not supported",
+                      node.args["distinct"], construct="DISTINCT ON")
+    rel, scope = from_clause(ctx, node, ctes, parent)
+    where = node.args.get("where")
+    if where is not None:
+        rel = Filter(rel, ExprBinder(scope, "WHERE", subquery=ctx.subquery_hook(ctes)).boolean(where.this))
+    rel, generated = select_generators(ctx, node, rel, scope)
+    items = select_items(node, scope, generated)
+    group = node.args.get("group")
+    # `GROUP BY a WITH ROLLUP` is an argument of the clause; `GROUP BY GROUPING SETS (…)`,
+    # `ROLLUP (…)` and `CUBE (…)` are items of it
+    parts = [] if group is None else [*group.expressions, *(p for k in ("grouping_sets", "cube", "rollup")
+                                                              for p in group.args.get(k) or [])]
+    grouping = next((p for p in parts if isinstance(p, (exp.GroupingSets, exp.Cube, exp.Rollup))), None)
+    if grouping is not None:
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, CUBE and ROLLUP are not supported",
+                      grouping, "write one GROUP BY query per grouping, combined with UNION ALL",
+                      construct="grouping sets")
+    having = node.args.get("having")
+    if group is not None or having is not None or has_agg(items, node):
+        return aggregate_select(ctx, node, rel, scope, items, ctes)
+    return _plain_select(ctx, node, rel, scope, items, ctes)
+
+
+def _plain_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope, items: list[Item],
+                  ctes: dict[str, Cte]) -> tuple[Rel, list[str]]:
+    binder = ExprBinder(scope, "SELECT", subquery=ctx.subquery_hook(ctes))
+    exprs: list[tuple[str, Expr]] = []
+    for i, (name, item, ref) in enumerate(items):
+        e = ref if ref is not None else binder.bind(unalias(item))
+        exprs.append((internal_name(name, i, exprs), e))
+    names = [n for n, _, _ in items]
+    distinct = node.args.get("distinct") is not None
+    return finish(ctx, node, rel, exprs, names, distinct, lambda n: ExprBinder(scope, "ORDER BY").bind(n))

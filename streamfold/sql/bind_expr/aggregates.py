@@ -1,0 +1,199 @@
+"""Bind aggregate calls: ``count``, ``sum``, ``avg``, ``min``, ``max``, ``stddev``, ``variance``
+(and their spellings), with ``DISTINCT`` and ``FILTER (WHERE …)``.
+
+An aggregate becomes an :class:`Agg` handed to the context's ``on_agg`` hook, which returns its
+stand-in (a column of the Aggregate's output); without a hook an aggregate is refused, as is one
+inside another. Rewrites keep the set of aggregates small::
+
+    count(1)                      →  count(*)
+    sum(b) FILTER (WHERE a > 1)   →  sum(CASE WHEN a > 1 THEN b END)
+    count(DISTINCT a, b)          →  count(DISTINCT <one text per tuple, NULL if a member is>)
+
+Every other aggregate Spark knows is refused by name, with the exact rewrite where there is one.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import BindError, SqlError, UnsupportedError
+from ...ir.expr import Agg, Expr, Literal
+from ...ir.types import BIGINT, DOUBLE, DataType, avg_type, sum_type
+from .context import ExprContext
+
+AGGS: dict[type, str] = {
+    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+    exp.Stddev: "stddev", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+    exp.Variance: "variance", exp.VariancePop: "var_pop",
+}
+# Spark aggregates sqlglot parses as anonymous calls, by the name they are bound to
+ANON_AGGS = {"var_samp": "var_samp", "var_pop": "var_pop", "stddev_samp": "stddev_samp",
+             "stddev_pop": "stddev_pop", "std": "stddev", "mean": "avg"}
+# Spark's names for the aggregates sqlglot parses to a node of its own (others are named by the node)
+UNSUPPORTED_AGGS = {
+    exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "collect_list", exp.ArrayUniqueAgg: "collect_set",
+    exp.Quantile: "percentile", exp.ApproxQuantile: "percentile_approx", exp.AnyValue: "any_value",
+    exp.First: "first", exp.Last: "last", exp.CountIf: "count_if", exp.GroupConcat: "string_agg",
+    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.ArgMin: "min_by", exp.ArgMax: "max_by",
+    exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or",
+}
+# Spark aggregates sqlglot does not know (parsed as anonymous calls)
+UNSUPPORTED_ANON_AGGS = frozenset({
+    "every", "some", "product", "try_sum", "try_avg", "histogram_numeric", "count_min_sketch", "hll_sketch_agg",
+    "bit_xor", "regr_count", "regr_r2", "regr_sxx", "regr_sxy", "regr_syy", "regr_avgx", "regr_avgy",
+    "regr_intercept", "approx_top_k",
+})
+_SUPPORTED_AGGS = "supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance"
+# What to write instead, where there is an exact spelling
+_AGG_HINTS = {
+    "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",
+    "count_if": "write count(CASE WHEN p THEN 1 END), or count(*) FILTER (WHERE p)",
+    "bool_and": "write min(CAST(p AS INT)) = 1 (NULL over no rows, as bool_and)",
+    "every": "write min(CAST(p AS INT)) = 1 (NULL over no rows, as every)",
+    "bool_or": "write max(CAST(p AS INT)) = 1 (NULL over no rows, as bool_or)",
+    "some": "write max(CAST(p AS INT)) = 1 (NULL over no rows, as some)",
+    "first": "which row is first depends on the order Spark reads the files; use min or max",
+    "last": "which row is last depends on the order Spark reads the files; use min or max",
+    "any_value": "which row it picks depends on the order Spark reads the files; use min or max",
+    "percentile_cont": "a percentile is not maintained; the share of a group at or below a value t is: "
+                       "avg(CASE WHEN x <= t THEN 1.0 ELSE 0.0 END)",
+    "percentile_disc": "a percentile is not maintained; the share of a group at or below a value t is: "
+                       "avg(CASE WHEN x <= t THEN 1.0 ELSE 0.0 END)",
+}
+
+
+def bind_filter(ctx: ExprContext, node: exp.Filter) -> Expr:
+    """``agg(x) FILTER (WHERE p)`` is ``agg(CASE WHEN p THEN x END)``: every supported aggregate
+    skips NULLs, and ``count(*) FILTER (WHERE p)`` counts ``CASE WHEN p THEN 1 END``::
+
+        sum(b) FILTER (WHERE a > 1)  →  sum(CASE WHEN a > 1 THEN b END)
+    """
+    agg: exp.Expr = node.this
+    anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in ANON_AGGS
+    if not (anonymous or type(agg) in AGGS):
+        if isinstance(agg, exp.AggFunc) or (isinstance(agg, exp.Anonymous)
+                                            and agg.name.lower() in UNSUPPORTED_ANON_AGGS):
+            return ctx.bind(agg)  # its own UNSUPPORTED_AGGREGATE
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "FILTER (WHERE …) applies only to an aggregate",
+                      node, "write the condition in WHERE or in a CASE", construct="FILTER")
+    cond = node.expression.this
+
+    def guard(x: exp.Expr) -> exp.Expr:
+        return exp.Case(ifs=[exp.If(this=cond.copy(), true=x)])
+
+    guarded = agg.copy()
+    inner = guarded.expressions[0] if anonymous and guarded.expressions else None if anonymous else guarded.this
+    if inner is None or isinstance(inner, exp.Star):
+        replacement: exp.Expr = guard(exp.Literal.number(1))
+    elif isinstance(inner, exp.Distinct):
+        replacement = exp.Distinct(expressions=[guard(e) for e in inner.expressions])
+    else:
+        replacement = guard(inner.copy())
+    if inner is None and anonymous:
+        guarded.set("expressions", [replacement])
+    elif inner is None:
+        guarded.set("this", replacement)
+    else:
+        inner.replace(replacement)
+    return bind_agg(ctx, guarded, ANON_AGGS[agg.name.lower()] if anonymous else AGGS[type(agg)])
+
+
+def unsupported_agg(ctx: ExprContext, node: exp.Expr, fn: str) -> SqlError:
+    return ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
+                   f"aggregate `{fn}` is not supported in a continuous query", node,
+                   _AGG_HINTS.get(fn, _SUPPORTED_AGGS), function=fn)
+
+
+def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str) -> Expr:
+    if ctx.on_agg is None:
+        raise ctx.err(
+            BindError, "AGGREGATE_NOT_ALLOWED", f"aggregate `{fn}` is not allowed in {ctx.clause}", node,
+            "filter groups with HAVING instead of WHERE" if ctx.clause == "WHERE" else None,
+            function=fn, clause=ctx.clause,
+        )
+    if ctx.in_agg:
+        raise ctx.err(BindError, "NESTED_AGGREGATE", f"aggregate `{fn}` inside another aggregate", node,
+                      "compute the inner aggregate in a subquery", function=fn)
+    distinct = False
+    inner = node.this if not isinstance(node, exp.Anonymous) else (node.expressions[0] if node.expressions else None)
+    if isinstance(inner, exp.Distinct):
+        distinct = True
+        if len(inner.expressions) != 1 or isinstance(inner.expressions[0], exp.Star):
+            inner = _distinct_tuple(ctx, node, fn, inner)
+        else:
+            inner = inner.expressions[0]
+    ctx.in_agg = True
+    try:
+        if inner is None or isinstance(inner, exp.Star):
+            if fn != "count":
+                raise ctx.err(BindError, "WRONG_ARGUMENTS", f"`{fn}(*)` is not valid", node, function=fn)
+            args: tuple[Expr, ...] = ()
+        else:
+            args = (ctx.bind(inner),)
+    finally:
+        ctx.in_agg = False
+    if fn == "count" and args and isinstance(args[0], Literal) and args[0].value is not None and not distinct:
+        args = ()  # count(1) is count(*)
+    agg = Agg(fn, args, distinct, _agg_type(ctx, node, fn, args))
+    return ctx.on_agg(agg, node)
+
+
+def _distinct_tuple(ctx: ExprContext, node: exp.Expr, fn: str, distinct: exp.Distinct) -> exp.Expr:
+    """``count(DISTINCT a, b, …)`` counts the distinct tuples without a NULL: it is the count of
+    one distinct value per tuple, NULL where a member is NULL — the members' texts, each but
+    the last prefixed by its length, which tells the tuples apart when their texts are equal
+    run together::
+
+        count(DISTINCT a, b)  →  count(DISTINCT CASE WHEN a IS NOT NULL AND b IS NOT NULL
+                                   THEN concat(length(CAST(a AS STRING)), ':', CAST(a AS STRING), ':', CAST(b AS STRING)) END)
+
+    That is exact where a value's text is the value: not for FLOAT and DOUBLE (Spark counts -0.0
+    as 0.0 and every NaN as one, their texts differ) nor nested types, which are refused."""
+    members = list(distinct.expressions)
+    if fn != "count" or any(isinstance(m, exp.Star) for m in members):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"{fn}(DISTINCT …) over several columns is not "
+                      "supported", node, "name the columns: count(DISTINCT a, b, …) counts the distinct tuples"
+                      if fn == "count" else "only count(DISTINCT …) takes several columns", function=fn)
+    ctx.in_agg = True
+    try:
+        types = [ctx.bind(m).type for m in members]
+    finally:
+        ctx.in_agg = False
+    for m, t in zip(members, types):
+        if not (t.is_integral or t.is_decimal or t.is_string or t.is_datetime or t.name in ("BOOLEAN", "NULL")):
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
+                          f"count(DISTINCT …) over several columns with a {t.sql()} column (`{m.sql('spark')}`) "
+                          "is not supported", node,
+                          "count the rows of a SELECT DISTINCT in a derived table, without the rows with a NULL "
+                          "(which count(DISTINCT a, b) skips): SELECT count(*) FROM (SELECT DISTINCT a, b FROM … "
+                          "WHERE a IS NOT NULL AND b IS NOT NULL) t", function=fn, actual=t.sql())
+    texts = [exp.cast(m.copy(), "STRING") for m in members]
+    parts: list[exp.Expr] = []
+    for text in texts[:-1]:
+        parts += [exp.Length(this=text.copy()), exp.Literal.string(":"), text, exp.Literal.string(":")]
+    parts.append(texts[-1])
+    present = exp.and_(*(exp.Not(this=exp.Is(this=m.copy(), expression=exp.Null())) for m in members))
+    return exp.Case(ifs=[exp.If(this=present, true=exp.Concat(expressions=parts))])
+
+
+def _agg_type(ctx: ExprContext, node: exp.Expr, fn: str, args: tuple[Expr, ...]) -> DataType:
+    if fn == "count":
+        return BIGINT
+    t = args[0].type
+    if fn in ("min", "max"):
+        if not t.is_orderable:
+            raise ctx.mismatch(node, f"{fn} cannot order values of type {t}", function=fn, actual=t.sql())
+        return t
+    if t.is_string:
+        raise ctx.mismatch(node, f"`{fn}` needs numbers, but its argument is {t}",
+                           "CAST the argument to a number", function=fn, actual=t.sql())
+    if not (t.is_numeric or t.is_null):
+        raise ctx.mismatch(node, f"`{fn}` needs numbers, but its argument is {t}",
+                           "CAST the argument to a number" if t.name != "DATE" else
+                           "aggregate a number of days, e.g. datediff(d, DATE '2020-01-01')",
+                           function=fn, actual=t.sql())
+    if fn == "sum":
+        return sum_type(t)
+    if fn == "avg":
+        return avg_type(t)
+    return DOUBLE

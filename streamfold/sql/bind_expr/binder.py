@@ -1,0 +1,84 @@
+"""The expression binder: dispatch a sqlglot node to the module that binds its kind.
+
+A node is bound by the rule for its exact type in :data:`_RULES`; else by its family (arithmetic
+and comparison operators by ``isinstance``, aggregates by exact type); else, if it is a
+subquery, a window, or an aggregate or function no rule took, by the refusal or the generic
+function call for it. Anything else is ``UNSUPPORTED_EXPRESSION`` — never silently passed
+through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlglot import exp
+
+from ...errors import UnsupportedError
+from ...ir.expr import Expr
+from .aggregates import AGGS, UNSUPPORTED_AGGS, bind_agg, bind_filter, unsupported_agg
+from .arithmetic import ARITH, bind_arith, bind_concat, bind_int_div, bind_neg
+from .calls import bind_call
+from .conditionals import bind_case, bind_if
+from .context import ExprContext
+from .literals import bind_boolean, bind_cast, bind_literal, bind_null
+from .names import bind_bracket, bind_column, bind_dot
+from .predicates import (
+    COMPARE, bind_and, bind_between, bind_compare, bind_distinct_from, bind_ilike, bind_in, bind_is, bind_like,
+    bind_not, bind_or,
+)
+from .subqueries import bind_subquery, quantified_refusal
+
+# What to write instead of a window function, for every refusal of one (OVER, WINDOW, QUALIFY)
+WINDOW_HINT = ("for a total per group use GROUP BY (joined back to the rows if they are needed); for the top rows "
+               "use ORDER BY … LIMIT on the outermost query; for the top rows per group compare with the group's "
+               "max/min in a subquery")
+
+_RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
+    exp.Column: bind_column, exp.Dot: bind_dot, exp.Bracket: bind_bracket,
+    exp.Paren: lambda ctx, node: ctx.bind(node.this),
+    exp.Literal: bind_literal, exp.Boolean: bind_boolean, exp.Null: bind_null,
+    exp.Cast: bind_cast, exp.TryCast: bind_cast,
+    exp.Neg: bind_neg, exp.IntDiv: bind_int_div, exp.DPipe: bind_concat,
+    exp.NullSafeNEQ: bind_distinct_from, exp.And: bind_and, exp.Or: bind_or, exp.Not: bind_not,
+    exp.Is: bind_is, exp.In: bind_in, exp.Between: bind_between, exp.Like: bind_like, exp.ILike: bind_ilike,
+    exp.Case: bind_case, exp.If: bind_if,
+    exp.Filter: bind_filter,
+}
+
+
+class ExprBinder(ExprContext):
+    """An :class:`ExprContext` that binds each node by the rule for its kind."""
+
+    def bind(self, node: exp.Expr) -> Expr:
+        rule = _RULES.get(type(node))
+        if rule is not None:
+            return rule(self, node)
+        for cls, op in ARITH.items():
+            if isinstance(node, cls):
+                return bind_arith(self, node, op)
+        for cls, op in COMPARE.items():
+            if isinstance(node, cls):
+                return bind_compare(self, node, op)
+        for agg_cls, fn in AGGS.items():
+            if type(node) is agg_cls:
+                return bind_agg(self, node, fn)
+        if isinstance(node, (exp.Subquery, exp.Exists)):
+            return bind_subquery(self, node)
+        if isinstance(node, (exp.All, exp.Any)):
+            raise quantified_refusal(self, node)
+        if isinstance(node, exp.Window):
+            raise self.err(UnsupportedError, "UNSUPPORTED_WINDOW",
+                           "window functions (OVER …) are not supported in a continuous query", node,
+                           WINDOW_HINT, construct="window")
+        if isinstance(node, exp.WithinGroup):  # percentile_cont(p) WITHIN GROUP (ORDER BY x), …
+            inner = node.this
+            name = inner.sql_name().lower() if isinstance(inner, exp.Func) else "WITHIN GROUP"
+            raise unsupported_agg(self, node, name)
+        if isinstance(node, exp.AggFunc):  # every aggregate not bound above
+            raise unsupported_agg(self, node, UNSUPPORTED_AGGS.get(type(node)) or node.sql_name().lower())
+        if isinstance(node, exp.Func):
+            return bind_call(self, node)
+        raise self.err(UnsupportedError, "UNSUPPORTED_EXPRESSION",
+                       f"expression `{node.sql(dialect='spark')}` is not supported", node,
+                       "docs/sql.md lists the supported expressions and functions", construct=type(node).__name__)

@@ -1,0 +1,76 @@
+"""Bind calls of scalar functions, typed by the function registry (:mod:`streamfold.ir.functions`).
+
+A call keeps Spark's own text as a template, ``{i}`` where its i-th argument goes, so the printer
+writes back exactly what sqlglot's Spark generator writes (``date_format``'s time format
+included). A name the registry does not know is refused with the nearest known one, and a
+nondeterministic function (``rand``, ``current_date`` …) is refused: a continuous query could
+not keep the batch answer. Spark aggregates that sqlglot parses as anonymous calls are bound
+here as aggregates.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from ...errors import UnsupportedError, did_you_mean
+from ...ir import functions
+from ...ir.expr import Call, Expr
+from .aggregates import ANON_AGGS, UNSUPPORTED_ANON_AGGS, bind_agg, unsupported_agg
+from .context import ExprContext
+
+_OPERATOR_NAMES: dict[type, str] = {exp.RegexpLike: "rlike", exp.RegexpILike: "rlike"}
+_NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def bind_call(ctx: ExprContext, node: exp.Func) -> Expr:
+    template, arg_nodes = _template(node)
+    m = _NAME.match(template)
+    # an operator-like call (`x RLIKE p`) has no name in its template: sqlglot's node names it
+    name = m.group(1).lower() if m else _OPERATOR_NAMES.get(type(node), type(node).__name__.lower())
+    if isinstance(node, exp.Anonymous) and name in ANON_AGGS:
+        return bind_agg(ctx, node, ANON_AGGS[name])
+    if isinstance(node, exp.Anonymous) and name in UNSUPPORTED_ANON_AGGS:
+        raise unsupported_agg(ctx, node, name)
+    if name in functions.NONDETERMINISTIC:
+        raise ctx.err(
+            UnsupportedError, "NONDETERMINISTIC_FUNCTION",
+            f"`{name}` gives a different value each time it runs, so a continuous query cannot keep the batch answer",
+            node, "compute the value once and pass it in as a literal or a static table", function=name,
+        )
+    if not functions.is_known(name):
+        known = sorted(functions.FUNCTIONS)
+        raise ctx.err(
+            UnsupportedError, "UNSUPPORTED_FUNCTION", f"function `{name}` is not supported", node,
+            did_you_mean(name, known) or "see docs/sql.md for the supported functions", function=name,
+        )
+    args = tuple(ctx.bind(a) for a in arg_nodes)
+    try:
+        result = functions.result_type(name, [a.type for a in args])
+    except (TypeError, IndexError) as e:
+        raise ctx.mismatch(node, f"bad arguments to `{name}`: {e}", function=name) from None
+    return Call(name, args, result, template)
+
+
+def _template(node: exp.Func) -> tuple[str, list[exp.Expr]]:
+    """Spark SQL text for a function call with ``{i}`` where its i-th argument goes."""
+    args: list[exp.Expr] = []
+    clone = node.copy()
+
+    def placeholder(original: exp.Expr) -> exp.Expr:
+        args.append(original)
+        return exp.column(f"__sfarg{len(args) - 1}__")
+
+    for key, value in node.args.items():
+        if key == "format" and isinstance(value, exp.Literal):
+            continue  # a time format, kept in strftime letters by sqlglot: Spark's generator writes Spark's back
+        if isinstance(value, exp.TimeStrToTime):  # sqlglot's view of date_format's argument, not a call of ours
+            clone.set(key, exp.TimeStrToTime(this=placeholder(value.this)))
+        elif isinstance(value, exp.Expr) and not isinstance(value, (exp.Var, exp.DataType)):
+            clone.set(key, placeholder(value))
+        elif isinstance(value, list):
+            clone.set(key, [placeholder(v) if isinstance(v, exp.Expr) else v for v in value])
+    text = clone.sql(dialect="spark").replace("{", "{{").replace("}", "}}")
+    text = re.sub(r"__sfarg(\d+)__", lambda m: "{" + m.group(1) + "}", text)
+    return text, args
