@@ -438,7 +438,7 @@ class Engine:
                 self.strategies.measure_recompute(b, batch, batch_rows, self._history(inputs))
         if captures_ahead(batch, choice.strategy, self.strategies.cost.mode == "recompute", batch_rows):
             with clock.phase("prepare the next batch"):
-                self.prepared.prepare_ahead(b, batch, inputs)
+                self.prepared.prepare_ahead(b, batch, inputs, self._outputs_seen)
             plans = self.prepared.plans
             if self.strategies.cost.mode == "auto" and b.recomputer is not None and plans is not None and plans.ready:
                 with clock.phase("calibrate: an empty increment and a recompute measured"):

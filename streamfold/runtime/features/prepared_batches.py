@@ -175,21 +175,23 @@ class PreparedBatches:
         self.capturing = False
 
     # -- after a history's commit ----------------------------------------------------------------
-    def prepare_ahead(self, b: Bundle, batch: int, inputs: dict[str, list[str]]) -> None:
+    def prepare_ahead(self, b: Bundle, batch: int, inputs: dict[str, list[str]],
+                      outputs_seen: tuple[int, int, int] | None) -> None:
         """After batch ``batch``'s commit (the history's), capture the next batch's plans ahead of
         it, so that it is already a replay: without this the first increment plans every merge
         and the outputs, builds the prepared plans and generates their code. The capture is
         planned over the states as committed and each stream's last file of the batch (for its
         columns and its scan, which later batches re-point), its streams' slots reading nothing;
         no job runs, nothing is written, and the store is left as it was. The next batch runs the
-        plans if it fits them as a capture would have (:func:`..shape.decide`), else plans afresh."""
+        plans if it fits them as a capture would have (:func:`..shape.decide`), else plans afresh.
+        ``outputs_seen``: what the batch's outputs held (the next batch's are estimated from it)."""
         ctx, store = self.ctx, b.store
         p = self.plans
         if (p is None or p.refused is not None or p.ready or p.keeps
                 or any(r is None for r in store.rows.values()) or not capturable(b)):
             return
         held = sum(r or 0 for r in store.rows.values())
-        if outputs_estimate(held, 0, False, None) > shape.SMALL_ROWS:  # the next batch is planned eagerly
+        if outputs_estimate(held, 0, False, outputs_seen) > shape.SMALL_ROWS:  # the next batch is planned eagerly
             return
         ctx.progress(f"batch {batch_name(batch)}: preparing the next batch's plans")
         views = Views(ctx.spark, f"ahead{batch + 1}")
