@@ -25,8 +25,8 @@ from ..ir.rel import (
 from ..ir.types import BOOLEAN, common_type
 from .bind_expr import WINDOW_HINT, ExprBinder
 from .catalog import Catalog
-from .iterate import Iterative, extract
-from .parse import parse, span_of, widen_to_call
+from .iterate import Iterative
+from .parse import ParsedQuery, parse_query, span_of, widen_to_call
 from .scope import Scope, ScopeEntry
 
 
@@ -40,12 +40,13 @@ class BoundQuery:
     catalog: Catalog
 
 
-def bind(sql: str, catalog: Catalog) -> BoundQuery:
-    """Parse and bind ``sql`` against ``catalog``; raises a coded :class:`SqlError` on a mistake."""
-    text, loops = extract(sql)
-    tree = parse(text)
+def bind(query: str | ParsedQuery, catalog: Catalog) -> BoundQuery:
+    """Bind ``query`` (its text, parsed here, or parsed already) against ``catalog``; raises a
+    coded :class:`SqlError` on a mistake."""
+    parsed = query if isinstance(query, ParsedQuery) else parse_query(query)
+    sql = parsed.sql
     try:
-        rel, names = _QueryBinder(sql, catalog, loops).query(tree, {})
+        rel, names = _QueryBinder(parsed, catalog).query(parsed.tree, {})
     except SqlError as e:
         raise e.with_sql(sql) from None
     check_output_names(names, sql)
@@ -75,10 +76,9 @@ class _Cte:
 
 
 class _QueryBinder:
-    def __init__(self, sql: str, catalog: Catalog, loops: dict[str, Iterative] | None = None) -> None:
-        self.sql = sql
+    def __init__(self, parsed: ParsedQuery, catalog: Catalog) -> None:
+        self.sql, self.loops, self.steps = parsed.sql, parsed.loops, parsed.steps  # (each loop's step parsed)
         self.catalog = catalog
-        self.loops = loops or {}
         self._auto_alias = 0
         # Internal names are unique across the whole query, so blocks can later be joined
         # (a subquery may reuse an alias of the outer query, and every block has a _agg0).
@@ -148,7 +148,7 @@ class _QueryBinder:
         """``init`` then ``times`` × ``step``, the step reading the previous value as ``name``."""
         assert cte.loop is not None and cte.node is not None
         loop = cte.loop
-        start, step, internal, names = self._loop(cte, name, cte.node, [parse(loop.step_sql)])
+        start, step, internal, names = self._loop(cte, name, cte.node, [self.steps[loop.name.lower()]])
         key = []
         for k in loop.key:
             match = [n for n in names if n.lower() == k.lower()]
