@@ -42,13 +42,18 @@ def compile(sql: str, schemas: Schemas, tables: Iterable[str] = (),  # noqa: A00
             matrix_equi: str | None = None) -> IncrementalPlan:
     """Compile ``sql`` to its incremental plan. ``schemas`` maps each input to ``"col TYPE, …"``
     (a ``_weight`` column marks a source that may delete rows); ``tables`` names the static ones;
-    ``matrix_equi`` how equi-joins of two streams are partitioned (as the run option)."""
-    from .plan import incrementalize
-    from .plan.matrix import MatrixPolicy
-    from .sql import Catalog, bind
+    ``matrix_equi`` how equi-joins of two streams are partitioned (as the run option). The plan
+    keeps its compilation (``plan.compilation``: the query parsed, bound and normalized once)."""
+    from .plan.compilation import Compilation
+    from .plan.matrix import EQUI_PARTITIONINGS, MatrixPolicy
+    from .sql import Catalog
 
+    if matrix_equi is not None and matrix_equi not in EQUI_PARTITIONINGS:
+        raise UsageError(f"matrix_equi cannot be {matrix_equi!r}", code="BAD_OPTION",
+                         params={"option": "matrix_equi", "value": matrix_equi},
+                         hint=f"matrix_equi (--equi-joins) takes one of {', '.join(EQUI_PARTITIONINGS)}")
     policy = MatrixPolicy(equi=matrix_equi) if matrix_equi is not None else MatrixPolicy()
-    return incrementalize(bind(sql, Catalog.from_mapping(schemas, static=tables)), policy=policy)
+    return Compilation(sql, Catalog.from_mapping(schemas, static=tables), policy).plan
 
 
 def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str = "text",  # noqa: A002
@@ -56,13 +61,11 @@ def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str 
     """The incremental plan of ``sql`` as readable text (``format="text"``) or JSON."""
     from .plan import explain_json, explain_text
 
-    plan = compile(sql, schemas, tables, matrix_equi)
-    if format == "json":
-        return explain_json(plan)
-    if format != "text":
+    if format not in ("text", "json"):
         raise UsageError(f"unknown explain format {format!r}", code="BAD_FORMAT", params={"format": format},
                          hint="use text or json")
-    return explain_text(plan)
+    plan = compile(sql, schemas, tables, matrix_equi)
+    return explain_json(plan) if format == "json" else explain_text(plan)
 
 
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str] | None = None,
