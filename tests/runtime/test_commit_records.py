@@ -25,8 +25,10 @@ import streamfold
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "commits"
-# Fields that come from the clock (or, under a cost model, from measured times).
+# Fields that come from the clock (or, under a cost model, from measured times), and the
+# clock's fields of a reconfiguration (the seconds its install took).
 MASKED = {"duration_s", "committed_at", "cost"}
+MASKED_RECONFIGURED = {"install_s"}
 
 
 def _pairs(rng: random.Random, n: int, keys: int, weighted: bool = False) -> pa.Table:
@@ -126,7 +128,10 @@ SCENARIOS: dict[str, Callable[[], tuple[str, Batches, dict]]] = {
 
 
 def _masked(record: dict) -> dict:
-    return {k: ("<masked>" if k in MASKED else v) for k, v in record.items()}
+    out = {k: ("<masked>" if k in MASKED else v) for k, v in record.items()}
+    if isinstance(out.get("reconfigured"), dict):
+        out["reconfigured"] = {k: ("<masked>" if k in MASKED_RECONFIGURED else v) for k, v in out["reconfigured"].items()}
+    return out
 
 
 def _records(spark, tmp: Path, sql: str, batches: Batches, options: dict) -> list[dict]:
