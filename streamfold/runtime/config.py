@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy
+from ..settings import Settings
 from .checkpoint import batch_name
 from .profile import Waterfall
 from .sources import InputSpec
@@ -40,6 +41,8 @@ class QueryConfig:
     # per batch: maintain the states, recompute the answer from every file, or choose by cost
     # (strategy.py); a plan with loops or join matrices is always incremental
     strategy: str = "incremental"
+    # the registry's settings (streamfold/settings.py): given, or the environment's when the config is made
+    settings: Settings = field(default_factory=Settings.from_environ)
 
     @property
     def matrix_policy(self) -> MatrixPolicy:

@@ -125,7 +125,7 @@ class Query:
         idle_since = time.monotonic()
         # Between polls the wait ends as soon as a file lands in a stream's directory (watch.py).
         watch = SourceWatch([spec.path for spec in self.engine.specs.values() if not spec.static],
-                            self.engine.control.wake)
+                            self.engine.control.wake, enabled=self.engine.config.settings.watch)
         watch.start()
         try:
             while not self._stop.is_set():

@@ -499,10 +499,10 @@ def _profiled_sums(spark, tmp_path):
 
 
 def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, tmp_path, monkeypatch):
-    from streamfold.runtime import prepared
     from streamfold.runtime.profile import Waterfall
+    from streamfold.settings import env_name
 
-    monkeypatch.setattr(prepared, "ENABLED", False)  # batches planned one by one (next test: replayed)
+    monkeypatch.setenv(env_name("prepared"), "0")  # batches planned one by one (next test: replayed)
     tmp, src, q = _profiled_sums(spark, tmp_path)
     try:
         q.process_available()  # the state moves from batch 0's hash partitions into one partition
