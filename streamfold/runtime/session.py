@@ -145,19 +145,14 @@ def engine_session(spark: SparkSession, partitions: int, settings: Settings | No
 
 
 def default_partitions(spark: SparkSession) -> int:
-    """State partitions: as many as the cores Spark has, at least 2 (``STREAMFOLD_PARTITIONS=N``: N).
+    """State partitions when neither the run nor the settings give them (``partitions``): as many
+    as the cores Spark has, at least 2.
 
     A warm batch is a few small tasks per stage over states already partitioned on their keys,
     and each task pays its deserialization and scheduling whatever its rows: with two partitions
     per core (the default until stop 50) TPC-H SF 1's increments took 1.1–1.7× as long as with
     one (Q18 1.95 → 1.17 s, Q10 0.97 → 0.68 s, Q16 0.77 → 0.52 s; docs/benchmarks.md, "Stop 50").
     """
-    value = os.environ.get("STREAMFOLD_PARTITIONS")
-    if value:
-        if not value.strip().isdigit() or int(value) < 1:
-            raise ValueError(f"STREAMFOLD_PARTITIONS={value!r} is not a number of partitions; "
-                             "hint: a whole number ≥ 1, or unset it for one per core")
-        return int(value)
     return max(2, spark.sparkContext.defaultParallelism)
 
 
