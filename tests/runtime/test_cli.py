@@ -64,6 +64,20 @@ def _no_spark(*args, **kwargs):
     raise AssertionError("Spark was started")
 
 
+def test_an_iterative_query_passes_the_checks_before_spark(tmp_path, monkeypatch):
+    """The check before Spark parses the query as the compiler does (WITH ITERATIVE included):
+    it once refused every iteration, the README's PageRank among them, with PARSE_ERROR."""
+    from pathlib import Path
+
+    from streamfold.runtime import session
+
+    monkeypatch.setattr(session, "get_spark", _no_spark)
+    (tmp_path / "edges").mkdir()
+    pagerank = Path(__file__).parent.parent.parent / "examples" / "pagerank.sql"
+    with pytest.raises(AssertionError, match="Spark was started"):
+        main(["run", str(pagerank), "--source", f"edges={tmp_path / 'edges'}", "--output", str(tmp_path / "out")])
+
+
 def test_a_bad_setting_in_the_environment_stops_a_run_before_spark_with_what_it_takes(capsys, monkeypatch):
     from streamfold.runtime import session
     from streamfold.settings import env_name
