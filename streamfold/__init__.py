@@ -14,7 +14,7 @@ On Spark (pyspark is imported only here)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
@@ -22,10 +22,11 @@ from .errors import (
     UnsupportedError, UsageError,
 )
 from .ir.types import DataType
+from .settings import Settings
 
 if TYPE_CHECKING:
-    from .plan.model import IncrementalPlan
     from .control.api import ControlledQuery
+    from .plan.model import IncrementalPlan
     from .sql.catalog import SourceSchema
 
 __version__ = "0.1.0"
@@ -33,8 +34,8 @@ __version__ = "0.1.0"
 Schemas = Mapping[str, "str | Iterable[tuple[str, DataType | str]] | SourceSchema"]
 
 __all__ = [
-    "BadInputError", "BatchError", "BindError", "CheckpointError", "ParseError", "SourceError", "SqlError",
-    "StreamfoldError", "UnsupportedError", "UsageError", "compile", "explain", "start",
+    "BadInputError", "BatchError", "BindError", "CheckpointError", "ParseError", "Settings", "SourceError",
+    "SqlError", "StreamfoldError", "UnsupportedError", "UsageError", "compile", "explain", "start",
 ]
 
 
@@ -42,13 +43,18 @@ def compile(sql: str, schemas: Schemas, tables: Iterable[str] = (),  # noqa: A00
             matrix_equi: str | None = None) -> IncrementalPlan:
     """Compile ``sql`` to its incremental plan. ``schemas`` maps each input to ``"col TYPE, …"``
     (a ``_weight`` column marks a source that may delete rows); ``tables`` names the static ones;
-    ``matrix_equi`` how equi-joins of two streams are partitioned (as the run option)."""
-    from .plan import incrementalize
-    from .plan.matrix import MatrixPolicy
-    from .sql import Catalog, bind
+    ``matrix_equi`` how equi-joins of two streams are partitioned (as the run option). The plan
+    keeps its compilation (``plan.compilation``: the query parsed, bound and normalized once)."""
+    from .plan.compilation import Compilation
+    from .plan.matrix import EQUI_PARTITIONINGS, MatrixPolicy
+    from .sql import Catalog
 
+    if matrix_equi is not None and matrix_equi not in EQUI_PARTITIONINGS:
+        raise UsageError(f"matrix_equi cannot be {matrix_equi!r}", code="BAD_OPTION",
+                         params={"option": "matrix_equi", "value": matrix_equi},
+                         hint=f"matrix_equi (--equi-joins) takes one of {', '.join(EQUI_PARTITIONINGS)}")
     policy = MatrixPolicy(equi=matrix_equi) if matrix_equi is not None else MatrixPolicy()
-    return incrementalize(bind(sql, Catalog.from_mapping(schemas, static=tables)), policy=policy)
+    return Compilation(sql, Catalog.from_mapping(schemas, static=tables), policy).plan
 
 
 def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str = "text",  # noqa: A002
@@ -56,34 +62,48 @@ def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str 
     """The incremental plan of ``sql`` as readable text (``format="text"``) or JSON."""
     from .plan import explain_json, explain_text
 
-    plan = compile(sql, schemas, tables, matrix_equi)
-    if format == "json":
-        return explain_json(plan)
-    if format != "text":
+    if format not in ("text", "json"):
         raise UsageError(f"unknown explain format {format!r}", code="BAD_FORMAT", params={"format": format},
                          hint="use text or json")
-    return explain_text(plan)
+    plan = compile(sql, schemas, tables, matrix_equi)
+    return explain_json(plan) if format == "json" else explain_text(plan)
 
 
 def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str] | None = None,
           formats: Mapping[str, str] | None = None, schemas: Mapping[str, str] | None = None,
-          checkpoint: str | None = None, trigger: float = 1.0, spark: Any = None, master: str | None = None,
-          background: bool = True, **options: Any) -> ControlledQuery:
+          checkpoint: str | None = None, trigger: float = 1.0, until_idle: float | None = None,
+          partitions: int | None = None, on_bad_file: str = "stop", compact_every: int = 20,
+          keep_snapshots: int | None = None, profile: bool = False, matrix_epsilon: float | None = 1.0,
+          matrix_cells: int = 4, matrix_equi: str = "hash", matrix_start: tuple[int, int] | None = None,
+          strategy: str = "incremental", settings: Settings | None = None, spark: Any = None,
+          master: str | None = None, background: bool = True, progress: Callable[[str], None] | None = None,
+          endpoint: bool = True, control_host: str = "127.0.0.1", control_port: int = 0,
+          pause_grace: float = 0.1) -> ControlledQuery:
     """Start maintaining ``sql`` over directory ``sources`` (and static ``tables``), writing to ``output``.
 
     ``formats`` gives a format per input (parquet, csv, json); ``schemas`` gives "col TYPE, …" per
     input instead of inferring it. With ``background=False`` nothing runs until you call
-    :meth:`Query.process_available`. Other options are those of ``streamfold run``
-    (``until_idle``, ``partitions``, ``on_bad_file``, ``compact_every``, ``keep_snapshots``;
-    ``matrix_epsilon``: a theta join's join matrix re-maps once an input grew by this fraction, None
-    never; ``strategy``: ``incremental`` (default), ``recompute`` or ``auto``, the cost model's choice per
-    batch; ``profile``
-    records each batch's waterfall: ``BatchResult.waterfall()``), and
-    for the control endpoint ``endpoint=False`` (none), ``control_host``, ``control_port``.
+    :meth:`Query.process_available`. The run's options are those of ``streamfold run``
+    (docs/running.md): ``until_idle``, ``partitions``, ``on_bad_file`` (``stop`` or
+    ``quarantine``), ``compact_every``, ``keep_snapshots``; ``strategy``: ``incremental``
+    (default), ``recompute`` or ``auto``, the cost model's choice per batch; ``profile`` records
+    each batch's waterfall (``BatchResult.waterfall()``). Join matrices: ``matrix_epsilon``, a
+    theta join's matrix re-maps once an input grew by this fraction (None: never);
+    ``matrix_cells`` J; ``matrix_equi``, how equi-joins of two streams are partitioned (hash,
+    matrix, hybrid, auto); ``matrix_start``, the (n, m) mapping matrices start with. The control
+    endpoint: ``endpoint=False`` (none), ``control_host``, ``control_port``, and ``pause_grace``,
+    the seconds a pause lets a running step finish. ``progress`` is told what a long batch is
+    doing. ``settings`` (:class:`Settings`; the environment's if not given) are the rest:
+    driver memory and the other JVM settings for a session streamfold starts, A/B switches
+    (docs/tuning.md). Every option is checked before Spark starts (``BAD_OPTION``).
     The query has the control actions as methods (pause, resume, inspect, reconfigure, …).
     """
     from .control.api import start as _start
 
-    return _start(sql, sources, output, tables=tables or {}, formats=formats or {}, schemas=schemas or {},
-                  checkpoint=checkpoint, trigger=trigger, spark=spark, master=master, background=background,
-                  **options)
+    return _start(sql, sources, output, tables=tables, formats=formats, schemas=schemas, checkpoint=checkpoint,
+                  trigger=trigger, until_idle=until_idle, partitions=partitions, on_bad_file=on_bad_file,
+                  compact_every=compact_every, keep_snapshots=keep_snapshots, profile=profile,
+                  matrix_epsilon=matrix_epsilon, matrix_cells=matrix_cells, matrix_equi=matrix_equi,
+                  matrix_start=matrix_start, strategy=strategy, settings=settings, spark=spark, master=master,
+                  background=background, progress=progress, endpoint=endpoint, control_host=control_host,
+                  control_port=control_port, pause_grace=pause_grace)

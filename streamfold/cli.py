@@ -16,6 +16,9 @@ from typing import Any
 
 from .errors import StreamfoldError, UsageError
 from .plan.matrix import EQUI_PARTITIONINGS, MatrixPolicy
+from .runtime.config import ON_BAD_FILE
+from .runtime.strategy import MODES
+from .settings import Settings, env_name
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEFAULT_EQUI = MatrixPolicy().equi
@@ -23,7 +26,9 @@ EQUI_HELP = ("how an equi-join of two streams is partitioned: hashed on its key 
              "(matrix), heavy keys over the matrix and the others hashed (hybrid), or hashed until the key "
              f"frequencies show a heavy key, then the hybrid (auto); default {DEFAULT_EQUI} (docs/sql.md)")
 VERBOSE_HELP = ("on a failed batch, print its whole chain of causes (Python and Java) and the innermost Java "
-                "stack (also: STREAMFOLD_VERBOSE=1)")
+                f"stack (also: {env_name('verbose')}=1)")
+DRIVER_MEMORY_HELP = (f"the heap of the Spark JVM the run starts, such as 8g (default "
+                      f"{Settings().driver_memory}; also: {env_name('driver_memory')}; docs/tuning.md)")
 
 
 def _query_text(arg: str) -> str:
@@ -91,13 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--until-idle", type=float, metavar="SECONDS",
                      help="exit 0 once no new file has appeared for this long and all is committed")
     run.add_argument("--master", metavar="URL", help="Spark master (default local[*])")
-    run.add_argument("--partitions", type=int, metavar="N", help="state partitions (default one per Spark core, at least 2; STREAMFOLD_PARTITIONS=N sets it)")
-    run.add_argument("--on-bad-file", choices=("stop", "quarantine"), default="stop",
+    run.add_argument("--partitions", type=int, metavar="N", help="state partitions (default one per Spark core, at "
+                     f"least 2; {env_name('partitions')}=N sets it)")
+    run.add_argument("--driver-memory", metavar="SIZE", help=DRIVER_MEMORY_HELP)
+    run.add_argument("--on-bad-file", choices=ON_BAD_FILE, default="stop",
                      help="a file that does not parse: stop the run (default), or move it to DIR/quarantine/ and go on")
     run.add_argument("--keep-snapshots", type=int, metavar="N", help="keep only the last N snapshots")
     run.add_argument("--compact-every", type=int, default=20, metavar="N",
                      help="write a full copy of the state every N batches (default 20)")
-    run.add_argument("--strategy", choices=("incremental", "auto", "recompute"), default="incremental",
+    run.add_argument("--strategy", choices=MODES, default="incremental",
                      help="per batch: maintain the states (incremental, default), recompute the answer from every "
                           "file, or choose by a cost model calibrated from measured batches (auto; docs/strategy.md)")
     run.add_argument("--equi-joins", choices=EQUI_PARTITIONINGS, default=DEFAULT_EQUI, help=EQUI_HELP)
@@ -139,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="address to listen on (default 127.0.0.1: this machine only)")
     studio.add_argument("--master", metavar="URL", help="Spark master for runs (default local[*])")
 
+    settings = sub.add_parser("settings", help="the settings in effect (docs/tuning.md)",
+                              description="Print every setting's value, from the environment or its default.")
+    settings.add_argument("--markdown", action="store_true",
+                          help="print the settings' reference instead (docs/tuning.md is this output)")
+
     from .bench.cli import add_parser as add_bench
     from .control.cli import add_parser as add_control
     from .linalg.cli import add_parser as add_linalg
@@ -160,10 +172,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    return _guarded(lambda: _dispatch(args, argv), verbose=getattr(args, "verbose", False))
+    return _guarded(lambda: _dispatch(args, argv), verbose=lambda: _verbose(args))
+
+
+def _verbose(args: argparse.Namespace) -> bool:
+    try:
+        return _settings(args).verbose
+    except UsageError:  # (reported already, where the run read them)
+        return bool(getattr(args, "verbose", False))
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The environment's settings, with those the command line gives."""
+    settings = Settings.from_environ()
+    if getattr(args, "verbose", False):
+        settings = settings.replace(verbose=True)
+    if getattr(args, "driver_memory", None) is not None:
+        settings = settings.replace(driver_memory=args.driver_memory)
+    return settings
 
 
 def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    if args.command == "settings":
+        from .settings import describe, reference_markdown
+
+        sys.stdout.write(reference_markdown() if args.markdown else describe(_settings(args)))
+        return EXIT_OK
     if args.command == "explain":
         return _explain(args)
     if args.command == "run":
@@ -192,9 +226,9 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     return EXIT_USAGE
 
 
-def _guarded(run: Callable[[], int], verbose: bool = False) -> int:
+def _guarded(run: Callable[[], int], verbose: Callable[[], bool] = lambda: False) -> int:
     """Run a command; a coded error is printed and becomes its exit code (a failed batch's
-    whole chain of causes too when ``verbose`` or STREAMFOLD_VERBOSE is set)."""
+    whole chain of causes too when ``verbose()``: the setting, or the flag)."""
     from .errors import BatchError
 
     try:
@@ -205,16 +239,17 @@ def _guarded(run: Callable[[], int], verbose: bool = False) -> int:
     except StreamfoldError as e:
         print(f"error: {e}", file=sys.stderr)
         if isinstance(e, BatchError):
-            if e.causes and (verbose or os.environ.get("STREAMFOLD_VERBOSE", "") not in ("", "0")):
+            if e.causes and verbose():
                 print(e.chain(), file=sys.stderr)
             return EXIT_FAILED
         return EXIT_USAGE
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from .plan import explain_json, explain_text, incrementalize
+    from .plan import explain_json, explain_text
+    from .plan.compilation import Compilation
     from .runtime.sources import InputSpec, infer_schema
-    from .sql import Catalog, bind
+    from .sql import Catalog
 
     if args.analyze:
         from .runtime.analyze import analyze
@@ -226,7 +261,7 @@ def _explain(args: argparse.Namespace) -> int:
     if args.query is None:
         raise UsageError("explain needs QUERY (or --analyze OUTPUT)", code="MISSING_QUERY", params={},
                          hint="give the query's text or .sql file")
-    sql = _query_text(args.query)
+    compilation = Compilation(_query_text(args.query), policy=MatrixPolicy(equi=args.equi_joins))
     sources, formats = _parse_inputs(args.source, False)
     tables, table_formats = _parse_inputs(args.table, True)
     schemas = _parse_schemas(args.schema)
@@ -239,9 +274,9 @@ def _explain(args: argparse.Namespace) -> int:
     if any(s.format != "parquet" and not s.schema for s in specs):
         from .runtime.session import get_spark
 
-        spark = get_spark()
-    catalog = Catalog([infer_schema(s, spark) for s in specs])
-    plan = incrementalize(bind(sql, catalog), policy=MatrixPolicy(equi=args.equi_joins))
+        compilation.parsed  # noqa: B018 - a syntax error is reported before a JVM starts for it
+        spark = get_spark(settings=_settings(args))
+    plan = compilation.against(Catalog([infer_schema(s, spark) for s in specs])).plan
     sys.stdout.write(explain_json(plan) if args.format == "json" else explain_text(plan))
     return EXIT_OK
 
@@ -286,27 +321,33 @@ class _Status:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .control.api import start
+    from .control.api import check_endpoint, launch
+    from .control.pause import GRACE_S
+    from .plan.compilation import Compilation
+    from .runtime.config import QueryConfig, input_specs
 
-    sql = _query_text(args.query)
+    compilation = Compilation(_query_text(args.query))
     sources, formats = _parse_inputs(args.source, False)
     tables, table_formats = _parse_inputs(args.table, True)
     if not sources:
         raise UsageError("give at least one --source", code="NO_SOURCE", hint="--source NAME=DIR")
-    _check_options(args)
-    _check_before_spark(sql, sources, tables)
+    # What is found without Spark is reported before a JVM starts for it: the options, the
+    # settings, a query that does not parse, an input path that is not there.
+    streams, statics = input_specs(sources, tables, {**formats, **table_formats}, _parse_schemas(args.schema))
+    config = QueryConfig(
+        sql=compilation.text, sources=streams, output=args.output, tables=statics, checkpoint=args.checkpoint,
+        trigger=args.trigger, until_idle=args.until_idle, partitions=args.partitions, on_bad_file=args.on_bad_file,
+        compact_every=args.compact_every, keep_snapshots=args.keep_snapshots, profile=args.profile,
+        matrix_equi=args.equi_joins, strategy=args.strategy, settings=_settings(args))
+    check_endpoint(args.control_port, GRACE_S)
+    compilation.parsed  # noqa: B018
+    _check_paths(sources, tables)
     status = _Status()
     from .runtime.session import get_spark
 
-    spark = get_spark(args.master, progress=sys.stderr.isatty())
-    query = start(
-        sql, sources, args.output, tables=tables, formats={**formats, **table_formats},
-        schemas=_parse_schemas(args.schema), checkpoint=args.checkpoint, trigger=args.trigger, spark=spark,
-        master=args.master, background=False, progress=status, partitions=args.partitions,
-        on_bad_file=args.on_bad_file, keep_snapshots=args.keep_snapshots, compact_every=args.compact_every,
-        profile=args.profile, strategy=args.strategy, matrix_equi=args.equi_joins,
-        control_host=args.control_host, control_port=args.control_port,
-    )
+    spark = get_spark(args.master, progress=sys.stderr.isatty(), settings=config.settings)
+    query = launch(config, compilation, spark=spark, master=args.master, background=False, progress=status,
+                   endpoint=True, control_host=args.control_host, control_port=args.control_port, pause_grace=GRACE_S)
 
     def report(result: object) -> None:
         status.clear()
@@ -334,30 +375,10 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_options(args: argparse.Namespace) -> None:
-    """Numbers a run cannot work with, refused by name rather than failing later."""
-    bounds = (("trigger", "--trigger", 0.0, False), ("until_idle", "--until-idle", 0.0, True),
-              ("partitions", "--partitions", 1, True), ("keep_snapshots", "--keep-snapshots", 1, True),
-              ("compact_every", "--compact-every", 1, True))
-    for attr, flag, low, inclusive in bounds:
-        value = getattr(args, attr, None)
-        if value is not None and (value < low or (value == low and not inclusive)):
-            need = f"at least {low}" if inclusive else f"more than {low}"
-            raise UsageError(f"{flag} {value} is out of range", code="BAD_OPTION",
-                             params={"option": flag, "value": value}, hint=f"{flag} must be {need}")
-    if not 0 <= (args.control_port or 0) <= 65535:
-        raise UsageError(f"--control-port {args.control_port} is out of range", code="BAD_OPTION",
-                         params={"option": "--control-port", "value": args.control_port},
-                         hint="a port is 0 (any free one) to 65535")
-
-
-def _check_before_spark(sql: str, sources: dict[str, str], tables: dict[str, str]) -> None:
-    """The mistakes found without Spark — a query that does not parse, an input path that is not
-    there — reported before a JVM is started for them."""
+def _check_paths(sources: dict[str, str], tables: dict[str, str]) -> None:
+    """An input path that is not there, reported before Spark starts."""
     from .runtime.sources import list_inputs, table_paths
-    from .sql.parse import parse
 
-    parse(sql)
     for path in sources.values():
         list_inputs(path)
     for name, path in tables.items():

@@ -25,6 +25,7 @@ DEMO_WORKLOADS = {"groupby": "groupBy", "join-groupby": "join-groupBy"}
 
 
 def run_workload(spark: Any, workload: Workload, root: str, batches: int, scale: float, seed: int) -> dict:
+    from .runtime.config import QueryConfig, input_specs
     from .runtime.query import start
 
     title = DEMO_WORKLOADS.get(workload.name, workload.name)
@@ -42,8 +43,8 @@ def run_workload(spark: Any, workload: Workload, root: str, batches: int, scale:
           f"{'equal':>5}  answer (first rows by key)")
     for k, source in enumerate(workload.sources):
         write_pairs(os.path.join(dirs[source.name], "000.parquet"), source.columns, history, seed + k)
-    query = start(workload.sql, dirs, os.path.join(base, "out"), tables={}, formats={}, schemas={},
-                  checkpoint=None, trigger=1.0, spark=spark, master=None, background=False)
+    streams, _ = input_specs(dirs)
+    query = start(QueryConfig(workload.sql, streams, os.path.join(base, "out")), spark=spark, background=False)
     times: list[tuple[float, float]] = []
     total = history
     try:

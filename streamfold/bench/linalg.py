@@ -231,12 +231,13 @@ def bench_zipf(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str
 
 
 def bench_spark(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
-    os.environ["STREAMFOLD_DRIVER_MEMORY"] = args.driver_memory
     from ..linalg.spark_backend import SparkBackend
     from ..runtime.session import get_spark
+    from ..settings import Settings
 
     n, squarings, updates = args.n or 8000, args.squarings or 2, args.updates or 3
-    spark = get_spark(None, app_name="streamfold-bench-linalg")
+    settings = Settings.from_environ().replace(driver_memory=args.driver_memory)
+    spark = get_spark(None, app_name="streamfold-bench-linalg", settings=settings)
     memory = spark.conf.get("spark.driver.memory")
     prog = _power_program(n, squarings)
     backend = SparkBackend(prog.semiring, spark)

@@ -430,7 +430,7 @@ def run_soak(opts: SoakOptions, spark: Any = None, say: Callable[[str], None] | 
     if spark is None:
         from ..runtime.session import get_spark
 
-        spark = get_spark(opts.master, settings={"spark.sql.ui.retainedExecutions": str(RETAINED_EXECUTIONS)})
+        spark = get_spark(opts.master, conf={"spark.sql.ui.retainedExecutions": str(RETAINED_EXECUTIONS)})
     data_root = os.path.join(opts.out, "soak-data")
     split = None
     results: dict[str, Any] = {"command": list(opts.command), "machine": machine_info(spark),

@@ -209,13 +209,15 @@ def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], c
     """Every (query, z, system), ``rounds`` times in alternating orders; results.json and
     results.md under ``out``/theta-skew."""
     from ..runtime.session import default_partitions, get_spark
+    from ..settings import Settings
     from .machine import load_average
 
     directory = os.path.join(out, "theta-skew")
     work = os.path.join(directory, "work")
     os.makedirs(directory, exist_ok=True)
     spark = get_spark(master or "local[*]", app_name="streamfold-bench-theta-skew")
-    results: dict[str, Any] = {"sf": sf, "cells": cells, "partitions": partitions or default_partitions(spark),
+    results: dict[str, Any] = {"sf": sf, "cells": cells, "partitions": partitions or Settings.from_environ().partitions
+                               or default_partitions(spark),
                                "history": history, "increments": increments, "rounds": rounds,
                                "square": [square(cells).n, square(cells).m],
                                "load_average": {"at_start": load_average()}, "runs": []}

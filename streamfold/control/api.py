@@ -9,12 +9,17 @@ as methods, calling the controller directly.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UsageError
+from ..plan.compilation import Compilation
+from ..plan.matrix import DEFAULT_POLICY
+from ..plan.model import IncrementalPlan
+from ..runtime.config import QueryConfig, input_specs
 from ..runtime.engine import Engine
-from ..runtime.query import Query, compile_sql, input_catalog, make_config
+from ..runtime.query import Query, compile_run
 from ..runtime.session import get_spark
+from ..settings import Settings, resolve
 from .controller import Controller
 from .pause import GRACE_S
 from .server import LOOPBACK, Endpoint
@@ -100,19 +105,61 @@ class ControlledQuery(Query):
                 self.endpoint = None
 
 
-def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],
-          formats: Mapping[str, str], schemas: Mapping[str, str], checkpoint: str | None, trigger: float,
-          spark: SparkSession | None, master: str | None, background: bool,
-          progress: Callable[[str], None] | None = None, endpoint: bool = True, control_host: str = LOOPBACK,
-          control_port: int = 0, pause_grace: float = GRACE_S, **options: Any) -> ControlledQuery:
-    """Start ``sql`` under a controller, with its endpoint unless ``endpoint`` is False."""
-    until_idle = options.pop("until_idle", None)
-    config = make_config(sql, sources, output, tables, formats, schemas, checkpoint=checkpoint, trigger=trigger,
-                         until_idle=until_idle, **options)
-    session = spark if spark is not None else get_spark(master)
-    catalog = input_catalog(session, config)  # every input's, so a new query may read any of them
-    controller = Controller(config, partial(compile_sql, catalog=catalog, policy=config.matrix_policy), grace=pause_grace)
-    engine = Engine(session, compile_sql(config.sql, catalog, config.matrix_policy), config, progress=progress, control=controller)
+def start(sql: str | Compilation, sources: Mapping[str, str], output: str, *,
+          tables: Mapping[str, str] | None = None, formats: Mapping[str, str] | None = None,
+          schemas: Mapping[str, str] | None = None, checkpoint: str | None = None, trigger: float = 1.0,
+          until_idle: float | None = None, partitions: int | None = None, on_bad_file: str = "stop",
+          compact_every: int = 20, keep_snapshots: int | None = None, profile: bool = False,
+          matrix_epsilon: float | None = 1.0, matrix_cells: int = 4, matrix_equi: str = DEFAULT_POLICY.equi,
+          matrix_start: tuple[int, int] | None = None, strategy: str = "incremental",
+          settings: Settings | None = None, spark: SparkSession | None = None, master: str | None = None,
+          background: bool = True, progress: Callable[[str], None] | None = None, endpoint: bool = True,
+          control_host: str = LOOPBACK, control_port: int = 0, pause_grace: float = GRACE_S) -> ControlledQuery:
+    """Start ``sql`` (its text, or its compilation with the text parsed) under a controller, with
+    its endpoint unless ``endpoint`` is False (see :func:`streamfold.start`). Every option is
+    checked here, before Spark starts (coded ``BAD_OPTION``, ``BAD_SETTING``), and so is the
+    query's syntax."""
+    compilation = sql if isinstance(sql, Compilation) else Compilation(sql)
+    compilation.parsed  # noqa: B018 - a syntax error is reported before a JVM starts for it
+    streams, statics = input_specs(sources, tables, formats, schemas)
+    config = QueryConfig(
+        sql=compilation.text, sources=streams, output=output, tables=statics, checkpoint=checkpoint, trigger=trigger,
+        until_idle=until_idle, partitions=partitions, on_bad_file=on_bad_file, compact_every=compact_every,
+        keep_snapshots=keep_snapshots, profile=profile, matrix_epsilon=matrix_epsilon, matrix_cells=matrix_cells,
+        matrix_equi=matrix_equi, matrix_start=matrix_start, strategy=strategy, settings=resolve(settings))
+    check_endpoint(control_port, pause_grace)
+    return launch(config, compilation, spark=spark, master=master, background=background, progress=progress,
+                  endpoint=endpoint, control_host=control_host, control_port=control_port, pause_grace=pause_grace)
+
+
+def check_endpoint(control_port: int, pause_grace: float) -> None:
+    """Refuse a port or a pause grace the endpoint cannot work with."""
+    if isinstance(control_port, bool) or not isinstance(control_port, int) or not 0 <= control_port <= 65535:
+        raise UsageError(f"control_port cannot be {control_port!r}", code="BAD_OPTION",
+                         params={"option": "control_port", "value": control_port},
+                         hint="control_port (--control-port) is 0 (any free port) to 65535")
+    if isinstance(pause_grace, bool) or not isinstance(pause_grace, (int, float)) or pause_grace < 0:
+        raise UsageError(f"pause_grace cannot be {pause_grace!r}", code="BAD_OPTION",
+                         params={"option": "pause_grace", "value": pause_grace},
+                         hint="pause_grace takes seconds, at least 0")
+
+
+def launch(config: QueryConfig, compilation: Compilation, *, spark: SparkSession | None, master: str | None,
+           background: bool, progress: Callable[[str], None] | None, endpoint: bool, control_host: str,
+           control_port: int, pause_grace: float) -> ControlledQuery:
+    """Run a checked ``config`` whose query ``compilation`` parsed: its inputs' schemas read (in
+    ``spark``, or a session started on ``master`` with the config's settings), the query bound and
+    planned against them, the engine started under a controller."""
+    session = spark if spark is not None else get_spark(master, settings=config.settings)
+    compiled = compile_run(session, config, compilation)
+    catalog = compiled.catalog  # every input's, so a reconfiguration's query may read any of them
+    assert catalog is not None
+
+    def compile_text(text: str) -> IncrementalPlan:
+        return Compilation(text, catalog, config.matrix_policy).plan
+
+    controller = Controller(config, compile_text, grace=pause_grace)
+    engine = Engine(session, compiled.plan, config, progress=progress, control=controller)
     query = ControlledQuery(engine, session, controller)
     try:
         controller.attach(engine)
@@ -122,5 +169,5 @@ def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[
         engine.close()
         raise
     if background:
-        query.start_background(trigger, until_idle)
+        query.start_background(config.trigger, config.until_idle)
     return query

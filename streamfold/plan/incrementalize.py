@@ -83,9 +83,27 @@ def incrementalize(bound: BoundQuery, mappings: dict[str, tuple[int, int]] | Non
     ``mappings`` gives join matrices an (n, m) mapping other than the one they start with
     (keyed by :attr:`JoinMatrix.left`): the runtime re-plans with them when it migrates.
     ``policy`` says which joins go over a join matrix, of how many cells, starting how; ``heavy``
-    gives a hybrid equi-join's heavy keys (by left state), which the runtime picks."""
-    try:  # a pass's refusal (a subquery it cannot unnest) shows the query too
-        return _plan(bound, normalize(bound.rel), mappings, policy, heavy)
+    gives a hybrid equi-join's heavy keys (by left state), which the runtime picks. (A query's
+    :class:`~.compilation.Compilation` runs the two halves, :func:`normalized` and
+    :func:`plan_normalized`, keeping the first for re-plans.)"""
+    return plan_normalized(bound, normalized(bound), mappings, policy, heavy)
+
+
+def normalized(bound: BoundQuery) -> Rel:
+    """The bound query normalized (:func:`..passes.normalize`); a pass's refusal (a subquery it
+    cannot unnest) shows the query."""
+    try:
+        return normalize(bound.rel)
+    except UnsupportedError as e:
+        raise e.with_sql(bound.sql) from None
+
+
+def plan_normalized(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] | None = None,
+                    policy: MatrixPolicy = DEFAULT_POLICY, heavy: dict[str, tuple[Any, ...]] | None = None
+                    ) -> IncrementalPlan:
+    """The incremental plan of ``bound`` from its normalized form ``logical`` (see :func:`incrementalize`)."""
+    try:
+        return _plan(bound, logical, mappings, policy, heavy)
     except UnsupportedError as e:
         raise e.with_sql(bound.sql) from None
 

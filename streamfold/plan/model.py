@@ -18,9 +18,9 @@ Seed 000 splits a query q into a homomorphism h and an answer function a, keeps
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from ..ir.rel import WEIGHT, DeltaScan, Field, LoopRef, Once, Rel, SortKey, Union
 from ..ir.types import DataType
@@ -351,6 +351,18 @@ class SkewWatch:
     cells: int  # J: a joiner's fair share is (|R| + |S|) / J
 
 
+class Origin(Protocol):
+    """What a plan was compiled from (a :class:`~.compilation.Compilation`): it re-plans the query
+    with other join matrix mappings without parsing or binding it again, and has the query's
+    text for Spark."""
+
+    @property
+    def spark_sql(self) -> str: ...
+
+    def replanned(self, mappings: dict[str, tuple[int, int]],
+                  heavy: dict[str, tuple[Any, ...]] | None = None) -> IncrementalPlan: ...
+
+
 @dataclass(frozen=True, slots=True)
 class IncrementalPlan:
     sql: str
@@ -364,6 +376,8 @@ class IncrementalPlan:
     matrices: tuple[JoinMatrix, ...] = ()
     policy: MatrixPolicy = DEFAULT_POLICY  # what it was planned with: a re-plan keeps it
     watched: tuple[SkewWatch, ...] = ()  # hashed equi-joins that may become hybrids (policy "auto")
+    # the compilation it came from (None for a plan made by incrementalize() alone); not part of its value
+    compilation: Origin | None = field(default=None, compare=False, repr=False)
 
     def state(self, name: str) -> State:
         for s in self.states:

@@ -17,7 +17,7 @@ from ..ir.rel import DeltaScan, StateScan
 from ..plan.model import LOOPS, Diffusion, IncrementalPlan, Step, Temp
 from ..sql import Catalog
 from ..sql.bind import check_output_names
-from ..sql.iterate import spark_schema_sql
+from ..plan.compilation import compilation_of
 from .answer import AnswerSql
 from .batch import BatchReads
 from .context import RunContext
@@ -70,7 +70,7 @@ def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
     """``plan`` made ready to run: its output schema, empty states, answer, reader, loops."""
     catalog = Catalog(plan.sources)
     output_schema = spark_output_schema(ctx.spark, plan, catalog)
-    store = StateStore(ctx.spark, plan.states, candidates(plan))
+    store = StateStore(ctx.spark, plan.states, candidates(plan), ctx.config.settings)
     store.part = ctx.clock.part
     loops = {kind: interpreter(LoopEnv(ctx.spark, store, ctx.point)) for kind, interpreter in INTERPRETERS.items()}
     bundle = Bundle(plan, catalog, output_schema, store, AnswerSql(plan, output_schema, store),
@@ -86,7 +86,7 @@ def recomputer_for(ctx: RunContext, plan: IncrementalPlan, catalog: Catalog) -> 
     state)."""
     if plan.matrices or any(isinstance(s, LOOPS) for s in plan.delta):
         return None
-    return Recomputer(ctx.spark, plan, spark_schema_sql(plan.sql), ctx.specs, catalog)
+    return Recomputer(ctx.spark, plan, compilation_of(plan).spark_sql, ctx.specs, catalog)
 
 
 def _declare_states(ctx: RunContext, b: Bundle) -> None:
@@ -156,7 +156,7 @@ def spark_output_schema(spark: SparkSession, plan: IncrementalPlan, catalog: Cat
     for s in catalog.values():
         empty_frame(spark, spark_struct(list(s.columns))).createOrReplaceTempView(s.name)
     try:
-        schema = spark.sql(spark_schema_sql(plan.sql)).schema
+        schema = spark.sql(compilation_of(plan).spark_sql).schema
     except Exception as e:  # noqa: BLE001 - Spark's analysis error, shown to the user
         raise UnsupportedError(f"Spark cannot run this query: {first_line(e)}", code="SPARK_REJECTED",
                                sql=plan.sql, params={"error": first_line(e)},

@@ -1,20 +1,35 @@
-"""What a run is told (:class:`QueryConfig`) and what each batch reports (:class:`BatchResult`)."""
+"""What a run is told (:class:`QueryConfig`) and what each batch reports (:class:`BatchResult`).
+
+A :class:`QueryConfig` is checked when it is made, once: the command line and
+:func:`streamfold.start` make one, and every value the runtime reads from it — the run's options
+and the typed :class:`~streamfold.settings.Settings` — is one it can work with. A value it cannot
+is a coded ``BAD_OPTION`` (``BAD_SETTING`` for a setting) naming the option and what it takes.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy
+from ..errors import UsageError
+from ..plan.matrix import DEFAULT_POLICY, EQUI_PARTITIONINGS, MatrixPolicy
+from ..settings import Settings
 from .checkpoint import batch_name
 from .profile import Waterfall
-from .sources import InputSpec
+from .sources import FORMATS, InputSpec
+from .strategy import MODES
+
+ON_BAD_FILE = ("stop", "quarantine")
+# The command line's flag of an option, where it is not the option's name in dashes.
+FLAGS = {"matrix_equi": "--equi-joins", "matrix_epsilon": None, "matrix_cells": None, "matrix_start": None,
+         "settings": None}
 
 
-@dataclass
+@dataclass(frozen=True)
 class QueryConfig:
-    """Everything ``streamfold run`` (or :func:`streamfold.start`) is told."""
+    """Everything ``streamfold run`` (or :func:`streamfold.start`) is told, checked."""
 
     sql: str
     sources: list[InputSpec]
@@ -23,6 +38,7 @@ class QueryConfig:
     checkpoint: str | None = None
     trigger: float = 1.0
     until_idle: float | None = None
+    # state partitions: given, else the settings' (STREAMFOLD_PARTITIONS), else None: one per core
     partitions: int | None = None
     on_bad_file: str = "stop"  # or "quarantine"
     compact_every: int = 20
@@ -40,6 +56,30 @@ class QueryConfig:
     # per batch: maintain the states, recompute the answer from every file, or choose by cost
     # (strategy.py); a plan with loops or join matrices is always incremental
     strategy: str = "incremental"
+    # the registry's settings (streamfold/settings.py): given, or the environment's when the config is made
+    settings: Settings = field(default_factory=Settings.from_environ)
+
+    def __post_init__(self) -> None:
+        _check_number("trigger", self.trigger, 0.0, inclusive=False)
+        _check_number("until_idle", self.until_idle, 0.0, optional=True)
+        _check_number("partitions", self.partitions, 1, whole=True, optional=True)
+        _check_number("compact_every", self.compact_every, 1, whole=True)
+        _check_number("keep_snapshots", self.keep_snapshots, 1, whole=True, optional=True)
+        _check_number("matrix_epsilon", self.matrix_epsilon, 0.0, optional=True)
+        _check_choice("on_bad_file", self.on_bad_file, ON_BAD_FILE)
+        _check_choice("strategy", self.strategy, MODES)
+        _check_choice("matrix_equi", self.matrix_equi, EQUI_PARTITIONINGS)
+        cells = self.matrix_cells
+        if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1 or cells & (cells - 1):
+            raise _bad_option("matrix_cells", cells, "a power of two: 1, 2, 4, 8, …")
+        start = self.matrix_start
+        if start is not None and (len(start) != 2 or not all(isinstance(x, int) and x >= 1 for x in start)
+                                  or start[0] * start[1] != cells):
+            raise _bad_option("matrix_start", start, f"(n, m) with n·m = matrix_cells ({cells}), or None: square")
+        if not isinstance(self.settings, Settings):
+            raise _bad_option("settings", self.settings, "a streamfold.Settings, or None: the environment's")
+        if self.partitions is None and self.settings.partitions is not None:
+            object.__setattr__(self, "partitions", self.settings.partitions)
 
     @property
     def matrix_policy(self) -> MatrixPolicy:
@@ -53,6 +93,53 @@ class QueryConfig:
     @property
     def inputs(self) -> list[InputSpec]:
         return self.sources + self.tables
+
+
+def input_specs(sources: Mapping[str, str], tables: Mapping[str, str] | None = None,
+                formats: Mapping[str, str] | None = None, schemas: Mapping[str, str] | None = None
+                ) -> tuple[list[InputSpec], list[InputSpec]]:
+    """The streams and the static tables of a run, from their paths by name, with a format
+    (parquet by default) and a schema ("col TYPE, …") each may be given."""
+    formats, schemas, tables = formats or {}, schemas or {}, tables or {}
+
+    def spec(name: str, path: str, static: bool) -> InputSpec:
+        fmt = formats.get(name, "parquet").lower()
+        if fmt not in FORMATS:
+            raise UsageError(f"unknown format {fmt!r} for {name}", code="BAD_FORMAT", params={"format": fmt},
+                             hint=f"use one of {', '.join(FORMATS)}")
+        return InputSpec(name, path, fmt, static, schemas.get(name))
+
+    unknown = set(schemas) - set(sources) - set(tables)
+    if unknown:
+        raise UsageError(f"--schema given for unknown input {sorted(unknown)[0]}", code="UNKNOWN_INPUT",
+                         params={"input": sorted(unknown)[0]})
+    return [spec(n, p, False) for n, p in sources.items()], [spec(n, p, True) for n, p in tables.items()]
+
+
+def flag(option: str) -> str | None:
+    """The command line's flag for a run option (None: the API's only)."""
+    return FLAGS.get(option, "--" + option.replace("_", "-"))
+
+
+def _bad_option(option: str, value: Any, takes: str) -> UsageError:
+    spelled = option if flag(option) is None else f"{option} ({flag(option)})"
+    return UsageError(f"{option} cannot be {value!r}", code="BAD_OPTION", params={"option": option, "value": value},
+                      hint=f"{spelled} takes {takes}")
+
+
+def _check_number(option: str, value: Any, least: float, inclusive: bool = True, whole: bool = False,
+                  optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if (isinstance(value, bool) or not isinstance(value, int if whole else (int, float))
+            or value < least or (value == least and not inclusive)):
+        takes = f"{'a whole number' if whole else 'a number'} {'of at least' if inclusive else 'above'} {least}"
+        raise _bad_option(option, value, takes + (", or None" if optional else ""))
+
+
+def _check_choice(option: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise _bad_option(option, value, "one of " + ", ".join(choices))
 
 
 @dataclass

@@ -45,7 +45,6 @@ from .profile import Profiler
 from .rebuild import rebuild_states
 from .record import commit_record
 from .session import default_partitions, engine_session
-from . import shape as shapes
 from .shape import Facts, ReadShape, captures_ahead, decide, read_shape
 from .sources import BAD_FILE_HINT, list_inputs, still_present, table_paths
 from .state import release
@@ -76,14 +75,14 @@ class Engine:
 
     def __init__(self, spark: SparkSession, plan: IncrementalPlan, config: QueryConfig,
                  progress: Callable[[str], None] | None = None, control: BatchControl | None = None) -> None:
-        session = engine_session(spark, config.partitions or default_partitions(spark))
+        session = engine_session(spark, config.partitions or default_partitions(spark), config.settings)
         specs = {s.name.lower(): s for s in config.inputs}
         _check_inputs(plan, specs)
         self.ctx = ctx = RunContext(
             session, config, specs, OutputDir(config.output), Checkpoint(config.checkpoint_dir),
             control or NoControl(), Clock(Profiler(session) if config.profile else None),
             progress or (lambda msg: None), local=(session.sparkContext.master or "").startswith("local"),
-            cores=max(1, session.sparkContext.defaultParallelism), one_partition=shapes.ONE_PARTITION)
+            cores=max(1, session.sparkContext.defaultParallelism), one_partition=config.settings.one_partition)
         ctx.checkpoint.claim(_identity(plan, specs))  # the checkpoint belongs to the query it was started with
         self.recovery = ctx.checkpoint.recover(ctx.output, [s.name for s in plan.streams])
         last = self.recovery.last_committed

@@ -16,10 +16,10 @@ then the Python text stands for them.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..errors import BatchError, Cause
+from ..settings import Settings, env_name, resolve
 
 MAX_CAUSES = 20  # a chain longer than this is cut (cycles are guarded against separately)
 STACK_FRAMES = 25  # frames kept of the innermost Java throwable's stack
@@ -96,21 +96,24 @@ def out_of_memory(chain: list[Cause]) -> bool:
     return any(c.name in OUT_OF_MEMORY or any(name in c.message for name in OUT_OF_MEMORY) for c in chain)
 
 
-def memory_hint(local: bool) -> str:
-    """How to give Spark more memory, for a driver that is also the executor (``local``) or not."""
-    driver = os.environ.get("STREAMFOLD_DRIVER_MEMORY", "2g")
+def memory_hint(local: bool, driver: str) -> str:
+    """How to give Spark more memory, for a driver that is also the executor (``local``) or not,
+    whose heap is ``driver`` (the setting ``driver_memory``)."""
+    raise_it = f"streamfold run --driver-memory 8g … (or {env_name('driver_memory')}=8g)"
     if local:
         return (f"Spark's JVM ran out of memory (its heap, spark.driver.memory, is {driver}). Raise it when "
-                f"the JVM starts: STREAMFOLD_DRIVER_MEMORY=8g streamfold run …, or "
+                f"the JVM starts: {raise_it}, Settings(driver_memory=\"8g\") for streamfold.start, or "
                 f".config(\"spark.driver.memory\", \"8g\") on the SparkSession you pass to streamfold.start; "
                 f"the run resumes from its checkpoint")
     return (f"a Spark JVM ran out of memory: an executor (raise spark.executor.memory in the cluster's "
-            f"configuration) or the driver (spark.driver.memory, here {driver}: STREAMFOLD_DRIVER_MEMORY=8g "
-            f"streamfold run …); the run resumes from its checkpoint")
+            f"configuration) or the driver (spark.driver.memory, here {driver}: {raise_it}); "
+            f"the run resumes from its checkpoint")
 
 
-def batch_failure(batch: int, step: str, doing: str, error: BaseException, local: bool = True) -> BatchError:
-    """The ``BATCH_FAILED`` for ``error`` raised while ``doing`` step ``step`` of ``batch``."""
+def batch_failure(batch: int, step: str, doing: str, error: BaseException, local: bool = True,
+                  settings: Settings | None = None) -> BatchError:
+    """The ``BATCH_FAILED`` for ``error`` raised while ``doing`` step ``step`` of ``batch`` (its
+    hint from the run's ``settings``: the driver memory to raise)."""
     chain = causes(error)
     inner = root(chain)
     summary = inner.summary if inner is not None else type(error).__name__
@@ -121,7 +124,7 @@ def batch_failure(batch: int, step: str, doing: str, error: BaseException, local
     data_error = next((name for c in chain for name in DATA_ERRORS if c.message.startswith(f"[{name}]")), None)
     if out_of_memory(chain):
         params["out_of_memory"] = True
-        hint = memory_hint(local)
+        hint = memory_hint(local, resolve(settings).driver_memory)
     elif data_error is not None:
         params["data_error"] = data_error
         hint = (f"a value in this batch's rows cannot be computed under Spark's ANSI rules ({data_error}); the "
@@ -129,6 +132,6 @@ def batch_failure(batch: int, step: str, doing: str, error: BaseException, local
                 f"such a row is worth — {DATA_ERRORS[data_error]} gives NULL — and start it again, or correct "
                 f"the file")
     else:
-        hint = "streamfold run --verbose (or STREAMFOLD_VERBOSE=1) shows the whole chain of causes"
+        hint = f"streamfold run --verbose (or {env_name('verbose')}=1) shows the whole chain of causes"
     return BatchError(f"batch {batch} failed {doing}: {summary}", code="BATCH_FAILED", params=params,
                       hint=hint, causes=chain)

@@ -4,7 +4,7 @@ Prepared plans (:mod:`.prepared`) need two RDD classes Spark does not have — a
 are set before each job and a merge kept once per job — and executors must load them, so they
 are a jar on the session's classpath, not code compiled inside the driver. The jar is built once
 per source text and PySpark version with Janino, the Java compiler Spark itself ships (so a Java
-runtime is enough: no JDK), and cached under ``~/.cache/streamfold`` (``STREAMFOLD_CACHE``).
+runtime is enough: no JDK), and cached under ``~/.cache/streamfold`` (the setting ``cache_dir``).
 ``make setup`` builds it; a session started without it runs every batch the plain way.
 """
 
@@ -19,6 +19,8 @@ import subprocess
 import tempfile
 import zipfile
 from typing import Any
+
+from ..settings import resolve
 
 log = logging.getLogger("streamfold")
 
@@ -40,26 +42,26 @@ def _java() -> str:
     return shutil.which("java") or "java"
 
 
-def _target() -> str:
+def _target(cache: str) -> str:
     import pyspark
 
     digest = hashlib.sha256(pyspark.__version__.encode())
     for path in sorted(glob.glob(os.path.join(_SOURCES, "*.java"))):
         with open(path, "rb") as f:
             digest.update(os.path.basename(path).encode() + b"\0" + f.read())
-    cache = os.environ.get("STREAMFOLD_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "streamfold")
     return os.path.join(cache, f"streamfold-jvm-{digest.hexdigest()[:16]}.jar")
 
 
-def helper_jar(build: bool = True) -> str | None:
-    """The helpers' jar, built if missing (a few seconds, once); None if it cannot be built
-    (the reason is logged once, and streamfold runs without prepared plans)."""
+def helper_jar(build: bool = True, cache: str | None = None) -> str | None:
+    """The helpers' jar in directory ``cache`` (the settings' ``jar_cache`` if not given), built
+    if missing (a few seconds, once); None if it cannot be built (the reason is logged once, and
+    streamfold runs without prepared plans)."""
     global _built, _failed
     if _built is not None:
         return _built
     if _failed is not None:
         return None
-    target = _target()
+    target = _target(cache if cache is not None else resolve(None).jar_cache)
     if os.path.exists(target):
         _built = target
         return target

@@ -98,7 +98,7 @@ def write(ctx: RunContext, b: Bundle, batch: int, merged: dict[str, DataFrame], 
             written = [emit(ctx.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
             written += parallel(ctx.spark, [partial(_emit, ctx.spark, sql, target) for sql, target, _ in outputs[1:]])
     except Exception as e:  # noqa: BLE001
-        raise batch_failure(batch, "write", "writing its answer", e, ctx.local) from e
+        raise batch_failure(batch, "write", "writing its answer", e, ctx.local, ctx.config.settings) from e
     return written[0], written[1]
 
 
@@ -138,7 +138,7 @@ def write_recomputed(ctx: RunContext, b: Bundle, batch: int, answer: DataFrame, 
             written = [emit(answer, paths[0], False, ordered=bool(b.plan.answer.order)),
                        emit(spark.sql(changes), paths[1], False)]
     except Exception as e:  # noqa: BLE001
-        raise batch_failure(batch, "write", "writing its answer", e, ctx.local) from e
+        raise batch_failure(batch, "write", "writing its answer", e, ctx.local, ctx.config.settings) from e
     finally:
         spark.conf.set("spark.sql.adaptive.enabled", "true")
     return written[0], written[1]

@@ -26,8 +26,8 @@ has one over a slot is refused at the capture (:meth:`Prepared.verify`; over sta
 harmless), and the engine then plans every batch as before. A batch that does not fit the
 prepared plans (a large one, a reconfiguration, a recompute, states laid out otherwise than at
 the capture) runs the plain way; the states are handed over as frames over their kept blocks
-(:meth:`Prepared.current`), so either way can follow the other. ``STREAMFOLD_PREPARED=0`` turns
-prepared plans off (for A/B runs).
+(:meth:`Prepared.current`), so either way can follow the other. The A/B switch ``prepared`` off
+turns prepared plans off, ``index`` off their index look-ups (``streamfold/settings.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError
+from ..settings import Settings, resolve
 from . import lowering
 from .jvm import loaded
 from ..sql import SourceSchema
@@ -51,16 +52,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("streamfold")
 
-ENABLED = os.environ.get("STREAMFOLD_PREPARED", "1") != "0"
-# Joins that probe a base with a few keys read it through an index (Plans.lookups); 0: they scan it.
-INDEXED = os.environ.get("STREAMFOLD_INDEX", "1") != "0"
-
-
 class Prepared:
     """The prepared plans of one engine, from their capture to the batch that cannot use them."""
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, settings: Settings | None = None) -> None:
         self.spark = spark
+        # Joins that probe a base with a few keys read it through an index (Plans.lookups); off: they scan it.
+        self.indexed = resolve(settings).index
         jvm: Any = spark._jvm
         self._sc = spark.sparkContext._jsc.sc()  # type: ignore[attr-defined]
         # The classes, looked up once (each step of a py4j name is a round trip).
@@ -91,8 +89,10 @@ class Prepared:
         self._templates: dict[str, tuple[DataFrame, DataFrame]] = {}  # state → its merged rows and view, over its slot
 
     @staticmethod
-    def available(spark: SparkSession) -> bool:
-        return ENABLED and loaded(spark)
+    def available(spark: SparkSession, settings: Settings | None = None) -> bool:
+        """Whether a run's batches may use prepared plans: the settings allow them and the
+        session's JVM has the helpers."""
+        return resolve(settings).prepared and loaded(spark)
 
     # -- capture -------------------------------------------------------------------------------------
     def slot_frame(self, template: DataFrame, rows: Any, parts: int = 1) -> tuple[Any, DataFrame]:
@@ -253,7 +253,7 @@ class Prepared:
         a base with the keys of their other side read the base's rows of those keys from an index
         kept across batches, instead of scanning the base (``Plans.lookups``: inner and semi
         shuffled hash joins; the base's rows do not change until a fold, :meth:`rebase`)."""
-        if not INDEXED or not self.bases:
+        if not self.indexed or not self.bases:
             return
         bases = self._gateway.jvm.java.util.ArrayList()
         for slot in self.bases.values():

@@ -7,20 +7,18 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..plan import IncrementalPlan, incrementalize
-from ..plan.matrix import DEFAULT_POLICY, MatrixPolicy
-from ..sql import Catalog, bind
+from ..plan.compilation import Compilation
+from ..sql import Catalog
 from .checkpoint import batch_name
 from .config import BatchResult, QueryConfig
 from .engine import Engine
-from .strategy import MODES
 from .hooks import Boundary, QueryStopped
 from .session import get_spark
-from .sources import FORMATS, InputSpec, infer_schema
+from .sources import infer_schema
 from .watch import SourceWatch
 
 if TYPE_CHECKING:
@@ -125,7 +123,7 @@ class Query:
         idle_since = time.monotonic()
         # Between polls the wait ends as soon as a file lands in a stream's directory (watch.py).
         watch = SourceWatch([spec.path for spec in self.engine.specs.values() if not spec.static],
-                            self.engine.control.wake)
+                            self.engine.control.wake, enabled=self.engine.config.settings.watch)
         watch.start()
         try:
             while not self._stop.is_set():
@@ -234,58 +232,29 @@ def _read_pandas(path: str) -> pd.DataFrame:
     return pa.concat_tables(tables).to_pandas()
 
 
-def make_config(sql: str, sources: Mapping[str, str], output: str, tables: Mapping[str, str],
-                formats: Mapping[str, str], schemas: Mapping[str, str], **options: Any) -> QueryConfig:
-    def spec(name: str, path: str, static: bool) -> InputSpec:
-        fmt = formats.get(name, "parquet").lower()
-        if fmt not in FORMATS:
-            raise UsageError(f"unknown format {fmt!r} for {name}", code="BAD_FORMAT", params={"format": fmt},
-                             hint=f"use one of {', '.join(FORMATS)}")
-        return InputSpec(name, path, fmt, static, schemas.get(name))
-
-    specs = [spec(n, p, False) for n, p in sources.items()]
-    table_specs = [spec(n, p, True) for n, p in tables.items()]
-    unknown = set(schemas) - set(sources) - set(tables)
-    if unknown:
-        raise UsageError(f"--schema given for unknown input {sorted(unknown)[0]}", code="UNKNOWN_INPUT",
-                         params={"input": sorted(unknown)[0]})
-    strategy = options.get("strategy", "incremental")
-    if strategy not in MODES:
-        raise UsageError(f"unknown strategy {strategy!r}", code="BAD_OPTION", params={"strategy": strategy},
-                         hint=f"use one of {', '.join(MODES)}")
-    return QueryConfig(sql=sql, sources=specs, output=output, tables=table_specs, **options)
-
-
-def compile_config(spark: SparkSession, config: QueryConfig) -> IncrementalPlan:
-    """The incremental plan of the configured query: each input's schema (given, or read from its
-    files), then the query bound against them and incrementalized (coded errors if it cannot be)."""
-    return compile_sql(config.sql, input_catalog(spark, config), config.matrix_policy)
-
-
 def input_catalog(spark: SparkSession, config: QueryConfig) -> Catalog:
     """Every configured input's schema, given or read from its files."""
     return Catalog([infer_schema(s, spark) for s in config.inputs])
 
 
-def compile_sql(sql: str, catalog: Catalog, policy: MatrixPolicy = DEFAULT_POLICY) -> IncrementalPlan:
-    """``sql`` bound against ``catalog`` and incrementalized (coded errors if it cannot be)."""
-    return incrementalize(bind(sql, catalog), policy=policy)
+def compile_run(spark: SparkSession, config: QueryConfig, compilation: Compilation | None = None) -> Compilation:
+    """The configured query compiled against its inputs' schemas (given, or read from their
+    files) with the run's join matrix policy; ``compilation`` (of ``config.sql``, parsed already)
+    lends it its parse. Its plan (coded errors if there is none) is what the engine runs."""
+    text = compilation if compilation is not None else Compilation(config.sql)
+    return text.against(input_catalog(spark, config), config.matrix_policy)
 
 
-def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str],
-          formats: Mapping[str, str], schemas: Mapping[str, str], checkpoint: str | None, trigger: float,
-          spark: SparkSession | None, master: str | None, background: bool,
-          progress: Callable[[str], None] | None = None, **options: Any) -> Query:
-    """Compile the query and start its engine (see :func:`streamfold.start`)."""
-    until_idle = options.pop("until_idle", None)
-    config = make_config(sql, sources, output, tables, formats, schemas, checkpoint=checkpoint, trigger=trigger,
-                         until_idle=until_idle, **options)
-    session = spark if spark is not None else get_spark(master)
-    engine = Engine(session, compile_config(session, config), config, progress=progress)
+def start(config: QueryConfig, spark: SparkSession | None = None, master: str | None = None, background: bool = True,
+          progress: Callable[[str], None] | None = None, compilation: Compilation | None = None) -> Query:
+    """Compile the configured query and start its engine, without a controller (the bench's and
+    the demo's runs; :func:`streamfold.start` runs one under a controller)."""
+    session = spark if spark is not None else get_spark(master, settings=config.settings)
+    engine = Engine(session, compile_run(session, config, compilation).plan, config, progress=progress)
     query = Query(engine, session)
     if background:
-        query.start_background(trigger, until_idle)
+        query.start_background(config.trigger, config.until_idle)
     return query
 
 
-__all__ = ["Query", "batch_name", "start"]
+__all__ = ["Query", "batch_name", "compile_run", "input_catalog", "start"]

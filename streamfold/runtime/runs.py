@@ -44,29 +44,23 @@ B · (1 + x). So runs pay wherever a batch touches less than half the state, and
 follows √(2x): a 1 % batch (TPC-H's increments) folds at about 15 % of the base (√0.02 = 0.14, the
 floor below), every ~15 batches, and merges a fifth of what whole merges do; a 13 % batch (join-groupby's 40K rows into ~300K) folds at
 half the base, every ~4 batches, and merges 56 %. A candidate is kept in runs once it holds
-:data:`MIN_ROWS` rows (below that a whole merge costs milliseconds and the runs' extra fold job is
+``min_rows`` rows (50,000 by default; below that a whole merge costs milliseconds and the runs' extra fold job is
 not worth it) and its last batch touched at most :data:`MAX_TOUCHED` of its keys (the saving above
 shrinks to nothing near half; a history or a rebuild, which touched every key, says nothing yet).
 Each fold's bound is :func:`fold_fraction` of the batch before it, never below
-:data:`MIN_FOLD_FRACTION`. ``STREAMFOLD_RUNS_FOLD`` fixes the fraction instead (tests: 0 folds
-every batch, a large value never).
+:data:`MIN_FOLD_FRACTION`. The A/B setting ``runs_fold`` fixes the fraction instead (tests: 0
+folds every batch, a large value never); ``runs_min_rows`` is the rows a candidate needs
+(``streamfold/settings.py``; the state store is given both).
 """
 
 from __future__ import annotations
 
 import math
-import os
 
 from ..plan.runs import candidates
 
-__all__ = ["FOLD_FRACTION", "FOLD_JOB", "MAX_TOUCHED", "MIN_FOLD_FRACTION", "MIN_ROWS", "candidates", "fold_fraction",
-           "worth_it"]
+__all__ = ["FOLD_JOB", "MAX_TOUCHED", "MIN_FOLD_FRACTION", "candidates", "fold_fraction", "worth_it"]
 
-# A candidate state is kept in runs from this many rows (``STREAMFOLD_RUNS_MIN_ROWS``; 0: always).
-MIN_ROWS = int(os.environ.get("STREAMFOLD_RUNS_MIN_ROWS", "50000"))
-# A fixed fold bound (the tail's rows over the base's), or None: each fold's from fold_fraction.
-FOLD_FRACTION: float | None = (float(os.environ["STREAMFOLD_RUNS_FOLD"])
-                               if os.environ.get("STREAMFOLD_RUNS_FOLD") else None)
 MIN_FOLD_FRACTION = 0.15  # the bound of an adaptive fold is never below this
 # The Spark job description of a fold (what Spark's UI and the soak's plan count see): a fold is
 # maintenance after a batch's commit, not the batch's own plan.
@@ -74,21 +68,23 @@ FOLD_JOB = "streamfold: fold the tail of "
 MAX_TOUCHED = 0.3  # a state whose batches touch more of its keys than this stays whole
 
 
-def fold_fraction(base_rows: int, touched: int | None) -> float:
+def fold_fraction(base_rows: int, touched: int | None, fixed: float | None = None) -> float:
     """How large the tail of a base of ``base_rows`` rows may grow before it is folded, given the
     keys the last batch touched: √(2x) of the base for batches touching x of it (the module's
-    docstring), at least :data:`MIN_FOLD_FRACTION` and at most the base itself."""
-    if FOLD_FRACTION is not None:
-        return FOLD_FRACTION
+    docstring), at least :data:`MIN_FOLD_FRACTION` and at most the base itself; ``fixed`` if given
+    (the setting ``runs_fold``)."""
+    if fixed is not None:
+        return fixed
     if touched is None or base_rows <= 0:
         return MIN_FOLD_FRACTION
     return min(1.0, max(MIN_FOLD_FRACTION, math.sqrt(2.0 * touched / base_rows)))
 
 
-def worth_it(rows: int, touched: int | None) -> bool:
+def worth_it(rows: int, touched: int | None, min_rows: int) -> bool:
     """Whether a candidate of ``rows`` rows, whose last merge touched ``touched`` keys, is worth
-    keeping as a base and a tail: large, and its batches touch at most :data:`MAX_TOUCHED` of it (a
-    merge that touched every key — a history, a rebuild — says nothing)."""
-    if rows < MIN_ROWS:
+    keeping as a base and a tail: ``min_rows`` rows at least (the setting ``runs_min_rows``), and
+    its batches touch at most :data:`MAX_TOUCHED` of it (a merge that touched every key — a
+    history, a rebuild — says nothing)."""
+    if rows < min_rows:
         return False
     return touched is None or touched >= rows or touched <= MAX_TOUCHED * rows

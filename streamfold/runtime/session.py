@@ -6,6 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..settings import Settings, resolve
+from .views import use_public_api
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -13,15 +16,17 @@ DEFAULT_MASTER = "local[*]"
 
 
 def get_spark(master: str | None = None, app_name: str = "streamfold", progress: bool = False,
-              settings: Mapping[str, str] | None = None) -> SparkSession:
+              conf: Mapping[str, str] | None = None, settings: Settings | None = None) -> SparkSession:
     """The active Spark session, or a new one on ``master`` (``local[*]`` by default) with
-    streamfold's settings, then ``settings``."""
+    streamfold's configuration, then ``conf``. ``settings`` (the environment's if not given) size
+    the JVM: driver memory, Java options, the code cache, the memory page, the log level."""
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
+    settings = resolve(settings)
     log_config = os.path.join(os.path.dirname(__file__), "log4j2.properties")
     # Spark's cleaner calls System.gc() every periodicGC.interval (below); run it as a concurrent
     # cycle, not a full collection that stops every thread (0.16–0.21 s measured with a groupBy
@@ -35,7 +40,7 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
     # young objects, and GCTimeRatio=4 (the heap grows when over 20 % of the time goes to GC, not
     # 8 %; 2–5 % does): 560 MB committed at the end of the same run, latency unchanged.
     java_options = (f"-Dlog4j2.configurationFile=file:{log_config} -XX:+ExplicitGCInvokesConcurrent "
-                    "-XX:G1HeapRegionSize=16m -XX:GCTimeRatio=4 " + os.environ.get("STREAMFOLD_JAVA_OPTIONS", ""))
+                    "-XX:G1HeapRegionSize=16m -XX:GCTimeRatio=4 " + settings.java_options)
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .config("spark.driver.extraJavaOptions", java_options)
@@ -43,7 +48,7 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "true" if progress else "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", os.environ.get("STREAMFOLD_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.memory", settings.driver_memory)
         .config("spark.sql.shuffle.partitions", "4")
         # Spark keeps the classes it compiles for generated code (whole stages, projections,
         # predicates, orderings) in a cache of 100 by default, least recently used out. A query's
@@ -54,14 +59,14 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         # for a run's plans (Q21: 332 classes for the history, 3 for batch 1, then none), a warm
         # batch compiles nothing: Q21's 4.5 s → 2.7 s (docs/benchmarks.md, "Stop 47"); metaspace
         # 172 MB after it either way (evicted classes are not unloaded at once).
-        .config("spark.sql.codegen.cache.maxEntries", os.environ.get("STREAMFOLD_CODEGEN_CACHE", "1000"))
+        .config("spark.sql.codegen.cache.maxEntries", str(settings.codegen_cache))
         # Spark 4.3 builds a broadcast join's hash table on a long key (LongToUnsafeRowMap) in a
         # memory page of at least this size, and the driver keeps every broadcast until the plans
         # that use it are collected: with the default (64 MB for a 2 GB driver) each small state
         # broadcast into a join held 64 MB of heap — 15 of them at once in a TPC-H Q21 batch
         # over 41K rows (docs/benchmarks.md, "Long runs"). Sorts and aggregates only take more,
         # smaller pages.
-        .config("spark.buffer.pageSize", os.environ.get("STREAMFOLD_PAGE_SIZE", "4m"))
+        .config("spark.buffer.pageSize", settings.page_size)
         # Spark keeps a record of every job, stage and SQL execution (plans as text, metrics) for
         # its UI and status API even with the UI off — 1,000 of each by default, about 86 KB of
         # live heap per groupBy batch until the limits are reached. A running query needs few.
@@ -77,17 +82,18 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         # Replaced states are released explicitly; let the cleaner also drop what Python frees.
         .config("spark.cleaner.periodicGC.interval", "1min")
     )
-    settings = dict(settings or {})
+    extra = dict(conf or {})
     from .jvm import helper_jar
 
-    jar = helper_jar()  # prepared plans' classes (runtime/jvm.py); without them batches run the plain way
+    # prepared plans' classes (runtime/jvm.py); without them batches run the plain way
+    jar = helper_jar(cache=settings.jar_cache)
     if jar is not None:
-        settings["spark.jars"] = ",".join(j for j in (settings.get("spark.jars"), jar) if j)
-    for key, value in settings.items():
+        extra["spark.jars"] = ",".join(j for j in (extra.get("spark.jars"), jar) if j)
+    for key, value in extra.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     _quiet_python_loggers()
-    spark.sparkContext.setLogLevel(os.environ.get("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(settings.spark_log_level)
     return spark
 
 
@@ -103,13 +109,16 @@ def _quiet_python_loggers() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def engine_session(spark: SparkSession, partitions: int) -> SparkSession:
-    """A session of its own for one running query: its settings and temp views stay its own.
+def engine_session(spark: SparkSession, partitions: int, settings: Settings | None = None) -> SparkSession:
+    """A session of its own for one running query: its settings and temp views stay its own
+    (views through Spark's public API under the A/B switch ``direct_views`` off).
 
     Adaptive execution is off: with it, Spark hides a materialized state's hash partitioning
     and every merge would shuffle the whole state instead of only the batch's delta.
     """
     session = spark.newSession()
+    if not resolve(settings).direct_views:
+        use_public_api(session)
     session.conf.set("spark.sql.adaptive.enabled", "false")
     session.conf.set("spark.sql.shuffle.partitions", str(partitions))
     # Spark 4.3 fails to rewrite constraints a checkpointed state carries through UNION ALL
@@ -136,19 +145,14 @@ def engine_session(spark: SparkSession, partitions: int) -> SparkSession:
 
 
 def default_partitions(spark: SparkSession) -> int:
-    """State partitions: as many as the cores Spark has, at least 2 (``STREAMFOLD_PARTITIONS=N``: N).
+    """State partitions when neither the run nor the settings give them (``partitions``): as many
+    as the cores Spark has, at least 2.
 
     A warm batch is a few small tasks per stage over states already partitioned on their keys,
     and each task pays its deserialization and scheduling whatever its rows: with two partitions
     per core (the default until stop 50) TPC-H SF 1's increments took 1.1–1.7× as long as with
     one (Q18 1.95 → 1.17 s, Q10 0.97 → 0.68 s, Q16 0.77 → 0.52 s; docs/benchmarks.md, "Stop 50").
     """
-    value = os.environ.get("STREAMFOLD_PARTITIONS")
-    if value:
-        if not value.strip().isdigit() or int(value) < 1:
-            raise ValueError(f"STREAMFOLD_PARTITIONS={value!r} is not a number of partitions; "
-                             "hint: a whole number ≥ 1, or unset it for one per core")
-        return int(value)
     return max(2, spark.sparkContext.defaultParallelism)
 
 

@@ -22,16 +22,12 @@ The thresholds are module constants, read when a function runs (tests set them t
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 # A batch reading at most this many rows in all (its rows and the states it merges) runs in one task.
 # Every task pays a fixed cost (its plan deserialised, generated code instantiated); for a small
 # batch over a 10,000-key state those costs were most of the job.
 ONE_TASK_ROWS = 100_000
-# Small batches over small states run in one partition; STREAMFOLD_ONE_PARTITION=0 turns that off
-# (an A/B switch: the answers are the same).
-ONE_PARTITION = os.environ.get("STREAMFOLD_ONE_PARTITION", "1") != "0"
 # Results up to this many rows are collected and written on the driver.
 SMALL_ROWS = 1_000_000
 # Batch 1's plans are captured ahead of it only after a history of at least this many rows: after a

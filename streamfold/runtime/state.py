@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..plan.model import State
+from ..settings import Settings, resolve
 from . import lowering, runs
 from .lowering import StateTable
 from .profile import Part, no_part
@@ -154,9 +155,11 @@ def widen(schema: StructType) -> StructType:
 class StateStore:
     """The states of one running query: current versions, schemas, row counts."""
 
-    def __init__(self, spark: SparkSession, states: tuple[State, ...], candidates: frozenset[str] = frozenset()) -> None:
+    def __init__(self, spark: SparkSession, states: tuple[State, ...], candidates: frozenset[str] = frozenset(),
+                 settings: Settings | None = None) -> None:
         self.spark = spark
         self.defs = {s.name: s for s in states}
+        self.settings = resolve(settings)  # runs_min_rows and runs_fold: when a candidate starts its runs, and folds
         # States that may be kept as a base and a tail (.runs): logged as deltas, merged with
         # their old values summed over both runs. Those kept so: their base (rows, backing), its
         # rows, and the tail merge whose rows are the tail (None: an empty tail).
@@ -205,14 +208,15 @@ class StateStore:
 
     # -- a base and a tail (.runs) -----------------------------------------------------------------
     def start_runs(self) -> bool:
-        """Before a batch: start the runs of each candidate grown to :data:`.runs.MIN_ROWS` rows
+        """Before a batch: start the runs of each candidate grown to the setting ``runs_min_rows``
         whose batches touch few of its keys (:func:`.runs.worth_it`) — its whole state becomes the
         base, the tail is empty (the same rows; no job). Whether one started (its merge then takes
         another shape: prepared plans do not fit the batch)."""
         started = False
         for name in sorted(self.candidates - set(self.bases)):
             rows = self.rows.get(name)
-            if rows is not None and runs.worth_it(rows, self.touched.get(name)) and name in self._backing:
+            if (rows is not None and runs.worth_it(rows, self.touched.get(name), self.settings.runs_min_rows)
+                    and name in self._backing):
                 self.bases[name] = (self.current[name], self._backing[name])
                 self.base_rows[name] = rows
                 self.base_nulls[name] = self._null_keys(name, self.current[name])
@@ -243,7 +247,8 @@ class StateStore:
         base, from the keys the last batch touched)."""
         return [n for n in sorted(self.bases) if self.tails.get(n) is not None
                 and (self.rows.get(n) or 0) - self.base_rows[n]
-                > runs.fold_fraction(self.base_rows[n], self.touched.get(n)) * max(self.base_rows[n], 1)]
+                > runs.fold_fraction(self.base_rows[n], self.touched.get(n), self.settings.runs_fold)
+                * max(self.base_rows[n], 1)]
 
     def fold(self, name: str) -> DataFrame:
         """Fold ``name``'s tail into a new base, in a job of its own: the base and the tail added up

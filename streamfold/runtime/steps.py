@@ -98,7 +98,7 @@ def _step(ctx: RunContext, b: Bundle, batch: int, step: Step, reads: BatchReads,
     except StreamfoldError:
         raise
     except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
-        raise batch_failure(batch, f"Δ{step.state}", f"computing Δ{step.state}", e, ctx.local) from e
+        raise batch_failure(batch, f"Δ{step.state}", f"computing Δ{step.state}", e, ctx.local, ctx.config.settings) from e
 
 
 def reads_nothing_new(b: Bundle, batch: int, step: Step, reads: BatchReads) -> bool:

@@ -10,7 +10,6 @@ shows (with the physical join hints added).
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -67,15 +66,17 @@ class _ViewCommands:
         self._catalog.dropTempView(name)
 
 
-# STREAMFOLD_DIRECT_VIEWS=0 registers views through the public API (for A/B measurements).
-_DIRECT = os.environ.get("STREAMFOLD_DIRECT_VIEWS", "1") != "0"
 _COMMANDS: dict[int, tuple[Any, _ViewCommands | None]] = {}  # id of the Java session -> (it, commands)
+
+
+def use_public_api(spark: SparkSession) -> None:
+    """Register ``spark``'s temp views through the public API, a SQL execution each (the A/B
+    switch ``direct_views`` off: ``runtime/session.engine_session``)."""
+    _COMMANDS[id(spark._jsparkSession)] = (spark._jsparkSession, None)  # type: ignore[attr-defined]
 
 
 def _commands(spark: SparkSession) -> _ViewCommands | None:
     """The direct view commands of ``spark``'s session (None: use the public API)."""
-    if not _DIRECT:
-        return None
     session = spark._jsparkSession  # type: ignore[attr-defined]
     held = _COMMANDS.get(id(session))
     if held is None or held[0] is not session:
@@ -97,7 +98,7 @@ def create_view(spark: SparkSession, df: DataFrame, name: str) -> None:
             return
         except Exception as e:  # noqa: BLE001
             log.info("temp views through the public API from now on (%s)", e)
-            _COMMANDS[id(spark._jsparkSession)] = (spark._jsparkSession, None)  # type: ignore[attr-defined]
+            use_public_api(spark)
     df.createOrReplaceTempView(name)
 
 

@@ -10,7 +10,7 @@ still the only reader of the directories: the watch changes when it looks, never
 so the batches and their files are what polling at that moment would give — a run with a watch
 is exactly as durable and as exact as one without. The trigger interval stays the fallback
 (file systems that do not report changes, such as NFS, or a machine without inotify) and keeps
-its meaning for ``--until-idle``. ``STREAMFOLD_WATCH=0`` turns the watch off (A/B runs).
+its meaning for ``--until-idle``. The A/B switch ``watch`` off turns the watch off (``streamfold/settings.py``).
 
 Names the poll ignores (starting with ``.`` or ``_``: a writer's hidden file before its rename)
 do not wake it. Files of one increment often land a few microseconds apart (one per source), so
@@ -75,10 +75,12 @@ class SourceWatch:
     """Calls ``wake`` when a file the poll would take lands in one of ``paths`` (see the module
     docstring). :meth:`start` says whether it watches; without inotify the poll's interval is all."""
 
-    def __init__(self, paths: Sequence[str], wake: Callable[[], None], settle: float = SETTLE_S) -> None:
+    def __init__(self, paths: Sequence[str], wake: Callable[[], None], settle: float = SETTLE_S,
+                 enabled: bool = True) -> None:
         self.paths = sorted(set(paths))
         self.wake = wake
         self.settle = settle
+        self.enabled = enabled  # the setting ``watch``: off, polling is all
         self.wakes = 0  # times the poll was woken (tests, the log)
         self._fd: int | None = None
         self._stop_r: int | None = None
@@ -86,8 +88,8 @@ class SourceWatch:
         self._thread: threading.Thread | None = None
 
     def start(self) -> bool:
-        if os.environ.get("STREAMFOLD_WATCH", "1") == "0":
-            log.debug("no source watch (STREAMFOLD_WATCH=0): polling only")
+        if not self.enabled:
+            log.debug("no source watch (the watch setting is off): polling only")
             return False
         libc = _libc()
         if libc is None or not self.paths:

@@ -5,5 +5,6 @@ This package is the only place sqlglot trees exist; everything it returns is IR.
 
 from .bind import BoundQuery, bind
 from .catalog import Catalog, SourceSchema
+from .parse import ParsedQuery, parse_query
 
-__all__ = ["BoundQuery", "Catalog", "SourceSchema", "bind"]
+__all__ = ["BoundQuery", "Catalog", "ParsedQuery", "SourceSchema", "bind", "parse_query"]

@@ -28,6 +28,7 @@ reason.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -201,12 +202,20 @@ def unrolled_sql(sql: str) -> str:
     """The same query in plain Spark SQL: each ``ITERATIVE x`` becomes ``n + 1`` CTEs, ``x_0`` the
     starting query and ``x_i`` the step reading ``x_{i−1}``, the last one named ``x``. This is
     the definition of an iteration's value; DuckDB and Spark run it as the oracle and baseline."""
-    import sqlglot
-
     text, loops = extract(sql)
     if not loops:
         return sql
-    tree = sqlglot.parse_one(text, read="spark")
+    tree, steps = _parse_parts(text, loops)
+    return unroll(tree, loops, steps).sql(dialect="spark", pretty=True)
+
+
+def unroll(tree: exp.Expr, loops: Mapping[str, Iterative], steps: Mapping[str, exp.Expr]) -> exp.Expr:
+    """A copy of ``tree`` (the query text without its iterations, :func:`extract`) with each of
+    ``loops`` unrolled (see :func:`unrolled_sql`); ``steps`` are their steps' trees, by name.
+    The trees given are not changed."""
+    tree = tree.copy()
+    if not loops:
+        return tree
     with_ = tree.args.get("with_") or tree.args.get("with")
     assert with_ is not None
     ctes = []
@@ -216,7 +225,7 @@ def unrolled_sql(sql: str) -> str:
             ctes.append(cte)
             continue
         columns = cte.args["alias"].columns
-        step = sqlglot.parse_one(loop.step_sql, read="spark")
+        step = steps[cte.alias.lower()]
         prev = f"{cte.alias}__0"
         ctes.append(_cte(prev, columns, cte.this))
         for i in range(1, loop.times + 1):
@@ -224,7 +233,14 @@ def unrolled_sql(sql: str) -> str:
             ctes.append(_cte(name, columns, _rename_table(step, cte.alias, prev)))
             prev = name
     with_.set("expressions", ctes)
-    return tree.sql(dialect="spark", pretty=True)
+    return tree
+
+
+def _parse_parts(text: str, loops: Mapping[str, Iterative]) -> tuple[exp.Expr, dict[str, exp.Expr]]:
+    import sqlglot
+
+    return (sqlglot.parse_one(text, read="spark"),
+            {name: sqlglot.parse_one(loop.step_sql, read="spark") for name, loop in loops.items()})
 
 
 def _cte(name: str, columns: list, body: exp.Expr) -> exp.CTE:
@@ -245,14 +261,20 @@ def _rename_table(tree: exp.Expr, old: str, new: str) -> exp.Expr:
 
 
 def spark_schema_sql(sql: str) -> str:
-    """A query Spark can analyse for the output columns of ``sql``: iterations unrolled, and a
-    recursive CTE's ``UNION`` written ``UNION ALL`` (Spark 4.3 accepts only that in a recursive
-    CTE; the columns are the same, and streamfold keeps the CTE as a set itself)."""
-    import sqlglot
+    """A query Spark can analyse for the output columns of ``sql`` (:func:`spark_schema_text`);
+    a compiled query has it already (``Compilation.spark_sql``), from the trees it parsed."""
+    text, loops = extract(sql)
+    tree, steps = _parse_parts(text, loops)
+    return spark_schema_text(tree, loops, steps)
 
-    text = unrolled_sql(sql)
-    tree = sqlglot.parse_one(text, read="spark")
-    for with_ in tree.find_all(exp.With):
+
+def spark_schema_text(tree: exp.Expr, loops: Mapping[str, Iterative], steps: Mapping[str, exp.Expr]) -> str:
+    """A query Spark can analyse for the output columns of the query ``tree`` (with ``loops`` and
+    their ``steps``, as :func:`unroll` takes them): iterations unrolled, and a recursive CTE's
+    ``UNION`` written ``UNION ALL`` (Spark 4.3 accepts only that in a recursive CTE; the columns
+    are the same, and streamfold keeps the CTE as a set itself). The trees are not changed."""
+    out = unroll(tree, loops, steps)
+    for with_ in out.find_all(exp.With):
         if not with_.args.get("recursive"):
             continue
         for cte in with_.expressions:
@@ -260,4 +282,4 @@ def spark_schema_sql(sql: str) -> str:
             while isinstance(node, exp.Union):
                 node.set("distinct", False)
                 node = node.left
-    return tree.sql(dialect="spark")
+    return out.sql(dialect="spark")

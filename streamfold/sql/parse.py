@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
@@ -10,6 +12,30 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 
 from ..errors import ParseError, Span
+from .iterate import Iterative, extract, spark_schema_text
+
+
+@dataclass(frozen=True, eq=False)
+class ParsedQuery:
+    """A query's text parsed once: the tree of its text with the iterations taken out
+    (:func:`.iterate.extract`), the iterations, and each one's step parsed. The binder and the
+    Spark text of the query (:meth:`spark_sql`) read these trees and never change them; outside
+    this package the value is opaque (``plan.compilation`` keeps it between phases)."""
+
+    sql: str
+    tree: exp.Query
+    loops: Mapping[str, Iterative]  # by lower-cased name
+    steps: Mapping[str, exp.Query]  # each loop's step, by the loop's lower-cased name
+
+    def spark_sql(self) -> str:
+        """A query Spark can analyse for the query's output columns (:func:`.iterate.spark_schema_text`)."""
+        return spark_schema_text(self.tree, self.loops, self.steps)
+
+
+def parse_query(sql: str) -> ParsedQuery:
+    """Parse ``sql``, iterations and all; coded errors as :func:`parse`."""
+    text, loops = extract(sql)
+    return ParsedQuery(sql, parse(text), loops, {name: parse(loop.step_sql) for name, loop in loops.items()})
 
 
 def parse(sql: str) -> exp.Query:

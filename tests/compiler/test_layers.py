@@ -12,21 +12,22 @@ PACKAGE = Path(__file__).parent.parent.parent / "streamfold"
 
 # Which top-level parts of the package each part may import (besides itself and errors.py).
 ALLOWED = {
+    "settings": set(),  # the registry of settings: read by every layer that runs something
     "ir": set(),
     "sql": {"ir"},
     "passes": {"ir"},
     "plan": {"ir", "sql", "passes"},
-    "runtime": {"ir", "sql", "passes", "plan"},
+    "runtime": {"ir", "sql", "passes", "plan", "settings"},
     # A running query's controller: it steers the runtime through runtime/hooks.py and compiles
     # a reconfiguration's query; the runtime never imports it.
-    "control": {"ir", "sql", "plan", "runtime"},
+    "control": {"ir", "sql", "plan", "runtime", "settings"},
     "verify": {"sql"},
     "linalg": {"runtime"},
-    "bench": {"ir", "sql", "passes", "plan", "runtime", "verify", "control", "linalg"},
+    "bench": {"ir", "sql", "passes", "plan", "runtime", "verify", "control", "linalg", "settings"},
     "demo": {"bench", "runtime", "verify"},
     "studio": {"__init__", "ir", "runtime", "control"},
-    "cli": {"plan", "sql", "runtime", "bench", "demo", "studio", "control", "linalg"},
-    "__init__": {"ir", "plan", "sql", "runtime", "control"},
+    "cli": {"plan", "sql", "runtime", "bench", "demo", "studio", "control", "linalg", "settings"},
+    "__init__": {"ir", "plan", "sql", "runtime", "control", "settings"},
     "__main__": {"cli"},
 }
 # control drives a running query's Spark session (cancels its jobs, evaluates breakpoints, runs

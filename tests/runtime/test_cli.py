@@ -46,11 +46,47 @@ def test_explain_reads_parquet_schemas_without_spark(capsys, tmp_path):
     (["run", "SELECT a FORM S", "--source", "S=.", "--output", "out"], "PARSE_ERROR"),
     (["run", "SELECT a FROM S", "--source", "S=.", "--table", "T=/no/such/file", "--output", "out"], "TABLE_NOT_FOUND"),
     (["run", "SELECT a FROM S", "--source", "S=.", "--output", "out", "--partitions", "0"], "BAD_OPTION"),
+    (["run", "SELECT a FROM S", "--source", "S=.", "--output", "out", "--compact-every", "0"], "BAD_OPTION"),
+    (["run", "SELECT a FROM S", "--source", "S=.", "--output", "out", "--control-port", "70000"], "BAD_OPTION"),
+    (["run", "SELECT a FROM S", "--source", "S=.", "--output", "out", "--driver-memory", "lots"], "BAD_SETTING"),
+    (["run", "SELECT a FROM S", "--source", "S=.", "--output", "out", "--driver-memory", "8"], "BAD_SETTING"),
 ])
-def test_user_mistakes_exit_2_with_a_code_and_no_traceback(capsys, argv, code):
+def test_user_mistakes_exit_2_with_a_code_and_no_traceback(capsys, monkeypatch, argv, code):
+    from streamfold.runtime import session
+
+    monkeypatch.setattr(session, "get_spark", _no_spark)  # each is found before Spark starts
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"[{code}]" in err and "Traceback" not in err
+
+
+def _no_spark(*args, **kwargs):
+    raise AssertionError("Spark was started")
+
+
+def test_an_iterative_query_passes_the_checks_before_spark(tmp_path, monkeypatch):
+    """The check before Spark parses the query as the compiler does (WITH ITERATIVE included):
+    it once refused every iteration, the README's PageRank among them, with PARSE_ERROR."""
+    from pathlib import Path
+
+    from streamfold.runtime import session
+
+    monkeypatch.setattr(session, "get_spark", _no_spark)
+    (tmp_path / "edges").mkdir()
+    pagerank = Path(__file__).parent.parent.parent / "examples" / "pagerank.sql"
+    with pytest.raises(AssertionError, match="Spark was started"):
+        main(["run", str(pagerank), "--source", f"edges={tmp_path / 'edges'}", "--output", str(tmp_path / "out")])
+
+
+def test_a_bad_setting_in_the_environment_stops_a_run_before_spark_with_what_it_takes(capsys, monkeypatch):
+    from streamfold.runtime import session
+    from streamfold.settings import env_name
+
+    monkeypatch.setattr(session, "get_spark", _no_spark)
+    monkeypatch.setenv(env_name("watch"), "maybe")
+    assert main(["run", "SELECT a FROM S", "--source", "S=.", "--output", "out"]) == 2
+    err = capsys.readouterr().err
+    assert "[BAD_SETTING]" in err and f"hint: {env_name('watch')} takes 1 or 0" in err
 
 
 def test_no_command_prints_help(capsys):

@@ -20,6 +20,7 @@ from unittest import mock
 import pytest
 
 from streamfold.runtime import shape
+from streamfold.settings import env_name
 from streamfold.runtime.prepared import Prepared
 
 from ..streams import Source, check_stream
@@ -101,7 +102,7 @@ def test_prepared_batches_equal_duckdb_with_deletions(spark, tmp_path_factory, m
     generator, not Hypothesis: its one example would be its simplest, a row of zeros per batch,
     which a replay that reused the capture batch's rows gets right too."""
     if layout == "hashed":
-        monkeypatch.setattr(shape, "ONE_PARTITION", False)
+        monkeypatch.setenv(env_name("one_partition"), "0")
     _, sql, uses, ordered = SHAPES[qid]
     sources = _sources(uses, True)
     rng = random.Random(f"{qid}/{layout}")
@@ -182,7 +183,7 @@ def test_a_small_static_table_is_broadcast_into_the_captured_plans(spark, tmp_pa
     job), so a batch's rows meet it without a shuffle. The plans are replayed batch after batch
     and every answer is DuckDB's."""
     if layout == "hashed":
-        monkeypatch.setattr(shape, "ONE_PARTITION", False)
+        monkeypatch.setenv(env_name("one_partition"), "0")
     plans: list[str] = []
     verify = Prepared.verify
 
@@ -206,7 +207,7 @@ def test_a_hashed_prepared_batch_counts_each_state_once(spark, tmp_path, monkeyp
     """Tasks of one job that read the same partition of a kept merge at once (the outputs' tasks,
     the two branches of a delta join) compute it once — the others wait for its block — so each
     commit's state rows are the state's rows: here the aggregate has a row per answer row."""
-    monkeypatch.setattr(shape, "ONE_PARTITION", False)
+    monkeypatch.setenv(env_name("one_partition"), "0")
     monkeypatch.setattr(shape, "ONE_TASK_ROWS", 60)  # the outputs read more: in several tasks
     _, sql, uses, ordered = SHAPES["join-groupby-seed"]
     sources = _sources(uses, True)

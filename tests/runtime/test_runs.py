@@ -17,12 +17,24 @@ from hypothesis import strategies as st
 import streamfold
 from streamfold.runtime import shape
 from streamfold.runtime import runs
+from streamfold.settings import env_name
 
 from ..streams import Source, check_stream
 from ..strategies import stream, table_rows
 from .test_differential import QUERIES, SETTINGS, SUBQUERY_SHAPES, _sources
 
 pytestmark = [pytest.mark.spark]
+
+
+def runs_settings(monkeypatch, min_rows: int, fold: float | None) -> None:
+    """The settings runs_min_rows and runs_fold of the runs started next (the environment's: the
+    run reads them when it starts)."""
+    monkeypatch.setenv(env_name("runs_min_rows"), str(min_rows))
+    if fold is None:
+        monkeypatch.delenv(env_name("runs_fold"), raising=False)
+    else:
+        monkeypatch.setenv(env_name("runs_fold"), repr(fold))
+
 
 # Queries whose plans have states that may be kept as runs (join inputs that only inner joins read;
 # aggregates, counts and outputs read through joins, deltas and their merge's touched keys), and
@@ -59,9 +71,8 @@ def test_runs_equal_duckdb_with_deletions(spark, tmp_path_factory, monkeypatch, 
     # Every candidate kept in runs from its first merged batch; fold 0: every batch folds, 1000:
     # none does (the tail grows for the whole run), None: the bound from each batch's size
     # (runs.fold_fraction); both state layouts (one partition, hashed).
-    monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", fold)
+    runs_settings(monkeypatch, 0, fold)
     if hashed:
         monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
     sources = _sources(uses, True)
@@ -122,27 +133,24 @@ def test_states_read_through_their_merges_touched_keys_are_candidates():
 
 
 def test_a_state_is_kept_in_runs_when_large_and_touched_little(monkeypatch):
-    monkeypatch.setattr(runs, "MIN_ROWS", 1000)
     monkeypatch.setattr(runs, "MAX_TOUCHED", 0.3)
-    assert not runs.worth_it(999, 1)  # small: a whole merge costs little
-    assert runs.worth_it(10_000, 500)  # 5 % a batch
-    assert runs.worth_it(10_000, 1_300)  # 13 % (join-groupby's 40K rows into ~300K): still pays
-    assert not runs.worth_it(10_000, 3_001)  # nearly half: the tail would cost what it saves
-    assert runs.worth_it(10_000, 10_000)  # the history touched every key: nothing known yet
-    assert runs.worth_it(10_000, None)
+    assert not runs.worth_it(999, 1, min_rows=1000)  # small: a whole merge costs little
+    assert runs.worth_it(10_000, 500, min_rows=1000)  # 5 % a batch
+    assert runs.worth_it(10_000, 1_300, min_rows=1000)  # 13 % (join-groupby's 40K rows into ~300K): still pays
+    assert not runs.worth_it(10_000, 3_001, min_rows=1000)  # nearly half: the tail would cost what it saves
+    assert runs.worth_it(10_000, 10_000, min_rows=1000)  # the history touched every key: nothing known yet
+    assert runs.worth_it(10_000, None, min_rows=1000)
 
 
-def test_a_tail_is_folded_at_the_fraction_that_costs_least(monkeypatch):
+def test_a_tail_is_folded_at_the_fraction_that_costs_least():
     """√(2x) of the base for batches touching x of it (runs.py's docstring), within its bounds;
-    a fixed fraction (STREAMFOLD_RUNS_FOLD) wins."""
-    monkeypatch.setattr(runs, "FOLD_FRACTION", None)
+    a fixed fraction (the setting runs_fold) wins."""
     assert runs.fold_fraction(1_000_000, 10_000) == runs.MIN_FOLD_FRACTION  # 1 %: √0.02 = 0.14, the floor
     assert runs.fold_fraction(1_000_000, 50_000) == pytest.approx(0.3162, abs=1e-4)  # 5 %
     assert runs.fold_fraction(300_000, 40_000) == pytest.approx((2 * 40_000 / 300_000) ** 0.5)  # 13 %: 0.52
     assert runs.fold_fraction(100, 90) == 1.0  # never past the base itself
     assert runs.fold_fraction(1_000, None) == runs.MIN_FOLD_FRACTION
-    monkeypatch.setattr(runs, "FOLD_FRACTION", 0.0)
-    assert runs.fold_fraction(300_000, 40_000) == 0.0
+    assert runs.fold_fraction(300_000, 40_000, fixed=0.0) == 0.0
 
 
 @pytest.mark.parametrize("fold", [0.5, None], ids=["fixed", "adaptive"])
@@ -151,9 +159,8 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
     (after a batch's commit, without ending the prepared plans: batches after a fold replay them),
     and a restart rebuilds the states by adding up the logged deltas; every answer DuckDB's. The
     fold bound fixed, or each fold's from the batch before (runs.fold_fraction)."""
-    monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", fold)
+    runs_settings(monkeypatch, 0, fold)
     sql = "SELECT R.a, count(*) AS n, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a"
     r, s = Source("R", (("a", "INT"), ("b", "INT")), weighted=True), Source("S", (("k", "INT"), ("v", "INT")), weighted=True)
     dirs = {x.name: tmp_path / "in" / x.name for x in (r, s)}
@@ -213,9 +220,8 @@ def test_a_long_run_folds_and_restarts_from_logged_deltas(spark, tmp_path, monke
 def _join_sum_in_runs(spark, tmp_path, monkeypatch):
     """``SELECT R.a, sum(S.v) … JOIN … GROUP BY R.a`` started over two empty source directories,
     every join input kept in runs from batch 1 and never folded (the tail keeps growing)."""
-    monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)
+    runs_settings(monkeypatch, 0, 1000.0)
     r, s = Source("R", (("a", "INT"), ("b", "INT"))), Source("S", (("k", "INT"), ("v", "INT")))
     dirs = {x.name: tmp_path / "in" / x.name for x in (r, s)}
     for d in dirs.values():
@@ -288,8 +294,7 @@ def test_an_outer_joins_counts_start_their_runs_after_the_history(spark, tmp_pat
     by every later batch (before: a third of the keys counted as touched, the state kept whole
     until batch 1 said otherwise, and batch 2 captured its plans again — 5.0 s against 1.3 s at
     SF 1)."""
-    monkeypatch.setattr(runs, "MIN_ROWS", 0)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", 1000.0)
+    runs_settings(monkeypatch, 0, 1000.0)
     monkeypatch.setattr(shape, "SMALL_ROWS", 100)  # the history is "large": plans captured ahead
     monkeypatch.setattr(shape, "AHEAD_MIN_ROWS", 100)
     customers = list(range(300))
@@ -360,11 +365,10 @@ def test_joins_probing_a_base_look_its_rows_up_by_key(spark, tmp_path, monkeypat
 
     from ..strategies import random_stream
 
-    monkeypatch.setattr(runs, "MIN_ROWS", 0)
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
-    monkeypatch.setattr(runs, "FOLD_FRACTION", 0.5)  # folds every few batches
+    runs_settings(monkeypatch, 0, 0.5)  # folds every few batches
     if layout == "hashed":
-        monkeypatch.setattr(shape, "ONE_PARTITION", False)
+        monkeypatch.setenv(env_name("one_partition"), "0")
     seen = {"lookups": 0}
     look_up = Prepared._look_up
     plans = spark._jvm.streamfold.jvm.Plans

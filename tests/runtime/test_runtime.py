@@ -11,10 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamfold
-from streamfold.errors import BadInputError, BindError, CheckpointError, SourceError
-from streamfold.runtime import files
+from streamfold.errors import BadInputError, BindError, CheckpointError, SourceError, UsageError
+from streamfold.runtime import files, shape
 from streamfold.runtime.features.maintenance import compact
-from streamfold.runtime import shape
 
 from streamfold.verify import compare, duckdb_answer
 
@@ -499,10 +498,10 @@ def _profiled_sums(spark, tmp_path):
 
 
 def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, tmp_path, monkeypatch):
-    from streamfold.runtime import prepared
     from streamfold.runtime.profile import Waterfall
+    from streamfold.settings import env_name
 
-    monkeypatch.setattr(prepared, "ENABLED", False)  # batches planned one by one (next test: replayed)
+    monkeypatch.setenv(env_name("prepared"), "0")  # batches planned one by one (next test: replayed)
     tmp, src, q = _profiled_sums(spark, tmp_path)
     try:
         q.process_available()  # the state moves from batch 0's hash partitions into one partition
@@ -684,11 +683,17 @@ def test_an_ordered_snapshot_is_collected_in_one_task_and_the_other_outputs_in_a
     assert stacked_frame(spark, parts, tasks=1, ordered=True).rdd.getNumPartitions() == 1  # small: all in one
 
 
-def test_the_partitions_default_is_set_by_its_variable_and_a_bad_value_is_refused_with_a_hint(monkeypatch):
-    from streamfold.runtime.session import default_partitions
-    monkeypatch.setenv("STREAMFOLD_PARTITIONS", "3")
-    assert default_partitions(None) == 3  # type: ignore[arg-type]
+def test_the_partitions_default_is_set_by_its_variable_and_a_bad_value_is_refused_with_a_hint(tmp_path):
+    from streamfold.runtime.config import QueryConfig
+    from streamfold.settings import Settings, env_name
+
+    variable = env_name("partitions")
+    settings = Settings.from_environ({variable: "3"})
+    assert QueryConfig("SELECT 1", [], str(tmp_path), settings=settings).partitions == 3
+    assert QueryConfig("SELECT 1", [], str(tmp_path), partitions=5, settings=settings).partitions == 5  # given: it wins
+    assert QueryConfig("SELECT 1", [], str(tmp_path), settings=Settings()).partitions is None  # one per core
     for bad in ("0", "two", "-1"):
-        monkeypatch.setenv("STREAMFOLD_PARTITIONS", bad)
-        with pytest.raises(ValueError, match="hint"):
-            default_partitions(None)  # type: ignore[arg-type]
+        with pytest.raises(UsageError) as e:
+            Settings.from_environ({variable: bad})
+        assert e.value.code == "BAD_SETTING" and e.value.params == {"setting": "partitions", "value": bad}
+        assert variable in (e.value.hint or "")

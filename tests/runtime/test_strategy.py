@@ -368,11 +368,11 @@ def test_restart_with_stale_states_rebuilds_them(spark, tmp_path, monkeypatch):
 
 def test_unknown_strategy_is_refused_with_a_hint():
     from streamfold.errors import UsageError
-    from streamfold.runtime.query import make_config
 
-    with pytest.raises(UsageError) as e:
-        make_config("SELECT 1 FROM R", {"R": "/nowhere"}, "/out", {}, {}, {}, strategy="sometimes")
+    with pytest.raises(UsageError) as e:  # before Spark starts
+        streamfold.start("SELECT 1 FROM R", {"R": "/nowhere"}, "/out", strategy="sometimes")
     assert e.value.code == "BAD_OPTION" and "incremental" in (e.value.hint or "")
+    assert e.value.params == {"option": "strategy", "value": "sometimes"}
 
 
 @pytest.mark.spark

@@ -1,6 +1,6 @@
 """A running query wakes when a file lands in a source directory (streamfold/runtime/watch.py),
 instead of waiting out its trigger interval; hidden names do not wake it, an increment's files
-landing together wake it once, and without inotify (or with STREAMFOLD_WATCH=0) polling is all."""
+landing together wake it once, and without inotify (or with the setting watch off) polling is all."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from streamfold.runtime import watch
 from streamfold.runtime.watch import IN_MOVED_TO, IN_Q_OVERFLOW, SourceWatch, visible_names
+from streamfold.settings import Settings
 
 from .test_runtime import put, start
 
@@ -84,9 +85,7 @@ def test_files_landing_together_wake_once(tmp_path, monkeypatch):
 
 
 def test_without_a_watch_the_poll_is_all(tmp_path, monkeypatch):
-    monkeypatch.setenv("STREAMFOLD_WATCH", "0")
-    assert not SourceWatch([str(tmp_path)], lambda: None).start()
-    monkeypatch.delenv("STREAMFOLD_WATCH")
+    assert not SourceWatch([str(tmp_path)], lambda: None, enabled=False).start()
     monkeypatch.setattr(watch, "_libc", lambda: None)  # no inotify (not Linux)
     assert not SourceWatch([str(tmp_path)], lambda: None).start()
     w = SourceWatch([str(tmp_path / "missing")], lambda: None)  # a directory it cannot watch
@@ -99,13 +98,12 @@ def test_without_a_watch_the_poll_is_all(tmp_path, monkeypatch):
 @pytest.mark.parametrize("watched", [True, False], ids=["watch", "poll-only"])
 def test_a_running_query_takes_a_file_at_once_not_at_its_next_poll(spark, tmp_path, monkeypatch, watched):
     """Polling every 60 s, a query commits a renamed file's batch within seconds; with the watch
-    off (STREAMFOLD_WATCH=0) the file waits for the next poll."""
-    if not watched:
-        monkeypatch.setenv("STREAMFOLD_WATCH", "0")
+    off (the setting watch, given through the run's settings) the file waits for the next poll."""
     tmp = str(tmp_path)
     src = os.path.join(tmp, "S")
     put(src, "0.parquet", [(1, 1)])
-    q = start(spark, tmp, "SELECT k, sum(v) AS s FROM S GROUP BY k", background=True, trigger=60.0)
+    q = start(spark, tmp, "SELECT k, sum(v) AS s FROM S GROUP BY k", background=True, trigger=60.0,
+              settings=Settings(watch=watched))
     try:
         assert q.wait_for_batch(0, timeout=120) == 0
         time.sleep(0.5)  # the loop is waiting for its next poll, 60 s away

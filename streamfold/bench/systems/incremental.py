@@ -26,14 +26,15 @@ class StreamfoldSystem(System):
     strategy = "incremental"  # the per-batch strategy (docs/strategy.md)
 
     def start(self) -> None:
+        from ...runtime.config import QueryConfig, input_specs
         from ...runtime.query import start
 
         w = self.ctx.workload
         sql = w.sql if self.mode == "exact" else w.in_mode(self.mode)
-        self.query = start(sql, self.ctx.dirs, os.path.join(self.ctx.work, "out"),
-                           tables=dict(self.ctx.tables), formats={}, schemas={}, checkpoint=None, trigger=1.0,
-                           spark=self.ctx.spark, master=None, background=False,
-                           profile=bool(self.ctx.options.get("profile")), strategy=self.strategy)
+        streams, statics = input_specs(self.ctx.dirs, self.ctx.tables)
+        config = QueryConfig(sql, streams, os.path.join(self.ctx.work, "out"), statics,
+                             profile=bool(self.ctx.options.get("profile")), strategy=self.strategy)
+        self.query = start(config, spark=self.ctx.spark, background=False)
 
     def process(self, increment: int) -> dict[str, Any]:
         result = self.query.process_available()

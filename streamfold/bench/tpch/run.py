@@ -360,7 +360,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="only check Spark's batch answer against DuckDB's on all the data, for each query")
     args = ap.parse_args(argv)
 
-    os.environ.setdefault("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR")
     names = query_names(args.queries)
     ds = tpch_data.ensure(args.data or os.path.join(args.out, "data"), args.sf, args.batches)
     from streamfold.runtime.session import get_spark

@@ -39,7 +39,6 @@ def run(sf: float, increments: int, queries: str | None, out: str, master: str |
         log = partial(print, file=sys.stderr)
     if increments < 1:
         raise UsageError("--increments must be at least 1", code="BAD_OPTION", params={"increments": increments})
-    os.environ.setdefault("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR")
     names = tpch.query_names(queries)
     directory = os.path.join(out, f"tpch-sf{sf:g}")
     os.makedirs(directory, exist_ok=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import CheckpointError, StreamfoldError
 from ...plan.matrix import best_mapping, heavy_keys
 from ...plan.model import IncrementalPlan, JoinMatrix, SkewWatch
-from ...sql import Catalog
+from ...plan.compilation import replanned
 from .. import lowering
 from ..batch import BatchReads
 from ..bundle import Bundle
@@ -82,7 +82,7 @@ class AdaptiveJoins:
         plan = b.plan
         if mappings and (mappings != {m.left: (m.n, m.m) for m in plan.matrices}
                          or heavy != {m.left: m.heavy for m in plan.matrices if m.hybrid is not None}):
-            return replanned(b, mappings, heavy)
+            return replanned_bundle(b, mappings, heavy)
         return None
 
     # -- a batch ---------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ class AdaptiveJoins:
             self.driver.unswitch()
             if isinstance(e, StreamfoldError) or not isinstance(e, Exception):
                 raise
-            raise batch_failure(batch, "migrate", "making a skewed hash join a hybrid", e, ctx.local) from e
+            raise batch_failure(batch, "migrate", "making a skewed hash join a hybrid", e, ctx.local, ctx.config.settings) from e
         return new
 
     def undo_switch(self, new: Bundle, old: Bundle) -> None:
@@ -228,7 +228,7 @@ class AdaptiveJoins:
                 emit(ctx.spark.sql(store.pack_sql({n: states[n] for n in durable}, views)),
                      ctx.checkpoint.base_dir(batch), False)
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
-            raise batch_failure(batch, "migrate", "writing a join matrix's migrated states", e, ctx.local) from e
+            raise batch_failure(batch, "migrate", "writing a join matrix's migrated states", e, ctx.local, ctx.config.settings) from e
         return migration
 
     def _migrate(self, b: Bundle, batch: int, reads: BatchReads, views: Views, moves: dict[str, tuple[int, int]],
@@ -270,8 +270,8 @@ class AdaptiveJoins:
         except Exception as e:  # noqa: BLE001 - Spark failures are chained into a BatchError
             for df in migration.states.values():
                 release(df)
-            raise batch_failure(batch, "migrate", "migrating a join matrix", e, ctx.local) from e
-        migration.bundle = replanned(b, {**{m.left: (m.n, m.m) for m in b.plan.matrices}, **moves},
+            raise batch_failure(batch, "migrate", "migrating a join matrix", e, ctx.local, ctx.config.settings) from e
+        migration.bundle = replanned_bundle(b, {**{m.left: (m.n, m.m) for m in b.plan.matrices}, **moves},
                                      {**{m.left: m.heavy for m in b.plan.matrices if m.hybrid is not None}, **heavy})
         return migration
 
@@ -323,7 +323,7 @@ class AdaptiveJoins:
         return {row[0]: (int(row[1]), int(row[2])) for row in self.ctx.spark.sql(sql).collect()}
 
 
-def replanned(b: Bundle, mappings: dict[str, tuple[int, int]],
+def replanned_bundle(b: Bundle, mappings: dict[str, tuple[int, int]],
               heavy: dict[str, tuple[Any, ...]] | None = None) -> Bundle:
     """The bundle with its plan compiled again for these join matrix mappings (and hybrids'
     heavy keys, else the current ones): the same states, other programs."""
@@ -335,8 +335,5 @@ def replanned(b: Bundle, mappings: dict[str, tuple[int, int]],
 def with_mappings(plan: IncrementalPlan, mappings: dict[str, tuple[int, int]],
                   heavy: dict[str, tuple[Any, ...]] | None = None) -> IncrementalPlan:
     """``plan`` compiled again with these join matrix mappings and hybrids' heavy keys (by left
-    state; others ignored)."""
-    from ...plan import incrementalize
-    from ...sql import bind
-
-    return incrementalize(bind(plan.sql, Catalog(plan.sources)), mappings, plan.policy, heavy)
+    state; others ignored), from its compilation's normalized query (nothing parsed or bound again)."""
+    return replanned(plan, mappings, heavy)

@@ -51,7 +51,7 @@ class PreparedBatches:
 
     def reset(self, b: Bundle) -> None:
         """Plans for a new bundle: none yet (the first batch that can captures)."""
-        self.plans = Prepared(self.ctx.spark) if self.preparable(b) else None
+        self.plans = Prepared(self.ctx.spark, self.ctx.config.settings) if self.preparable(b) else None
         self.capturing = False
 
     def preparable(self, b: Bundle) -> bool:
@@ -60,7 +60,7 @@ class PreparedBatches:
         their own; a join matrix's migration, decided after them, plans afresh), Parquet streams
         (other formats are checked by a job of their own), few states (``PREPARED_MAX_STATES``)."""
         plan = b.plan
-        return (Prepared.available(self.ctx.spark) and not plan.watched
+        return (Prepared.available(self.ctx.spark, self.ctx.config.settings) and not plan.watched
                 and not any(mx.hybrid is not None for mx in plan.matrices)
                 and sum(not s.static for s in plan.states) <= shape.PREPARED_MAX_STATES
                 and not any(isinstance(s, LOOPS) for s in plan.delta)
@@ -86,7 +86,7 @@ class PreparedBatches:
         dropped from the JVM (``Prepared.release``)."""
         if self.plans is not None:
             self.plans.release()
-        self.plans = Prepared(self.ctx.spark)
+        self.plans = Prepared(self.ctx.spark, self.ctx.config.settings)
 
     def invalidated(self) -> None:
         """The states the plans were captured over changed layout (runs started, a migration):
@@ -155,7 +155,7 @@ class PreparedBatches:
                 table = p.run()
             written = write_collected(self.ctx, b, batch, table)
         except Exception as e:  # noqa: BLE001
-            raise batch_failure(batch, "write", "writing its answer", e, self.ctx.local) from e
+            raise batch_failure(batch, "write", "writing its answer", e, self.ctx.local, self.ctx.config.settings) from e
         for name, (_, frame) in p.keeps.items():
             if name in p.states:
                 reads.merged[name] = frame
@@ -169,7 +169,7 @@ class PreparedBatches:
             prepared.failed()
             if prepared.refused is None:
                 prepared.release()
-            self.plans = Prepared(self.ctx.spark) if prepared.refused is None else prepared
+            self.plans = Prepared(self.ctx.spark, self.ctx.config.settings) if prepared.refused is None else prepared
         if self.capturing and prepared is not None:
             prepared.planned()
         self.capturing = False

@@ -23,7 +23,7 @@ from ...errors import BindError, SqlError
 from ...ir.rel import Rel
 from ..catalog import Catalog
 from ..iterate import Iterative
-from ..parse import span_of, widen_to_call
+from ..parse import ParsedQuery, span_of, widen_to_call
 from ..scope import Scope
 
 
@@ -42,10 +42,9 @@ class Cte:
 class BindContext(ABC):
     """The state of binding one query text; :mod:`.query` supplies :meth:`query`."""
 
-    def __init__(self, sql: str, catalog: Catalog, loops: dict[str, Iterative] | None = None) -> None:
-        self.sql = sql
+    def __init__(self, parsed: ParsedQuery, catalog: Catalog) -> None:
+        self.sql, self.loops, self.steps = parsed.sql, parsed.loops, parsed.steps  # (each loop's step parsed)
         self.catalog = catalog
-        self.loops = loops or {}
         self._auto_alias = 0
         # Internal names are unique across the whole query, so blocks can later be joined
         # (a subquery may reuse an alias of the outer query, and every block has a _agg0).

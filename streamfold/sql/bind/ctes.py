@@ -19,7 +19,7 @@ from sqlglot import exp
 from ...errors import BindError, UnsupportedError
 from ...ir.rel import Field, Filter, Iterate, IterationMode, Join, LoopRef, Project, Recursive, Rel, Union
 from ...ir.types import common_type
-from ..parse import parse, span_of
+from ..parse import span_of
 from .context import BindContext, Cte
 from .setops import conform
 
@@ -69,7 +69,7 @@ def _iterate(ctx: BindContext, cte: Cte, name: str, node: exp.Expr) -> tuple[Rel
     """``init`` then ``times`` × ``step``, the step reading the previous value as ``name``."""
     assert cte.loop is not None and cte.node is not None
     loop = cte.loop
-    start, step, internal, names = _loop(ctx, cte, name, cte.node, [parse(loop.step_sql)])
+    start, step, internal, names = _loop(ctx, cte, name, cte.node, [ctx.steps[loop.name.lower()]])
     key = []
     for k in loop.key:
         match = [n for n in names if n.lower() == k.lower()]

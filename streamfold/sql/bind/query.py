@@ -15,8 +15,7 @@ from sqlglot import exp
 from ...errors import BindError, SqlError, UnsupportedError
 from ...ir.rel import Rel
 from ..catalog import Catalog
-from ..iterate import extract
-from ..parse import parse
+from ..parse import ParsedQuery, parse_query
 from ..scope import Scope
 from .context import BindContext, Cte
 from .ctes import with_clause
@@ -35,12 +34,13 @@ class BoundQuery:
     catalog: Catalog
 
 
-def bind(sql: str, catalog: Catalog) -> BoundQuery:
-    """Parse and bind ``sql`` against ``catalog``; raises a coded :class:`SqlError` on a mistake."""
-    text, loops = extract(sql)
-    tree = parse(text)
+def bind(query: str | ParsedQuery, catalog: Catalog) -> BoundQuery:
+    """Bind ``query`` (its text, parsed here, or parsed already) against ``catalog``; raises a
+    coded :class:`SqlError` on a mistake."""
+    parsed = query if isinstance(query, ParsedQuery) else parse_query(query)
+    sql = parsed.sql
     try:
-        rel, names = _QueryBinder(sql, catalog, loops).query(tree, {})
+        rel, names = _QueryBinder(parsed, catalog).query(parsed.tree, {})
     except SqlError as e:
         raise e.with_sql(sql) from None
     check_output_names(names, sql)
