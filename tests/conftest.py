@@ -9,7 +9,7 @@ import pytest
 os.environ.setdefault("STREAMFOLD_SPARK_LOG_LEVEL", "ERROR")
 # One JVM runs the whole suite. With 2 GB its heap ended 92 % full by the TPC-H tests in one
 # fresh-clone run (full GCs back to back; about 0.9 GB of long[] retained, not yet explained —
-# see docs/benchmarks.md); 4 GB of the machine's 24 keeps the suite's time stable meanwhile.
+# see docs/journal.md); 4 GB of the machine's 24 keeps the suite's time stable meanwhile.
 os.environ.setdefault("STREAMFOLD_DRIVER_MEMORY", "4g")
 
 

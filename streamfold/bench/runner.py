@@ -6,8 +6,7 @@ cached state) is running while another is timed. A tiny Spark job warms the JVM 
 every system runs a warm-up round — the same query over small data (the workload's ``--quick``
 sizes), results discarded — so no system is charged for the JIT compilation of its own code paths,
 and none for another's: the JVM is shared, and the system measured first used to pay for all
-(streamfold's first groupBy increments took 2.3, 1.3, 1.0 s in a fresh JVM, 0.66, 0.62, 0.74 s in a
-warm one).
+(streamfold's first groupBy increments in a fresh JVM took several times what they take in a warm one).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Python's garbage is freed, which a query also does after its batches (``runtime/
 ``GarbageCollector``).
 
 Writes ``OUT/soak/results.json`` (every batch's figures) and ``results.md`` (the table for
-docs/benchmarks.md) after every batch, so a run cut short keeps what it measured; exits 1 when a
+``docs/benchmarks.md``) after every batch, so a run cut short keeps what it measured; exits 1 when a
 workload is not flat, not exact, or fails.
 """
 

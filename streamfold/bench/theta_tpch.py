@@ -29,8 +29,8 @@ Four partitionings over J cells (``--cells``; the hash join over J partitions):
 
 The J cells are laid over as many Spark partitions as a state has by default (one per core, at
 least 2; each partition runs J/P cells on average); ``--partitions J`` gives a task per joiner,
-the thesis's setting, which on a machine of few cores is mostly task overhead (docs/benchmarks.md,
-stop 48). The partitions change what a batch pays per task, not which rows each cell keeps.
+the thesis's setting, which on a machine of few cores is mostly task overhead (docs/journal.md,
+"Stop 48"). The partitions change what a batch pays per task, not which rows each cell keeps.
 
 Each partitioning runs ``--reps`` rounds (default 2), in the given order and then reversed, and
 each batch's time is its least over the rounds: a partitioning timed first in the JVM pays the JIT
@@ -236,9 +236,9 @@ def run(sf: float, zipfs: list[float], queries: list[str], systems: list[str], c
                                      "top_supplier_share": manifest["top_supplier_share"], "systems": {}}
             # Each round runs the partitionings in another order (the first, the reverse, …): a
             # partitioning run first pays the JVM's JIT compilation of this query's paths at full
-            # size, which the untimed small run above does not finish (stop 51: EQ7 SF 0.2, DYNAMIC
-            # timed first 1.90 s per increment against STATICOPT's 1.17 s; in a JVM of its own each,
-            # 1.62 against 1.93). Each batch's time is its least over the rounds.
+            # size, which the untimed small run above does not finish (docs/journal.md, "Stop 51":
+            # the partitioning timed first looked the slower one). Each batch's time is its least
+            # over the rounds.
             by_round: dict[str, list[dict[str, Any]]] = {}
             for round_ in range(rounds):
                 order = systems if round_ % 2 == 0 else systems[::-1]

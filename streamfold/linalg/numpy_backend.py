@@ -184,8 +184,8 @@ class NumpyBackend:
     def thin_products(self) -> AbstractContextManager[object]:
         """The context a trigger program runs in: one BLAS thread. Its products are thin and
         bound by memory, which more threads do not widen; on a busy machine their
-        synchronisation made a 4×2000 by 2000×2000 product 18× slower with two threads than
-        with one (docs/benchmarks.md)."""
+        synchronisation made such a product many times slower with two threads than with one
+        (docs/journal.md, "Incremental linear algebra")."""
         try:
             from threadpoolctl import threadpool_limits
         except ImportError:  # pragma: no cover - a pinned dependency

@@ -68,8 +68,8 @@ class Semiring:
 
     def matmul(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.shape[0] <= _THIN < a.shape[1] and b.shape[1] > _THIN:
-            # A few rows times a large matrix: OpenBLAS threads this shape badly (measured 18×
-            # slower than the same product transposed, with two threads on a busy machine).
+            # A few rows times a large matrix: OpenBLAS threads this shape badly (measured many
+            # times slower than the same product transposed, with two threads on a busy machine).
             return (b.T @ a.T).T
         return a @ b
 

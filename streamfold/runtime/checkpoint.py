@@ -224,7 +224,7 @@ class Checkpoint:
     def fold_offsets(self, batch: int) -> None:
         """Write every file consumed up to ``batch`` (committed) as one file, then drop the offsets
         files it replaces. A restart reads that and the offsets of at most the batches since,
-        where it read one file per batch of the whole run (17 s for 100,000 batches)."""
+        where it read one file per batch of the whole run (a cost growing with the run)."""
         consumed = self._consumed_upto(batch)
         files.write_json(self.consumed_path(batch),
                          {"batch": batch, "inputs": {name: sorted(names) for name, names in consumed.items()}})

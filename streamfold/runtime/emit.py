@@ -69,8 +69,8 @@ def stacked_frame(spark: object, parts: list[tuple[str, Columns]], tasks: int | 
     one task of its own (it reads its sorted partitions in order), then the others in ``tasks``.
 
     Without the split an ordered answer's outputs were not coalesced at all: one task per
-    partition of every part — 30 for TPC-H Q21's snapshot, changes and six states' changelogs,
-    0.4 s of a 2.6 s batch for 0.2 s of work on two cores."""
+    partition of every part — tens of tasks for TPC-H Q21's snapshot, changes and six states'
+    changelogs, their fixed costs a visible share of its batch."""
     if not ordered or tasks is None or tasks <= 1:  # one task reads every part's partitions in order
         stacked = spark.sql(stack(parts))  # type: ignore[attr-defined]
         return stacked.coalesce(tasks) if tasks is not None else stacked

@@ -187,7 +187,7 @@ class ExactIterationLoop(_DeltaLoop):
         name = written_name(rp.loop)
         # A step that reads the loop once nests: up to NESTED_STEPS (plan.model) steps are one
         # statement whose text grows by one step each, and Spark reuses the shuffle of what every
-        # step reads alike (docs/benchmarks.md). A step reading the loop twice would double the
+        # step reads alike (docs/journal.md, "Iterations"). A step reading the loop twice would double the
         # text per step: each of its steps is a statement.
         chunk = rp.nested
         value: DataFrame | None = None

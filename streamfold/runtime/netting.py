@@ -3,8 +3,8 @@
 A stream that may delete holds rows with ``_weight``; a query over every file so far needs each
 row as many times as its net weight. Netting groups the rows whole (every column), sums the
 weights and repeats each row that many times — a shuffle of every row of the stream, most of a
-recompute's time once the history is large (SF 1 ``lineitem``: 6M rows of 16 columns, a recompute
-of Q01 3.8 s without a deletion, 25.8 s with one).
+recompute's time once the history is large (at TPC-H SF 1 a deletion made a recompute of Q01
+several times slower: docs/journal.md, "Stop 39").
 
 Most files prove from their Parquet footers that every weight in them is 1: no deletion, no
 copy (:func:`~streamfold.runtime.sources.parquet_weights_all_one`). A row of such a file can only

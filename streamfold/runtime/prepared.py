@@ -2,7 +2,7 @@
 
 A warm batch is one Spark job, but building it — analysing the merges' and the outputs' SQL,
 optimizing, planning and generating code, building the RDDs — cost more than the job itself
-(docs/benchmarks.md, "the waterfall"), every batch, for plans that differ only in their leaves:
+(docs/journal.md, "the waterfall"), every batch, for plans that differ only in their leaves:
 the batch's rows and the states before it. That holds for both layouts of :mod:`.state`: small
 states in one partition, and large ones hash-partitioned on their keys.
 

@@ -33,15 +33,12 @@ class GarbageCollector:
     holds ``JavaMember``s whose ``container`` is the proxy), so only Python's cyclic collector
     frees it and tells the JVM to drop the object: a batch's DataFrames, their query executions
     and plans. Left to Python's own schedule (a full collection when the objects that survived
-    collections grow by a quarter), a long run kept several batches' plans live: TPC-H Q21
-    through ``streamfold run``, 35 Spark executions a batch, held 450 MB of JVM heap after batch 0
-    and 988 MB after batch 5 (issue 17; docs/benchmarks.md, "Long runs").
+    collections grow by a quarter), a long run kept several batches' plans live, and the JVM's
+    heap grew batch after batch (TPC-H Q21 through ``streamfold run``: docs/journal.md, "Long runs").
 
-    A full collection costs tens of milliseconds (about 45 ms of CPU over the 100K objects
-    PySpark, sqlglot and DuckDB bring), which a small batch would notice: it runs after a batch
-    once the batches since the last one took ``1/share`` times as long as that one did, so at
-    most ``share`` of the run's time goes to it (with a 45 ms collection: after every batch of
-    0.9 s or more, after every other batch of 0.5 s).
+    A full collection over the objects PySpark, sqlglot and DuckDB bring is not free, and a small
+    batch would notice it: it runs after a batch once the batches since the last one took
+    ``1/share`` times as long as that one did, so at most ``share`` of the run's time goes to it.
     """
 
     def __init__(self, share: float = 0.05) -> None:

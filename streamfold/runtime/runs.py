@@ -1,9 +1,8 @@
 """States kept as a base and a tail: a batch merges into the tail, not into the whole state.
 
 A merge ⊗ (:mod:`.state`) computes every key of ``state UNION ALL Δ`` and keeps the result: each
-batch copies the whole state, whatever it touches — 0.8–2 µs per row of state at TPC-H SF 1
-(docs/benchmarks.md, "TPC-H at SF 1"), seconds per batch for a 6M-row ``lineitem`` join input
-fed 60K rows. A **join input** needs no such copy. Its state is a Z-set read only by the delta
+batch copies the whole state, whatever it touches — for a ``lineitem`` join input of millions
+of rows fed a few thousand, most of the batch (docs/journal.md, "TPC-H at SF 1"). A **join input** needs no such copy. Its state is a Z-set read only by the delta
 rules of inner joins, which are linear in it: ``ΔR ⋈ (B ⊎ T) = ΔR ⋈ B ⊎ ΔR ⋈ T`` for any split of
 the state into two bags whose weights and partial sums add up per key. So such a state is kept
 as two runs, both hash-partitioned on its partition key:

@@ -29,16 +29,15 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
     settings = resolve(settings)
     log_config = os.path.join(os.path.dirname(__file__), "log4j2.properties")
     # Spark's cleaner calls System.gc() every periodicGC.interval (below); run it as a concurrent
-    # cycle, not a full collection that stops every thread (0.16–0.21 s measured with a groupBy
-    # state, added to whichever batch it falls in).
+    # cycle, not a full collection that stops every thread and adds its pause to whichever batch
+    # it falls in.
     #
-    # G1's heap sizing (docs/benchmarks.md, "Memory"): every batch allocates byte arrays of a
-    # few MB (its outputs travel to the driver as Arrow), which G1 with its default 1 MB regions
-    # treats as humongous objects; their bursts set off "preventive" collections, and G1 answered
-    # the pause time by growing the heap, over 200 groupBy increments from 500 MB to 1.25 GB
-    # committed, with 190–240 MB in use after each young collection. With 16 MB regions they are
-    # young objects, and GCTimeRatio=4 (the heap grows when over 20 % of the time goes to GC, not
-    # 8 %; 2–5 % does): 560 MB committed at the end of the same run, latency unchanged.
+    # G1's heap sizing (docs/journal.md, "Memory"): every batch allocates byte arrays of a few
+    # megabytes (its outputs travel to the driver as Arrow), which G1 with its default 1 MB
+    # regions treats as humongous objects; their bursts set off "preventive" collections, and G1
+    # answered the pause time by growing the heap batch after batch. With 16 MB regions they are
+    # young objects, and with GCTimeRatio=4 the heap grows only when over a fifth of the time goes
+    # to GC: the committed heap stays flat over a long run, latency unchanged.
     java_options = (f"-Dlog4j2.configurationFile=file:{log_config} -XX:+ExplicitGCInvokesConcurrent "
                     "-XX:G1HeapRegionSize=16m -XX:GCTimeRatio=4 " + settings.java_options)
     builder = (
@@ -54,30 +53,27 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         # predicates, orderings) in a cache of 100 by default, least recently used out. A query's
         # batches run the same plans again and again, and one TPC-H plan's job alone needs more
         # than 100: the cache evicted each class before its next use, so every batch compiled them
-        # all again with Janino and the JVM's JIT compiled the new classes again (Q21 at SF 1:
-        # ~100 compilations a batch, 3.2 of a warm batch's 8.8 CPU seconds in the JIT). With room
-        # for a run's plans (Q21: 332 classes for the history, 3 for batch 1, then none), a warm
-        # batch compiles nothing: Q21's 4.5 s → 2.7 s (docs/benchmarks.md, "Stop 47"); metaspace
-        # 172 MB after it either way (evicted classes are not unloaded at once).
+        # all again with Janino and the JVM's JIT compiled the new classes again. With room for a
+        # run's plans a warm batch compiles nothing (docs/journal.md, "Stop 47"); metaspace is
+        # the same either way (evicted classes are not unloaded at once).
         .config("spark.sql.codegen.cache.maxEntries", str(settings.codegen_cache))
         # Spark 4.3 builds a broadcast join's hash table on a long key (LongToUnsafeRowMap) in a
         # memory page of at least this size, and the driver keeps every broadcast until the plans
         # that use it are collected: with the default (64 MB for a 2 GB driver) each small state
-        # broadcast into a join held 64 MB of heap — 15 of them at once in a TPC-H Q21 batch
-        # over 41K rows (docs/benchmarks.md, "Long runs"). Sorts and aggregates only take more,
-        # smaller pages.
+        # broadcast into a join held a whole page of heap, and a TPC-H Q21 batch holds many at once
+        # (docs/journal.md, "Long runs"). Sorts and aggregates only take more, smaller pages.
         .config("spark.buffer.pageSize", settings.page_size)
         # Spark keeps a record of every job, stage and SQL execution (plans as text, metrics) for
-        # its UI and status API even with the UI off — 1,000 of each by default, about 86 KB of
-        # live heap per groupBy batch until the limits are reached. A running query needs few.
+        # its UI and status API even with the UI off — 1,000 of each by default, live heap that
+        # grows with every batch until the limits are reached. A running query needs few.
         .config("spark.ui.retainedJobs", "100")
         .config("spark.ui.retainedStages", "100")
         .config("spark.sql.ui.retainedExecutions", "50")
         # A task's result above this size is not sent back with its status but stored in the block
-        # manager and fetched from there by the driver (the default is 1 MB). A groupBy batch's
-        # one task returns its outputs as Arrow, 2.8 MB for 10,001 keys: 10–24 ms of "getting
-        # result" per batch, about 5 % of it (docs/benchmarks.md, "Stop 41"). Results stay well
-        # under spark.rpc.message.maxSize (128 MB), which bounds a direct result.
+        # manager and fetched from there by the driver (the default is 1 MB). A small batch's one
+        # task returns its outputs as Arrow, a few megabytes for a groupBy's ten thousand keys, and
+        # the fetch was a visible share of the batch (docs/journal.md, "Stop 41"). Results stay
+        # well under spark.rpc.message.maxSize (128 MB), which bounds a direct result.
         .config("spark.task.maxDirectResultSize", "64m")
         # Replaced states are released explicitly; let the cleaner also drop what Python frees.
         .config("spark.cleaner.periodicGC.interval", "1min")
@@ -136,7 +132,7 @@ def engine_session(spark: SparkSession, partitions: int, settings: Settings | No
     # Spark's product of its merges' sides, capped at 2^62 (state.py), not its rows, so a batch
     # over small states in one partition (the batch's job, or the prepared plans captured from
     # it) was cut into a stage per shuffle: TPC-H Q02 with its states reduced to a few hundred
-    # rows, 19 stages a batch and 0.58 s, 6 stages and 0.40 s without (docs/benchmarks.md, stop 49).
+    # rows ran three times as many stages a batch (docs/journal.md, "Stop 49").
     # Only what streamfold made one partition is one: small states and batches (engine.py).
     session.conf.set("spark.sql.maxSinglePartitionBytes", str((1 << 63) - 1))
     # Joins of a delta with a state are hinted; keep broadcasting small static tables.
@@ -150,8 +146,7 @@ def default_partitions(spark: SparkSession) -> int:
 
     A warm batch is a few small tasks per stage over states already partitioned on their keys,
     and each task pays its deserialization and scheduling whatever its rows: with two partitions
-    per core (the default until stop 50) TPC-H SF 1's increments took 1.1–1.7× as long as with
-    one (Q18 1.95 → 1.17 s, Q10 0.97 → 0.68 s, Q16 0.77 → 0.52 s; docs/benchmarks.md, "Stop 50").
+    per core TPC-H SF 1's increments were slower than with one (docs/journal.md, "Stop 50").
     """
     return max(2, spark.sparkContext.defaultParallelism)
 

@@ -399,8 +399,8 @@ def check_file(spec: InputSpec, schema: SourceSchema, p: str) -> tuple[tuple, di
 def read_first_rows(spark: SparkSession, spec: InputSpec, schema: SourceSchema, path: str, rows: int) -> DataFrame:
     """At most ``rows`` rows of Parquet file ``path`` (checked already), as :func:`read_files`
     reads them: the first of its rows, read on the driver (pyarrow) into a frame. A limit over
-    Spark's scan of the file read on past it in the engine's session (TPC-H SF 1: 3.1M of a
-    6M-row lineitem file, 14 s, for a limit of 10K; the same file read without the schema's
+    Spark's scan of the file read on past it in the engine's session (half of TPC-H SF 1's
+    lineitem file for a limit of ten thousand rows; the same file read without the schema's
     casts stopped at once — not understood)."""
     import pyarrow as pa
     import pyarrow.parquet as pq

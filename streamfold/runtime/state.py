@@ -391,8 +391,8 @@ class StateStore:
         carried the product of every input's size into the next batch, whose estimate multiplied
         it again — 10^4 bytes, then 10^17, then the cap, for 40 rows of TPC-H Q21's ``left``.
         With those estimates each batch planned more sort-merge joins with runtime bloom filters
-        (each an extra job, and a bit array of 1–8 MB serialized into every task of its stage):
-        task binaries of 0, 15, then 56 MB, until the driver ran out of memory serializing one.
+        (each an extra job, and a bit array of megabytes serialized into every task of its stage):
+        task binaries grew batch after batch until the driver ran out of memory serializing one.
         Once the batch has run, its merges' row counts are known (:meth:`count_rows`).
         """
         rows = self.rows.get(name)

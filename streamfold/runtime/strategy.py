@@ -24,7 +24,7 @@ time counts, besides, what the probed batch spent reading its file list and comm
 recompute batch does those too); the first recompute batch measured replaces the probes. A probe is repeated
 when the history has doubled since the last recompute measured and incremental batches are
 within half of it. Where the engine prepared batch 1's plans after the build, it *calibrates* the
-model there instead (Engine._calibrate): a probe, and the *floor* — the prepared plans run over no
+model there instead (``features/strategies.py``, ``calibrate``): a probe, and the *floor* — the prepared plans run over no
 rows, what an incremental batch costs at least — which stands for the incremental batch until one
 is measured, so batch 1 can already be a recompute; that probe, the query's first run in the JVM,
 is measured again after batch 1 when the choice is within 2× of it, and replaced; the engine does
@@ -50,8 +50,7 @@ MODES = ("incremental", "recompute", "auto")
 WINDOW = 8  # observations kept per kind
 # Incremental batches measured before a recompute is, when the plan can run prepared plans: the
 # first batches after a build lay the states out and capture the plans (each several times a
-# warm batch: TPC-H SF 0.01, docs/benchmarks.md, stop 33), so a warm batch is waited for — at
-# most this many.
+# warm batch: docs/journal.md, "Stop 33"), so a warm batch is waited for — at most this many.
 WARM_UP = 3
 
 
@@ -135,7 +134,7 @@ class CostModel:
     def _calibrated(self) -> bool:
         """Whether the only recompute measured is the probe right after the last build (the
         engine's calibration): the query's first run in the JVM, which paid its code generation
-        (TPC-H SF 1, Q09: 3.8 s, where later recompute batches took 1.6–1.9 s)."""
+        and costs a multiple of a later recompute."""
         return (len(self._probes) == 1 and len(self.recomputes) == 1 and bool(self.builds)
                 and self._probes[0].history_rows == self.builds[-1].history_rows)
 
@@ -186,7 +185,7 @@ class CostModel:
             # A recompute is measured after the first batch that leaves none measured, without
             # waiting for the incremental batches to be measured: they are measured anyway, and
             # the decision can then come as soon as they are (a probe after the first warm
-            # batch decided one batch later, at SF 1 a batch of 4–15 s).
+            # batch decided one batch later, and at TPC-H SF 1 a batch is seconds).
             unprobed = not self.recomputes
             if inc is None or rec is None:
                 return Choice("incremental", "no incremental batch measured since the states were built"

@@ -32,9 +32,9 @@ class _ViewCommands:
 
     ``DataFrame.createOrReplaceTempView`` builds Spark's ``CreateViewCommand`` and runs it as a
     query of its own: analysed, executed under a new SQL execution id, announced to the listener
-    bus with its plan's description. Measured on this machine that is 8-13 ms of driver CPU per
-    view (a batch registers several: its rows, each state's versions, the merges' results),
-    against 0.2-0.6 ms for running the same command's ``run`` directly — what the command does
+    bus with its plan's description: milliseconds of driver CPU per view (a batch registers
+    several: its rows, each state's versions, the merges' results), tens of times what running
+    the same command's ``run`` directly costs (docs/journal.md, "Temp views") — what the command does
     is the same: the analysed plan stored as the view, replacing one of the same name. Dropping
     goes to the session catalog directly too (no cached plan is ever registered as a view here,
     so there is nothing to uncache). The command's constructor is Spark-internal: if it is not

@@ -2,8 +2,8 @@
 
 A running query polls its source directories every ``--trigger`` seconds (1 s by default), so a
 file renamed into one waits on average half the interval before its batch starts — at the
-default, half a second of the latency a user sees, more than a warm batch of the seed's groupBy
-costs (docs/benchmarks.md, "Stop 40"). On Linux, :class:`SourceWatch` asks the kernel (inotify)
+default, more of the latency a user sees than a warm batch of the seed's groupBy costs
+(docs/journal.md, "Stop 40"). On Linux, :class:`SourceWatch` asks the kernel (inotify)
 to report names renamed into or written and closed in each stream's directory, and ends the
 wait between two polls as soon as one arrives (:meth:`.hooks.BatchControl.wake`). The poll is
 still the only reader of the directories: the watch changes when it looks, never what it takes,

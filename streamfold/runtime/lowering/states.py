@@ -126,7 +126,7 @@ def runs(t: StateTable, base: str, merged: str) -> str:
     columns are the children's output columns, and a column read from a view carries the view's
     name (its qualifier) where the partitioning of the rows under it does not: without the
     renaming the union reports no partitioning, and a delta joining the state shuffled the whole
-    base every batch (TPC-H SF 1 Q05: 5.5M rows; docs/benchmarks.md, "Stop 38")."""
+    base every batch (docs/journal.md, "Stop 38")."""
     cols = [n for n, _ in t.columns]
     inner = [f"{quote(n)} AS {quote(f'__r{i}')}" for i, n in enumerate(cols)]
     outer = ", ".join(f"{quote(f'__r{i}')} AS {quote(n)}" for i, n in enumerate(cols))
