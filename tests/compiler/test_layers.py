@@ -32,7 +32,7 @@ ALLOWED = {
 }
 # control drives a running query's Spark session (cancels its jobs, evaluates breakpoints, runs
 # inspections); linalg has a Spark back-end
-SPARK_PARTS = {"runtime", "bench", "control", "linalg"}
+SPARK_PARTS = {"connectors", "runtime", "bench", "control", "linalg"}
 
 
 def _modules() -> dict[str, Path]:
