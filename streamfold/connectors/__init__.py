@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
-from .errors import UsageError
+from ..errors import UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
