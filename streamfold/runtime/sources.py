@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 FORMATS = ("parquet", "csv", "json")
+TABLE_FORMATS = ("delta",)  # read through a connector (staged.py), not as files
 BAD_FILE_HINT = ("nothing of this batch was applied: move the file out of the source directory (or replace it "
                  "with a good one) and run the same command again, or run with --on-bad-file quarantine")
 
@@ -42,6 +43,8 @@ class InputSpec:
     format: str = "parquet"
     static: bool = False
     schema: str | None = None  # "col TYPE, ..." overriding inference
+    # a staged source's origin (a Delta table): ``path`` is then its staging directory (staged.py)
+    origin: str | None = None
 
     @classmethod
     def parse(cls, text: str, static: bool = False) -> InputSpec:
@@ -51,11 +54,11 @@ class InputSpec:
         name, rest = text.split("=", 1)
         fmt = "parquet"
         head, sep, tail = rest.rpartition(":")
-        if sep and tail.lower() in FORMATS:
+        if sep and tail.lower() in FORMATS + TABLE_FORMATS:
             rest, fmt = head, tail.lower()
         elif sep and head and tail.isalnum() and not os.path.exists(rest):
             raise UsageError(f"unknown format {tail!r} for input {name.strip()}", code="BAD_FORMAT",
-                             params={"format": tail, "spec": text}, hint="the formats are parquet, csv and json")
+                             params={"format": tail, "spec": text}, hint="the formats are parquet, csv, json and delta")
         if not name.strip() or not rest:
             raise UsageError(f"cannot read input {text!r}", code="BAD_INPUT_SPEC", params={"spec": text},
                              hint="write it as NAME=PATH or NAME=PATH:FORMAT")
@@ -216,6 +219,10 @@ def infer_schema(spec: InputSpec, spark: SparkSession | None = None) -> SourceSc
     """The schema of a source: given, or read from its first file (Spark infers CSV/JSON types)."""
     if spec.schema:
         return SourceSchema.of(spec.name, parse_schema(spec.schema), static=spec.static)
+    if spec.format == "delta" or spec.origin is not None:
+        from .staged import delta_schema
+
+        return delta_schema(spec)
     files = table_paths(spec.path) if spec.static else [os.path.join(spec.path, n) for n in list_inputs(spec.path)]
     if not files:
         raise SourceError(

@@ -1,0 +1,159 @@
+"""Sources that are not a directory of files, staged into one: the seam to the connectors.
+
+The engine reads one kind of stream: a directory whose new files are a batch, their rows
+carrying ``_weight``; the checkpoint records the files of a batch before it reads them, and the
+history of a source (a recompute, a rebuild) is every file it consumed. A connector's source
+(a Delta table) is fitted to that by *staging*: before each poll, :meth:`Stager.stage` asks the
+connector for the rows changed since the last staged position and writes them (Spark, Parquet)
+as one file in the source's staging directory, ``CHECKPOINT/sources/<name>/``, named by the
+positions it covers — ``delta-v<first>-v<last>`` for the Delta versions ``first .. last``.
+From there on it is a file like any other: recorded in ``offsets/`` before it is read, listed
+by the commit that applies it, read again whole by a recompute.
+
+Why that is exactly-once: the staged file is written under a hidden name and renamed into the
+directory, so it is there whole or not at all; the next position is read back from the names in
+the directory (never from memory), so a run killed after staging a file applies it on restart,
+and one killed while writing stages the same versions again. A position that a commit applied is
+in that commit's ``inputs`` (and its ``positions``), so a restart never takes a version twice.
+
+The cost: the changed rows are written once more (netted, so usually far fewer than the files
+the versions rewrote). Bad input is refused *before* anything is staged — a schema change the
+query cannot read, versions vacuumed away — so nothing is half-applied and the checkpoint stays
+usable once the cause is fixed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..connectors.delta_source import DeltaSource, DeltaSourceError
+from ..ir.rel import WEIGHT
+from ..sql.catalog import SourceSchema
+from .sources import InputSpec, arrow_type, readable_as, spark_struct
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("streamfold")
+
+STAGED_DIR = "sources"
+_DELTA = re.compile(r"^delta-v(\d{20})-v(\d{20})$")
+
+
+def staged_specs(specs: Sequence[InputSpec], checkpoint_dir: str) -> list[InputSpec]:
+    """``specs`` with each Delta stream read from its staging directory (its table in ``origin``)."""
+    out = []
+    for spec in specs:
+        if spec.format == "delta" and spec.origin is None:
+            staging = os.path.join(os.path.abspath(checkpoint_dir), STAGED_DIR, spec.name)
+            spec = replace(spec, path=staging, format="parquet", origin=spec.path)
+        out.append(spec)
+    return out
+
+
+def delta_location(spec: InputSpec) -> str | None:
+    """The Delta table a spec reads (staged or not), or None for a directory of files."""
+    if spec.origin is not None:
+        return spec.origin
+    return spec.path if spec.format == "delta" else None
+
+
+def delta_schema(spec: InputSpec) -> SourceSchema:
+    """A Delta source's schema: the table's columns now, and ``_weight`` (its changes delete rows)."""
+    location = delta_location(spec)
+    assert location is not None
+    if spec.static:
+        raise DeltaSourceError(f"table {spec.name} is a Delta table: only sources may be Delta tables yet",
+                               code="DELTA_STATIC_TABLE", params={"table": spec.name},
+                               hint=f"give it as --source {spec.name}={location}:delta (its rows then follow "
+                                    "the table's updates), or export it as files for --table")
+    schema = DeltaSource(spec.name, location).arrow_schema()
+    return SourceSchema.of(spec.name, [(f.name, arrow_type(f.type)) for f in schema] + [(WEIGHT, "BIGINT")])
+
+
+def positions(inputs: Mapping[str, Iterable[str]]) -> dict[str, Any]:
+    """What a batch's staged files say of their sources' positions (for its commit record):
+    per Delta source, the first and last table version the batch applied."""
+    out: dict[str, Any] = {}
+    for name, names in inputs.items():
+        versions = [(int(m.group(1)), int(m.group(2))) for n in names if (m := _DELTA.match(n))]
+        if versions:
+            out[name] = {"kind": "delta", "first_version": min(v[0] for v in versions),
+                         "version": max(v[1] for v in versions)}
+    return out
+
+
+class Stager:
+    """Stages the new positions of a run's connector sources before each poll."""
+
+    def __init__(self, specs: Mapping[str, InputSpec], streams: Sequence[SourceSchema]) -> None:
+        self.sources = [(specs[s.name.lower()], s) for s in streams
+                        if specs[s.name.lower()].origin is not None and not specs[s.name.lower()].static]
+
+    def stage(self, spark: SparkSession) -> None:
+        for spec, schema in self.sources:
+            _stage_delta(spark, spec, schema)
+
+
+def staged_version(directory: str) -> int:
+    """The last Delta version staged in ``directory`` (−1: none)."""
+    names = os.listdir(directory) if os.path.isdir(directory) else []
+    return max((int(m.group(2)) for n in names if (m := _DELTA.match(n))), default=-1)
+
+
+def _stage_delta(spark: SparkSession, spec: InputSpec, schema: SourceSchema) -> None:
+    assert spec.origin is not None
+    source = DeltaSource(spec.name, spec.origin)
+    after = staged_version(spec.path)
+    upto = source.version()
+    if upto <= after:
+        return
+    _check_schemas(source, schema, after, upto)
+    os.makedirs(spec.path, exist_ok=True)
+    name = f"delta-v{after + 1:020d}-v{upto:020d}"
+    tmp = os.path.join(spec.path, f".{name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)  # a write a killed run left
+    struct = spark_struct(list(schema.columns))
+    rows = source.read(spark, after, upto, struct)
+    rows.write.parquet(tmp)
+    if not any(n.endswith(".parquet") for n in os.listdir(tmp)):  # nothing changed: an empty file
+        _empty_parquet(os.path.join(tmp, "part-00000.parquet"), schema)
+    os.rename(tmp, os.path.join(spec.path, name))
+    log.info("staged versions %d..%d of %s", after + 1, upto, spec.origin)
+
+
+def _check_schemas(source: DeltaSource, schema: SourceSchema, after: int, upto: int) -> None:
+    """Refuse the versions if one set a schema the query cannot read its columns from."""
+    changed = source.schemas_in(after, upto) if after >= 0 else [(upto, source.arrow_schema(upto))]
+    for version, arrow in changed:
+        found = {f.name.lower(): arrow_type(f.type) for f in arrow}
+        for column, want in schema.columns:
+            have = found.get(column.lower())
+            if have is None or not readable_as(have, want):
+                what = "dropped" if have is None else f"changed to {have.sql()}"
+                raise DeltaSourceError(
+                    f"version {version} of the Delta table {source.location}: column `{column}` of source "
+                    f"{schema.name} was {what}", code="DELTA_SCHEMA_CHANGED",
+                    params={"source": schema.name, "version": version, "column": column,
+                            "found": have.sql() if have else None, "expected": want.sql()},
+                    hint="nothing of these versions was applied; the query reads the columns it started with: "
+                         "restore the column in the table (a new version), or start the query over with a new "
+                         "--output. New columns are ignored.")
+
+
+def _empty_parquet(path: str, schema: SourceSchema) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .sources import spark_struct as _struct
+
+    fields = _struct([*schema.columns, (WEIGHT, "BIGINT")])
+    arrow = pa.schema([pa.field(f.name, pa.int64()) if f.name == WEIGHT else pa.field(f.name, pa.null())
+                       for f in fields.fields])
+    pq.write_table(arrow.empty_table(), path)
