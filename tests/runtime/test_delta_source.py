@@ -112,3 +112,70 @@ def test_a_delta_source_follows_random_updates_deletes_and_merges(spark, tmp_pat
 @pytest.mark.parametrize("cdf", [False, True], ids=["log", "cdf"])
 def test_two_delta_sources_joined(spark, tmp_path, cdf):
     _run(spark, str(tmp_path), JOIN, ["T", "U"], cdf, seed=11 + cdf, batches=6)
+
+
+class _Killed(BaseException):
+    """The process dying at this instant (nothing after it runs, no handler catches it)."""
+
+
+def _die_at(monkeypatch, target, name):
+    real = getattr(target, name)
+
+    def die(*args, **kwargs):
+        if name == "rename" and not os.path.basename(args[1]).startswith("delta-v"):
+            return real(*args, **kwargs)
+        monkeypatch.undo()
+        raise _Killed
+
+    monkeypatch.setattr(target, name, die)
+
+
+def test_killed_while_staging_between_versions_and_mid_batch_the_rerun_applies_each_version_once(
+        spark, tmp_path, monkeypatch):
+    """A run dies while it writes a staged file, after staging (before the batch records it), and
+    after the batch's offsets (before its commit); versions are committed to the table between the
+    deaths. Each rerun resumes at the next version: every commit's snapshot equals DuckDB over the
+    table at the version the commit names, and the versions the commits cover follow each other."""
+    import streamfold
+    from streamfold.runtime import staged
+    from streamfold.runtime.checkpoint import Checkpoint, OutputDir
+
+    rng = random.Random(5)
+    path, out = str(tmp_path / "t"), str(tmp_path / "out")
+    _create(path, rng, cdf=False)
+
+    def start():
+        return streamfold.start(GROUP_BY, {"T": path + ":delta"}, out, spark=spark, background=False,
+                                partitions=2, endpoint=False)
+
+    deaths = [(staged.os, "rename"), (Checkpoint, "write_offsets"), (OutputDir, "commit")]
+    q = start()
+    assert q.process_available() is not None
+    for target, name in deaths:
+        for _ in range(2):
+            _change(path, rng)
+        _die_at(monkeypatch, target, name)
+        with pytest.raises(_Killed):
+            q.process_available()
+        q.engine.close()
+        _change(path, rng)  # a version committed while the run is down
+        q = start()
+        assert q.process_available() is not None
+    while q.process_available() is not None:
+        pass
+    q.stop()
+
+    from deltalake import DeltaTable
+
+    commits = sorted(os.listdir(os.path.join(out, "commits")))
+    next_version = 0
+    for b, name in enumerate(commits):
+        record = q.commit(b)
+        position = record["positions"]["T"]
+        assert position["kind"] == "delta" and position["first_version"] == next_version, record
+        next_version = position["version"] + 1
+        snapshot = _rows(q.snapshot_pandas(b))
+        expected = duckdb_answer(GROUP_BY, {"T": [DeltaTable(path, version=position["version"]).to_pyarrow_table()]})
+        check = compare(snapshot, expected)
+        assert check.matches, f"batch {b}: {check.detail}"
+    assert next_version == DeltaTable(path).version() + 1
