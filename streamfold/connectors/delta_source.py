@@ -141,14 +141,6 @@ class DeltaSource:
                                    params={"source": self.name, "path": self.location, "version": version},
                                    hint=VACUUM_HINT) from None
 
-    def schemas_in(self, after: int, upto: int) -> list[tuple[int, pa.Schema]]:
-        """The schemas versions ``after+1 .. upto`` set (a ``metaData`` action), in order."""
-        out = []
-        for v in range(after + 1, upto + 1):
-            if any("metaData" in a for a in self._log_entry(v)):
-                out.append((v, self.arrow_schema(v)))
-        return out
-
     def changes(self, after: int, upto: int) -> Changes:
         """The files versions ``after+1 .. upto`` changed (see the module docstring)."""
         if after < 0:

@@ -114,7 +114,7 @@ def _stage_delta(spark: SparkSession, spec: InputSpec, schema: SourceSchema) -> 
     upto = source.version()
     if upto <= after:
         return
-    _check_schemas(source, schema, after, upto)
+    _check_schemas(source, schema, upto)
     os.makedirs(spec.path, exist_ok=True)
     name = f"delta-v{after + 1:020d}-v{upto:020d}"
     tmp = os.path.join(spec.path, f".{name}.tmp")
@@ -128,10 +128,15 @@ def _stage_delta(spark: SparkSession, spec: InputSpec, schema: SourceSchema) -> 
     log.info("staged versions %d..%d of %s", after + 1, upto, spec.origin)
 
 
-def _check_schemas(source: DeltaSource, schema: SourceSchema, after: int, upto: int) -> None:
-    """Refuse the versions if one set a schema the query cannot read its columns from."""
-    changed = source.schemas_in(after, upto) if after >= 0 else [(upto, source.arrow_schema(upto))]
-    for version, arrow in changed:
+def _check_schemas(source: DeltaSource, schema: SourceSchema, upto: int) -> None:
+    """Refuse the versions up to ``upto`` if the table's schema then lacks a column of the query's,
+    or has it with a type it cannot be read as.
+
+    Only the schema at ``upto`` counts: a schema changing columns the query reads is an
+    overwrite (every file removed, new ones added), so no file of an intermediate schema is
+    read; and a column added later is NULL in older files, as Delta reads them too. So a table
+    whose column came back (a new version) is read on from where the query stopped."""
+    for version, arrow in [(upto, source.arrow_schema(upto))]:
         found = {f.name.lower(): arrow_type(f.type) for f in arrow}
         for column, want in schema.columns:
             have = found.get(column.lower())

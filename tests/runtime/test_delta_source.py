@@ -179,3 +179,102 @@ def test_killed_while_staging_between_versions_and_mid_batch_the_rerun_applies_e
         check = compare(snapshot, expected)
         assert check.matches, f"batch {b}: {check.detail}"
     assert next_version == DeltaTable(path).version() + 1
+
+
+def _start(spark, path: str, out: str, sql: str = GROUP_BY):
+    import streamfold
+
+    return streamfold.start(sql, {"T": path + ":delta"}, out, spark=spark, background=False, partitions=2,
+                            endpoint=False)
+
+
+def _staged(out: str) -> list[str]:
+    return sorted(os.listdir(os.path.join(out, "_checkpoint", "sources", "T")))
+
+
+def _check_snapshot(q, path: str) -> None:
+    expected = duckdb_answer(GROUP_BY, {"T": [_contents(path)]})
+    check = compare(_rows(q.snapshot_pandas()), expected)
+    assert check.matches, check.detail
+
+
+def test_an_incompatible_schema_change_is_refused_whole_and_the_run_goes_on_once_the_column_is_back(
+        spark, tmp_path):
+    from deltalake import write_deltalake
+
+    from streamfold.connectors.delta_source import DeltaSourceError
+
+    rng = random.Random(8)
+    path, out = str(tmp_path / "t"), str(tmp_path / "out")
+    _create(path, rng, cdf=False)
+    q = _start(spark, path, out)
+    try:
+        assert q.process_available() is not None
+        _change(path, rng)
+        changed = pa.table({"k": pa.array([1, 2], pa.int32()), "v": ["x", "y"], "s": ["a", "b"]})
+        write_deltalake(path, changed, mode="overwrite", schema_mode="overwrite")  # v: BIGINT → STRING
+        staged = _staged(out)
+        for _ in range(2):  # refused again on a retry: nothing half-applied
+            with pytest.raises(DeltaSourceError) as e:
+                q.process_available()
+            assert e.value.code == "DELTA_SCHEMA_CHANGED" and e.value.params["column"] == "v", e.value
+            assert e.value.hint and _staged(out) == staged and q.last_batch == 0
+        write_deltalake(path, _rows_of(rng, 6), mode="overwrite", schema_mode="overwrite")  # v is back
+        _change(path, rng)
+        assert q.process_available() is not None and q.last_batch == 1
+        _check_snapshot(q, path)
+    finally:
+        q.stop()
+
+
+def test_a_table_vacuumed_past_the_version_needed_is_refused_and_the_checkpoint_is_untouched(spark, tmp_path):
+    from deltalake import DeltaTable
+
+    from streamfold.connectors.delta_source import DeltaSourceError
+
+    rng = random.Random(9)
+    path, out = str(tmp_path / "t"), str(tmp_path / "out")
+    _create(path, rng, cdf=False)
+    DeltaTable(path).update(updates={"v": "v"}, predicate="true")
+    q = _start(spark, path, out)
+    try:
+        assert q.process_available() is not None
+        _contents(path)
+        DeltaTable(path).delete("true")  # removes the files batch 1 must read as deletions
+        DeltaTable(path).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        staged = _staged(out)
+        with pytest.raises(DeltaSourceError) as e:
+            q.process_available()
+        assert e.value.code == "DELTA_VERSION_GONE" and "vacuum" in (e.value.hint or ""), e.value
+        assert _staged(out) == staged and q.last_batch == 0
+        assert len(os.listdir(os.path.join(out, "commits"))) == 1
+    finally:
+        q.stop()
+
+
+@pytest.mark.parametrize("make, code", [
+    ("directory", "NOT_A_DELTA_TABLE"),
+    ("missing", "NOT_A_DELTA_TABLE"),
+    ("partitioned", "DELTA_PARTITIONED"),
+    ("deletion_vectors", "DELTA_DELETION_VECTORS"),
+])
+def test_what_cannot_be_read_exactly_is_refused_before_anything_runs(spark, tmp_path, make, code):
+    from deltalake import write_deltalake
+
+    from streamfold.errors import SourceError
+
+    path, out = str(tmp_path / "t"), str(tmp_path / "out")
+    rows = _rows_of(random.Random(1), 5)
+    if make == "directory":
+        os.makedirs(path)
+        import pyarrow.parquet as pq
+
+        pq.write_table(rows, os.path.join(path, "0.parquet"))
+    elif make == "partitioned":
+        write_deltalake(path, rows, partition_by=["s"])
+    elif make == "deletion_vectors":
+        write_deltalake(path, rows, configuration={"delta.enableDeletionVectors": "true"})
+    with pytest.raises(SourceError) as e:
+        _start(spark, path, out)
+    assert e.value.code == code and e.value.hint, e.value
+    assert not os.path.exists(os.path.join(out, "commits"))
