@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..connectors.delta_source import DeltaSource, DeltaSourceError
 from ..errors import BadInputError, SourceError, UsageError
 from ..ir.printer import quote
 from ..ir.rel import WEIGHT
@@ -220,8 +221,6 @@ def infer_schema(spec: InputSpec, spark: SparkSession | None = None) -> SourceSc
     if spec.schema:
         return SourceSchema.of(spec.name, parse_schema(spec.schema), static=spec.static)
     if spec.format == "delta" or spec.origin is not None:
-        from .staged import delta_schema
-
         return delta_schema(spec)
     files = table_paths(spec.path) if spec.static else [os.path.join(spec.path, n) for n in list_inputs(spec.path)]
     if not files:
@@ -247,6 +246,27 @@ def infer_schema(spec: InputSpec, spark: SparkSession | None = None) -> SourceSc
                           params={"source": spec.name, "path": first})
     return SourceSchema.of(spec.name, [(f.name, spark_type(f.dataType)) for f in df.schema.fields],
                            static=spec.static)
+
+
+def delta_location(spec: InputSpec) -> str | None:
+    """The Delta table a spec reads (staged or not), or None for a directory of files."""
+    if spec.origin is not None:
+        return spec.origin
+    return spec.path if spec.format == "delta" else None
+
+
+def delta_schema(spec: InputSpec) -> SourceSchema:
+    """A Delta source's schema: the table's columns now, and ``_weight`` (its changes delete rows)."""
+    location = delta_location(spec)
+    assert location is not None
+    if spec.static:
+        raise DeltaSourceError(f"table {spec.name} is a Delta table: only sources may be Delta tables yet",
+                               code="DELTA_STATIC_TABLE", params={"table": spec.name},
+                               hint=f"give it as --source {spec.name}={location}:delta (its rows then follow "
+                                    "the table's updates), or export it as files for --table")
+    schema = DeltaSource(spec.name, location).arrow_schema()
+    return SourceSchema.of(spec.name, [(f.name, arrow_type(f.type)) for f in schema] + [(WEIGHT, "BIGINT")])
+
 
 
 # -- reading -------------------------------------------------------------------------------------

@@ -57,26 +57,6 @@ def staged_specs(specs: Sequence[InputSpec], checkpoint_dir: str) -> list[InputS
     return out
 
 
-def delta_location(spec: InputSpec) -> str | None:
-    """The Delta table a spec reads (staged or not), or None for a directory of files."""
-    if spec.origin is not None:
-        return spec.origin
-    return spec.path if spec.format == "delta" else None
-
-
-def delta_schema(spec: InputSpec) -> SourceSchema:
-    """A Delta source's schema: the table's columns now, and ``_weight`` (its changes delete rows)."""
-    location = delta_location(spec)
-    assert location is not None
-    if spec.static:
-        raise DeltaSourceError(f"table {spec.name} is a Delta table: only sources may be Delta tables yet",
-                               code="DELTA_STATIC_TABLE", params={"table": spec.name},
-                               hint=f"give it as --source {spec.name}={location}:delta (its rows then follow "
-                                    "the table's updates), or export it as files for --table")
-    schema = DeltaSource(spec.name, location).arrow_schema()
-    return SourceSchema.of(spec.name, [(f.name, arrow_type(f.type)) for f in schema] + [(WEIGHT, "BIGINT")])
-
-
 def positions(inputs: Mapping[str, Iterable[str]]) -> dict[str, Any]:
     """What a batch's staged files say of their sources' positions (for its commit record):
     per Delta source, the first and last table version the batch applied."""
@@ -121,9 +101,7 @@ def _stage_delta(spark: SparkSession, spec: InputSpec, schema: SourceSchema) -> 
     shutil.rmtree(tmp, ignore_errors=True)  # a write a killed run left
     struct = spark_struct(list(schema.columns))
     rows = source.read(spark, after, upto, struct)
-    rows.write.parquet(tmp)
-    if not any(n.endswith(".parquet") for n in os.listdir(tmp)):  # nothing changed: an empty file
-        _empty_parquet(os.path.join(tmp, "part-00000.parquet"), schema)
+    rows.write.parquet(tmp)  # (no rows: one file without rows, with the columns)
     os.rename(tmp, os.path.join(spec.path, name))
     log.info("staged versions %d..%d of %s", after + 1, upto, spec.origin)
 
@@ -151,14 +129,3 @@ def _check_schemas(source: DeltaSource, schema: SourceSchema, upto: int) -> None
                          "restore the column in the table (a new version), or start the query over with a new "
                          "--output. New columns are ignored.")
 
-
-def _empty_parquet(path: str, schema: SourceSchema) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from .sources import spark_struct as _struct
-
-    fields = _struct([*schema.columns, (WEIGHT, "BIGINT")])
-    arrow = pa.schema([pa.field(f.name, pa.int64()) if f.name == WEIGHT else pa.field(f.name, pa.null())
-                       for f in fields.fields])
-    pq.write_table(arrow.empty_table(), path)

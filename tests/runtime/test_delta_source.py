@@ -46,7 +46,7 @@ def _change(path: str, rng: random.Random) -> str:
     from deltalake import DeltaTable, write_deltalake
 
     dt = DeltaTable(path)
-    op = rng.choice(["append", "append", "update", "delete", "merge", "rewrite"])
+    op = rng.choice(["append", "append", "update", "delete", "merge", "rewrite", "optimize"])
     k = rng.randint(0, 5)
     if op == "append":
         write_deltalake(path, _rows_of(rng, rng.randint(1, 10)), mode="append")
@@ -55,6 +55,8 @@ def _change(path: str, rng: random.Random) -> str:
                   predicate=f"k = {k} OR v IS NULL" if rng.random() < 0.3 else f"k = {k}")
     elif op == "delete":
         dt.delete(f"k = {k}" if rng.random() < 0.7 else "s IS NULL")
+    elif op == "optimize":  # files compacted: no row changes (dataChange false)
+        dt.optimize.compact()
     elif op == "rewrite":  # every row of the files it touches rewritten unchanged
         dt.update(updates={"v": "v"}, predicate=f"k = {k}")
     else:
@@ -278,3 +280,30 @@ def test_what_cannot_be_read_exactly_is_refused_before_anything_runs(spark, tmp_
         _start(spark, path, out)
     assert e.value.code == code and e.value.hint, e.value
     assert not os.path.exists(os.path.join(out, "commits"))
+
+
+@pytest.mark.parametrize("cdf", [False, True], ids=["log", "cdf"])
+def test_rows_rewritten_unchanged_and_files_compacted_cost_no_row(spark, tmp_path, cdf):
+    """An UPDATE that sets every row to itself rewrites every file; an OPTIMIZE moves the rows
+    into one file: neither changes a row, so the batch carries none (netted, or no dataChange)."""
+    from deltalake import DeltaTable, write_deltalake
+
+    rng = random.Random(4)
+    path, out = str(tmp_path / "t"), str(tmp_path / "out")
+    _create(path, rng, cdf=cdf)
+    write_deltalake(path, _rows_of(rng, 7), mode="append")
+    q = _start(spark, path, out)
+    try:
+        first = q.process_available()
+        assert first is not None and first.rows["T"] > 0
+        DeltaTable(path).update(updates={"s": "s"}, predicate="true")
+        DeltaTable(path).optimize.compact()
+        result = q.process_available()
+        if cdf:  # the change feed has each row's pre- and post-image: they cancel in the batch
+            assert result is not None and result.change_rows == 0
+        else:
+            assert result is not None and result.rows["T"] == 0 and result.change_rows == 0, result
+        assert q.commit(1)["positions"]["T"]["version"] == DeltaTable(path).version()
+        _check_snapshot(q, path)
+    finally:
+        q.stop()
