@@ -33,6 +33,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..connectors.delta_source import DeltaSource, DeltaSourceError
+from ..connectors.spark_source import STAGED as _SPARK
+from ..connectors.spark_source import SparkFeeds, SparkStreamSource, is_dataframe, stage_table
 from ..ir.rel import WEIGHT
 from ..sql.catalog import SourceSchema
 from .sources import InputSpec, arrow_type, readable_as, spark_struct
@@ -59,13 +61,17 @@ def staged_specs(specs: Sequence[InputSpec], checkpoint_dir: str) -> list[InputS
 
 def positions(inputs: Mapping[str, Iterable[str]]) -> dict[str, Any]:
     """What a batch's staged files say of their sources' positions (for its commit record):
-    per Delta source, the first and last table version the batch applied."""
+    per Delta source, the first and last table version the batch applied; per streaming
+    DataFrame, the Spark micro-batch ids."""
     out: dict[str, Any] = {}
     for name, names in inputs.items():
         versions = [(int(m.group(1)), int(m.group(2))) for n in names if (m := _DELTA.match(n))]
         if versions:
             out[name] = {"kind": "delta", "first_version": min(v[0] for v in versions),
                          "version": max(v[1] for v in versions)}
+        ids = [int(m.group(1)) for n in names if (m := _SPARK.match(n))]
+        if ids:
+            out[name] = {"kind": "spark", "batch_ids": ids}
     return out
 
 
@@ -129,3 +135,29 @@ def _check_schemas(source: DeltaSource, schema: SourceSchema, upto: int) -> None
                          "restore the column in the table (a new version), or start the query over with a new "
                          "--output. New columns are ignored.")
 
+
+
+def dataframe_inputs(sources: Mapping[str, Any], tables: Mapping[str, Any] | None,
+                     schemas: Mapping[str, str] | None, checkpoint_dir: str
+                     ) -> tuple[dict[str, str], dict[str, str], dict[str, str], SparkFeeds]:
+    """The API's inputs with each Spark DataFrame replaced by its staging directory: a streaming
+    one by the directory its micro-batches are staged into (started by the returned feeds), a
+    static one by its copy written once (:mod:`..connectors.spark_source`)."""
+    root = os.path.abspath(checkpoint_dir)
+    paths, table_paths, given = {}, {}, dict(schemas or {})
+    feeds = []
+    for name, value in sources.items():
+        if not is_dataframe(value):
+            paths[name] = value
+            continue
+        source = SparkStreamSource(name, value, os.path.join(root, STAGED_DIR, name))
+        os.makedirs(source.directory, exist_ok=True)
+        paths[name] = source.directory
+        given.setdefault(name, source.schema())
+        feeds.append(source)
+    for name, value in (tables or {}).items():
+        if is_dataframe(value):
+            os.makedirs(os.path.join(root, "tables"), exist_ok=True)
+            value = stage_table(name, value, os.path.join(root, "tables", name))
+        table_paths[name] = value
+    return paths, table_paths, given, SparkFeeds(feeds)
