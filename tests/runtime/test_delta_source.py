@@ -108,12 +108,12 @@ def _run(spark, tmp, sql: str, names: list[str], cdf: bool, seed: int, batches: 
 
 @pytest.mark.parametrize("cdf", [False, True], ids=["log", "cdf"])
 def test_a_delta_source_follows_random_updates_deletes_and_merges(spark, tmp_path, cdf):
-    _run(spark, str(tmp_path), GROUP_BY, ["T"], cdf, seed=3 + cdf, batches=7)
+    _run(spark, str(tmp_path), GROUP_BY, ["T"], cdf, seed=3 + cdf, batches=6)
 
 
 @pytest.mark.parametrize("cdf", [False, True], ids=["log", "cdf"])
 def test_two_delta_sources_joined(spark, tmp_path, cdf):
-    _run(spark, str(tmp_path), JOIN, ["T", "U"], cdf, seed=11 + cdf, batches=6)
+    _run(spark, str(tmp_path), JOIN, ["T", "U"], cdf, seed=11 + cdf, batches=5)
 
 
 class _Killed(BaseException):

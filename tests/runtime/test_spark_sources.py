@@ -82,7 +82,7 @@ def test_a_file_stream_joined_with_a_static_dataframe_and_a_replayed_micro_batch
     written.append(_file(src, 0, rng, live))
     q = _start(spark, FILE_SQL, {"E": stream()}, out, tables={"D": _dim(spark)})
     try:
-        for i in range(1, 4):
+        for i in range(1, 3):
             check(q)
             for j in range(rng.randint(1, 3)):
                 written.append(_file(src, 10 * i + j, rng, live))
@@ -94,7 +94,9 @@ def test_a_file_stream_joined_with_a_static_dataframe_and_a_replayed_micro_batch
     # runs that micro-batch again over the same offsets on restart.
     commits = os.path.join(out, "_checkpoint", "sources", "E", "_spark", "commits")
     last = max(int(n) for n in os.listdir(commits) if n.isdigit())
-    os.remove(os.path.join(commits, str(last)))
+    for name in (str(last), f".{last}.crc"):
+        if os.path.exists(os.path.join(commits, name)):
+            os.remove(os.path.join(commits, name))
     q = _start(spark, FILE_SQL, {"E": stream()}, out, tables={"D": _dim(spark)})
     try:
         written.append(_file(src, 99, rng, live))
