@@ -43,6 +43,13 @@ class ControlledQuery(Query):
         self.endpoint: Endpoint | None = None
         self.feeds: SparkFeeds | None = None
 
+    def process_available(self) -> Any:
+        """As :meth:`Query.process_available`; a Spark stream feeding a source that failed is
+        raised here (coded ``SPARK_SOURCE_FAILED``) rather than starving the query quietly."""
+        if self.feeds is not None:
+            self.feeds.check()
+        return super().process_available()
+
     @property
     def control_url(self) -> str | None:
         """The endpoint's URL (its token is in OUTPUT/_control.json), or None without one."""
