@@ -199,6 +199,7 @@ class DeltaSource:
         from functools import reduce
 
         from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
 
         ch = self.changes(after, upto)
         columns = [F.col(f"`{f.name}`") for f in struct.fields]
@@ -215,23 +216,15 @@ class DeltaSource:
             netted = both.groupBy(*columns).agg(F.sum(WEIGHT).alias(WEIGHT)).where(F.col(WEIGHT) != 0)
             frames.append(netted)
         if ch.change_files:
-            from pyspark.sql.types import StringType, StructField, StructType
-
             with_type = StructType([*struct.fields, StructField("_change_type", StringType())])
             kind = F.col("_change_type")
             weight = F.when(kind.isin("insert", "update_postimage"), F.lit(1)).when(
                 kind.isin("delete", "update_preimage"), F.lit(-1)).otherwise(F.lit(0)).cast("bigint")
             cdf = spark.read.schema(with_type).parquet(*ch.change_files)
             frames.append(cdf.select(*columns, weight.alias(WEIGHT)).where(F.col(WEIGHT) != 0))
-        if not frames:
-            return spark.createDataFrame([], StructType([*struct.fields, _weight_field()]))
+        if not frames:  # versions that changed no row (OPTIMIZE, a schema or property change)
+            return spark.createDataFrame([], StructType([*struct.fields, StructField(WEIGHT, LongType())]))
         return reduce(lambda a, b: a.unionByName(b), frames)
-
-
-def _weight_field() -> Any:
-    from pyspark.sql.types import LongType, StructField
-
-    return StructField(WEIGHT, LongType())
 
 
 def _local_path(location: str) -> str:

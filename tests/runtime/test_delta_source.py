@@ -106,9 +106,11 @@ def _run(spark, tmp, sql: str, names: list[str], cdf: bool, seed: int, batches: 
         query.stop()
 
 
-@pytest.mark.parametrize("cdf", [False, True], ids=["log", "cdf"])
-def test_a_delta_source_follows_random_updates_deletes_and_merges(spark, tmp_path, cdf):
-    _run(spark, str(tmp_path), GROUP_BY, ["T"], cdf, seed=3 + cdf, batches=6)
+@pytest.mark.parametrize("cdf, strategy", [(False, "incremental"), (True, "incremental"), (False, "recompute")],
+                         ids=["log", "cdf", "log-recompute"])
+def test_a_delta_source_follows_random_updates_deletes_and_merges(spark, tmp_path, cdf, strategy):
+    """(``recompute``: every batch reads the staged history whole, deletions netted with inserts.)"""
+    _run(spark, str(tmp_path), GROUP_BY, ["T"], cdf, seed=3 + cdf, batches=5, strategy=strategy)
 
 
 @pytest.mark.parametrize("cdf", [False, True], ids=["log", "cdf"])
