@@ -305,7 +305,11 @@ def test_rows_rewritten_unchanged_and_files_compacted_cost_no_row(spark, tmp_pat
             assert result is not None and result.change_rows == 0
         else:
             assert result is not None and result.rows["T"] == 0 and result.change_rows == 0, result
-        assert q.commit(1)["positions"]["T"]["version"] == DeltaTable(path).version()
+        version = DeltaTable(path).version()
+        assert q.commit(1)["positions"]["T"] == {"kind": "delta", "first_version": 2, "version": version}
         _check_snapshot(q, path)
+        from streamfold.runtime.analyze import analyze
+
+        assert f"source T (Delta table) after batch 1: version {version}" in analyze(out).text("")
     finally:
         q.stop()
