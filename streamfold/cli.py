@@ -272,7 +272,7 @@ def _explain(args: argparse.Namespace) -> int:
         if name not in sources and name not in tables:
             specs.append(InputSpec(name, "", "parquet", False, schemas[name]))
     spark = None
-    if any(s.format != "parquet" and not s.schema for s in specs):
+    if any(s.format not in ("parquet", "delta") and not s.schema for s in specs):
         from .runtime.session import get_spark
 
         compilation.parsed  # noqa: B018 - a syntax error is reported before a JVM starts for it

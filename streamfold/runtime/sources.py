@@ -12,6 +12,7 @@ whole with :class:`~streamfold.errors.BadInputError` naming it; nothing of it is
 from __future__ import annotations
 
 import csv
+import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -264,8 +265,31 @@ def delta_schema(spec: InputSpec) -> SourceSchema:
                                code="DELTA_STATIC_TABLE", params={"table": spec.name},
                                hint=f"give it as --source {spec.name}={location}:delta (its rows then follow "
                                     "the table's updates), or export it as files for --table")
-    schema = DeltaSource(spec.name, location).arrow_schema()
+    table = DeltaSource(spec.name, location)
+    started = _started_with(spec)
+    if started is not None:  # a restart reads the columns the run started with; new ones are ignored
+        table.table()  # (still a Delta table that can be read exactly)
+        return SourceSchema.of(spec.name, started + [(WEIGHT, "BIGINT")])
+    schema = table.arrow_schema()
     return SourceSchema.of(spec.name, [(f.name, arrow_type(f.type)) for f in schema] + [(WEIGHT, "BIGINT")])
+
+
+def _started_with(spec: InputSpec) -> list[tuple[str, DataType | str]] | None:
+    """The columns a staged source had when its checkpoint was made (``query.json``), if it was.
+
+    The table's schema may have grown since (a column added): the checkpoint's query stays the one
+    it was started with, rather than refusing the restart as another query."""
+    if spec.origin is None:
+        return None
+    query = os.path.join(os.path.dirname(os.path.dirname(spec.path)), "query.json")  # CHECKPOINT/sources/NAME
+    if not os.path.exists(query):
+        return None
+    try:
+        with open(query, encoding="utf-8") as fh:
+            columns = json.load(fh)["identity"]["sources"][spec.name]["columns"]
+    except (OSError, ValueError, KeyError):
+        return None  # the checkpoint's own check reports it
+    return [(c, t) for c, t in columns]
 
 
 
