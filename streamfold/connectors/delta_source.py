@@ -19,8 +19,11 @@ of pure appends are not netted (nothing can cancel them).
 
 The first batch (``after`` = −1) is the table's snapshot at ``upto``: every live file, +1.
 
-Only what can be read exactly is read: tables with deletion vectors, column mapping or partition
-columns are refused with a coded :class:`DeltaSourceError` (they need the data file's rows to be
+A partitioned table's partition columns are not in its data files: each file's values come from
+its ``partitionValues`` in the log (strings, cast to the column's type), added as constants to the
+rows Spark reads from it — files with the same values are read together.
+
+Only what can be read exactly is read: tables with deletion vectors or column mapping are refused with a coded :class:`DeltaSourceError` (they need the data file's rows to be
 combined with something outside the file); so is a version whose log entry or data files are gone
 (vacuumed, or the log cleaned up) — those rows can no longer be known.
 """
@@ -62,6 +65,8 @@ class Changes:
     rewritten: list[str] = field(default_factory=list)  # +1, versions that removed files: netted
     removed: list[str] = field(default_factory=list)  # −1: netted
     change_files: list[str] = field(default_factory=list)  # rows with _change_type
+    # path → the file's partition values, as the log writes them (strings; None for NULL)
+    partitions: dict[str, tuple[tuple[str, str | None], ...]] = field(default_factory=dict)
 
 
 class DeltaSource:
@@ -113,11 +118,6 @@ class DeltaSource:
             raise DeltaSourceError(f"the Delta table {self.location} uses column mapping", code="DELTA_COLUMN_MAPPING",
                                    params=params, hint="column mapping is not supported yet: pass the table as a "
                                    "Spark streaming DataFrame")
-        if dt.metadata().partition_columns:
-            raise DeltaSourceError(f"the Delta table {self.location} is partitioned", code="DELTA_PARTITIONED",
-                                   params={**params, "columns": list(dt.metadata().partition_columns)},
-                                   hint="partitioned tables are not supported yet: pass the table as a Spark "
-                                   "streaming DataFrame, or write it unpartitioned")
 
     def version(self) -> int:
         """The table's latest version."""
@@ -144,7 +144,7 @@ class DeltaSource:
     def changes(self, after: int, upto: int) -> Changes:
         """The files versions ``after+1 .. upto`` changed (see the module docstring)."""
         if after < 0:
-            changes = Changes(appended=[self._file(p) for p in self.table(upto).file_uris()])
+            changes = self._snapshot(upto)
         else:
             changes = self._range(after, upto)
         missing = [p for p in changes.removed + changes.change_files + changes.appended + changes.rewritten
@@ -156,12 +156,33 @@ class DeltaSource:
                                            "missing": missing[:5]}, hint=VACUUM_HINT)
         return changes
 
+    def _snapshot(self, version: int) -> Changes:
+        """Every live file of ``version`` (+1), with its partition values."""
+        import pyarrow as pa
+
+        dt = self.table(version)
+        columns = list(dt.metadata().partition_columns)
+        if not columns:
+            return Changes(appended=[self._file(p) for p in dt.file_uris()])
+        actions = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+        changes = Changes()
+        for a in actions:
+            path = self._file(a["path"])
+            changes.appended.append(path)
+            changes.partitions[path] = tuple((c, _logged(a[f"partition.{c}"])) for c in columns)
+        return changes
+
     def _range(self, after: int, upto: int) -> Changes:
         added: dict[str, tuple[int, bool]] = {}  # path → (version, its version removed files)
         removed: list[str] = []
         change_files: list[str] = []
+        partitions: dict[str, tuple[tuple[str, str | None], ...]] = {}
         for v in range(after + 1, upto + 1):
             actions = self._log_entry(v)
+            for a in actions:
+                for kind in ("add", "remove", "cdc"):
+                    if kind in a and a[kind].get("partitionValues"):
+                        partitions[self._file(a[kind]["path"])] = tuple(sorted(a[kind]["partitionValues"].items()))
             for a in actions:
                 entry = a.get("add") or a.get("remove")
                 if entry and entry.get("deletionVector"):
@@ -186,7 +207,7 @@ class DeltaSource:
             appended=[self._file(p) for p, (_, rewrite) in added.items() if not rewrite],
             rewritten=[self._file(p) for p, (_, rewrite) in added.items() if rewrite],
             removed=[self._file(p) for p in removed],
-            change_files=[self._file(p) for p in change_files])
+            change_files=[self._file(p) for p in change_files], partitions=partitions)
 
     def _file(self, path: str) -> str:
         if "://" in path:
@@ -205,8 +226,24 @@ class DeltaSource:
         columns = [F.col(f"`{f.name}`") for f in struct.fields]
         frames: list[DataFrame] = []
 
+        def scan(paths: list[str], with_type: bool = False) -> DataFrame:
+            """The files' rows as ``struct``'s columns (and ``_change_type``), partition values added."""
+            groups: dict[tuple[tuple[str, str | None], ...], list[str]] = {}
+            for p in paths:
+                groups.setdefault(ch.partitions.get(p, ()), []).append(p)
+            frames = []
+            for values, group in groups.items():
+                constant = dict(values)
+                stored = [f for f in struct.fields if f.name not in constant]
+                extra = [StructField("_change_type", StringType())] if with_type else []
+                df = spark.read.schema(StructType(stored + extra)).parquet(*group)
+                cols = [F.lit(constant[f.name]).cast(f.dataType).alias(f.name) if f.name in constant
+                        else F.col(f"`{f.name}`") for f in struct.fields]
+                frames.append(df.select(*cols, *([F.col("_change_type")] if with_type else [])))
+            return reduce(lambda a, b: a.unionByName(b), frames)
+
         def files(paths: list[str], weight: int) -> DataFrame:
-            return spark.read.schema(struct).parquet(*paths).select(*columns, F.lit(weight).cast("bigint").alias(WEIGHT))
+            return scan(paths).select(*columns, F.lit(weight).cast("bigint").alias(WEIGHT))
 
         if ch.appended:
             frames.append(files(ch.appended, 1))
@@ -216,15 +253,23 @@ class DeltaSource:
             netted = both.groupBy(*columns).agg(F.sum(WEIGHT).alias(WEIGHT)).where(F.col(WEIGHT) != 0)
             frames.append(netted)
         if ch.change_files:
-            with_type = StructType([*struct.fields, StructField("_change_type", StringType())])
             kind = F.col("_change_type")
             weight = F.when(kind.isin("insert", "update_postimage"), F.lit(1)).when(
                 kind.isin("delete", "update_preimage"), F.lit(-1)).otherwise(F.lit(0)).cast("bigint")
-            cdf = spark.read.schema(with_type).parquet(*ch.change_files)
+            cdf = scan(ch.change_files, with_type=True)
             frames.append(cdf.select(*columns, weight.alias(WEIGHT)).where(F.col(WEIGHT) != 0))
         if not frames:  # versions that changed no row (OPTIMIZE, a schema or property change)
             return spark.createDataFrame([], StructType([*struct.fields, StructField(WEIGHT, LongType())]))
         return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _logged(value: Any) -> str | None:
+    """A partition value delta-rs read typed, as the log writes it (what Spark casts back)."""
+    if value is None:
+        return None
+    if hasattr(value, "isoformat"):
+        return value.isoformat(sep=" ") if hasattr(value, "hour") else value.isoformat()
+    return str(value)
 
 
 def _local_path(location: str) -> str:

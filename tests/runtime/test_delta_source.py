@@ -34,11 +34,11 @@ def _rows_of(rng: random.Random, n: int) -> pa.Table:
                                   "s": maybe(rng.choice("abcd"))} for _ in range(n)], schema=SCHEMA)
 
 
-def _create(path: str, rng: random.Random, cdf: bool) -> None:
+def _create(path: str, rng: random.Random, cdf: bool, partition_by: list[str] | None = None) -> None:
     from deltalake import write_deltalake
 
     config = {"delta.enableChangeDataFeed": "true"} if cdf else None
-    write_deltalake(path, _rows_of(rng, rng.randint(3, 12)), configuration=config)
+    write_deltalake(path, _rows_of(rng, rng.randint(3, 12)), configuration=config, partition_by=partition_by)
 
 
 def _change(path: str, rng: random.Random) -> str:
@@ -74,13 +74,14 @@ def _contents(path: str) -> pa.Table:
     return DeltaTable(path).to_pyarrow_table()
 
 
-def _run(spark, tmp, sql: str, names: list[str], cdf: bool, seed: int, batches: int, **options):
+def _run(spark, tmp, sql: str, names: list[str], cdf: bool, seed: int, batches: int,
+         partition_by: list[str] | None = None, **options):
     import streamfold
 
     rng = random.Random(seed)
     paths = {n: os.path.join(tmp, n.lower()) for n in names}
     for p in paths.values():
-        _create(p, rng, cdf)
+        _create(p, rng, cdf, partition_by)
     query = streamfold.start(sql, {n: p for n, p in paths.items()}, os.path.join(tmp, "out"),
                              formats={n: "delta" for n in names}, spark=spark, background=False, partitions=2,
                              endpoint=False, **options)
@@ -106,11 +107,15 @@ def _run(spark, tmp, sql: str, names: list[str], cdf: bool, seed: int, batches: 
         query.stop()
 
 
-@pytest.mark.parametrize("cdf, strategy", [(False, "incremental"), (True, "incremental"), (False, "recompute")],
-                         ids=["log", "cdf", "log-recompute"])
-def test_a_delta_source_follows_random_updates_deletes_and_merges(spark, tmp_path, cdf, strategy):
-    """(``recompute``: every batch reads the staged history whole, deletions netted with inserts.)"""
-    _run(spark, str(tmp_path), GROUP_BY, ["T"], cdf, seed=3 + cdf, batches=5, strategy=strategy)
+@pytest.mark.parametrize("cdf, strategy, partition_by", [
+    (False, "incremental", None), (True, "incremental", None), (False, "recompute", None),
+    (True, "incremental", ["k"]), (False, "incremental", ["s", "k"])],
+    ids=["log", "cdf", "log-recompute", "cdf-partitioned", "log-partitioned"])
+def test_a_delta_source_follows_random_updates_deletes_and_merges(spark, tmp_path, cdf, strategy, partition_by):
+    """(``recompute``: every batch reads the staged history whole, deletions netted with inserts;
+    partitioned: the partition columns' values, NULL among them, come from the log.)"""
+    _run(spark, str(tmp_path), GROUP_BY, ["T"], cdf, seed=3 + cdf, batches=5, partition_by=partition_by,
+         strategy=strategy)
 
 
 @pytest.mark.parametrize("cdf", [False, True], ids=["log", "cdf"])
@@ -268,7 +273,6 @@ def test_a_table_vacuumed_past_the_version_needed_is_refused_and_the_checkpoint_
 @pytest.mark.parametrize("make, code", [
     ("directory", "NOT_A_DELTA_TABLE"),
     ("missing", "NOT_A_DELTA_TABLE"),
-    ("partitioned", "DELTA_PARTITIONED"),
     ("deletion_vectors", "DELTA_DELETION_VECTORS"),
 ])
 def test_what_cannot_be_read_exactly_is_refused_before_anything_runs(spark, tmp_path, make, code):
@@ -283,8 +287,6 @@ def test_what_cannot_be_read_exactly_is_refused_before_anything_runs(spark, tmp_
         import pyarrow.parquet as pq
 
         pq.write_table(rows, os.path.join(path, "0.parquet"))
-    elif make == "partitioned":
-        write_deltalake(path, rows, partition_by=["s"])
     elif make == "deletion_vectors":
         write_deltalake(path, rows, configuration={"delta.enableDeletionVectors": "true"})
     with pytest.raises(SourceError) as e:
