@@ -8,7 +8,9 @@ connector for the rows changed since the last staged position and writes them (S
 as one file in the source's staging directory, ``CHECKPOINT/sources/<name>/``, named by the
 positions it covers — ``delta-v<first>-v<last>`` for the Delta versions ``first .. last``.
 From there on it is a file like any other: recorded in ``offsets/`` before it is read, listed
-by the commit that applies it, read again whole by a recompute.
+by the commit that applies it, read again whole by a recompute. A streaming Spark DataFrame is
+staged the same way, by its own Spark stream as each micro-batch ends (``spark-b<batch id>``,
+:mod:`..connectors.spark_source`; :func:`dataframe_inputs` sets it up).
 
 Why that is exactly-once: the staged file is written under a hidden name and renamed into the
 directory, so it is there whole or not at all; the next position is read back from the names in
@@ -120,20 +122,19 @@ def _check_schemas(source: DeltaSource, schema: SourceSchema, upto: int) -> None
     overwrite (every file removed, new ones added), so no file of an intermediate schema is
     read; and a column added later is NULL in older files, as Delta reads them too. So a table
     whose column came back (a new version) is read on from where the query stopped."""
-    for version, arrow in [(upto, source.arrow_schema(upto))]:
-        found = {f.name.lower(): arrow_type(f.type) for f in arrow}
-        for column, want in schema.columns:
-            have = found.get(column.lower())
-            if have is None or not readable_as(have, want):
-                what = "dropped" if have is None else f"changed to {have.sql()}"
-                raise DeltaSourceError(
-                    f"version {version} of the Delta table {source.location}: column `{column}` of source "
-                    f"{schema.name} was {what}", code="DELTA_SCHEMA_CHANGED",
-                    params={"source": schema.name, "version": version, "column": column,
-                            "found": have.sql() if have else None, "expected": want.sql()},
-                    hint="nothing of these versions was applied; the query reads the columns it started with: "
-                         "restore the column in the table (a new version), or start the query over with a new "
-                         "--output. New columns are ignored.")
+    found = {f.name.lower(): arrow_type(f.type) for f in source.arrow_schema(upto)}
+    for column, want in schema.columns:
+        have = found.get(column.lower())
+        if have is None or not readable_as(have, want):
+            what = "dropped" if have is None else f"changed to {have.sql()}"
+            raise DeltaSourceError(
+                f"version {upto} of the Delta table {source.location}: column `{column}` of source "
+                f"{schema.name} was {what}", code="DELTA_SCHEMA_CHANGED",
+                params={"source": schema.name, "version": upto, "column": column,
+                        "found": have.sql() if have else None, "expected": want.sql()},
+                hint="nothing of these versions was applied; the query reads the columns it started with: "
+                     "restore the column in the table (a new version), or start the query over with a new "
+                     "--output. New columns are ignored.")
 
 
 
