@@ -77,6 +77,14 @@ def positions(inputs: Mapping[str, Iterable[str]]) -> dict[str, Any]:
     return out
 
 
+def watched_paths(specs: Iterable[InputSpec]) -> list[str]:
+    """The directories whose new entries should wake the poll (:mod:`.watch`): each stream's, and
+    a Delta source's transaction log, where a new version lands as a new commit file."""
+    streams = [spec for spec in specs if not spec.static]
+    return [spec.path for spec in streams] + [os.path.join(os.path.abspath(spec.origin), "_delta_log")
+                                               for spec in streams if spec.origin and "://" not in spec.origin]
+
+
 class Stager:
     """Stages the new positions of a run's connector sources before each poll."""
 

@@ -120,7 +120,7 @@ def test_a_delta_source_follows_random_updates_deletes_and_merges(spark, tmp_pat
 
 @pytest.mark.parametrize("cdf", [False, True], ids=["log", "cdf"])
 def test_two_delta_sources_joined(spark, tmp_path, cdf):
-    _run(spark, str(tmp_path), JOIN, ["T", "U"], cdf, seed=11 + cdf, batches=5)
+    _run(spark, str(tmp_path), JOIN, ["T", "U"], cdf, seed=11 + cdf, batches=4)
 
 
 class _Killed(BaseException):
