@@ -3,10 +3,12 @@
 The transaction log says what each version did; Spark reads the Parquet files it names. For the
 versions ``after+1 .. upto``:
 
-- a version with ``cdc`` actions (the table has the change data feed on and the version changed
-  rows in place) contributes its change files' rows, ``_change_type`` giving the weight
-  (``insert``/``update_postimage`` +1, ``delete``/``update_preimage`` −1), and nothing of its
-  ``add``/``remove`` actions (the protocol's rule for change-data readers);
+- with ``change_feed``, a version with ``cdc`` actions (the table has the change data feed on and
+  the version changed rows in place) contributes its change files' rows, ``_change_type`` giving
+  the weight (``insert``/``update_postimage`` +1, ``delete``/``update_preimage`` −1), and nothing
+  of its ``add``/``remove`` actions (the protocol's rule for change-data readers). Not by default:
+  delta-rs 1.6.6 writes feeds without the duplicate post-images of an UPDATE (two rows updated
+  into equal rows give one post-image), which the data files have right;
 - any other version contributes the rows of the files it added (+1) and of the files it removed
   (−1), for actions with ``dataChange`` only (an OPTIMIZE moves rows and changes none).
 
@@ -141,12 +143,12 @@ class DeltaSource:
                                    params={"source": self.name, "path": self.location, "version": version},
                                    hint=VACUUM_HINT) from None
 
-    def changes(self, after: int, upto: int) -> Changes:
+    def changes(self, after: int, upto: int, change_feed: bool = False) -> Changes:
         """The files versions ``after+1 .. upto`` changed (see the module docstring)."""
         if after < 0:
             changes = self._snapshot(upto)
         else:
-            changes = self._range(after, upto)
+            changes = self._range(after, upto, change_feed)
         missing = [p for p in changes.removed + changes.change_files + changes.appended + changes.rewritten
                    if not os.path.exists(p)]
         if missing:
@@ -172,7 +174,7 @@ class DeltaSource:
             changes.partitions[path] = tuple((c, _logged(a[f"partition.{c}"])) for c in columns)
         return changes
 
-    def _range(self, after: int, upto: int) -> Changes:
+    def _range(self, after: int, upto: int, change_feed: bool) -> Changes:
         added: dict[str, tuple[int, bool]] = {}  # path → (version, its version removed files)
         removed: list[str] = []
         change_files: list[str] = []
@@ -191,7 +193,7 @@ class DeltaSource:
                                            params={"source": self.name, "path": self.location, "version": v},
                                            hint="deletion vectors cannot be read exactly yet: turn them off")
             cdc = [a["cdc"]["path"] for a in actions if "cdc" in a]
-            if cdc:
+            if cdc and change_feed:
                 change_files += cdc
                 continue
             adds = [a["add"]["path"] for a in actions if "add" in a and a["add"].get("dataChange", True)]
@@ -215,14 +217,15 @@ class DeltaSource:
         return os.path.join(self.root, unquote(path))
 
     # -- rows ------------------------------------------------------------------------------------
-    def read(self, spark: SparkSession, after: int, upto: int, struct: StructType) -> DataFrame:
+    def read(self, spark: SparkSession, after: int, upto: int, struct: StructType,
+             change_feed: bool = False) -> DataFrame:
         """The rows versions ``after+1 .. upto`` changed: the columns of ``struct`` and ``_weight``."""
         from functools import reduce
 
         from pyspark.sql import functions as F
         from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-        ch = self.changes(after, upto)
+        ch = self.changes(after, upto, change_feed)
         columns = [F.col(f"`{f.name}`") for f in struct.fields]
         frames: list[DataFrame] = []
 

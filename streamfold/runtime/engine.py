@@ -196,7 +196,7 @@ class Engine:
     def poll(self) -> dict[str, list[str]] | None:
         """The files that appeared since the last batch, per source; None if there are none."""
         specs = self.ctx.specs
-        Stager(specs, self.b.plan.streams).stage(self.ctx.spark)  # a Delta source's new versions as a file
+        Stager(specs, self.b.plan.streams, self.ctx.config.settings).stage(self.ctx.spark)  # Delta versions as a file
         if self.recovery.pending is not None:
             pending, self.recovery.pending = self.recovery.pending, None
             kept = still_present(pending, lambda s: specs[s.lower()].path, log.warning)

@@ -44,6 +44,8 @@ from .sources import InputSpec, arrow_type, readable_as, spark_struct
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from ..settings import Settings
+
 log = logging.getLogger("streamfold")
 
 STAGED_DIR = "sources"
@@ -88,13 +90,14 @@ def watched_paths(specs: Iterable[InputSpec]) -> list[str]:
 class Stager:
     """Stages the new positions of a run's connector sources before each poll."""
 
-    def __init__(self, specs: Mapping[str, InputSpec], streams: Sequence[SourceSchema]) -> None:
+    def __init__(self, specs: Mapping[str, InputSpec], streams: Sequence[SourceSchema], settings: Settings) -> None:
         self.sources = [(specs[s.name.lower()], s) for s in streams
                         if specs[s.name.lower()].origin is not None and not specs[s.name.lower()].static]
+        self.change_feed = settings.delta_change_feed
 
     def stage(self, spark: SparkSession) -> None:
         for spec, schema in self.sources:
-            _stage_delta(spark, spec, schema)
+            _stage_delta(spark, spec, schema, self.change_feed)
 
 
 def staged_version(directory: str) -> int:
@@ -103,7 +106,7 @@ def staged_version(directory: str) -> int:
     return max((int(m.group(2)) for n in names if (m := _DELTA.match(n))), default=-1)
 
 
-def _stage_delta(spark: SparkSession, spec: InputSpec, schema: SourceSchema) -> None:
+def _stage_delta(spark: SparkSession, spec: InputSpec, schema: SourceSchema, change_feed: bool) -> None:
     assert spec.origin is not None
     source = DeltaSource(spec.name, spec.origin)
     after = staged_version(spec.path)
@@ -116,7 +119,7 @@ def _stage_delta(spark: SparkSession, spec: InputSpec, schema: SourceSchema) -> 
     tmp = os.path.join(spec.path, f".{name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)  # a write a killed run left
     struct = spark_struct(list(schema.columns))
-    rows = source.read(spark, after, upto, struct)
+    rows = source.read(spark, after, upto, struct, change_feed)
     rows.write.parquet(tmp)  # (no rows: one file without rows, with the columns)
     os.rename(tmp, os.path.join(spec.path, name))
     log.info("staged versions %d..%d of %s", after + 1, upto, spec.origin)
