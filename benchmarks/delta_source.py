@@ -20,7 +20,9 @@ for cdf in (False, True):
             write_deltalake(path, t, mode="append",
                             configuration={"delta.enableChangeDataFeed": "true"} if cdf and f == 0 else None)
         qs = {s: streamfold.start(SQL, {"T": path + ":delta"}, f"{root}/{s}", spark=spark, background=False,
-                                  partitions=2, endpoint=False, strategy=s) for s in ("incremental", "recompute")}
+                                  partitions=2, endpoint=False, strategy=s,
+                                  settings=streamfold.Settings(delta_change_feed=cdf))
+              for s in ("incremental", "recompute")}
         for q in qs.values():
             q.process_available()
         times = {s: [] for s in qs}
