@@ -36,6 +36,7 @@ from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
 from .features.maintenance import compact, fold_tails
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
+from .features.sinks import Sinks
 from .features.strategies import Strategies, not_maintained
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .installed import Installed
@@ -103,6 +104,8 @@ class Engine:
         self.strategies = Strategies(ctx, self.b.recomputer is not None, self.recovery.stale)
         if last >= 0:
             self.strategies.resume(last)
+        self.sinks = Sinks(ctx, self.b.plan, self.b.answer.columns(), last)
+        self.sinks.deliver(last)  # what a sink missed before the restart
 
     # -- what the rest of streamfold reads ------------------------------------------------------
     @property
@@ -412,11 +415,13 @@ class Engine:
                               (snap_rows, change_rows + sum(logged), sum(rows.values())))
         self.strategies.observe(batch, choice, rows, committed_at - start, shape.warm)
         control.committed(batch, record)
+        with clock.phase("sinks"):
+            lags = self.sinks.deliver(batch)
         self._after_commit(b, batch, inputs, rows, choice,
                            restated=(installed is not None and installed.whole) or restate)
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, state_rows(b),
-                           dict(clock.timings), profile, committed_at, committed_at - start)
+                           dict(clock.timings), profile, committed_at, committed_at - start, lags)
 
     def _after_commit(self, b: Bundle, batch: int, inputs: dict[str, list[str]], rows: dict[str, int],
                       choice: Choice, restated: bool) -> None:
@@ -453,11 +458,14 @@ class Engine:
                                                          start, choice)
         self._outputs_seen = None
         ctx.control.committed(batch, record)
+        with clock.phase("sinks"):
+            lags = self.sinks.deliver(batch)
         with clock.phase("compact"):
             ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, False, self.strategies.stale))
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, record["snapshot_rows"],
-                           record["change_rows"], {}, dict(clock.timings), profile, committed_at, committed_at - start)
+                           record["change_rows"], {}, dict(clock.timings), profile, committed_at, committed_at - start,
+                           lags)
 
     def _rebuild_stale(self, batch: int) -> None:
         """The cost model's rebuild: the states built again, then the batch runs as a newly
@@ -497,6 +505,7 @@ class Engine:
         self.b, self.installed = install(self.ctx, self.b, plan, self._build, batch, keep, history, stale, on_failure)
 
     def close(self) -> None:
+        self.sinks.close()
         if self.prepared.plans is not None:
             self.prepared.plans.release()
         self.b.store.close()
