@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
-    BadInputError, BatchError, BindError, CheckpointError, ParseError, SourceError, SqlError, StreamfoldError,
-    UnsupportedError, UsageError,
+    BadInputError, BatchError, BindError, CheckpointError, ParseError, SinkError, SourceError, SqlError,
+    StreamfoldError, UnsupportedError, UsageError,
 )
 from .ir.types import DataType
 from .settings import Settings
@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 Schemas = Mapping[str, "str | Iterable[tuple[str, DataType | str]] | SourceSchema"]
 
 __all__ = [
-    "BadInputError", "BatchError", "BindError", "CheckpointError", "ParseError", "Settings", "SourceError",
+    "BadInputError", "BatchError", "BindError", "CheckpointError", "ParseError", "Settings", "SinkError", "SourceError",
     "SqlError", "StreamfoldError", "UnsupportedError", "UsageError", "compile", "explain", "start",
 ]
 

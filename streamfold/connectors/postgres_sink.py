@@ -160,10 +160,17 @@ class PostgresSink:
         return None if row is None else int(row[0])
 
     # -- the protocol -----------------------------------------------------------------------
+    def _reconnect(self) -> None:
+        """A new connection in place of one the server or the network broke (the next batch's
+        delivery after an outage)."""
+        if self.conn.closed or self.conn.broken:
+            self.conn = self._connect()
+
     def applied(self) -> int:
         import psycopg
 
         try:
+            self._reconnect()
             with self.conn.transaction():
                 row = self._progress()
         except psycopg.Error as e:
@@ -175,6 +182,7 @@ class PostgresSink:
 
         changes = committed.changes()
         try:
+            self._reconnect()
             with self.conn.transaction():
                 self.conn.execute("SET LOCAL TIME ZONE 'UTC'")
                 # Taken first and held to the commit: two runs of the query cannot interleave.
