@@ -81,12 +81,13 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
                 "--trigger", "0.2", "--until-idle", str(idle), "--partitions", "2", "--quiet",
                 "--sink", postgres.url(table)]
 
-    logs = []
+    logs, procs = [], []
 
     def start() -> subprocess.Popen:
         logs.append(open(tmp_path / f"run{len(logs)}.log", "w+"))
-        return subprocess.Popen(command(120), stdout=logs[-1], stderr=subprocess.STDOUT,
-                                start_new_session=True, env=env)
+        procs.append(subprocess.Popen(command(120), stdout=logs[-1], stderr=subprocess.STDOUT,
+                                      start_new_session=True, env=env))
+        return procs[-1]
 
     def wait(pred) -> None:
         _wait(pred, lambda: logs[-1].seek(0) or logs[-1].read()[-3000:])
@@ -95,72 +96,77 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
-    written = 0
-    for _ in range(3):
-        _write(src, written, files[written])
-        written += 1
-    first = subprocess.run(command(1), capture_output=True, text=True, env=env, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    conn, blocker = postgres.connect(), postgres.connect()
-    assert _progress(conn, table) == _committed(out) >= 0
-
-    # 1. Between streamfold's commit and the sink's transaction: the progress row is held.
-    blocker.execute("BEGIN")
-    blocker.execute("SELECT batch FROM streamfold_sink_progress WHERE target = %s FOR UPDATE", (table,))
-    before = _committed(out)
-    _write(src, written, files[written])
-    written += 1
-    proc = start()
-    wait(lambda: _committed(out) > before)
-    time.sleep(1.0)
-    kill(proc)
-    blocker.execute("ROLLBACK")
-    assert _progress(conn, table) == before < _committed(out)  # committed, not delivered
-
-    # 2. Inside the sink's transaction: its rows staged, the table held.
-    blocker.execute("BEGIN")
-    blocker.execute(f'LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE')
-    proc = start()
-    wait(lambda: conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                               "AND application_name = 'streamfold'").fetchone()[0] > 0)
-    kill(proc)  # killed waiting inside the catch-up's transaction
-    blocker.execute("ROLLBACK")
-    assert _progress(conn, table) == before
-
-    # 3. At a random instant while files arrive, batch after batch.
-    rng = random.Random(3)
-    mark = _committed(out)
-    _write(src, written, files[written])
-    written += 1
-    proc = start()
-    wait(lambda: _committed(out) > mark)  # up and delivering
-    stop = threading.Event()
-
-    def feed() -> None:
-        nonlocal written
-        while not stop.is_set() and written < len(files) - 3:
+    try:
+        written = 0
+        for _ in range(3):
             _write(src, written, files[written])
             written += 1
-            time.sleep(rng.uniform(0.2, 0.8))
+        first = subprocess.run(command(1), capture_output=True, text=True, env=env, timeout=600)
+        assert first.returncode == 0, first.stderr[-3000:]
+        conn, blocker = postgres.connect(), postgres.connect()
+        assert _progress(conn, table) == _committed(out) >= 0
 
-    feeder = threading.Thread(target=feed)
-    feeder.start()
-    time.sleep(rng.uniform(1.0, 4.0))
-    kill(proc)
-    stop.set()
-    feeder.join()
-    while written < len(files):
+        # 1. Between streamfold's commit and the sink's transaction: the progress row is held.
+        blocker.execute("BEGIN")
+        blocker.execute("SELECT batch FROM streamfold_sink_progress WHERE target = %s FOR UPDATE", (table,))
+        before = _committed(out)
         _write(src, written, files[written])
         written += 1
-    final = subprocess.run(command(2), capture_output=True, text=True, env=env, timeout=600)
-    assert final.returncode == 0, final.stderr[-3000:]
+        proc = start()
+        wait(lambda: _committed(out) > before)
+        time.sleep(1.0)
+        kill(proc)
+        blocker.execute("ROLLBACK")
+        assert _progress(conn, table) == before < _committed(out)  # committed, not delivered
 
-    last = _committed(out)
-    assert _progress(conn, table) == last
-    rows = postgres_rows(conn, table, ["k", "n", "total"], False)
-    snapshot = [tuple(r.values()) for r in pq.read_table(os.path.join(out, "snapshots", f"{last:06d}")).to_pylist()]
-    assert sorted(rows, key=repr) == sorted(snapshot, key=repr)
-    result = compare(rows, duckdb_answer(SQL, {"S": files}))
-    assert result.matches, result.detail
-    conn.close()
-    blocker.close()
+        # 2. Inside the sink's transaction: its rows staged, the table held.
+        blocker.execute("BEGIN")
+        blocker.execute(f'LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE')
+        proc = start()
+        wait(lambda: conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                   "AND application_name = 'streamfold'").fetchone()[0] > 0)
+        kill(proc)  # killed waiting inside the catch-up's transaction
+        blocker.execute("ROLLBACK")
+        assert _progress(conn, table) == before
+
+        # 3. At a random instant while files arrive, batch after batch.
+        rng = random.Random(3)
+        mark = _committed(out)
+        _write(src, written, files[written])
+        written += 1
+        proc = start()
+        wait(lambda: _committed(out) > mark)  # up and delivering
+        stop = threading.Event()
+
+        def feed() -> None:
+            nonlocal written
+            while not stop.is_set() and written < len(files) - 3:
+                _write(src, written, files[written])
+                written += 1
+                time.sleep(rng.uniform(0.2, 0.8))
+
+        feeder = threading.Thread(target=feed)
+        feeder.start()
+        time.sleep(rng.uniform(1.0, 4.0))
+        kill(proc)
+        stop.set()
+        feeder.join()
+        while written < len(files):
+            _write(src, written, files[written])
+            written += 1
+        final = subprocess.run(command(2), capture_output=True, text=True, env=env, timeout=600)
+        assert final.returncode == 0, final.stderr[-3000:]
+
+        last = _committed(out)
+        assert _progress(conn, table) == last
+        rows = postgres_rows(conn, table, ["k", "n", "total"], False)
+        snapshot = [tuple(r.values()) for r in pq.read_table(os.path.join(out, "snapshots", f"{last:06d}")).to_pylist()]
+        assert sorted(rows, key=repr) == sorted(snapshot, key=repr)
+        result = compare(rows, duckdb_answer(SQL, {"S": files}))
+        assert result.matches, result.detail
+        conn.close()
+        blocker.close()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                kill(p)

@@ -47,7 +47,8 @@ class Sinks:
         self.ctx = ctx
         self.shape = AnswerShape(tuple(columns), answer_key(plan), query_id(ctx))
         self.sinks: list[SinkConnector] = []
-        self.held: dict[str, int | None] = {}
+        self.held: dict[str, int] = {}
+        self.unsure: set[str] = set()  # failed: may or may not hold the batch it was given
         try:
             for i, spec in enumerate(ctx.config.sinks):
                 sink = open_sink(spec, i, self.shape, ctx.spark, f"{ctx.checkpoint.root}/sinks")
@@ -68,22 +69,23 @@ class Sinks:
         """Every committed batch up to ``upto`` each sink lacks, in order; how many each lags after."""
         for sink in self.sinks:
             try:
+                if sink.name in self.unsure:
+                    self.held[sink.name] = sink.applied()
+                    self.unsure.discard(sink.name)
                 held = self.held[sink.name]
-                if held is None:  # after a failure the sink may or may not hold the batch it was given
-                    held = self.held[sink.name] = sink.applied()
                 for batch in range(held + 1, upto + 1):
                     self.ctx.progress(f"batch {batch}: delivering to {sink.name}")
                     sink.write(CommittedBatch(batch, self.ctx.output.snapshot_path(batch),
                                               self.ctx.output.changes_path(batch), self.shape))
                     self.held[sink.name] = batch
             except StreamfoldError as e:
-                self.held[sink.name] = None
+                self.unsure.add(sink.name)
                 log.warning("%s (retried after the next commit)", e)
         return self.lags(upto)
 
     def lags(self, upto: int) -> dict[str, int]:
-        """How many committed batches each sink does not hold (all, for one whose state is unknown)."""
-        return {s.name: upto - (h if (h := self.held[s.name]) is not None else -1) for s in self.sinks}
+        """How many committed batches each sink does not hold (as far as it is known)."""
+        return {s.name: upto - self.held[s.name] for s in self.sinks}
 
     def close(self) -> None:
         for sink in self.sinks:
