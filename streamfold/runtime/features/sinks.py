@@ -24,7 +24,7 @@ from ...connectors.committed import AnswerShape, CommittedBatch
 from ...connectors.sinks import open_sink
 from ...errors import SinkError, StreamfoldError
 from ...plan.answer_key import answer_key
-from ..checkpoint import fingerprint
+from ..checkpoint import batch_name, fingerprint
 
 if TYPE_CHECKING:
     from ...connectors import SinkConnector
@@ -74,7 +74,7 @@ class Sinks:
                     self.unsure.discard(sink.name)
                 held = self.held[sink.name]
                 for batch in range(held + 1, upto + 1):
-                    self.ctx.progress(f"batch {batch}: delivering to {sink.name}")
+                    self.ctx.progress(f"batch {batch_name(batch)}: delivering to {sink.name}")
                     sink.write(CommittedBatch(batch, self.ctx.output.snapshot_path(batch),
                                               self.ctx.output.changes_path(batch), self.shape))
                     self.held[sink.name] = batch
