@@ -2,7 +2,7 @@
 groups changed per increment) run three times in one Spark session — no sink, a PostgreSQL
 sink, a Delta sink — and each increment's time to its commit and to its delivery compared.
 
-    PGPASSWORD=… .venv/bin/python scripts/bench_sinks.py --postgres postgres://USER@HOST:PORT/DB [--out DIR]
+    PYTHONPATH=. PGPASSWORD=… .venv/bin/python scripts/bench_sinks.py --postgres postgres://USER@HOST:PORT/DB [--out DIR]
 
 Prints one line per configuration: the median increment (the batch's whole time, delivery
 included) and the median delivery alone; the ratio to the run without a sink is the issue's

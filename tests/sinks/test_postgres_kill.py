@@ -72,7 +72,7 @@ def _progress(conn, table: str) -> int:
 def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path, postgres):
     src, out = str(tmp_path / "S"), str(tmp_path / "out")
     os.makedirs(src)
-    files = _files(20, seed=5)
+    files = _files(28, seed=5)
     table = f"k_{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "STREAMFOLD_DRIVER_MEMORY": "1g"}  # PGPASSWORD comes from the fixture
 
@@ -129,33 +129,39 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
         blocker.execute("ROLLBACK")
         assert _progress(conn, table) == before
 
-        # 3. At a random instant while files arrive, batch after batch.
+        # 3. At a random instant while files arrive, one batch each.
         rng = random.Random(3)
-        mark = _committed(out)
-        _write(src, written, files[written])
-        written += 1
-        proc = start()
-        wait(lambda: _committed(out) > mark)  # up and delivering
         stop = threading.Event()
 
-        def feed() -> None:
+        def feed(until: int) -> None:
             nonlocal written
-            while not stop.is_set() and written < len(files) - 3:
+            while not stop.is_set() and written < until:
+                mark = _committed(out)
                 _write(src, written, files[written])
                 written += 1
-                time.sleep(rng.uniform(0.2, 0.8))
+                deadline = time.monotonic() + 240
+                while not stop.is_set() and _committed(out) <= mark:
+                    assert time.monotonic() < deadline, "no batch for a new file"
+                    time.sleep(0.05)
 
-        feeder = threading.Thread(target=feed)
+        proc = start()
+        feeder = threading.Thread(target=feed, args=(len(files) - 8,))
         feeder.start()
-        time.sleep(rng.uniform(1.0, 4.0))
+        wait(lambda: _committed(out) > before + 2)
+        time.sleep(rng.uniform(0.0, 3.0))
         kill(proc)
         stop.set()
         feeder.join()
-        while written < len(files):
-            _write(src, written, files[written])
-            written += 1
-        final = subprocess.run(command(2), capture_output=True, text=True, env=env, timeout=600)
-        assert final.returncode == 0, final.stderr[-3000:]
+
+        # 4. A last run takes the rest, one file a batch, and exits once idle.
+        stop.clear()
+        logs.append(open(tmp_path / "final.log", "w+"))
+        proc = subprocess.Popen(command(3), stdout=logs[-1], stderr=subprocess.STDOUT, start_new_session=True,
+                                env=env)
+        procs.append(proc)
+        feed(len(files))
+        assert proc.wait(timeout=600) == 0, (logs[-1].seek(0), logs[-1].read()[-3000:])[1]
+        assert _committed(out) + 1 >= 20  # batches
 
         last = _committed(out)
         assert _progress(conn, table) == last
