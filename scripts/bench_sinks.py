@@ -4,7 +4,7 @@ sink, a Delta sink — and each increment's time to its commit and to its delive
 
     PYTHONPATH=. PGPASSWORD=… .venv/bin/python scripts/bench_sinks.py --postgres postgres://USER@HOST:PORT/DB [--out DIR]
 
-Prints one line per configuration: the median increment (the batch's whole time, delivery
+Prints one line per configuration and round: the median increment (the batch's whole time, delivery
 included) and the median delivery alone; the ratio to the run without a sink is the issue's
 target (≤ 1.3×). Figures go to docs/benchmarks.md with the machine's load.
 """
@@ -23,6 +23,8 @@ def main() -> None:
     parser.add_argument("--postgres", help="postgres://USER@HOST:PORT/DB (a table is created in it)")
     parser.add_argument("--out", default="bench-out/sinks")
     parser.add_argument("--increments", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="each configuration this many times, in turn (the first round warms the JVM up)")
     args = parser.parse_args()
 
     import streamfold
@@ -34,13 +36,17 @@ def main() -> None:
     spark = get_spark("local[*]", app_name="bench-sinks")
     configs: list[tuple[str, list[str]]] = [("none", [])]
     if args.postgres:
-        configs.append(("postgres", [f"{args.postgres}?table=w1_{uuid.uuid4().hex[:8]}"]))
+        configs.append(("postgres", [f"{args.postgres}?table=w1"]))
     configs.append(("delta", [os.path.abspath(os.path.join(args.out, "delta", "answer")) + ":delta"]))
     base = None
-    for name, sinks in configs:
+    for round_, (name, sinks) in enumerate(configs * args.rounds):
+        if round_ == len(configs) * (args.rounds - 1):
+            base = None  # ratios within the last round
         root = os.path.join(args.out, name)
         shutil.rmtree(root, ignore_errors=True)
-        shutil.rmtree(os.path.join(args.out, "delta"), ignore_errors=True) if name == "delta" else None
+        if name == "delta":
+            shutil.rmtree(os.path.join(args.out, "delta"), ignore_errors=True)
+        sinks = [s.replace("table=w1", f"table=w1_{uuid.uuid4().hex[:8]}") for s in sinks]  # a fresh table
         src = os.path.join(root, "S")
         os.makedirs(src)
         query = streamfold.start(GROUPBY_SQL, {"S": src}, os.path.join(root, "out"), schemas={"S": "x INT, y INT"},
@@ -58,7 +64,7 @@ def main() -> None:
             query.stop()
         median = statistics.median(totals)
         base = base or median
-        print(f"{name:9s} increment median {median:.3f} s  (×{median / base:.2f})  delivery median "
+        print(f"round {round_ // len(configs) + 1} {name:9s} increment median {median:.3f} s  (×{median / base:.2f})  delivery median "
               f"{statistics.median(delivery):.3f} s  changes/increment {result.change_rows}", flush=True)
 
 

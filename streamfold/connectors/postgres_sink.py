@@ -211,7 +211,6 @@ class PostgresSink:
         with self.conn.cursor().copy(f"COPY _stage ({names}) FROM STDIN (FORMAT csv)") as copy:
             for chunk in csv_chunks(changes):
                 copy.write(chunk)
-        self.conn.execute("ANALYZE _stage")
 
     def _has_null_key(self, changes: pa.Table) -> bool:
         import pyarrow.compute as pc
