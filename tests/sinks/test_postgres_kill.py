@@ -1,11 +1,12 @@
-"""Exactly once across SIGKILL: ``streamfold run --sink postgres://…`` killed between its commit
-and the sink's transaction, inside the sink's transaction, and at a random instant; each rerun
-catches the table up, and at the end it equals the last committed snapshot (and DuckDB's answer)
-with its progress row at the last batch — no batch applied twice, none skipped.
+"""Exactly once across SIGKILL: ``streamfold run --sink postgres://…`` killed after its commit,
+inside the sink's transaction, and at a random instant while batches commit and are delivered;
+each rerun catches the table up, and after more than 20 batches it equals the last committed
+snapshot (and DuckDB's answer) with its progress row at the last batch — no batch applied twice,
+none skipped.
 
-The two precise instants are made, not hoped for: the test holds a lock the sink's transaction
-needs (the progress row's, or the table's) so the run is provably past its commit and waiting
-inside the sink when it is killed."""
+The first instant is made, not hoped for: the test holds a lock on the table (reads pass, writes
+wait), so the run is provably past its commit, its rows staged inside the sink's transaction,
+when it is killed. Three processes in all: each start of one is a JVM's."""
 
 from __future__ import annotations
 
@@ -101,35 +102,23 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
         for _ in range(3):
             _write(src, written, files[written])
             written += 1
-        first = subprocess.run(command(1), capture_output=True, text=True, env=env, timeout=600)
-        assert first.returncode == 0, first.stderr[-3000:]
         conn, blocker = postgres.connect(), postgres.connect()
-        assert _progress(conn, table) == _committed(out) >= 0
+        # The table made beforehand, as a user may (empty, the answer's columns): the sink takes it.
+        conn.execute(f'CREATE TABLE "{table}" (k integer, n bigint, total bigint)')
 
-        # 1. Between streamfold's commit and the sink's transaction: the progress row is held.
+        # 1. Past the commit, inside the sink's transaction: the table held against writes.
         blocker.execute("BEGIN")
-        blocker.execute("SELECT batch FROM streamfold_sink_progress WHERE target = %s FOR UPDATE", (table,))
-        before = _committed(out)
-        _write(src, written, files[written])
-        written += 1
+        blocker.execute(f'LOCK TABLE "{table}" IN EXCLUSIVE MODE')
         proc = start()
-        wait(lambda: _committed(out) > before)
-        time.sleep(1.0)
+        wait(lambda: _committed(out) >= 0 and conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND application_name = 'streamfold'").fetchone()[0] > 0)
         kill(proc)
         blocker.execute("ROLLBACK")
-        assert _progress(conn, table) == before < _committed(out)  # committed, not delivered
+        before = _committed(out)
+        assert _progress(conn, table) < before == 0  # committed, not delivered
 
-        # 2. Inside the sink's transaction: its rows staged, the table held.
-        blocker.execute("BEGIN")
-        blocker.execute(f'LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE')
-        proc = start()
-        wait(lambda: conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                                   "AND application_name = 'streamfold'").fetchone()[0] > 0)
-        kill(proc)  # killed waiting inside the catch-up's transaction
-        blocker.execute("ROLLBACK")
-        assert _progress(conn, table) == before
-
-        # 3. At a random instant while files arrive, one batch each.
+        # 2. At a random instant while files arrive, one batch each.
         rng = random.Random(3)
         stop = threading.Event()
 
@@ -153,7 +142,7 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
         stop.set()
         feeder.join()
 
-        # 4. A last run takes the rest, one file a batch, and exits once idle.
+        # 3. A last run catches up, takes the rest, one file a batch, and exits once idle.
         stop.clear()
         logs.append(open(tmp_path / "final.log", "w+"))
         proc = subprocess.Popen(command(3), stdout=logs[-1], stderr=subprocess.STDOUT, start_new_session=True,
