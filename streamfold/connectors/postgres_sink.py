@@ -49,14 +49,14 @@ ROW = "_row"
 COPY_CHUNK_ROWS = 65536  # rows per CSV chunk handed to COPY (bounds the driver's memory)
 PG_TYPES = {"tinyint": "smallint", "smallint": "smallint", "int": "integer", "bigint": "bigint",
             "float": "real", "double": "double precision", "string": "text", "boolean": "boolean",
-            "date": "date", "timestamp": "timestamp with time zone", "timestamp_ntz": "timestamp without time zone",
-            "binary": "bytea"}
-UNAVAILABLE_HINT = "check that the server runs and HOST:PORT reach it; the batch stays committed and is delivered when it is back"
+            "date": "date", "timestamp": "timestamp with time zone", "timestamp_ntz": "timestamp without time zone"}
+UNAVAILABLE_HINT = ("check that the server runs and HOST:PORT reach it; the batch stays committed and is "
+                    "delivered when it is back")
 
 
 def pg_type(spark_type: str) -> str:
     t = spark_type.lower()
-    if t in PG_TYPES and t != "binary":
+    if t in PG_TYPES:
         return PG_TYPES[t]
     if t.startswith("decimal("):
         return "numeric" + t[len("decimal"):]
