@@ -82,10 +82,15 @@ def test_a_sink_down_lags_and_catches_up_when_it_is_back(spark, tmp_path, postgr
         _file(src, 2, [(None, 1)])
         third = query.process_available()
         assert third.batch == 2 and third.sink_lags == {url: 2}  # committed all the same
+        assert query.status()["sinks"] == [{"sink": url, "delivered": 0, "failing": True}]
+        from streamfold.control.cli import show_status
+
+        assert f"sink {url}: holds batch 000000 (failing" in show_status(query.status())
         admin.execute(f"ALTER DATABASE {db} ALLOW_CONNECTIONS true")
         _file(src, 3, [(2, -20)])
         fourth = query.process_available()
         assert fourth.sink_lags == {url: 0}
+        assert query.status()["sinks"] == [{"sink": url, "delivered": 3, "failing": False}]
     finally:
         query.stop()
     import psycopg

@@ -87,6 +87,11 @@ class Sinks:
         """How many committed batches each sink does not hold (as far as it is known)."""
         return {s.name: upto - self.held[s.name] for s in self.sinks}
 
+    def status(self) -> list[dict[str, object]]:
+        """Each sink, the last batch it holds and whether it failed since (the controller's status)."""
+        return [{"sink": s.name, "delivered": self.held[s.name], "failing": s.name in self.unsure}
+                for s in self.sinks]
+
     def close(self) -> None:
         for sink in self.sinks:
             try:
