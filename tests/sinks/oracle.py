@@ -22,7 +22,8 @@ def postgres_rows(conn, table: str, columns: list[str], multiset: bool) -> list[
 
 
 def delta_rows(path: str) -> list[tuple]:
-    """The rows of a Delta table, read by DuckDB's delta extension if it loads, else by delta-rs."""
+    """The rows of a Delta table as delta-rs reads it (through its log: files an overwrite
+    removed are not read). DuckDB's delta extension would do as well, but it is a download."""
     from deltalake import DeltaTable
 
     table = DeltaTable(path).to_pyarrow_table()
