@@ -429,7 +429,8 @@ class Engine:
         folded, a recompute measured for the cost model, batch 1's plans prepared ahead."""
         ctx, clock = self.ctx, self.ctx.clock
         with clock.phase("compact"):
-            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, restated, self.strategies.stale))
+            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, restated, self.strategies.stale,
+                                                                  self.sinks.needed()))
         if b.store.start_runs():  # the next batch merges into the new runs' tails
             self.prepared.invalidated()
         if b.store.fold_due():
@@ -461,7 +462,8 @@ class Engine:
         with clock.phase("sinks"):
             lags = self.sinks.deliver(batch)
         with clock.phase("compact"):
-            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, False, self.strategies.stale))
+            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, False, self.strategies.stale,
+                                                                  self.sinks.needed()))
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, record["snapshot_rows"],
                            record["change_rows"], {}, dict(clock.timings), profile, committed_at, committed_at - start,

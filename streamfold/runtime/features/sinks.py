@@ -87,6 +87,10 @@ class Sinks:
         """How many committed batches each sink does not hold (as far as it is known)."""
         return {s.name: upto - self.held[s.name] for s in self.sinks}
 
+    def needed(self) -> int | None:
+        """The first batch some sink has not received (its snapshot must outlive pruning), or None."""
+        return min((h + 1 for h in self.held.values()), default=None)
+
     def status(self) -> list[dict[str, object]]:
         """Each sink, the last batch it holds and whether it failed since (the controller's status)."""
         return [{"sink": s.name, "delivered": self.held[s.name], "failing": s.name in self.unsure}
