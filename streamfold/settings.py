@@ -189,6 +189,12 @@ class Settings:
         "", env="STREAMFOLD_CACHE", kind="tuning", type=TEXT, default_doc="~/.cache/streamfold",
         doc="where `make setup` builds, and the session finds, the helper jar of the prepared plans "
             "(compiled with Spark's Janino; without it every batch is planned).")
+    bind_address: str = _setting(
+        "127.0.0.1", env="STREAMFOLD_BIND_ADDRESS", kind="tuning", type=TEXT,
+        doc="the address the Spark driver streamfold starts with a local master listens on (its RPC and "
+            "block manager; the UI is off). Loopback keeps them off the network: Spark's RPC has no "
+            "authentication unless `spark.authenticate` is set. With a cluster master the driver must be "
+            "reachable by the executors; see docs/cluster.md.")
     # -- A/B switches ---------------------------------------------------------------------------
     watch: bool = _setting(
         True, env="STREAMFOLD_WATCH", kind="ab", type=FLAG,
