@@ -33,6 +33,7 @@ from .checkpoint import Checkpoint, OutputDir, batch_name
 from .config import BatchResult, QueryConfig
 from .context import Clock, RunContext, size_on_disk
 from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
+from .features.executors import ExecutorWatch
 from .features.maintenance import compact, fold_tails
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
@@ -91,6 +92,7 @@ class Engine:
         if current is not None:
             _check_inputs(current, specs)
         record = ctx.output.read_commit(last) if last >= 0 else None
+        self.watch = None if ctx.local else ExecutorWatch(session, config.settings.executor_wait)
         self.installed: Installed | None = None  # a plan installed for the next batch, until it commits
         self._recovered: list[Recovered] = []  # the running batch's recoveries of lost states
         self._outputs_seen: tuple[int, int, int] | None = None
@@ -261,6 +263,9 @@ class Engine:
                 if redo.inputs is not None:
                     inputs = redo.inputs
             except BatchError as e:
+                starved = self.watch.failure(batch, e) if self.watch is not None else None
+                if starved is not None:
+                    raise starved from e
                 if self.installed is None and lost_state(e) and len(self._recovered) < ATTEMPTS:
                     self._recovered.append(self._reload_states(batch, e))
                     continue
@@ -524,6 +529,8 @@ class Engine:
         self.b, self.installed = install(self.ctx, self.b, plan, self._build, batch, keep, history, stale, on_failure)
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
         if self.prepared.plans is not None:
             self.prepared.plans.release()
         self.b.store.close()
