@@ -32,6 +32,7 @@ from ..ir.rel import (
     Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Iterate, Join, Limit, LoopRef, Once, Project, Recursive,
     Rel, Scan, SetOp, Sort, StateScan, Union,
 )
+from ..ir.window import Window
 from ..passes import normalize
 from ..sql.bind import BoundQuery
 from . import rules_aggregates, rules_joins, rules_linear, rules_loops, rules_setops
@@ -67,9 +68,18 @@ def _internal(rel: Rel) -> UnsupportedError:
                             code="INTERNAL", params={"construct": type(rel).__name__})
 
 
+def _nested_window(rel: Rel) -> UnsupportedError:
+    return UnsupportedError("a window function (OVER) whose result feeds a join, an aggregate, DISTINCT or a set "
+                            "operation is not supported yet", code="UNSUPPORTED_WINDOW",
+                            params={"construct": "nested window"},
+                            hint="window functions are maintained in the outermost query block, under its filters "
+                                 "and select list (SELECT … FROM (SELECT …, rank() OVER (…) r …) WHERE r <= 3 works)")
+
+
 # The nodes no rule handles, each with the error that refuses it.
 REFUSED: dict[type[Rel], Callable[[Rel], UnsupportedError]] = {
     Limit: _nested_limit,  # the outermost LIMIT is part of the answer (rules_answer), not a rule
+    Window: _nested_window,  # the outermost window is part of the answer (rules_windows)
     DeltaScan: _internal, StateScan: _internal, Once: _internal, Expand: _internal,
     LoopRef: _internal,  # a loop's rules replace it before compiling what reads it
 }
