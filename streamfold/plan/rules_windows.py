@@ -104,7 +104,7 @@ def _refuse_ties(window: Window, aggregate: Aggregate | None, below: Sequence[Re
         if call.order_sensitive and not ties_free(call, columns):
             keyed = {e.name for e in call.partition if isinstance(e, Column)}
             keyed |= {k.expr.name for k in call.order if isinstance(k.expr, Column)}
-            missing = [display_name(c) for c in columns if c not in keyed]
+            missing = [display_name(c).split(".", 1)[-1] for c in columns if c not in keyed]
             raise UnsupportedError(
                 f"{call.fn} over an ORDER BY that leaves ties: its value depends on the order Spark happens to "
                 "read tying rows in", code="WINDOW_ORDER_NOT_TOTAL",
