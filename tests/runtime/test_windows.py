@@ -23,22 +23,23 @@ pytestmark = [pytest.mark.spark]
 # partitions and ORDER BY values tie. Where a function picks a row among ties the ORDER BY is
 # made total over the columns the query reads (the planner refuses it otherwise).
 WINDOW_QUERIES = [
-    ("ranking-ties", "SELECT a, b, rank() OVER (PARTITION BY a ORDER BY b DESC) AS r, "
-     "dense_rank() OVER (PARTITION BY a ORDER BY b) AS dr, percent_rank() OVER (PARTITION BY a ORDER BY b) AS pr, "
-     "cume_dist() OVER (PARTITION BY a ORDER BY b NULLS LAST) AS cd FROM R"),
-    ("row-number-ntile", "SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b, s) AS rn, "
-     "ntile(3) OVER (PARTITION BY a ORDER BY b DESC, s) AS nt FROM R"),
-    ("offsets", "SELECT a, b, s, lag(b) OVER (PARTITION BY a ORDER BY b, s) AS l1, "
-     "lead(b, 2, -1) OVER (PARTITION BY a ORDER BY b, s) AS l2, first_value(s) OVER (PARTITION BY a ORDER BY b, s) AS f, "
+    # every function over one PARTITION BY: ranking with ties, then the functions that pick a row
+    # among ties over an ORDER BY made total (b, s), ROWS and RANGE frames, the whole partition
+    ("partitioned-rows",
+     "SELECT a, b, s, rank() OVER (PARTITION BY a ORDER BY b DESC) AS r, dense_rank() OVER (PARTITION BY a ORDER BY b) AS dr, "
+     "percent_rank() OVER (PARTITION BY a ORDER BY b) AS pr, cume_dist() OVER (PARTITION BY a ORDER BY b NULLS LAST) AS cd, "
+     "row_number() OVER (PARTITION BY a ORDER BY b, s) AS rn, ntile(3) OVER (PARTITION BY a ORDER BY b DESC, s) AS nt, "
+     "lag(b) OVER (PARTITION BY a ORDER BY b, s) AS l1, lead(b, 2, -1) OVER (PARTITION BY a ORDER BY b, s) AS l2, "
+     "first_value(s) OVER (PARTITION BY a ORDER BY b, s) AS fv, nth_value(b, 2) OVER (PARTITION BY a ORDER BY b, s) AS n2, "
      "last_value(s) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS lv, "
-     "nth_value(b, 2) OVER (PARTITION BY a ORDER BY b, s) AS n2 FROM R"),
-    ("rows-frames", "SELECT a, b, s, sum(b) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s3, "
-     "count(b) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS c, "
-     "max(s) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS mx FROM R"),
-    ("range-frames", "SELECT a, b, sum(b) OVER (PARTITION BY a ORDER BY b) AS running, "
+     "sum(b) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s3, "
+     "count(b) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cb, "
+     "max(s) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS mx, "
+     "sum(b) OVER (PARTITION BY a ORDER BY b) AS running, "
      "min(b) OVER (PARTITION BY a ORDER BY b RANGE BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS mn, "
-     "avg(b) OVER (PARTITION BY a) AS av, count(*) OVER (PARTITION BY a ORDER BY b DESC "
-     "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS n FROM R"),
+     "avg(b) OVER (PARTITION BY a) AS av, "
+     "count(*) OVER (PARTITION BY a ORDER BY b DESC RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS n FROM R"),
+    # no PARTITION BY: one partition, recomputed whole
     ("one-partition", "SELECT s, b, sum(b) OVER (ORDER BY b RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS t, "
      "rank() OVER (ORDER BY s) AS r FROM R"),
     ("over-aggregate-global", "SELECT s, sum(b) AS t, rank() OVER (ORDER BY sum(b) DESC) AS r FROM R GROUP BY s"),

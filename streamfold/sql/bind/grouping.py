@@ -44,6 +44,8 @@ def has_agg(items: list[Item], node: exp.Select) -> bool:
 
 def _window_function(node: exp.Expr) -> bool:
     """Whether ``node`` is the function of an OVER clause (``sum(x) OVER (…)`` aggregates no group)."""
+    while isinstance(node.parent, (exp.IgnoreNulls, exp.RespectNulls)):
+        node = node.parent
     return isinstance(node.parent, exp.Window) and node.parent.this is node
 
 
