@@ -14,7 +14,6 @@ from typing import Any
 from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import WEIGHT, DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan, written_name
-from ..ir.window import Window
 from .runs import candidates
 from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, StateRole, Step, Temp
 
@@ -306,13 +305,6 @@ def _changes_text(plan: IncrementalPlan) -> str:
         key = ", ".join(display_name(k) for k in a.touched_key)
         return (f"a over the keys ({key}) this batch touched, after the merge minus before it; "
                 f"touched keys come from Δ{', Δ'.join(a.change_states)}")
-    if a.changes == "partition":
-        key = ", ".join(display_name(k) for k in a.touched_key)
-        return (f"a over every row of the partitions ({key}) this batch touched, after the merge minus before it; "
-                f"touched partitions come from Δ{a.change_states[0]}")
-    if any(isinstance(n, Window) for n in a.rows.walk()):
-        return ("the whole answer after the batch minus the answer before it: the window is one partition "
-                "(no PARTITION BY shared by every call) or cut by LIMIT, so each batch recomputes it whole")
     return "the whole answer after the batch minus the answer before it (it is small: one row or LIMIT rows)"
 
 

@@ -35,7 +35,7 @@ from ..ir.rel import (
 from ..ir.window import Window
 from ..passes import normalize
 from ..sql.bind import BoundQuery
-from . import rules_aggregates, rules_joins, rules_linear, rules_loops, rules_setops
+from . import rules_aggregates, rules_joins, rules_linear, rules_loops, rules_setops, rules_windows
 from .context import PlanContext, Rule, reads_stream
 from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import Compiled, IncrementalPlan
@@ -55,6 +55,7 @@ RULES: dict[type[Rel], Rule] = {
     SetOp: rules_setops.set_op,
     Recursive: rules_loops.recursive,
     Iterate: rules_loops.iterate,
+    Window: rules_windows.window,
 }
 
 
@@ -68,18 +69,9 @@ def _internal(rel: Rel) -> UnsupportedError:
                             code="INTERNAL", params={"construct": type(rel).__name__})
 
 
-def _nested_window(rel: Rel) -> UnsupportedError:
-    return UnsupportedError("a window function (OVER) whose result feeds a join, an aggregate, DISTINCT or a set "
-                            "operation is not supported yet", code="UNSUPPORTED_WINDOW",
-                            params={"construct": "nested window"},
-                            hint="window functions are maintained in the outermost query block, under its filters "
-                                 "and select list (SELECT … FROM (SELECT …, rank() OVER (…) r …) WHERE r <= 3 works)")
-
-
 # The nodes no rule handles, each with the error that refuses it.
 REFUSED: dict[type[Rel], Callable[[Rel], UnsupportedError]] = {
     Limit: _nested_limit,  # the outermost LIMIT is part of the answer (rules_answer), not a rule
-    Window: _nested_window,  # the outermost window is part of the answer (rules_windows)
     DeltaScan: _internal, StateScan: _internal, Once: _internal, Expand: _internal,
     LoopRef: _internal,  # a loop's rules replace it before compiling what reads it
 }

@@ -62,7 +62,6 @@ class ChangeMode(StrEnum):
 
     DELTA = "delta"
     KEYED = "keyed"
-    PARTITION = "partition"
     GLOBAL = "global"
 
 
@@ -293,12 +292,8 @@ class Answer:
     * ``keyed`` — ``rows`` depends on each key of ``touched_key`` separately, so the changes are
       ``rows`` over the touched keys after the merge minus the same before it; the touched keys
       are the keys of the deltas of ``change_states``;
-    * ``partition`` — ``rows`` depends on each value of ``touched_key`` separately, a part of the
-      key of every state in ``change_states`` (a window's PARTITION BY): the changes are ``rows``
-      over every row of the touched values after the merge minus the same before it; the
-      touched values are those of the keys the merge of ``change_states[0]`` touched;
     * ``global`` — the whole answer before and after are compared (small answers: LIMIT, or a
-      global aggregate's single row; a window without PARTITION BY).
+      global aggregate's single row).
     """
 
     rows: Rel

@@ -5,8 +5,6 @@ The top of a query — ORDER BY, LIMIT/OFFSET and the final projection — is pe
 * an aggregate (with HAVING and the select list above it, :mod:`.rules_aggregates`): a over its
   states; its changes keyed by the group key (or, for a global aggregate or a LIMIT, the whole
   answer before and after compared);
-* window functions (OVER, :mod:`.rules_windows`) over the rows or over an aggregate: the
-  window's input kept as states, the window in a, its changes from the partitions a batch touched;
 * a DISTINCT: an output state counts each row; a row is in the answer while its count is
   positive, its changes are the rows whose count crossed zero (keyed by every column);
 * anything else: an output state keeps the rows with their multiplicity, and its own delta is
@@ -18,12 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.expr import Column
-from ..ir.window import Window
 from ..ir.rel import WEIGHT, Aggregate, Distinct, Expand, Filter, Limit, Project, Rel, Sort, SortKey, StateScan, StateVersion
 from .context import PlanContext
 from .model import Answer, ChangeMode
 from .rules_aggregates import aggregate_states
-from .rules_windows import window_answer
 
 
 
@@ -53,8 +49,6 @@ def answer(ctx: PlanContext) -> Answer:
         node = node.input
     if isinstance(node, Aggregate):
         return _aggregate_query(ctx, node, above, top)
-    if isinstance(node, Window):
-        return window_answer(ctx, node, above, top.order, top.output, top.limit, top.offset)
     if isinstance(top.rows, Distinct):
         return _distinct_query(ctx, top.rows, top)
     return _plain_query(ctx, top)

@@ -1,83 +1,74 @@
-"""Window functions (OVER) in the answer a: the touched partitions recomputed, their rows replaced.
+"""Window functions (OVER): a window's change from the partitions a batch touched.
 
 A window's value for a row depends on every row of its partition, so no monoid merges it: a
-row inserted at the top of a partition shifts every rank below it. The plan keeps the window's
-input as a state and leaves the window to the answer a:
+row inserted at the top of a partition shifts every rank below it. The rule keeps the window's
+input as a bag state — its rows with their multiplicity, keyed by their columns and
+hash-partitioned on the PARTITION BY columns — and gives the window's change as Spark's own
+window operator over the touched partitions' rows after the merge (+1) minus the same before it
+(−1), the touched partitions read from the state by a semi join on the partition key
+(:func:`.changes.keyed_delta`, as a nested aggregate's keyed change)::
 
-* over a block's rows (FROM … WHERE): the rows as a bag state keyed by all their columns,
-  counting copies, hash-partitioned on the PARTITION BY columns;
-* over a GROUP BY (``rank() OVER (ORDER BY sum(amt) DESC)``): the aggregate's own states
-  (:func:`.rules_aggregates.aggregate_states`), the window computed over its answer.
+    Δ Window(R)  =  Window(σ_touched R') − Window(σ_touched R)       touched = π_partition ΔR
 
-The snapshot is the window over the new state, as Spark's batch query computes it. A batch's
-changes come from the partitions it touched only (``ChangeMode.PARTITION``): the window over
-those partitions' rows after the merge, minus the same before it — Spark's own window operator
-over the rows of the touched partitions, found by a semi join on the partition key; rows whose
-value did not change cancel out. This is Materialize's approach; Feldera and RisingWave maintain
-a window by the change's position inside a partition (a running sum shifts the rows after it,
-top-k keeps k rows and a reserve), which is left for later. Without a PARTITION BY shared by all
-calls (or with a LIMIT) the whole answer before and after is compared (``GLOBAL``).
+Rows whose value did not change cancel out wherever the change is consumed (an output state, an
+aggregate). The window's output is then a relation like any other: the query's answer keeps it
+in its output state (so a snapshot reads that state, not the window recomputed), a filter over
+it (top-k per group: ``WHERE rn <= k``) keeps k rows per partition, and a join or an aggregate
+reads its change. This is Materialize's approach; Feldera and RisingWave work inside a partition
+in proportion to the change (a running sum shifts the rows after it, top-k keeps k rows and a
+reserve), which is left for later. Without a PARTITION BY shared by every call the window is one
+partition, recomputed whole (before and after) each batch.
 
 Ties: where ORDER BY does not order a partition's rows totally, Spark numbers tying rows in the
 order it happens to read them. Functions whose value depends on that order (row_number, ntile,
 lag/lead, first/last/nth_value, an aggregate over a ROWS frame) are refused
 (``WINDOW_ORDER_NOT_TOTAL``) unless PARTITION BY and ORDER BY name every column of the window's
-input — then rows that tie are equal, and so is the answer's bag whatever their order.
+input (over a GROUP BY: every group key) — then rows that tie are equal, and so is the bag of
+answers whatever their order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..errors import UnsupportedError
 from ..ir.expr import Column
 from ..ir.printer import display_name
-from ..ir.rel import WEIGHT, Aggregate, Expand, Filter, Project, Rel, SortKey, StateScan, StateVersion
+from ..ir.rel import WEIGHT, Aggregate, Expand, Filter, Project, Rel, StateScan, StateVersion, Union
 from ..ir.window import Window, ties_free
+from .changes import keyed_delta
 from .context import PlanContext
-from .model import Answer, ChangeMode
-from .rules_aggregates import aggregate_states
+from .model import Compiled
+from .terms import MINUS_ONE, ONE
 
 
-def window_answer(ctx: PlanContext, window: Window, above: Sequence[Rel], order: tuple[SortKey, ...], output: tuple[str, ...],
-                  limit: int | None, offset: int) -> Answer:
-    """The answer of a query whose rows are ``above`` (filters and projections, outermost first)
-    over ``window``."""
-    below: list[Rel] = []  # filters and projections between the window and an aggregate
-    node = window.input
-    while isinstance(node, (Project, Filter)):
-        below.append(node)
-        node = node.input
-    aggregate = node if isinstance(node, Aggregate) else None
-    _refuse_ties(window, aggregate, below)
-    part = partition_columns(window)
-    if aggregate is not None:
-        info = aggregate_states(ctx, aggregate, below)
-        rows: Rel = info.rows
-        states = info.states
-        part = tuple(p for p in part if p in info.key_names and _passed_through(p, below)) if part else ()
-        if len(part) < len(partition_columns(window)):
-            part = ()
-        what = "the aggregate's groups"
+def window(ctx: PlanContext, rel: Rel) -> Compiled:
+    """The change of a window's output: its touched partitions recomputed, after minus before."""
+    assert isinstance(rel, Window)
+    _refuse_ties(rel)
+    part = partition_columns(rel)
+    state, fields = ctx.bag_state(rel.input, "win", partition=part or None)
+    rows = Window(Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT), rel.calls)
+    if part:
+        by_name = {f.name: f for f in fields}
+        program = keyed_delta(rows, state, tuple((p, by_name[p]) for p in part))
+        ctx.plan.note(f"OVER: the window's rows kept in {state}, partitioned on "
+                      f"({', '.join(display_name(p) for p in part)}); each batch recomputes the window over the "
+                      "partitions it touched, after and before its merge, and hands on the difference")
     else:
-        state, fields = ctx.bag_state(window.input, "win", partition=part or None)
-        rows = Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT)
-        states = (state,)
-        what = "the rows"
-    rows = Window(rows, window.calls)
-    for node in reversed(above):
-        rows = node.with_inputs((rows,))
-    cut = limit is not None or offset > 0
-    if part and not cut:
-        ctx.plan.note(f"OVER: {what} kept in {states[0]}; each batch recomputes the window over the partitions "
-                      f"({', '.join(display_name(p) for p in part)}) it touched, and their rows replace the old ones")
-        changes = ChangeMode.PARTITION
-    else:
-        ctx.plan.note(f"OVER: {what} kept in {states[0]}; without a PARTITION BY every call shares, the window is "
-                      "one partition: each batch recomputes it whole and compares the answer before and after")
-        changes = ChangeMode.GLOBAL
-    return Answer(rows=rows, output=output, output_names=ctx.bound.output_names, order=order,
-                  limit=limit, offset=offset, changes=changes, change_states=states, touched_key=part)
+        program = _whole(rows)
+        ctx.plan.note(f"OVER: the window's rows kept in {state}; no PARTITION BY is shared by every call, so the "
+                      "window is one partition: each batch recomputes it whole, after and before its merge")
+    return Compiled(program, static=False, weighted=True)
+
+
+def _whole(rows: Rel) -> Rel:
+    """The window over the whole state after the merge (+1) minus before it (−1)."""
+    def old(node: Rel) -> Rel | None:
+        if isinstance(node, StateScan) and node.version == StateVersion.NEW:
+            return StateScan(node.state, StateVersion.OLD, node.fields)
+        return None
+
+    cols = tuple((f.name, f.ref()) for f in rows.schema)
+    return Union((Project(rows, cols + ((WEIGHT, ONE),)), Project(rows.transform(old), cols + ((WEIGHT, MINUS_ONE),))))
 
 
 def partition_columns(window: Window) -> tuple[str, ...]:
@@ -89,18 +80,15 @@ def partition_columns(window: Window) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in first if p in shared))
 
 
-def _passed_through(name: str, below: Sequence[Rel]) -> bool:
-    """Whether every projection between the aggregate and the window keeps column ``name`` as is."""
-    return all(not isinstance(n, Project) or (name, Column(name, n.field(name).type)) in n.exprs
-               for n in below if name in n.names)
-
-
-def _refuse_ties(window: Window, aggregate: Aggregate | None, below: Sequence[Rel]) -> None:
+def _refuse_ties(rel: Window) -> None:
     """Refuse a call whose value depends on the order among rows tying on its ORDER BY."""
-    columns = window.input.names
-    if aggregate is not None and not any(isinstance(n, Project) for n in below):
-        columns = tuple(n for n, _ in aggregate.keys)  # an aggregate's rows differ in their group key
-    for name, call in window.calls:
+    columns = rel.input.names
+    node = rel.input
+    while isinstance(node, Filter):
+        node = node.input
+    if isinstance(node, Aggregate):
+        columns = tuple(n for n, _ in node.keys)  # an aggregate's rows differ in their group key
+    for _, call in rel.calls:
         if call.order_sensitive and not ties_free(call, columns):
             keyed = {e.name for e in call.partition if isinstance(e, Column)}
             keyed |= {k.expr.name for k in call.order if isinstance(k.expr, Column)}

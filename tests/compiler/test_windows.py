@@ -1,5 +1,5 @@
-"""OVER at compile time, without Spark: what each call binds to, which answer plan a window gets
-(the touched partitions, or the whole window), and every refusal's code and parameters."""
+"""OVER at compile time, without Spark: what each call binds to, how a window's input is kept
+(partitioned for the touched partitions, or one partition), and every refusal's code and parameters."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import pytest
 
 import streamfold
 from streamfold.errors import SqlError, StreamfoldError
-from streamfold.ir.window import Frame, FrameKind, WindowCall
-from streamfold.plan.model import ChangeMode
+from streamfold.ir.window import Frame, FrameKind, Window, WindowCall
 
 SCHEMA = {"t": "g INT, v INT, w STRING, x DOUBLE, _weight BIGINT"}
 
@@ -18,7 +17,9 @@ def _plan(sql: str):
 
 
 def _calls(sql: str) -> list[WindowCall]:
-    return [e for n in _plan(sql).answer.rows.walk() for _, e in getattr(n, "calls", ())]
+    plan = _plan(sql)
+    programs = [step.program for step in plan.delta if hasattr(step, "program")]
+    return list(dict.fromkeys(c for p in programs for n in p.walk() if isinstance(n, Window) for _, c in n.calls))
 
 
 @pytest.mark.parametrize("sql,fn,frame,sensitive", [
@@ -45,23 +46,23 @@ def test_types_follow_spark():
     assert [c.type.sql() for c in calls] == ["INT", "DOUBLE", "BIGINT", "DOUBLE", "STRING"]
 
 
-@pytest.mark.parametrize("sql,mode,key", [
-    ("SELECT g, v, rank() OVER (PARTITION BY g ORDER BY v) FROM t", ChangeMode.PARTITION, ("t.g",)),
-    ("SELECT g, v, rank() OVER (PARTITION BY g, w ORDER BY v), sum(v) OVER (PARTITION BY w) FROM t",
-     ChangeMode.PARTITION, ("t.w",)),
-    ("SELECT g, v, rank() OVER (ORDER BY v) FROM t", ChangeMode.GLOBAL, ()),
-    ("SELECT g, v, rank() OVER (PARTITION BY g ORDER BY v) r FROM t ORDER BY r LIMIT 3", ChangeMode.GLOBAL, ("t.g",)),
-    ("SELECT g, w, count(*), rank() OVER (PARTITION BY g ORDER BY count(*)) FROM t GROUP BY g, w",
-     ChangeMode.PARTITION, ("t.g",)),
-    ("SELECT g, sum(v), rank() OVER (ORDER BY sum(v) DESC) FROM t GROUP BY g", ChangeMode.GLOBAL, ()),
+@pytest.mark.parametrize("sql,partition", [
+    ("SELECT g, v, rank() OVER (PARTITION BY g ORDER BY v) FROM t", ("t.g",)),
+    ("SELECT g, v, rank() OVER (PARTITION BY g, w ORDER BY v), sum(v) OVER (PARTITION BY w) FROM t", ("t.w",)),
+    ("SELECT g, v, rank() OVER (ORDER BY v) FROM t", None),
+    ("SELECT g, v, rank() OVER (PARTITION BY g ORDER BY v) r FROM t ORDER BY r LIMIT 3", ("t.g",)),
+    ("SELECT g, w, count(*), rank() OVER (PARTITION BY g ORDER BY count(*)) FROM t GROUP BY g, w", ("t.g",)),
+    ("SELECT g, sum(v), rank() OVER (ORDER BY sum(v) DESC) FROM t GROUP BY g", None),
     ("SELECT * FROM (SELECT g, v, w, row_number() OVER (PARTITION BY g ORDER BY v, w) rn FROM t) s WHERE rn <= 2",
-     ChangeMode.PARTITION, ("t.g",)),
+     ("t.g",)),
+    ("SELECT r, count(*) FROM (SELECT g, rank() OVER (PARTITION BY g ORDER BY v) r FROM t) s GROUP BY r", ("t.g",)),
 ])
-def test_changes_come_from_the_touched_partitions_when_every_call_shares_one(sql, mode, key):
-    answer = _plan(sql).answer
-    assert answer.changes == mode
-    if mode == ChangeMode.PARTITION:
-        assert answer.touched_key == key
+def test_the_window_input_is_a_state_partitioned_on_the_partition_by_every_call_shares(sql, partition):
+    plan = _plan(sql)
+    (state,) = [s for s in plan.states if s.name.startswith("win")]
+    assert state.partition == partition
+    touched = "partitions it touched" if partition else "one partition"
+    assert any(n.startswith("OVER:") and touched in n for n in plan.notes)
 
 
 def test_ties_matter_only_for_columns_the_query_reads():
@@ -88,9 +89,6 @@ def test_ties_matter_only_for_columns_the_query_reads():
     ("SELECT g, stddev(v) OVER (PARTITION BY g) FROM t", "UNSUPPORTED_WINDOW"),
     ("SELECT g FROM t GROUP BY g HAVING rank() OVER (ORDER BY g) = 1", "UNSUPPORTED_WINDOW"),
     ("SELECT g, sum(v) OVER (PARTITION BY g) FROM t GROUP BY g", "NOT_AGGREGATED"),
-    ("SELECT DISTINCT g, rank() OVER (PARTITION BY g ORDER BY v) FROM t", "UNSUPPORTED_WINDOW"),
-    ("SELECT a.g, b.r FROM t a JOIN (SELECT g, rank() OVER (ORDER BY v) r FROM t) b ON a.g = b.g",
-     "UNSUPPORTED_WINDOW"),
 ])
 def test_refusals_are_coded(sql, code):
     with pytest.raises(StreamfoldError) as e:

@@ -64,9 +64,7 @@ class AnswerLowering:
             return self._consolidate(changed) if hidden else changed
         if a.changes == ChangeMode.KEYED and a.per_key is not None:
             return self._per_key_changes(first, merged(a.change_states[0]))
-        if a.changes == ChangeMode.PARTITION:
-            after, before = self._partitions(merged, new, old)
-        elif a.changes == ChangeMode.GLOBAL:
+        if a.changes == ChangeMode.GLOBAL:
             rows = self.ordered_rows()
             after = program(rows, lambda leaf: new(_state_of(leaf)))
             before = program(rows, lambda leaf: old(_state_of(leaf)))
@@ -101,20 +99,6 @@ class AnswerLowering:
         if before is not None:
             signed += f"\nUNION ALL\nSELECT *, -1 AS {WEIGHT} FROM {before}"
         return self._consolidate(signed)
-
-    def _partitions(self, merged: Callable[[str], str], new: Callable[[str], str],
-                    old: Callable[[str], str]) -> tuple[str, str]:
-        """a over every row of the partitions the batch touched, after and before the merge: the
-        touched values of ``touched_key`` (a part of each change state's key) come from the first
-        state's merge, and every change state is restricted to them (a window's partitions)."""
-        a = self.answer
-        main = a.change_states[0]
-        keys = ", ".join(f"{quote(k)} AS __k{i}" for i, k in enumerate(a.touched_key))
-        touched = f"(SELECT DISTINCT {keys} FROM {merged(main)} WHERE {TOUCHED} = 1)"
-        after_of = {s: subquery(self._restrict(s, new(s), touched)) for s in a.change_states}
-        before_of = {s: subquery(self._restrict(s, old(s), touched)) for s in a.change_states}
-        return (program(a.rows, lambda leaf: after_of[_state_of(leaf)]),
-                program(a.rows, lambda leaf: before_of[_state_of(leaf)]))
 
     def _per_key_changes(self, first: bool, merged: str) -> str:
         """Changes of a row-wise answer, from each touched key's new and old row of the merge:
