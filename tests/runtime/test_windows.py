@@ -50,6 +50,7 @@ WINDOW_QUERIES = [
      "AS r FROM R) x GROUP BY r"),
 ]
 
+
 @pytest.mark.parametrize("qid,sql", WINDOW_QUERIES, ids=[q[0] for q in WINDOW_QUERIES])
 def test_window_snapshots_equal_duckdb_with_deletions(spark, tmp_path, monkeypatch, qid, sql):
     # hash-partitioned states (the bound at 0), so the touched partitions are met where they lie
