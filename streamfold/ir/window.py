@@ -109,13 +109,22 @@ class WindowCall(Expr):
         """Whether the value depends on the order among rows tying on ORDER BY: row_number, ntile,
         lag/lead and first/last/nth_value pick a row among ties; an aggregate over a ROWS frame
         that is not the whole partition counts rows, not peers. rank, dense_rank, percent_rank,
-        cume_dist and RANGE frames treat ties as peers."""
+        cume_dist and RANGE frames treat ties as peers. A floating-point sum depends on the order it
+        adds the rows in, whatever its frame."""
         if self.fn in ("row_number", "ntile") or self.fn in OFFSETS or self.fn in VALUES:
+            return True
+        if self.float_sum:
             return True
         if self.fn in AGGREGATES:
             f = self.effective_frame
             return f.kind == FrameKind.ROWS and not f.whole
         return False
+
+    @property
+    def float_sum(self) -> bool:
+        """A sum or average of FLOAT/DOUBLE values: its last bits depend on the order the rows are
+        added in, so a partition recomputed in another order would not cancel its old rows."""
+        return self.fn in ("sum", "avg") and self.args[0].type.name in ("FLOAT", "DOUBLE")
 
     @property
     def nullable(self) -> bool:

@@ -21,7 +21,9 @@ partition, recomputed whole (before and after) each batch.
 
 Ties: where ORDER BY does not order a partition's rows totally, Spark numbers tying rows in the
 order it happens to read them. Functions whose value depends on that order (row_number, ntile,
-lag/lead, first/last/nth_value, an aggregate over a ROWS frame) are refused
+lag/lead, first/last/nth_value, an aggregate over a ROWS frame, a sum or average of FLOAT/DOUBLE
+values — whose last bits depend on the order of addition, so a partition recomputed in another
+order would not cancel its old rows) are refused
 (``WINDOW_ORDER_NOT_TOTAL``) unless PARTITION BY and ORDER BY name every column of the window's
 input (over a GROUP BY: every group key) — then rows that tie are equal, and so is the bag of
 answers whatever their order.
@@ -93,6 +95,13 @@ def _refuse_ties(rel: Window) -> None:
             keyed = {e.name for e in call.partition if isinstance(e, Column)}
             keyed |= {k.expr.name for k in call.order if isinstance(k.expr, Column)}
             missing = [display_name(c).split(".", 1)[-1] for c in columns if c not in keyed]
+            if call.float_sum:
+                raise UnsupportedError(
+                    f"{call.fn} of floating-point values over rows in no total order: its last digits depend on the "
+                    "order Spark happens to add tying rows in", code="WINDOW_ORDER_NOT_TOTAL",
+                    params={"function": call.fn, "columns": missing},
+                    hint="CAST the argument to DECIMAL, whose sums are exact in any order, or order the window by "
+                         f"every column it reads (add {', '.join(missing)})")
             raise UnsupportedError(
                 f"{call.fn} over an ORDER BY that leaves ties: its value depends on the order Spark happens to "
                 "read tying rows in", code="WINDOW_ORDER_NOT_TOTAL",

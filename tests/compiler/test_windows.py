@@ -68,6 +68,9 @@ def test_the_window_input_is_a_state_partitioned_on_the_partition_by_every_call_
 def test_ties_matter_only_for_columns_the_query_reads():
     # w is not read: rows tying on (g, v) are equal in what the answer shows
     _plan("SELECT g, v, row_number() OVER (PARTITION BY g ORDER BY v) FROM t")
+    # a floating-point sum in a total order, or of decimals, adds its rows in one order
+    _plan("SELECT g, sum(x) OVER (PARTITION BY g ORDER BY x) FROM t")
+    _plan("SELECT g, avg(CAST(x AS DECIMAL(10, 2))) OVER (PARTITION BY g) FROM t")
     # an aggregate's rows differ in their group key: ordering by it makes the order total
     _plan("SELECT g, sum(v), row_number() OVER (ORDER BY sum(v), g) FROM t GROUP BY g")
     with pytest.raises(StreamfoldError) as e:
@@ -80,6 +83,7 @@ def test_ties_matter_only_for_columns_the_query_reads():
     ("SELECT g, w, sum(v) OVER (PARTITION BY g ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
      "WINDOW_ORDER_NOT_TOTAL"),
     ("SELECT g, w, ntile(2) OVER (ORDER BY v) FROM t", "WINDOW_ORDER_NOT_TOTAL"),
+    ("SELECT g, avg(x) OVER (PARTITION BY g) FROM t", "WINDOW_ORDER_NOT_TOTAL"),
     ("SELECT g, row_number() OVER (PARTITION BY g) FROM t", "WINDOW_NEEDS_ORDER"),
     ("SELECT g, rank() OVER (ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", "WINDOW_FRAME_NOT_ALLOWED"),
     ("SELECT g, sum(v) OVER (ORDER BY w RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", "INVALID_WINDOW_FRAME"),
