@@ -5,8 +5,8 @@ row inserted at the top of a partition shifts every rank below it. The rule keep
 input as a bag state — its rows with their multiplicity, keyed by their columns and
 hash-partitioned on the PARTITION BY columns — and gives the window's change as Spark's own
 window operator over the touched partitions' rows after the merge (+1) minus the same before it
-(−1), the touched partitions read from the state by a semi join on the partition key
-(:func:`.changes.keyed_delta`, as a nested aggregate's keyed change)::
+(−1), the touched partitions' rows looked up in the state by a semi join on the partition key
+and added up per row (so a large state may be kept as a base and a tail, ``plan/runs.py``)::
 
     Δ Window(R)  =  Window(σ_touched R') − Window(σ_touched R)       touched = π_partition ΔR
 
@@ -32,14 +32,14 @@ answers whatever their order.
 from __future__ import annotations
 
 from ..errors import UnsupportedError
-from ..ir.expr import Column
+from ..ir.expr import Call, Column, and_all
 from ..ir.printer import display_name
-from ..ir.rel import WEIGHT, Aggregate, Expand, Filter, Project, Rel, StateScan, StateVersion, Union
+from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
+from ..ir.types import BOOLEAN
 from ..ir.window import Window, ties_free
-from .changes import keyed_delta
 from .context import PlanContext
 from .model import Compiled
-from .terms import MINUS_ONE, ONE
+from .terms import MINUS_ONE, ONE, sum_weights
 
 
 def window(ctx: PlanContext, rel: Rel) -> Compiled:
@@ -48,29 +48,45 @@ def window(ctx: PlanContext, rel: Rel) -> Compiled:
     _refuse_ties(rel)
     part = partition_columns(rel)
     state, fields = ctx.bag_state(rel.input, "win", partition=part or None)
-    rows = Window(Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT), rel.calls)
     if part:
-        by_name = {f.name: f for f in fields}
-        program = keyed_delta(rows, state, tuple((p, by_name[p]) for p in part))
+        program = _signed(_touched_partitions(rel, state, fields, part, StateVersion.NEW),
+                          _touched_partitions(rel, state, fields, part, StateVersion.OLD))
         ctx.plan.note(f"OVER: the window's rows kept in {state}, partitioned on "
                       f"({', '.join(display_name(p) for p in part)}); each batch recomputes the window over the "
                       "partitions it touched, after and before its merge, and hands on the difference")
     else:
-        program = _whole(rows)
+        program = _signed(_over(rel, StateScan(state, StateVersion.NEW, fields)),
+                          _over(rel, StateScan(state, StateVersion.OLD, fields)))
         ctx.plan.note(f"OVER: the window's rows kept in {state}; no PARTITION BY is shared by every call, so the "
                       "window is one partition: each batch recomputes it whole, after and before its merge")
     return Compiled(program, static=False, weighted=True)
 
 
-def _whole(rows: Rel) -> Rel:
-    """The window over the whole state after the merge (+1) minus before it (−1)."""
-    def old(node: Rel) -> Rel | None:
-        if isinstance(node, StateScan) and node.version == StateVersion.NEW:
-            return StateScan(node.state, StateVersion.OLD, node.fields)
-        return None
+def _touched_partitions(rel: Window, state: str, fields: tuple[Field, ...], part: tuple[str, ...],
+                        version: StateVersion) -> Rel:
+    """The window over the rows of the partitions the batch touched (their PARTITION BY values
+    are those of the state's delta), in ``version`` of the state: looked up by a semi join on
+    the partition key (null-safe: a NULL partition is a partition) and added up per row at once,
+    so the state may be kept as a base and a tail (plan/runs.py: a look-up added up per key)."""
+    by_name = {f.name: f for f in fields}
+    delta = StateScan(state, StateVersion.DELTA, fields)
+    renamed = tuple((f"{p}#t", Column(p, by_name[p].type)) for p in part)
+    touched = Aggregate(Project(delta, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
+    cond = and_all([Call("<=>", (Column(p, by_name[p].type), Column(f"{p}#t", by_name[p].type)), BOOLEAN)
+                    for p in part])
+    found = Join(StateScan(state, version, fields), touched, JoinKind.SEMI, cond)
+    keys = tuple((f.name, f.ref()) for f in fields if f.name != WEIGHT)
+    return Window(Expand(Aggregate(found, keys, ((WEIGHT, sum_weights()),)), WEIGHT), rel.calls)
 
-    cols = tuple((f.name, f.ref()) for f in rows.schema)
-    return Union((Project(rows, cols + ((WEIGHT, ONE),)), Project(rows.transform(old), cols + ((WEIGHT, MINUS_ONE),))))
+
+def _over(rel: Window, scan: StateScan) -> Rel:
+    return Window(Expand(scan, WEIGHT), rel.calls)
+
+
+def _signed(after: Rel, before: Rel) -> Rel:
+    """``after`` with weight +1 and ``before`` with −1."""
+    cols = tuple((f.name, f.ref()) for f in after.schema)
+    return Union((Project(after, cols + ((WEIGHT, ONE),)), Project(before, cols + ((WEIGHT, MINUS_ONE),))))
 
 
 def partition_columns(window: Window) -> tuple[str, ...]:

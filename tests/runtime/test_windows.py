@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from streamfold.runtime import shape
+from streamfold.runtime import runs, shape
+from streamfold.settings import env_name
 
 from ..streams import Source, check_stream
 from ..strategies import random_stream
@@ -17,9 +18,11 @@ from .test_differential import R_COLS
 
 pytestmark = [pytest.mark.spark]
 
-# (id, query): R has a INT, b INT, c DOUBLE, s STRING, d DATE, small values with NULLs, so
+# (id, query, runs): R has a INT, b INT, c DOUBLE, s STRING, d DATE, small values with NULLs, so
 # partitions and ORDER BY values tie. Where a function picks a row among ties the ORDER BY is
-# made total over the columns the query reads (the planner refuses it otherwise).
+# made total over the columns the query reads (the planner refuses it otherwise). ``runs``: the
+# window's state kept as a base and a tail from batch 1 on, its tail folded at that fraction (0:
+# after every batch; 1000: never), or None (kept whole; its size keeps it so outside the tests).
 WINDOW_QUERIES = [
     # every function over one PARTITION BY: ranking with ties, then the functions that pick a row
     # among ties over an ORDER BY made total (b, s), ROWS and RANGE frames, the whole partition
@@ -36,25 +39,30 @@ WINDOW_QUERIES = [
      "sum(b) OVER (PARTITION BY a ORDER BY b) AS running, "
      "min(b) OVER (PARTITION BY a ORDER BY b RANGE BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS mn, "
      "avg(b) OVER (PARTITION BY a) AS av, "
-     "count(*) OVER (PARTITION BY a ORDER BY b DESC RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS n FROM R"),
+     "count(*) OVER (PARTITION BY a ORDER BY b DESC RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS n FROM R",
+     0.0),
     # no PARTITION BY: one partition, recomputed whole
     ("one-partition", "SELECT s, b, sum(b) OVER (ORDER BY b RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS t, "
-     "rank() OVER (ORDER BY s) AS r FROM R"),
-    ("over-aggregate-global", "SELECT s, sum(b) AS t, rank() OVER (ORDER BY sum(b) DESC) AS r FROM R GROUP BY s"),
+     "rank() OVER (ORDER BY s) AS r FROM R", None),
+    ("over-aggregate-global", "SELECT s, sum(b) AS t, rank() OVER (ORDER BY sum(b) DESC) AS r FROM R GROUP BY s", None),
     ("over-aggregate-partitioned", "SELECT a, s, count(*) AS n, sum(count(*)) OVER (PARTITION BY a) AS total, "
-     "row_number() OVER (PARTITION BY a ORDER BY count(*) DESC, s) AS rn FROM R GROUP BY a, s"),
+     "row_number() OVER (PARTITION BY a ORDER BY count(*) DESC, s) AS rn FROM R GROUP BY a, s", None),
     ("top-k-per-group", "SELECT a, b, s FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn "
-     "FROM R WHERE b IS NOT NULL) x WHERE rn <= 2"),
+     "FROM R WHERE b IS NOT NULL) x WHERE rn <= 2", 1000.0),
     # a window's change read by an aggregate, as a nested block's
     ("under-aggregate", "SELECT r, count(*) AS n, sum(b) AS t FROM (SELECT b, dense_rank() OVER (PARTITION BY s ORDER BY b) "
-     "AS r FROM R) x GROUP BY r"),
+     "AS r FROM R) x GROUP BY r", None),
 ]
 
 
-@pytest.mark.parametrize("qid,sql", WINDOW_QUERIES, ids=[q[0] for q in WINDOW_QUERIES])
-def test_window_snapshots_equal_duckdb_with_deletions(spark, tmp_path, monkeypatch, qid, sql):
+@pytest.mark.parametrize("qid,sql,fold", WINDOW_QUERIES, ids=[q[0] for q in WINDOW_QUERIES])
+def test_window_snapshots_equal_duckdb_with_deletions(spark, tmp_path, monkeypatch, qid, sql, fold):
     # hash-partitioned states (the bound at 0), so the touched partitions are met where they lie
     monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
+    if fold is not None:  # runs for any state size and share of it touched
+        monkeypatch.setenv(env_name("runs_min_rows"), "0")
+        monkeypatch.setenv(env_name("runs_fold"), repr(fold))
+        monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     sources = [Source("R", R_COLS, weighted=True)]
     # one random example per query (seeded by its name): three batches of inserts, the later
     # ones deleting up to half the rows present
