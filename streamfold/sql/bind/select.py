@@ -8,8 +8,9 @@
 FROM (:mod:`.from_clause`) builds the scope the other clauses read; WHERE is bound over it; a
 generator in the select list (:mod:`.generators`) comes next; then the block is an aggregate one
 (:mod:`.grouping`) or a plain one, its window calls (OVER) in a ``Window`` node under the select
-list (:mod:`.windows`), and :func:`.order.finish` puts the top on it. Clauses the
-binder does not support are refused, never ignored: the WINDOW and QUALIFY clauses, PIVOT, CONNECT BY, TABLESAMPLE, DISTINCT ON, GROUPING SETS, CUBE and ROLLUP.
+list (:mod:`.windows`), and :func:`.order.finish` puts the top on it. Clauses the binder does not
+support are refused, never ignored: the WINDOW and QUALIFY clauses, PIVOT, CONNECT BY,
+TABLESAMPLE, DISTINCT ON, GROUPING SETS, CUBE and ROLLUP.
 """
 
 from __future__ import annotations
