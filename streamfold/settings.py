@@ -189,6 +189,17 @@ class Settings:
         "", env="STREAMFOLD_CACHE", kind="tuning", type=TEXT, default_doc="~/.cache/streamfold",
         doc="where `make setup` builds, and the session finds, the helper jar of the prepared plans "
             "(compiled with Spark's Janino; without it every batch is planned).")
+    bind_address: str = _setting(
+        "127.0.0.1", env="STREAMFOLD_BIND_ADDRESS", kind="tuning", type=TEXT,
+        doc="the address the Spark driver streamfold starts with a local master listens on (its RPC and "
+            "block manager; the UI is off). Loopback keeps them off the network: Spark's RPC has no "
+            "authentication unless `spark.authenticate` is set. With a cluster master the driver must be "
+            "reachable by the executors; see docs/cluster.md.")
+    executor_wait: float = _setting(
+        120.0, env="STREAMFOLD_EXECUTOR_WAIT", kind="tuning", type=FRACTION,
+        doc="seconds a run on a cluster master waits for executors when the application has none (every "
+            "worker lost, or the master without recovery) before it fails the batch with `NO_EXECUTORS` "
+            "instead of waiting for ever.")
     # -- A/B switches ---------------------------------------------------------------------------
     watch: bool = _setting(
         True, env="STREAMFOLD_WATCH", kind="ab", type=FLAG,
