@@ -38,6 +38,7 @@ from .features.maintenance import compact, fold_tails
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
 from .features.recovery import ATTEMPTS, Recovered, lost_state, lost_what
+from .features.sinks import Sinks
 from .features.strategies import Strategies, not_maintained
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .installed import Installed
@@ -107,6 +108,8 @@ class Engine:
         self.strategies = Strategies(ctx, self.b.recomputer is not None, self.recovery.stale)
         if last >= 0:
             self.strategies.resume(last)
+        self.sinks = Sinks(ctx, self.b.plan, self.b.answer.columns(), last)
+        self.sinks.deliver(last)  # what a sink missed before the restart
 
     # -- what the rest of streamfold reads ------------------------------------------------------
     @property
@@ -444,11 +447,13 @@ class Engine:
                               (snap_rows, change_rows + sum(logged), sum(rows.values())))
         self.strategies.observe(batch, choice, rows, committed_at - start, shape.warm)
         control.committed(batch, record)
+        with clock.phase("sinks"):
+            lags = self.sinks.deliver(batch)
         self._after_commit(b, batch, inputs, rows, choice,
                            restated=(installed is not None and installed.whole) or restate)
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, state_rows(b),
-                           dict(clock.timings), profile, committed_at, committed_at - start)
+                           dict(clock.timings), profile, committed_at, committed_at - start, lags)
 
     def _after_commit(self, b: Bundle, batch: int, inputs: dict[str, list[str]], rows: dict[str, int],
                       choice: Choice, restated: bool) -> None:
@@ -456,7 +461,8 @@ class Engine:
         folded, a recompute measured for the cost model, batch 1's plans prepared ahead."""
         ctx, clock = self.ctx, self.ctx.clock
         with clock.phase("compact"):
-            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, restated, self.strategies.stale))
+            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, restated, self.strategies.stale,
+                                                                  self.sinks.needed()))
         if b.store.start_runs():  # the next batch merges into the new runs' tails
             self.prepared.invalidated()
         if b.store.fold_due():
@@ -485,11 +491,15 @@ class Engine:
                                                          start, choice)
         self._outputs_seen = None
         ctx.control.committed(batch, record)
+        with clock.phase("sinks"):
+            lags = self.sinks.deliver(batch)
         with clock.phase("compact"):
-            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, False, self.strategies.stale))
+            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, False, self.strategies.stale,
+                                                                  self.sinks.needed()))
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, record["snapshot_rows"],
-                           record["change_rows"], {}, dict(clock.timings), profile, committed_at, committed_at - start)
+                           record["change_rows"], {}, dict(clock.timings), profile, committed_at, committed_at - start,
+                           lags)
 
     def _rebuild_stale(self, batch: int) -> None:
         """The cost model's rebuild: the states built again, then the batch runs as a newly
@@ -531,6 +541,7 @@ class Engine:
     def close(self) -> None:
         if self.watch is not None:
             self.watch.close()
+        self.sinks.close()
         if self.prepared.plans is not None:
             self.prepared.plans.release()
         self.b.store.close()
