@@ -104,4 +104,13 @@ else
   say "installing Debian's chromium with apt-get (for the studio's browser tests)"
   apt_install chromium || say "chromium could not be installed: the browser tests will be skipped"
 fi
+# 6. PostgreSQL for the PostgreSQL sink's tests (Debian's package: the tests start a throw-away
+#    cluster with its initdb, as the unprivileged `postgres` user when run as root).
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+if [ -n "$(pg_bin)" ] && [ -x "$(pg_bin)/initdb" ]; then
+  say "postgresql: $("$(pg_bin)/postgres" --version)"
+else
+  say "installing Debian's postgresql with apt-get (for the PostgreSQL sink's tests)"
+  apt_install postgresql || say "postgresql could not be installed: the PostgreSQL sink's tests will be skipped"
+fi
 say "done"

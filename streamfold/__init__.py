@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
-    BadInputError, BatchError, BindError, CheckpointError, ParseError, SourceError, SqlError, StreamfoldError,
-    UnsupportedError, UsageError,
+    BadInputError, BatchError, BindError, CheckpointError, ParseError, SinkError, SourceError, SqlError,
+    StreamfoldError, UnsupportedError, UsageError,
 )
 from .ir.types import DataType
 from .settings import Settings
@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 Schemas = Mapping[str, "str | Iterable[tuple[str, DataType | str]] | SourceSchema"]
 
 __all__ = [
-    "BadInputError", "BatchError", "BindError", "CheckpointError", "ParseError", "Settings", "SourceError",
+    "BadInputError", "BatchError", "BindError", "CheckpointError", "ParseError", "Settings", "SinkError", "SourceError",
     "SqlError", "StreamfoldError", "UnsupportedError", "UsageError", "compile", "explain", "start",
 ]
 
@@ -78,7 +78,7 @@ def start(sql: str, sources: Mapping[str, Any], output: str, *, tables: Mapping[
           strategy: str = "incremental", settings: Settings | None = None, spark: Any = None,
           master: str | None = None, background: bool = True, progress: Callable[[str], None] | None = None,
           endpoint: bool = True, control_host: str = "127.0.0.1", control_port: int = 0,
-          pause_grace: float = 0.1) -> ControlledQuery:
+          pause_grace: float = 0.1, sinks: Iterable[Any] = ()) -> ControlledQuery:
     """Start maintaining ``sql`` over ``sources`` (and static ``tables``), writing to ``output``.
 
     A source is a directory of files, ``"PATH:delta"`` (a Delta Lake table), or a streaming Spark
@@ -100,6 +100,9 @@ def start(sql: str, sources: Mapping[str, Any], output: str, *, tables: Mapping[
     doing. ``settings`` (:class:`Settings`; the environment's if not given) are the rest:
     driver memory and the other JVM settings for a session streamfold starts, A/B switches
     (docs/tuning.md). Every option is checked before Spark starts (``BAD_OPTION``).
+    ``sinks`` are where each committed batch is also delivered (docs/sinks.md):
+    ``"postgres://USER@HOST:PORT/DB?table=NAME"`` and ``"PATH:delta"`` exactly once, and callables
+    ``fn(batch, changes, snapshot)`` (Spark DataFrames) at least once.
     The query has the control actions as methods (pause, resume, inspect, reconfigure, …).
     """
     from .control.api import start as _start
@@ -110,4 +113,4 @@ def start(sql: str, sources: Mapping[str, Any], output: str, *, tables: Mapping[
                   matrix_epsilon=matrix_epsilon, matrix_cells=matrix_cells, matrix_equi=matrix_equi,
                   matrix_start=matrix_start, strategy=strategy, settings=settings, spark=spark, master=master,
                   background=background, progress=progress, endpoint=endpoint, control_host=control_host,
-                  control_port=control_port, pause_grace=pause_grace)
+                  control_port=control_port, pause_grace=pause_grace, sinks=tuple(sinks))

@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="per batch: maintain the states (incremental, default), recompute the answer from every "
                           "file, or choose by a cost model calibrated from measured batches (auto; docs/strategy.md)")
     run.add_argument("--equi-joins", choices=EQUI_PARTITIONINGS, default=DEFAULT_EQUI, help=EQUI_HELP)
+    run.add_argument("--sink", action="append", default=[], metavar="ENDPOINT",
+                     help="also deliver each committed batch, exactly once, to postgres://USER@HOST:PORT/DB?table=NAME "
+                          "(password from PGPASSWORD or ~/.pgpass) or PATH:delta; repeatable (docs/sinks.md)")
     run.add_argument("--quiet", action="store_true", help="no per-batch lines")
     run.add_argument("--profile", action="store_true",
                      help="print each batch's waterfall (phases, Spark jobs and stages, py4j calls) and write "
@@ -339,7 +342,7 @@ def _run(args: argparse.Namespace) -> int:
         sql=compilation.text, sources=streams, output=args.output, tables=statics, checkpoint=args.checkpoint,
         trigger=args.trigger, until_idle=args.until_idle, partitions=args.partitions, on_bad_file=args.on_bad_file,
         compact_every=args.compact_every, keep_snapshots=args.keep_snapshots, profile=args.profile,
-        matrix_equi=args.equi_joins, strategy=args.strategy, settings=_settings(args))
+        matrix_equi=args.equi_joins, strategy=args.strategy, settings=_settings(args), sinks=tuple(args.sink))
     check_endpoint(args.control_port, GRACE_S)
     compilation.parsed  # noqa: B018
     _check_paths({n: p for n, p in sources.items() if formats[n] != "delta"}, tables)  # a table: when opened

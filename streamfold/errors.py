@@ -45,6 +45,13 @@ class StreamfoldError(Exception):
         return text
 
 
+class SinkError(StreamfoldError):
+    """A sink that cannot take a committed batch (down, refusing, another schema): the batch stays
+    committed in streamfold's output and is delivered when the sink can take it."""
+
+    default_code = "SINK_ERROR"
+
+
 class SqlError(StreamfoldError):
     """An error about the query text; shows the query with the offending spot marked."""
 

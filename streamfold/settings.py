@@ -195,6 +195,17 @@ class Settings:
             "netting the files it removed and added (fewer rows read). Off by default: delta-rs 1.6.6 writes a "
             "feed without the duplicate post-images of an UPDATE (two rows updated into equal rows give one), "
             "so the feed is exact only for tables without duplicate rows (docs/sources.md).")
+    bind_address: str = _setting(
+        "127.0.0.1", env="STREAMFOLD_BIND_ADDRESS", kind="tuning", type=TEXT,
+        doc="the address the Spark driver streamfold starts with a local master listens on (its RPC and "
+            "block manager; the UI is off). Loopback keeps them off the network: Spark's RPC has no "
+            "authentication unless `spark.authenticate` is set. With a cluster master the driver must be "
+            "reachable by the executors; see docs/cluster.md.")
+    executor_wait: float = _setting(
+        120.0, env="STREAMFOLD_EXECUTOR_WAIT", kind="tuning", type=FRACTION,
+        doc="seconds a run on a cluster master waits for executors when the application has none (every "
+            "worker lost, or the master without recovery) before it fails the batch with `NO_EXECUTORS` "
+            "instead of waiting for ever.")
     # -- A/B switches ---------------------------------------------------------------------------
     watch: bool = _setting(
         True, env="STREAMFOLD_WATCH", kind="ab", type=FLAG,

@@ -125,6 +125,10 @@ BAND_JOIN_SQL = ("SELECT x.A, count(*) AS n, sum(y.D) AS total FROM S1 x JOIN S2
 # the check of a 1M-row run takes seconds.
 BAND_JOIN_ORACLE = ("SELECT x.A, count(*) AS n, sum(y.D) AS total FROM S1 x JOIN S2 y "
                     "ON x.B BETWEEN y.C - 1 AND y.C + 1 GROUP BY x.A")
+# Top-k per group (issue 59): the 3 largest y per x, over ~100 rows per group; an increment of 100
+# random rows touches ~1 % of the 10,001 groups, and only those partitions are recomputed.
+TOPK_PER_GROUP_SQL = ("SELECT x, y, rn FROM (SELECT x, y, row_number() OVER (PARTITION BY x ORDER BY y DESC) AS rn "
+                      "FROM S) t WHERE rn <= 3")
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
@@ -151,6 +155,9 @@ WORKLOADS: dict[str, Workload] = {
                  description="issue 20's band join: |x.B − y.C| ≤ 1 over two streams of random pairs, a 1M-row "
                              "history and nine 40K increments to each input, counted and summed per x.A",
                  oracle=BAND_JOIN_ORACLE),
+        Workload("topk-per-group", TOPK_PER_GROUP_SQL, (Source("S", ("x", "y")),), 1_000_000, 100, 9, None,
+                 description="issue 59's top-k per group: row_number() per x over a 1M-row history, the top 3 "
+                             "kept; nine 100-row increments, each touching ~1 % of the groups"),
         Workload("groupby-10m", GROUPBY_SQL, (Source("S", ("x", "y")),), 10_000_000, 40_000, 9, ("x",),
                  history_files=10,
                  description="groupBy with a 10M-row history: how an increment's cost grows with the history"),
@@ -176,6 +183,7 @@ QUICK: dict[str, Callable[[Workload], Workload]] = {
     "groupby": lambda w: w.sized(20_000, 2_000, 3),
     "join-groupby": lambda w: w.sized(5_000, 1_000, 3),
     "band-join": lambda w: w.sized(5_000, 1_000, 3),
+    "topk-per-group": lambda w: w.sized(20_000, 100, 3),
     "groupby-10m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "groupby-100m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "pagerank": lambda w: w.sized(300, 5, 2).with_steps(2),

@@ -12,7 +12,7 @@ own ``PGPASSWORD`` and ``~/.pgpass`` supply it.
 
 A source connector turns "what is new since the position recorded in the last commit" into a
 batch of rows with ``_weight``; a sink connector applies a committed batch atomically and
-remembers the last batch it holds, so a replayed batch is recognised and skipped. Both keep the
+remembers the last batch it holds, so a replayed batch is recognised and skipped (``docs/sinks.md``). Both keep the
 hot path in Spark (or in Arrow batches moved whole), never a Python loop over rows.
 """
 
@@ -26,6 +26,8 @@ from ..errors import UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from .committed import CommittedBatch
 
 FILE_FORMATS = ("parquet", "csv", "json")
 TABLE_FORMATS = ("delta",)
@@ -115,14 +117,22 @@ class SourceConnector(Protocol):
 
 
 class SinkConnector(Protocol):
-    """Where each committed batch's answer is delivered, exactly once."""
+    """Where each committed batch's answer is delivered, exactly once (:mod:`.sinks` opens one).
+
+    A sink is told the answer's shape when it is opened (:class:`.committed.AnswerShape`: the
+    columns, the key, the query's identity) and then receives committed batches in order, each
+    read back from streamfold's own output (:class:`.committed.CommittedBatch`), so a sink that
+    was down catches up from the same files a reader sees.
+    """
+
+    name: str  # how progress lines and warnings name it (never with a secret)
 
     def applied(self) -> int:
         """The last batch this sink holds (−1 when none): a batch at or below it is skipped."""
         ...
 
-    def write(self, batch: int, snapshot: DataFrame, changes: DataFrame, key: tuple[str, ...]) -> None:
-        """Apply one batch atomically: afterwards the sink equals ``snapshot`` and holds ``batch``."""
+    def write(self, batch: CommittedBatch) -> None:
+        """Apply one batch atomically: afterwards the sink equals its snapshot and holds ``batch``."""
         ...
 
     def close(self) -> None: ...

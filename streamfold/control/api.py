@@ -9,7 +9,7 @@ as methods, calling the controller directly.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
@@ -128,7 +128,8 @@ def start(sql: str | Compilation, sources: Mapping[str, Any], output: str, *,
           matrix_start: tuple[int, int] | None = None, strategy: str = "incremental",
           settings: Settings | None = None, spark: SparkSession | None = None, master: str | None = None,
           background: bool = True, progress: Callable[[str], None] | None = None, endpoint: bool = True,
-          control_host: str = LOOPBACK, control_port: int = 0, pause_grace: float = GRACE_S) -> ControlledQuery:
+          control_host: str = LOOPBACK, control_port: int = 0, pause_grace: float = GRACE_S,
+          sinks: Sequence[Any] = ()) -> ControlledQuery:
     """Start ``sql`` (its text, or its compilation with the text parsed) under a controller, with
     its endpoint unless ``endpoint`` is False (see :func:`streamfold.start`). Every option is
     checked here, before Spark starts (coded ``BAD_OPTION``, ``BAD_SETTING``), and so is the
@@ -143,7 +144,8 @@ def start(sql: str | Compilation, sources: Mapping[str, Any], output: str, *,
         sql=compilation.text, sources=streams, output=output, tables=statics, checkpoint=checkpoint, trigger=trigger,
         until_idle=until_idle, partitions=partitions, on_bad_file=on_bad_file, compact_every=compact_every,
         keep_snapshots=keep_snapshots, profile=profile, matrix_epsilon=matrix_epsilon, matrix_cells=matrix_cells,
-        matrix_equi=matrix_equi, matrix_start=matrix_start, strategy=strategy, settings=resolve(settings))
+        matrix_equi=matrix_equi, matrix_start=matrix_start, strategy=strategy, settings=resolve(settings),
+        sinks=tuple(sinks))
     check_endpoint(control_port, pause_grace)
     query = launch(config, compilation, spark=spark, master=master, background=background, progress=progress,
                    endpoint=endpoint, control_host=control_host, control_port=control_port, pause_grace=pause_grace)

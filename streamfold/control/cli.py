@@ -151,6 +151,10 @@ def show_status(s: dict[str, Any]) -> str:
     q = s["query"]
     lines.append(f"query version {q['version']} ({q['semantics']}, since batch {batch_name(q['since_batch'])}): "
                  f"{' '.join(q['sql'].split())}")
+    for sink in s.get("sinks") or []:
+        held = sink["delivered"]
+        lines.append(f"sink {sink['sink']}: " + ("nothing delivered" if held < 0 else f"holds batch {batch_name(held)}")
+                     + (" (failing: retried after the next commit)" if sink["failing"] else ""))
     if s.get("reconfiguration"):
         r = s["reconfiguration"]
         lines.append(f"version {r['version']} ({r['semantics']}) applies {r['applies']}")

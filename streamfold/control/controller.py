@@ -360,6 +360,7 @@ class Controller:
             "pause": None, "breakpoint": self.hit.to_json() if self.hit is not None and state != "idle" else None,
             "reconfiguration": None, "breakpoints": [b.to_json() for b in self.breakpoints.values()],
             "error": self.error, "events": self.events.last,
+            "sinks": engine.sinks.status() if engine is not None else [],
         }
         if g.requested_at is not None:
             at = g.waiting_at

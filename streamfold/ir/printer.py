@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .expr import Agg, Call, Case, Cast, Column, Expr, Literal, OuterColumn, SubqueryExpr
+from .window import WindowCall
 
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DISPLAY_NAME = re.compile(r"[A-Za-z_Δ][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -111,6 +112,8 @@ class ExprPrinter:
             return f"{e.fn}({'DISTINCT ' if e.distinct else ''}{inner})"
         if isinstance(e, Call):
             return self.call(e, top)
+        if isinstance(e, WindowCall):
+            return self.window(e)
         if isinstance(e, OuterColumn):  # a correlated reference reads as in SQL: by its name
             return self.name(e.name)
         if isinstance(e, SubqueryExpr) and self.relation is not None:  # before unnesting: for people only
@@ -123,6 +126,24 @@ class ExprPrinter:
                 return text if top else f"({text})"
             return inner
         raise TypeError(f"cannot print {type(e).__name__}")
+
+    def window(self, e: WindowCall) -> str:
+        """``f(args) OVER (PARTITION BY … ORDER BY … frame)``; for Spark NULL ordering explicit."""
+        args = ", ".join(self.expr(a, True) for a in e.args) or ("*" if e.fn == "count" else "")
+        spec = []
+        if e.partition:
+            spec.append("PARTITION BY " + ", ".join(self.expr(p, True) for p in e.partition))
+        if e.order:
+            keys = []
+            for k in e.order:
+                text = self.expr(k.expr, True) + (" DESC" if k.descending else "")
+                if self.spark or (k.nulls_first is not None and k.nulls_first != (not k.descending)):
+                    text += " NULLS FIRST" if k.effective_nulls_first else " NULLS LAST"
+                keys.append(text)
+            spec.append("ORDER BY " + ", ".join(keys))
+        if e.frame is not None:
+            spec.append(e.frame.sql())
+        return f"{e.fn}({args}) OVER ({' '.join(spec)})"
 
     def call(self, e: Call, top: bool) -> str:
         op = e.op

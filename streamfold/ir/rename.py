@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .expr import Agg, Column, Expr
+from .window import Window, WindowCall
 from .rel import (
     Aggregate, Distinct, Expand, Explode, Field, Filter, Iterate, Join, Limit, LoopRef, Once, Project, Recursive, Rel,
     Scan, SetOp, Sort, SortKey, Union,
@@ -107,6 +108,13 @@ class _Renamer:
                              self.rel(rel.step).transform(
                                  lambda x: LoopRef(self.n(rel.name), x.fields)
                                  if isinstance(x, LoopRef) and x.name == rel.name else None))
+        if isinstance(rel, Window):
+            calls = []
+            for name, c in rel.calls:
+                renamed = self.e(c)
+                assert isinstance(renamed, WindowCall)
+                calls.append((self.n(name), renamed))
+            return Window(self.rel(rel.input), tuple(calls))
         raise TypeError(f"cannot rename inside {type(rel).__name__}")
 
 

@@ -17,6 +17,7 @@ from .rel import (
     Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Iterate, Join, Limit, LoopRef, Once, Recursive, Project, Rel, Scan, SetOp, Sort, SortKey,
     StateScan, Union, written_name,
 )
+from .window import Window
 
 Leaf = Callable[[Rel], str]
 # A join's physical hint: (hint name, the side it names: "left" or "right"), or None.
@@ -200,6 +201,10 @@ class _Writer:
             cols = [self.name(f.name) for f in rel.schema]
             return _Block(f"{src}\nLATERAL VIEW explode(array_repeat(0, CAST({w} AS INT))) {copies} AS _copy",
                           select=cols or ["1 AS _one"])
+        if isinstance(rel, Window):
+            src, _ = self.from_item(rel.input)
+            cols = [self.name(f.name) for f in rel.input.schema]
+            return _Block(src, select=cols + [self.item(n, c) for n, c in rel.calls])
         if isinstance(rel, Explode):
             src, _ = self.from_item(rel.input)
             fn = "posexplode" if rel.position is not None else "explode"

@@ -17,7 +17,8 @@ After::
 Which columns a node must produce is the union of what each place reading it needs (a plan is
 a DAG: a relation read twice keeps one shape, so the states it compiles to are still shared).
 Projections drop the expressions nobody reads, scans the fields; a join, filter or sort asks its
-inputs for what its parents need and what its own expressions read. A node whose meaning
+inputs for what its parents need and what its own expressions read; a window (OVER) asks for
+what its parents need of its input's columns and what its calls read. A node whose meaning
 depends on all its columns — DISTINCT, a set operation, UNION ALL, an iteration, the query's
 answer — asks for all of them; so does every node not named here (the pass is conservative).
 A projection or scan keeps at least one column (``SELECT count(*)`` still reads rows).
@@ -29,6 +30,7 @@ from collections import defaultdict
 
 from ..ir.expr import Expr
 from ..ir.rel import Aggregate, Filter, Join, JoinKind, Limit, Project, Rel, Scan, Sort
+from ..ir.window import Window
 
 ALL = None  # every column of the node is needed
 Need = frozenset[str] | None
@@ -89,6 +91,9 @@ def _asks(node: Rel, need: Need) -> list[Need]:
         return [ALL if need is ALL else need | _reads([k.expr for k in node.keys])]
     if isinstance(node, Limit):
         return [need]
+    if isinstance(node, Window):  # its input's columns read above, and what its calls read
+        calls = _reads([c for _, c in node.calls])
+        return [ALL if need is ALL else frozenset(need & set(node.input.names)) | calls]
     if isinstance(node, Join):
         cond = _reads([node.condition] if node.condition is not None else [])
         left, right = set(node.left.names), set(node.right.names)

@@ -32,9 +32,10 @@ from ..ir.rel import (
     Aggregate, DeltaScan, Distinct, Expand, Explode, Filter, Iterate, Join, Limit, LoopRef, Once, Project, Recursive,
     Rel, Scan, SetOp, Sort, StateScan, Union,
 )
+from ..ir.window import Window
 from ..passes import normalize
 from ..sql.bind import BoundQuery
-from . import rules_aggregates, rules_joins, rules_linear, rules_loops, rules_setops
+from . import rules_aggregates, rules_joins, rules_linear, rules_loops, rules_setops, rules_windows
 from .context import PlanContext, Rule, reads_stream
 from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import Compiled, IncrementalPlan
@@ -54,6 +55,7 @@ RULES: dict[type[Rel], Rule] = {
     SetOp: rules_setops.set_op,
     Recursive: rules_loops.recursive,
     Iterate: rules_loops.iterate,
+    Window: rules_windows.window,
 }
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..connectors.sinks import check_sink
 from ..errors import UsageError
 from ..plan.matrix import DEFAULT_POLICY, EQUI_PARTITIONINGS, MatrixPolicy
 from ..settings import Settings
@@ -59,6 +60,9 @@ class QueryConfig:
     strategy: str = "incremental"
     # the registry's settings (streamfold/settings.py): given, or the environment's when the config is made
     settings: Settings = field(default_factory=Settings.from_environ)
+    # where each committed batch is delivered (features/sinks.py): endpoints (postgres://…, PATH:delta)
+    # and Python hooks, each checked here (no connection yet)
+    sinks: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         _check_number("trigger", self.trigger, 0.0, inclusive=False)
@@ -81,6 +85,9 @@ class QueryConfig:
             raise _bad_option("settings", self.settings, "a streamfold.Settings, or None: the environment's")
         # a Delta source is read from its staging directory in the checkpoint (staged.py)
         object.__setattr__(self, "sources", staged_specs(self.sources, self.checkpoint_dir))
+        object.__setattr__(self, "sinks", tuple(self.sinks))
+        for spec in self.sinks:
+            check_sink(spec)
         if self.partitions is None and self.settings.partitions is not None:
             object.__setattr__(self, "partitions", self.settings.partitions)
 
@@ -162,6 +169,7 @@ class BatchResult:
     # what the batch does after it (the next batch's state views, compaction) is not in its latency
     committed_at: float | None = field(default=None, compare=False)
     commit_s: float | None = None  # seconds from the batch's start to its commit (the latency a reader sees)
+    sink_lags: dict[str, int] = field(default_factory=dict)  # per sink: committed batches it does not hold yet
 
     def waterfall(self) -> Waterfall | None:
         """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
@@ -170,5 +178,6 @@ class BatchResult:
     def line(self) -> str:
         ins = "  ".join(f"{n} +{r}" for n, r in self.rows.items())
         states = " · ".join(f"{n} {r}" for n, r in self.state_rows.items())
+        sinks = "".join(f" │ {n} {'delivered' if lag == 0 else f'{lag} behind'}" for n, lag in self.sink_lags.items())
         return (f"batch {batch_name(self.batch)}  {ins}  │ states {states} │ snapshot {self.snapshot_rows} rows, "
-                f"{self.change_rows} changes │ {self.duration_s:.2f} s")
+                f"{self.change_rows} changes{sinks} │ {self.duration_s:.2f} s")

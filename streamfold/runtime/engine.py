@@ -33,9 +33,12 @@ from .checkpoint import Checkpoint, OutputDir, batch_name
 from .config import BatchResult, QueryConfig
 from .context import Clock, RunContext, size_on_disk
 from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
+from .features.executors import ExecutorWatch
 from .features.maintenance import compact, fold_tails
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
+from .features.recovery import ATTEMPTS, Recovered, lost_state, lost_what
+from .features.sinks import Sinks
 from .features.strategies import Strategies, not_maintained
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .installed import Installed
@@ -91,7 +94,9 @@ class Engine:
         if current is not None:
             _check_inputs(current, specs)
         record = ctx.output.read_commit(last) if last >= 0 else None
+        self.watch = None if ctx.local else ExecutorWatch(session, config.settings.executor_wait)
         self.installed: Installed | None = None  # a plan installed for the next batch, until it commits
+        self._recovered: list[Recovered] = []  # the running batch's recoveries of lost states
         self._outputs_seen: tuple[int, int, int] | None = None
         self.adaptive = AdaptiveJoins(ctx)
         self.prepared = PreparedBatches(ctx)
@@ -104,6 +109,8 @@ class Engine:
         self.strategies = Strategies(ctx, self.b.recomputer is not None, self.recovery.stale)
         if last >= 0:
             self.strategies.resume(last)
+        self.sinks = Sinks(ctx, self.b.plan, self.b.answer.columns(), last)
+        self.sinks.deliver(last)  # what a sink missed before the restart
 
     # -- what the rest of streamfold reads ------------------------------------------------------
     @property
@@ -187,6 +194,25 @@ class Engine:
         finally:
             views.drop()
 
+    def _reload_states(self, batch: int, error: BatchError) -> Recovered:
+        """The states as of the last commit, read back from the checkpoint after a state's blocks
+        were lost with a worker (:mod:`.features.recovery`); the batch then runs again."""
+        began = time.monotonic()
+        lost = lost_what(error)
+        self.ctx.progress(f"batch {batch_name(batch)}: a state's blocks are gone ({lost}); "
+                          "reading the states back from the checkpoint and running the batch again")
+        log.warning("batch %s: a state's blocks are gone (%s); reading the states back from the checkpoint",
+                    batch_name(batch), lost)
+        if self.prepared.plans is not None:
+            self.prepared.plans.release()
+        self.b.store.close()
+        self.recovery = self.ctx.checkpoint.recover(self.ctx.output, [s.name for s in self.b.plan.streams])
+        self.recovery.pending = None  # the batch runs again over its own offsets
+        self.b = self._build(self.b.plan)
+        self._restore_states()
+        self.strategies.stale = self.recovery.stale
+        return Recovered(len(self._recovered) + 1, lost, time.monotonic() - began)
+
     def _history(self, inputs: Mapping[str, list[str]] | None = None) -> dict[str, list[str]]:
         """Every file each stream applied so far, in order, and then ``inputs``."""
         return {s.name: sorted(self.consumed.get(s.name, set())) + list((inputs or {}).get(s.name, []))
@@ -215,6 +241,7 @@ class Engine:
         without files runs only as a newly installed plan's first."""
         ctx = self.ctx
         batch = self.next_batch
+        self._recovered = []
         while True:
             if not any(inputs.values()) and self.installed is None:
                 files.remove(ctx.checkpoint.offsets_path(batch))
@@ -241,6 +268,12 @@ class Engine:
                 if redo.inputs is not None:
                     inputs = redo.inputs
             except BatchError as e:
+                starved = self.watch.failure(batch, e) if self.watch is not None else None
+                if starved is not None:
+                    raise starved from e
+                if self.installed is None and lost_state(e) and len(self._recovered) < ATTEMPTS:
+                    self._recovered.append(self._reload_states(batch, e))
+                    continue
                 if self.installed is None:
                     raise
                 # The plan installed for this batch failed on it: the plan before runs it instead.
@@ -384,6 +417,8 @@ class Engine:
                 extra["reset"] = installed.reset
             if shape.mode is not None:  # the batch ran plans prepared before it, or prepared them
                 extra["prepared"] = shape.mode
+            if self._recovered:  # its states were read back from the checkpoint first
+                extra["recovered"] = [r.record() for r in self._recovered]
             record = commit_record(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
                                    state_rows(b), stats, extra)
             with clock.phase("commit"):
@@ -414,11 +449,13 @@ class Engine:
                               (snap_rows, change_rows + sum(logged), sum(rows.values())))
         self.strategies.observe(batch, choice, rows, committed_at - start, shape.warm)
         control.committed(batch, record)
+        with clock.phase("sinks"):
+            lags = self.sinks.deliver(batch)
         self._after_commit(b, batch, inputs, rows, choice,
                            restated=(installed is not None and installed.whole) or restate)
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, state_rows(b),
-                           dict(clock.timings), profile, committed_at, committed_at - start)
+                           dict(clock.timings), profile, committed_at, committed_at - start, lags)
 
     def _after_commit(self, b: Bundle, batch: int, inputs: dict[str, list[str]], rows: dict[str, int],
                       choice: Choice, restated: bool) -> None:
@@ -426,7 +463,8 @@ class Engine:
         folded, a recompute measured for the cost model, batch 1's plans prepared ahead."""
         ctx, clock = self.ctx, self.ctx.clock
         with clock.phase("compact"):
-            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, restated, self.strategies.stale))
+            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, restated, self.strategies.stale,
+                                                                  self.sinks.needed()))
         if b.store.start_runs():  # the next batch merges into the new runs' tails
             self.prepared.invalidated()
         if b.store.fold_due():
@@ -455,11 +493,15 @@ class Engine:
                                                          start, choice)
         self._outputs_seen = None
         ctx.control.committed(batch, record)
+        with clock.phase("sinks"):
+            lags = self.sinks.deliver(batch)
         with clock.phase("compact"):
-            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, False, self.strategies.stale))
+            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, False, self.strategies.stale,
+                                                                  self.sinks.needed()))
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, record["snapshot_rows"],
-                           record["change_rows"], {}, dict(clock.timings), profile, committed_at, committed_at - start)
+                           record["change_rows"], {}, dict(clock.timings), profile, committed_at, committed_at - start,
+                           lags)
 
     def _rebuild_stale(self, batch: int) -> None:
         """The cost model's rebuild: the states built again, then the batch runs as a newly
@@ -499,6 +541,9 @@ class Engine:
         self.b, self.installed = install(self.ctx, self.b, plan, self._build, batch, keep, history, stale, on_failure)
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+        self.sinks.close()
         if self.prepared.plans is not None:
             self.prepared.plans.release()
         self.b.store.close()

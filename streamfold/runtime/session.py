@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -78,7 +79,7 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
         # Replaced states are released explicitly; let the cleaner also drop what Python frees.
         .config("spark.cleaner.periodicGC.interval", "1min")
     )
-    extra = dict(conf or {})
+    extra = {**_network(master or DEFAULT_MASTER, settings), **dict(conf or {})}
     from .jvm import helper_jar
 
     # prepared plans' classes (runtime/jvm.py); without them batches run the plain way
@@ -88,17 +89,36 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
     for key, value in extra.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    _warn_unauthenticated(spark)
     _quiet_python_loggers()
     spark.sparkContext.setLogLevel(settings.spark_log_level)
     return spark
+
+
+def _network(master: str, settings: Settings) -> dict[str, str]:
+    """Where the driver listens. With a local master nothing but this process talks to it, so its
+    RPC and block manager bind the loopback address (``bind_address``); with a cluster master the
+    executors must reach it, and the user's Spark configuration decides."""
+    if not master.startswith("local"):
+        return {}
+    return {"spark.driver.bindAddress": settings.bind_address, "spark.driver.host": settings.bind_address}
+
+
+def _warn_unauthenticated(spark: SparkSession) -> None:
+    """A cluster master without ``spark.authenticate``: anyone who reaches the driver's or an
+    executor's port can submit work. Say so once, where the run starts."""
+    conf = spark.sparkContext.getConf()
+    master = conf.get("spark.master", DEFAULT_MASTER) or DEFAULT_MASTER
+    if not master.startswith("local") and conf.get("spark.authenticate", "false").lower() != "true":
+        logging.getLogger("streamfold").warning(
+            "Spark master %s without spark.authenticate: the driver's and executors' ports accept anyone "
+            "who reaches them; see docs/cluster.md to turn authentication (and TLS) on", master)
 
 
 def _quiet_python_loggers() -> None:
     """PySpark logs every failed SQL analysis from Python, with the whole plan (megabytes for an
     unrolled iteration); streamfold reports those errors itself (SPARK_REJECTED, a bench's
     "Spark rejects the query"). The log4j settings do not reach these Python loggers."""
-    import logging
-
     from pyspark.logger import PySparkLogger
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):

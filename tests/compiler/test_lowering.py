@@ -24,7 +24,8 @@ from ..golden import FIXTURES, check, load
 
 # The queries whose statements are golden: explain fixtures that together use every statement.
 QUERIES = ("seed_groupby", "seed_join_groupby", "count_distinct", "global_aggregate", "top_k", "distinct",
-           "recursive", "iterative", "diffusion", "not_in", "stream_static_join", "aggregate_of_aggregate", "theta_band_join")
+           "recursive", "iterative", "diffusion", "not_in", "stream_static_join", "aggregate_of_aggregate", "theta_band_join",
+           "window_top_k_per_group")
 
 
 def _type(t: DataType) -> str:

@@ -48,3 +48,9 @@ def test_count_star_over_a_pruned_scan_still_reads_rows():
     plan = streamfold.compile("SELECT count(*) AS n FROM (SELECT a, c FROM R WHERE b > 0) t", SCHEMAS)
     assert plan.states and "n" in streamfold.explain("SELECT count(*) AS n FROM (SELECT a, c FROM R WHERE b > 0) t",
                                                      SCHEMAS)
+
+
+def test_a_window_keeps_what_is_read_above_it_and_what_its_calls_read():
+    # c is read by nobody: the window's state keeps a (its partition), b (its order and argument)
+    keys = _keys("SELECT a, sum(b) OVER (PARTITION BY a ORDER BY b) AS t FROM R", tables=())
+    assert keys["win"] == ("R.a", "R.b")

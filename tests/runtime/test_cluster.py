@@ -4,67 +4,22 @@ localhost run a query; executors need no Python, everything they run is Spark SQ
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from ..standalone import standalone
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(path: str, text: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(path) and text in open(path, errors="replace").read():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{text!r} did not appear in {path}:\n" + open(path, errors="replace").read()[-3000:])
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    import pyspark
-
-    home = os.path.dirname(pyspark.__file__)
-    spark_class = os.path.join(home, "bin", "spark-class")
-    tmp = tmp_path_factory.mktemp("cluster")
-    port = _free_port()
-    env = {**os.environ, "SPARK_HOME": home}
-    master_log, worker_log = str(tmp / "master.log"), str(tmp / "worker.log")
-    procs = []
-    with open(master_log, "w") as out:
-        procs.append(subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(_free_port())], stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-    try:
-        _wait_for(master_log, "ALIVE", 60)
-        url = f"spark://127.0.0.1:{port}"
-        with open(worker_log, "w") as out:
-            procs.append(subprocess.Popen(
-                [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--cores", "2", "--memory", "1g",
-                 "--webui-port", str(_free_port()), "--work-dir", str(tmp / "work")],
-                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        _wait_for(master_log, "Registering worker", 60)
-        yield url
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs:
-            p.wait(timeout=30)
+    with standalone(tmp_path_factory.mktemp("cluster")) as c:
+        yield c.url
 
 
 def test_run_on_a_standalone_cluster(cluster, tmp_path):

@@ -10,5 +10,6 @@ other (``tests/compiler/test_layers.py`` checks both):
 * ``adaptive_joins`` — join matrices re-mapped and hash joins switched to hybrids (Algorithm 2);
 * ``strategies`` — the cost model's choice per batch, recompute batches, rebuilds of stale states;
 * ``reconfiguration`` — a new plan installed between two batches;
-* ``maintenance`` — after a commit: the changelogs compacted, runs started, tails folded.
+* ``maintenance`` — after a commit: the changelogs compacted, runs started, tails folded;
+* ``sinks`` — after a commit: each sink given the committed batches it lacks (``docs/sinks.md``).
 """

@@ -24,10 +24,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def compact(ctx: RunContext, b: Bundle, batch: int, restated: bool, stale: bool) -> None:
+def compact(ctx: RunContext, b: Bundle, batch: int, restated: bool, stale: bool, needed: int | None = None) -> None:
     """The checkpoint after ``batch``'s commit: pruned before it when the batch wrote its states
     whole (``restated``), compacted every ``compact_every`` batches (not when the states are
-    ``stale``: a rebuild writes them whole); snapshots before the last ``keep_snapshots`` pruned."""
+    ``stale``: a rebuild writes them whole); snapshots before the last ``keep_snapshots`` pruned,
+    but none from ``needed`` on (the first batch a sink has not received yet reads its snapshot)."""
     every = ctx.config.compact_every
     if restated:  # the batch wrote every state whole: what came before is not needed
         ctx.checkpoint.prune(batch)
@@ -45,7 +46,7 @@ def compact(ctx: RunContext, b: Bundle, batch: int, restated: bool, stale: bool)
         ctx.checkpoint.prune(batch)
     keep = ctx.config.keep_snapshots
     if keep:
-        ctx.output.prune_snapshots(batch - keep + 1)
+        ctx.output.prune_snapshots(min(batch - keep + 1, needed if needed is not None else batch))
 
 
 def fold_tails(ctx: RunContext, b: Bundle, rebase: Callable[[str, DataFrame, bool], None]) -> None:

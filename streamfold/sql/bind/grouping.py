@@ -24,6 +24,7 @@ from ..scope import Scope
 from .context import BindContext, Cte
 from .order import bind_order, finish
 from .select_list import Item, inside_subquery, internal_name, unalias, with_aliases
+from .windows import WindowCalls
 
 
 def has_agg(items: list[Item], node: exp.Select) -> bool:
@@ -34,11 +35,18 @@ def has_agg(items: list[Item], node: exp.Select) -> bool:
         nodes += order.expressions
     for n in nodes:
         for sub in n.walk():
-            if isinstance(sub, exp.AggFunc) and not inside_subquery(sub, n):
+            if isinstance(sub, exp.AggFunc) and not inside_subquery(sub, n) and not _window_function(sub):
                 return True
             if isinstance(sub, exp.Anonymous) and sub.name.lower() in ANON_AGGS:
                 return True
     return False
+
+
+def _window_function(node: exp.Expr) -> bool:
+    """Whether ``node`` is the function of an OVER clause (``sum(x) OVER (…)`` aggregates no group)."""
+    while isinstance(node.parent, (exp.IgnoreNulls, exp.RespectNulls)):
+        node = node.parent
+    return isinstance(node.parent, exp.Window) and node.parent.this is node
 
 
 def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope, items: list[Item],
@@ -65,8 +73,9 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
             name = e.name if isinstance(e, Column) else ctx.fresh("_key")
             keys.append((name, e))
 
-    lift = _Lifter(keys, ctx, scope, aggs)
-    select_binder = ExprBinder(scope, "SELECT", on_agg, subquery=ctx.subquery_hook(ctes))
+    windows = WindowCalls(ctx)
+    lift = _Lifter(keys, ctx, scope, aggs, windows)
+    select_binder = ExprBinder(scope, "SELECT", on_agg, subquery=ctx.subquery_hook(ctes), on_window=windows)
     exprs: list[tuple[str, Expr]] = []
     for i, (name, item, ref) in enumerate(items):
         bound = ref if ref is not None else select_binder.bind(unalias(item))
@@ -88,7 +97,7 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
         agg_rel = Filter(agg_rel, having)
     names = [n for n, _, _ in items]
     distinct = node.args.get("distinct") is not None
-    return finish(ctx, node, agg_rel, exprs, names, distinct, None, order_exprs)
+    return finish(ctx, node, windows.over(agg_rel, lift), exprs, names, distinct, None, order_exprs)
 
 
 def _group_items(group: exp.Group | None, items: list[Item]) -> list[exp.Expr | Column]:
@@ -99,7 +108,7 @@ def _group_items(group: exp.Group | None, items: list[Item]) -> list[exp.Expr | 
         return list(group.expressions)
     return [ref if ref is not None else unalias(item) for _, item, ref in items if ref is not None or not any(
         (isinstance(sub, exp.AggFunc) or (isinstance(sub, exp.Anonymous) and sub.name.lower() in ANON_AGGS))
-        and not inside_subquery(sub, item) for sub in item.walk())]
+        and not inside_subquery(sub, item) and not _window_function(sub) for sub in item.walk())]
 
 
 def _having_aliases(condition: exp.Expr, items: list[Item], scope: Scope) -> exp.Expr:
@@ -135,9 +144,10 @@ class _Lifter:
     """
 
     def __init__(self, keys: list[tuple[str, Expr]], ctx: BindContext, scope: Scope,
-                 aggs: dict[Agg, str]) -> None:
+                 aggs: dict[Agg, str], windows: WindowCalls) -> None:
         self.keys = {e: Column(n, e.type) for n, e in keys}
         self.aggs = aggs
+        self.windows = windows
         self.ctx = ctx
         self.scope = scope
 
@@ -151,7 +161,7 @@ class _Lifter:
             self._correlated(e, node, having)
             return e.with_children(tuple(self._lift(k, node, having) for k in e.children())) if e.children() else e
         if isinstance(e, Column):
-            if e.name in self.aggs.values():
+            if e.name in self.aggs.values() or e.name in self.windows.names:
                 return e
             raise self._not_aggregated(e, node)
         kids = e.children()

@@ -18,6 +18,7 @@ from ...errors import BindError
 from ...ir.expr import Column, Expr
 from ...ir.rel import Distinct, Limit, Project, Rel, Sort, SortKey
 from ..bind_expr import ExprBinder
+from ..bind_expr.windows import sort_key
 from ..scope import Scope, ScopeEntry
 from .context import BindContext
 
@@ -30,7 +31,7 @@ def order_limit(ctx: BindContext, node: exp.Expr, rel: Rel, names: list[str]) ->
         keys = []
         for o in order.expressions:
             e = _ordinal(ctx, o.this, [f.ref() for f in rel.schema]) or ExprBinder(scope, "ORDER BY").bind(o.this)
-            keys.append(_sort_key(o, e))
+            keys.append(sort_key(o, e))
         rel = Sort(rel, tuple(keys))
     return _limit(ctx, node, rel), names
 
@@ -47,20 +48,20 @@ def bind_order(ctx: BindContext, node: exp.Select, exprs: list[tuple[str, Expr]]
             if not 1 <= pos <= len(exprs):
                 raise ctx.err(BindError, "INVALID_ORDINAL", f"ORDER BY position {pos} is not in the select list",
                               target, f"the select list has {len(exprs)} items", position=pos)
-            out.append((_sort_key(o, Column(exprs[pos - 1][0], exprs[pos - 1][1].type)), exprs[pos - 1][0]))
+            out.append((sort_key(o, Column(exprs[pos - 1][0], exprs[pos - 1][1].type)), exprs[pos - 1][0]))
             continue
         if isinstance(target, exp.Column) and not target.table:
             match = [i for i, n in enumerate(names) if n.lower() == target.name.lower()]
             if len(match) == 1:
                 i = match[0]
-                out.append((_sort_key(o, Column(exprs[i][0], exprs[i][1].type)), exprs[i][0]))
+                out.append((sort_key(o, Column(exprs[i][0], exprs[i][1].type)), exprs[i][0]))
                 continue
         e = bind_fn(target)
         same = [n for n, x in exprs if x == e]
         if same:
-            out.append((_sort_key(o, Column(same[0], e.type)), same[0]))
+            out.append((sort_key(o, Column(same[0], e.type)), same[0]))
         else:
-            out.append((_sort_key(o, e), None))
+            out.append((sort_key(o, e), None))
     return out
 
 
@@ -123,13 +124,3 @@ def _ordinal(ctx: BindContext, node: exp.Expr, refs: list[Column]) -> Expr | Non
     return None
 
 
-def _sort_key(o: exp.Ordered, e: Expr) -> SortKey:
-    desc = bool(o.args.get("desc"))
-    nulls_first = o.args.get("nulls_first")
-    explicit = _explicit_nulls(o)
-    return SortKey(e, desc, nulls_first if explicit else None)
-
-
-def _explicit_nulls(o: exp.Ordered) -> bool:
-    text = o.sql(dialect="spark").upper()
-    return "NULLS FIRST" in text or "NULLS LAST" in text

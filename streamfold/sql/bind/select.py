@@ -7,9 +7,10 @@
 
 FROM (:mod:`.from_clause`) builds the scope the other clauses read; WHERE is bound over it; a
 generator in the select list (:mod:`.generators`) comes next; then the block is an aggregate one
-(:mod:`.grouping`) or a plain one, and :func:`.order.finish` puts the top on it. Clauses the
-binder does not support are refused, never ignored: window functions (OVER, WINDOW, QUALIFY),
-PIVOT, CONNECT BY, TABLESAMPLE, DISTINCT ON, GROUPING SETS, CUBE and ROLLUP.
+(:mod:`.grouping`) or a plain one, its window calls (OVER) in a ``Window`` node under the select
+list (:mod:`.windows`), and :func:`.order.finish` puts the top on it. Clauses the binder does not
+support are refused, never ignored: the WINDOW and QUALIFY clauses, PIVOT, CONNECT BY,
+TABLESAMPLE, DISTINCT ON, GROUPING SETS, CUBE and ROLLUP.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from .from_clause import from_clause
 from .generators import select_generators
 from .grouping import aggregate_select, has_agg
 from .order import finish
-from .select_list import Item, inside_subquery, internal_name, select_items, unalias
+from .select_list import Item, internal_name, select_items, unalias
+from .windows import WindowCalls
 
 
 def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
@@ -43,12 +45,6 @@ def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
                           node.args[unsupported] if not isinstance(node.args[unsupported], list)
                           else node.args[unsupported][0], "docs/sql.md lists what is supported",
                           construct=unsupported)
-    for item in node.expressions:  # before aggregates are looked for: `sum(x) OVER (…)` is no aggregate
-        window = next((w for w in item.find_all(exp.Window) if not inside_subquery(w, item)), None)
-        if window is not None:
-            raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW",
-                          "window functions (OVER …) are not supported in a continuous query", window,
-                          WINDOW_HINT, construct="window")
     if node.args.get("distinct") and node.args["distinct"].args.get("on"):
         raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "DISTINCT ON is not supported",
                       node.args["distinct"], construct="DISTINCT ON")
@@ -76,11 +72,13 @@ def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
 
 def _plain_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope, items: list[Item],
                   ctes: dict[str, Cte]) -> tuple[Rel, list[str]]:
-    binder = ExprBinder(scope, "SELECT", subquery=ctx.subquery_hook(ctes))
+    windows = WindowCalls(ctx)
+    binder = ExprBinder(scope, "SELECT", subquery=ctx.subquery_hook(ctes), on_window=windows)
     exprs: list[tuple[str, Expr]] = []
     for i, (name, item, ref) in enumerate(items):
         e = ref if ref is not None else binder.bind(unalias(item))
         exprs.append((internal_name(name, i, exprs), e))
     names = [n for n, _, _ in items]
     distinct = node.args.get("distinct") is not None
-    return finish(ctx, node, rel, exprs, names, distinct, lambda n: ExprBinder(scope, "ORDER BY").bind(n))
+    return finish(ctx, node, windows.over(rel), exprs, names, distinct,
+                  lambda n: ExprBinder(scope, "ORDER BY").bind(n))

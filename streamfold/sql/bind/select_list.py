@@ -103,6 +103,6 @@ def unalias(node: exp.Expr) -> exp.Expr:
 
 def internal_name(name: str, index: int, taken: list[tuple[str, Expr]]) -> str:
     """The column name of select item ``index`` in the block's Project: its output name, unless
-    an earlier item took it or it could clash with the binder's own ``_sort``/``_agg``/``_key``."""
+    an earlier item took it or it could clash with the binder's own ``_sort``/``_agg``/``_key``/``_win``."""
     used = {n for n, _ in taken}
-    return name if name not in used and not name.startswith(("_sort", "_agg", "_key")) else f"_col{index}"
+    return name if name not in used and not name.startswith(("_sort", "_agg", "_key", "_win")) else f"_col{index}"

@@ -134,7 +134,7 @@ def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str) -> Expr:
         ctx.in_agg = False
     if fn == "count" and args and isinstance(args[0], Literal) and args[0].value is not None and not distinct:
         args = ()  # count(1) is count(*)
-    agg = Agg(fn, args, distinct, _agg_type(ctx, node, fn, args))
+    agg = Agg(fn, args, distinct, agg_type(ctx, node, fn, args))
     return ctx.on_agg(agg, node)
 
 
@@ -176,7 +176,7 @@ def _distinct_tuple(ctx: ExprContext, node: exp.Expr, fn: str, distinct: exp.Dis
     return exp.Case(ifs=[exp.If(this=present, true=exp.Concat(expressions=parts))])
 
 
-def _agg_type(ctx: ExprContext, node: exp.Expr, fn: str, args: tuple[Expr, ...]) -> DataType:
+def agg_type(ctx: ExprContext, node: exp.Expr, fn: str, args: tuple[Expr, ...]) -> DataType:
     if fn == "count":
         return BIGINT
     t = args[0].type

@@ -28,11 +28,11 @@ from .predicates import (
     bind_not, bind_or,
 )
 from .subqueries import bind_subquery, quantified_refusal
+from .windows import bind_window
 
 # What to write instead of a window function, for every refusal of one (OVER, WINDOW, QUALIFY)
-WINDOW_HINT = ("for a total per group use GROUP BY (joined back to the rows if they are needed); for the top rows "
-               "use ORDER BY … LIMIT on the outermost query; for the top rows per group compare with the group's "
-               "max/min in a subquery")
+WINDOW_HINT = ("compute the window function in the select list of a subquery and filter or read its column in the "
+               "outer query (for QUALIFY: SELECT * FROM (SELECT …, rank() OVER (…) AS r FROM …) WHERE r <= 3)")
 
 _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
     exp.Column: bind_column, exp.Dot: bind_dot, exp.Bracket: bind_bracket,
@@ -68,9 +68,7 @@ class ExprBinder(ExprContext):
         if isinstance(node, (exp.All, exp.Any)):
             raise quantified_refusal(self, node)
         if isinstance(node, exp.Window):
-            raise self.err(UnsupportedError, "UNSUPPORTED_WINDOW",
-                           "window functions (OVER …) are not supported in a continuous query", node,
-                           WINDOW_HINT, construct="window")
+            return bind_window(self, node)
         if isinstance(node, exp.WithinGroup):  # percentile_cont(p) WITHIN GROUP (ORDER BY x), …
             inner = node.this
             name = inner.sql_name().lower() if isinstance(inner, exp.Func) else "WITHIN GROUP"

@@ -29,6 +29,8 @@ from ..scope import Scope
 
 # Aggregates found while binding are handed to this callback, which returns their stand-in.
 AggHook = Callable[[Agg, exp.Expr], Expr]
+# Window calls found while binding are handed to this callback, which returns their stand-in.
+WindowHook = Callable[[Any, exp.Expr], Expr]
 # Binds a subquery with the current scope as its enclosing one: (relation, output names).
 SubqueryHook = Callable[[exp.Expr, Scope], tuple[Any, list[str]]]
 
@@ -37,12 +39,14 @@ class ExprContext(ABC):
     """Binds expressions of one query block against a :class:`Scope`.
 
     ``on_agg`` receives each aggregate call; without it aggregates are an error (as in WHERE).
+    ``on_window`` receives each window call (a select list's); without it OVER is refused.
     ``clause`` names the clause for messages ("WHERE", "GROUP BY" …).
     """
 
     def __init__(self, scope: Scope, clause: str, on_agg: AggHook | None = None,
-                 subquery: SubqueryHook | None = None) -> None:
+                 subquery: SubqueryHook | None = None, on_window: WindowHook | None = None) -> None:
         self.scope = scope
+        self.on_window = on_window
         self.sql = scope.sql
         self.clause = clause
         self.on_agg = on_agg

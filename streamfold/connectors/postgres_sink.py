@@ -1,0 +1,256 @@
+"""The answer as a PostgreSQL table, kept equal to the snapshot after every batch, exactly once.
+
+``postgres://USER@HOST:PORT/DB?table=NAME`` (``NAME`` may be ``SCHEMA.TABLE``). The password
+comes from ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both), never from the URL.
+
+The table holds the answer's columns, typed from Spark's (:data:`PG_TYPES`). Where the answer
+has a key (its GROUP BY key, :func:`streamfold.plan.answer_key.answer_key`) the table has a unique
+index on it and one row per key; a multiset answer is kept as its distinct rows and a ``_count``
+column (the multiplicity), unique on every other column. Beside it, ``streamfold_sink_progress``
+holds one row per (query, table): the last batch the table holds.
+
+One batch is one transaction:
+
+1. the progress row is locked and read: a batch it already holds is skipped (a replay);
+2. the batch's changes (Arrow, from the output directory) are streamed with ``COPY`` (CSV written
+   by Arrow, whole columns) into a temporary staging table, each row numbered;
+3. keyed: every staged key's row is deleted, and the staged rows with ``_weight`` > 0 inserted
+   (deletes, inserts and updates alike); multiset: the staged rows' rows are deleted returning
+   their counts, and inserted back with count + ``_weight`` where that is not 0;
+4. the progress row is set to the batch; commit.
+
+Readers never see half a batch, and a crash anywhere leaves the table at one batch or the next.
+Key columns are compared with ``=`` (an index or a hash join) for the staged rows without a
+NULL in the key, and as text with a NULL flag (still a hash join, no nested loop over the table)
+for the few with one, so NULL keys match as GROUP BY groups them.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
+
+from ..errors import SinkError, UsageError
+from . import Endpoint
+from .committed import WEIGHT, AnswerShape, CommittedBatch
+
+if TYPE_CHECKING:
+    import psycopg
+    import pyarrow as pa
+
+log = logging.getLogger("streamfold")
+
+PROGRESS = "streamfold_sink_progress"
+COUNT = "_count"
+ROW = "_row"
+COPY_CHUNK_ROWS = 65536  # rows per CSV chunk handed to COPY (bounds the driver's memory)
+PG_TYPES = {"tinyint": "smallint", "smallint": "smallint", "int": "integer", "bigint": "bigint",
+            "float": "real", "double": "double precision", "string": "text", "boolean": "boolean",
+            "date": "date", "timestamp": "timestamp with time zone", "timestamp_ntz": "timestamp without time zone"}
+UNAVAILABLE_HINT = ("check that the server runs and HOST:PORT reach it; the batch stays committed and is "
+                    "delivered when it is back")
+
+
+def pg_type(spark_type: str) -> str:
+    t = spark_type.lower()
+    if t in PG_TYPES:
+        return PG_TYPES[t]
+    if t.startswith("decimal("):
+        return "numeric" + t[len("decimal"):]
+    if t.startswith(("varchar(", "char(")):
+        return "text"
+    raise UsageError(f"the PostgreSQL sink cannot hold a column of type {spark_type}", code="SINK_TYPE",
+                     params={"type": spark_type}, hint="cast the column to a string or a number in the query")
+
+
+def ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class PostgresSink:
+    """One PostgreSQL table a query's answer is delivered to (see the module's docstring)."""
+
+    def __init__(self, endpoint: Endpoint, shape: AnswerShape) -> None:
+        self.endpoint, self.shape = endpoint, shape
+        self.name = endpoint.shown()
+        table = endpoint.option("table")
+        if not table:
+            raise UsageError(f"the sink {self.name} names no table", code="BAD_ENDPOINT", params={"spec": self.name},
+                             hint="add ?table=NAME to the URL")
+        schema, _, name = table.rpartition(".")
+        self.table = (ident(schema) + "." if schema else "") + ident(name)
+        self.target = table
+        if COUNT in shape.names or ROW in shape.names or WEIGHT in shape.names:
+            raise UsageError(f"the answer has a column named {COUNT}, {ROW} or {WEIGHT}", code="SINK_COLUMN",
+                             params={"sink": self.name}, hint="alias the column to another name")
+        self.types = [(c, pg_type(t)) for c, t in shape.columns]
+        self.conn = self._connect()
+        try:
+            self._prepare()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    # -- connecting and the table ------------------------------------------------------------
+    def _connect(self) -> psycopg.Connection:
+        import psycopg
+
+        parts = urlsplit(self.endpoint.location)
+        try:
+            return psycopg.connect(host=parts.hostname or "127.0.0.1", port=parts.port or 5432,
+                                   user=unquote(parts.username) if parts.username else None,
+                                   dbname=unquote(parts.path.lstrip("/")) or None, connect_timeout=10,
+                                   application_name="streamfold")
+        except psycopg.OperationalError as e:
+            raise self._refused(e, "connecting") from e
+
+    def _refused(self, e: Exception, doing: str) -> SinkError:
+        """A coded error for a failure of the server (or of reaching it) while ``doing``."""
+        state = getattr(e, "sqlstate", None) or ""
+        text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if state.startswith("28") or "password" in text or "authentication" in text:
+            return SinkError(f"PostgreSQL sink {self.name}: authentication failed: {text}", code="SINK_AUTH",
+                                   params={"sink": self.name},
+                                   hint="give the password in PGPASSWORD or ~/.pgpass (never in the URL)")
+        if state in ("53100", "53200"):
+            return SinkError(f"PostgreSQL sink {self.name}: the server is out of space: {text}",
+                                   code="SINK_FULL", params={"sink": self.name},
+                                   hint="free space on the server; the batch stays committed and is delivered then")
+        return SinkError(f"PostgreSQL sink {self.name}: {doing} failed: {text}", code="SINK_UNAVAILABLE",
+                               params={"sink": self.name, "sqlstate": state}, hint=UNAVAILABLE_HINT)
+
+    def _prepare(self) -> None:
+        """The progress table and the answer's table, created if missing; a table that exists
+        with other columns is refused (never altered)."""
+        columns = [(c, t) for c, t in self.types] + ([(COUNT, "bigint")] if self.shape.key is None else [])
+        with self.conn.transaction():
+            self.conn.execute(f"CREATE TABLE IF NOT EXISTS {PROGRESS} (query_id text NOT NULL, target text NOT NULL, "
+                              "batch bigint NOT NULL, PRIMARY KEY (query_id, target))")
+            found = self.conn.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                (self.table,)).fetchall()
+            if not found:
+                self.conn.execute(f"CREATE TABLE {self.table} ("
+                                  + ", ".join(f"{ident(c)} {t}" for c, t in columns) + ")")
+                key = list(self.shape.key) if self.shape.key is not None else self.shape.names
+                if key:
+                    nulls = " NULLS NOT DISTINCT" if self.conn.info.server_version >= 150000 else ""
+                    self.conn.execute(f"CREATE UNIQUE INDEX ON {self.table} ("
+                                      + ", ".join(ident(c) for c in key) + f"){nulls}")
+            elif [(c, t) for c, t in found] != columns:
+                raise SinkError(
+                    f"PostgreSQL sink {self.name}: table {self.target} exists with other columns", code="SINK_SCHEMA",
+                    params={"sink": self.name, "found": [f"{c} {t}" for c, t in found],
+                            "expected": [f"{c} {t}" for c, t in columns]},
+                    hint="drop the table (streamfold creates it) or name another with ?table=")
+            row = self._progress()
+            if row is None and found and self.conn.execute(f"SELECT 1 FROM {self.table} LIMIT 1").fetchone():
+                raise SinkError(f"PostgreSQL sink {self.name}: table {self.target} has rows no batch of this "
+                                      "query wrote", code="SINK_NOT_EMPTY", params={"sink": self.name},
+                                      hint="empty or drop the table, or name another with ?table=")
+
+    def _progress(self, lock: bool = False) -> int | None:
+        row = self.conn.execute(f"SELECT batch FROM {PROGRESS} WHERE query_id = %s AND target = %s"
+                                + (" FOR UPDATE" if lock else ""), (self.shape.query_id, self.target)).fetchone()
+        return None if row is None else int(row[0])
+
+    # -- the protocol -----------------------------------------------------------------------
+    def _reconnect(self) -> None:
+        """A new connection in place of one the server or the network broke (the next batch's
+        delivery after an outage)."""
+        if self.conn.closed or self.conn.broken:
+            self.conn = self._connect()
+
+    def applied(self) -> int:
+        import psycopg
+
+        try:
+            self._reconnect()
+            with self.conn.transaction():
+                row = self._progress()
+        except psycopg.Error as e:
+            raise self._refused(e, "reading its progress") from e
+        return -1 if row is None else row
+
+    def write(self, committed: CommittedBatch) -> None:
+        import psycopg
+
+        changes = committed.changes()
+        try:
+            self._reconnect()
+            with self.conn.transaction():
+                self.conn.execute("SET LOCAL TIME ZONE 'UTC'")
+                # Taken first and held to the commit: two runs of the query cannot interleave.
+                self.conn.execute(f"INSERT INTO {PROGRESS} VALUES (%s, %s, -1) ON CONFLICT DO NOTHING",
+                                  (self.shape.query_id, self.target))
+                held = self._progress(lock=True)
+                if held is not None and held >= committed.batch:
+                    return
+                if changes.num_rows:
+                    self._stage(changes)
+                    self._apply(self._has_null_key(changes))
+                self.conn.execute(f"UPDATE {PROGRESS} SET batch = %s WHERE query_id = %s AND target = %s",
+                                  (committed.batch, self.shape.query_id, self.target))
+        except psycopg.Error as e:
+            raise self._refused(e, f"applying batch {committed.batch}") from e
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- one batch ----------------------------------------------------------------------------
+    def _stage(self, changes: pa.Table) -> None:
+        cols = ", ".join(f"{ident(c)} {t}" for c, t in self.types)
+        self.conn.execute(f"CREATE TEMPORARY TABLE _stage ({cols}, {WEIGHT} bigint, "
+                          f"{ROW} bigint GENERATED ALWAYS AS IDENTITY) ON COMMIT DROP")
+        names = ", ".join(ident(c) for c in [*self.shape.names, WEIGHT])
+        with self.conn.cursor().copy(f"COPY _stage ({names}) FROM STDIN (FORMAT csv)") as copy:
+            for chunk in csv_chunks(changes):
+                copy.write(chunk)
+
+    def _has_null_key(self, changes: pa.Table) -> bool:
+        import pyarrow.compute as pc
+
+        key = self.shape.key if self.shape.key is not None else self.shape.names
+        return any(pc.any(pc.is_null(changes.column(c))).as_py() for c in key)
+
+    def _apply(self, null_keys: bool) -> None:
+        t, names = self.table, self.shape.names
+        key = list(self.shape.key) if self.shape.key is not None else names
+        equal = " AND ".join(f"t.{ident(c)} = s.{ident(c)}" for c in key) or "TRUE"
+        no_null = " AND ".join(f"s.{ident(c)} IS NOT NULL" for c in key) or "TRUE"
+        some_null = " OR ".join(f"s.{ident(c)} IS NULL" for c in key) or "FALSE"
+        same = " AND ".join(f"(t.{ident(c)} IS NULL) = (s.{ident(c)} IS NULL) AND "
+                            f"coalesce(t.{ident(c)}::text, '') = coalesce(s.{ident(c)}::text, '')" for c in key)
+        passes = [f"{no_null} AND {equal}"] + ([f"({some_null}) AND {same}"] if null_keys else [])
+        cols = ", ".join(ident(c) for c in names)
+        if self.shape.key is not None:
+            for where in passes:
+                self.conn.execute(f"DELETE FROM {t} t USING _stage s WHERE {where}")
+            self.conn.execute(f"INSERT INTO {t} ({cols}) SELECT {cols} FROM _stage WHERE {WEIGHT} > 0")
+            return
+        self.conn.execute(f"CREATE TEMPORARY TABLE _old ({ROW} bigint, {COUNT} bigint) ON COMMIT DROP")
+        for where in passes:
+            self.conn.execute(f"WITH gone AS (DELETE FROM {t} t USING _stage s WHERE {where} "
+                              f"RETURNING s.{ROW}, t.{COUNT}) INSERT INTO _old SELECT * FROM gone")
+        scols = ", ".join(f"s.{ident(c)}" for c in names)
+        self.conn.execute(f"INSERT INTO {t} ({cols}, {COUNT}) SELECT {scols}, coalesce(o.{COUNT}, 0) + s.{WEIGHT} "
+                          f"FROM _stage s LEFT JOIN _old o ON o.{ROW} = s.{ROW} "
+                          f"WHERE coalesce(o.{COUNT}, 0) + s.{WEIGHT} <> 0")
+
+
+def csv_chunks(table: pa.Table) -> Iterator[bytes]:
+    """``table`` as CSV for ``COPY … (FORMAT csv)``, a chunk at a time: every present value
+    quoted, NULL as an unquoted empty field (so an empty string and NULL stay apart)."""
+    import pyarrow.csv as pcsv
+
+    options = pcsv.WriteOptions(include_header=False, quoting_style="all_valid")
+    for start in range(0, table.num_rows, COPY_CHUNK_ROWS):
+        buf = io.BytesIO()
+        pcsv.write_csv(table.slice(start, COPY_CHUNK_ROWS), buf, options)
+        yield buf.getvalue()
+

@@ -1,0 +1,126 @@
+"""Window functions (OVER): a window's change from the partitions a batch touched.
+
+A window's value for a row depends on every row of its partition, so no monoid merges it: a
+row inserted at the top of a partition shifts every rank below it. The rule keeps the window's
+input as a bag state — its rows with their multiplicity, keyed by their columns and
+hash-partitioned on the PARTITION BY columns — and gives the window's change as Spark's own
+window operator over the touched partitions' rows after the merge (+1) minus the same before it
+(−1), the touched partitions' rows looked up in the state by a semi join on the partition key
+and added up per row (so a large state may be kept as a base and a tail, ``plan/runs.py``)::
+
+    Δ Window(R)  =  Window(σ_touched R') − Window(σ_touched R)       touched = π_partition ΔR
+
+Rows whose value did not change cancel out wherever the change is consumed (an output state, an
+aggregate). The window's output is then a relation like any other: the query's answer keeps it
+in its output state (so a snapshot reads that state, not the window recomputed), a filter over
+it (top-k per group: ``WHERE rn <= k``) keeps k rows per partition, and a join or an aggregate
+reads its change. This is Materialize's approach; Feldera and RisingWave work inside a partition
+in proportion to the change (a running sum shifts the rows after it, top-k keeps k rows and a
+reserve), which is left for later. Without a PARTITION BY shared by every call the window is one
+partition, recomputed whole (before and after) each batch.
+
+Ties: where ORDER BY does not order a partition's rows totally, Spark numbers tying rows in the
+order it happens to read them. Functions whose value depends on that order (row_number, ntile,
+lag/lead, first/last/nth_value, an aggregate over a ROWS frame, a sum or average of FLOAT/DOUBLE
+values — whose last bits depend on the order of addition, so a partition recomputed in another
+order would not cancel its old rows) are refused
+(``WINDOW_ORDER_NOT_TOTAL``) unless PARTITION BY and ORDER BY name every column of the window's
+input (over a GROUP BY: every group key) — then rows that tie are equal, and so is the bag of
+answers whatever their order.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedError
+from ..ir.expr import Call, Column, and_all
+from ..ir.printer import display_name
+from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
+from ..ir.types import BOOLEAN
+from ..ir.window import Window, ties_free
+from .context import PlanContext
+from .model import Compiled
+from .terms import MINUS_ONE, ONE, sum_weights
+
+
+def window(ctx: PlanContext, rel: Rel) -> Compiled:
+    """The change of a window's output: its touched partitions recomputed, after minus before."""
+    assert isinstance(rel, Window)
+    _refuse_ties(rel)
+    part = partition_columns(rel)
+    state, fields = ctx.bag_state(rel.input, "win", partition=part or None)
+    if part:
+        program = _signed(_touched_partitions(rel, state, fields, part, StateVersion.NEW),
+                          _touched_partitions(rel, state, fields, part, StateVersion.OLD))
+        ctx.plan.note(f"OVER: the window's rows kept in {state}, partitioned on "
+                      f"({', '.join(display_name(p) for p in part)}); each batch recomputes the window over the "
+                      "partitions it touched, after and before its merge, and hands on the difference")
+    else:
+        program = _signed(_over(rel, StateScan(state, StateVersion.NEW, fields)),
+                          _over(rel, StateScan(state, StateVersion.OLD, fields)))
+        ctx.plan.note(f"OVER: the window's rows kept in {state}; no PARTITION BY is shared by every call, so the "
+                      "window is one partition: each batch recomputes it whole, after and before its merge")
+    return Compiled(program, static=False, weighted=True)
+
+
+def _touched_partitions(rel: Window, state: str, fields: tuple[Field, ...], part: tuple[str, ...],
+                        version: StateVersion) -> Rel:
+    """The window over the rows of the partitions the batch touched (their PARTITION BY values
+    are those of the state's delta), in ``version`` of the state: looked up by a semi join on
+    the partition key (null-safe: a NULL partition is a partition) and added up per row at once,
+    so the state may be kept as a base and a tail (plan/runs.py: a look-up added up per key)."""
+    by_name = {f.name: f for f in fields}
+    delta = StateScan(state, StateVersion.DELTA, fields)
+    renamed = tuple((f"{p}#t", Column(p, by_name[p].type)) for p in part)
+    touched = Aggregate(Project(delta, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
+    cond = and_all([Call("<=>", (Column(p, by_name[p].type), Column(f"{p}#t", by_name[p].type)), BOOLEAN)
+                    for p in part])
+    found = Join(StateScan(state, version, fields), touched, JoinKind.SEMI, cond)
+    keys = tuple((f.name, f.ref()) for f in fields if f.name != WEIGHT)
+    return Window(Expand(Aggregate(found, keys, ((WEIGHT, sum_weights()),)), WEIGHT), rel.calls)
+
+
+def _over(rel: Window, scan: StateScan) -> Rel:
+    return Window(Expand(scan, WEIGHT), rel.calls)
+
+
+def _signed(after: Rel, before: Rel) -> Rel:
+    """``after`` with weight +1 and ``before`` with −1."""
+    cols = tuple((f.name, f.ref()) for f in after.schema)
+    return Union((Project(after, cols + ((WEIGHT, ONE),)), Project(before, cols + ((WEIGHT, MINUS_ONE),))))
+
+
+def partition_columns(window: Window) -> tuple[str, ...]:
+    """The columns every call partitions by (plain columns only), in the first call's order."""
+    first = [p.name for p in window.calls[0][1].partition if isinstance(p, Column)]
+    shared = set(first)
+    for _, call in window.calls[1:]:
+        shared &= {p.name for p in call.partition if isinstance(p, Column)}
+    return tuple(dict.fromkeys(p for p in first if p in shared))
+
+
+def _refuse_ties(rel: Window) -> None:
+    """Refuse a call whose value depends on the order among rows tying on its ORDER BY."""
+    columns = rel.input.names
+    node = rel.input
+    while isinstance(node, Filter):
+        node = node.input
+    if isinstance(node, Aggregate):
+        columns = tuple(n for n, _ in node.keys)  # an aggregate's rows differ in their group key
+    for _, call in rel.calls:
+        if call.order_sensitive and not ties_free(call, columns):
+            keyed = {e.name for e in call.partition if isinstance(e, Column)}
+            keyed |= {k.expr.name for k in call.order if isinstance(k.expr, Column)}
+            missing = [display_name(c).split(".", 1)[-1] for c in columns if c not in keyed]
+            if call.float_sum:
+                raise UnsupportedError(
+                    f"{call.fn} of floating-point values over rows in no total order: its last digits depend on the "
+                    "order Spark happens to add tying rows in", code="WINDOW_ORDER_NOT_TOTAL",
+                    params={"function": call.fn, "columns": missing},
+                    hint="CAST the argument to DECIMAL, whose sums are exact in any order, or order the window by "
+                         f"every column it reads (add {', '.join(missing)})")
+            raise UnsupportedError(
+                f"{call.fn} over an ORDER BY that leaves ties: its value depends on the order Spark happens to "
+                "read tying rows in", code="WINDOW_ORDER_NOT_TOTAL",
+                params={"function": call.fn, "columns": missing},
+                hint=f"add a tie-breaker to the OVER clause's ORDER BY (e.g. {', '.join(missing)}) so that rows tie "
+                     "only when they are equal; rank, dense_rank, percent_rank, cume_dist and RANGE frames need none")

@@ -1,0 +1,104 @@
+"""After a commit: each sink receives the committed batches it does not hold yet, in order.
+
+Streamfold's own output is the source of truth. A batch is committed first (``commits/<batch>.json``);
+only then is it delivered, read back from ``snapshots/`` and ``changes/``
+(:class:`streamfold.connectors.committed.CommittedBatch`). Each sink remembers the last batch it
+holds, in the same atomic write as the rows (a PostgreSQL progress row in the batch's transaction,
+Delta's application transaction id; a hook's record once it returns), so delivering is
+"every committed batch after the sink's last, in order": a restart, an outage, a kill between the
+commit and the sink's write all end with the sink catching up, never applying a batch twice.
+
+A sink that fails while the run goes on (its server down, a disk full) delays delivery, never a
+commit: the coded error is logged with its hint, the sink is retried after the next commit, and
+each batch's line reports how many batches it lags. What is wrong from the start (a wrong
+password, a table with other columns, a sink ahead of the output) stops the run before its first
+batch, with a coded error.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ...connectors.committed import AnswerShape, CommittedBatch
+from ...connectors.sinks import open_sink
+from ...errors import SinkError, StreamfoldError
+from ...plan.answer_key import answer_key
+from ..checkpoint import batch_name, fingerprint
+
+if TYPE_CHECKING:
+    from ...connectors import SinkConnector
+    from ...plan.model import IncrementalPlan
+    from ..context import RunContext
+
+log = logging.getLogger("streamfold")
+
+
+def query_id(ctx: RunContext) -> str:
+    """The identity progress is recorded under in a sink: the query and where its output is."""
+    return fingerprint({"sql": ctx.config.sql.strip(), "output": ctx.output.root})[:16]
+
+
+class Sinks:
+    """The run's sinks, opened, each with the last batch it holds."""
+
+    def __init__(self, ctx: RunContext, plan: IncrementalPlan, columns: list[tuple[str, str]],
+                 last_committed: int) -> None:
+        self.ctx = ctx
+        self.shape = AnswerShape(tuple(columns), answer_key(plan), query_id(ctx))
+        self.sinks: list[SinkConnector] = []
+        self.held: dict[str, int] = {}
+        self.unsure: set[str] = set()  # failed: may or may not hold the batch it was given
+        try:
+            for i, spec in enumerate(ctx.config.sinks):
+                sink = open_sink(spec, i, self.shape, ctx.spark, f"{ctx.checkpoint.root}/sinks")
+                self.sinks.append(sink)
+                held = sink.applied()
+                if held > last_committed:
+                    raise SinkError(
+                        f"sink {sink.name} holds batch {held}, but the output's last commit is {last_committed}",
+                        code="SINK_AHEAD", params={"sink": sink.name, "held": held, "committed": last_committed},
+                        hint="the sink was written by an earlier run of this query into an output that is gone: "
+                             "drop its tables (and its progress row) or name another")
+                self.held[sink.name] = held
+        except BaseException:
+            self.close()
+            raise
+
+    def deliver(self, upto: int) -> dict[str, int]:
+        """Every committed batch up to ``upto`` each sink lacks, in order; how many each lags after."""
+        for sink in self.sinks:
+            try:
+                if sink.name in self.unsure:
+                    self.held[sink.name] = sink.applied()
+                    self.unsure.discard(sink.name)
+                held = self.held[sink.name]
+                for batch in range(held + 1, upto + 1):
+                    self.ctx.progress(f"batch {batch_name(batch)}: delivering to {sink.name}")
+                    sink.write(CommittedBatch(batch, self.ctx.output.snapshot_path(batch),
+                                              self.ctx.output.changes_path(batch), self.shape))
+                    self.held[sink.name] = batch
+            except StreamfoldError as e:
+                self.unsure.add(sink.name)
+                log.warning("%s (retried after the next commit)", e)
+        return self.lags(upto)
+
+    def lags(self, upto: int) -> dict[str, int]:
+        """How many committed batches each sink does not hold (as far as it is known)."""
+        return {s.name: upto - self.held[s.name] for s in self.sinks}
+
+    def needed(self) -> int | None:
+        """The first batch some sink has not received (its snapshot must outlive pruning), or None."""
+        return min((h + 1 for h in self.held.values()), default=None)
+
+    def status(self) -> list[dict[str, object]]:
+        """Each sink, the last batch it holds and whether it failed since (the controller's status)."""
+        return [{"sink": s.name, "delivered": self.held[s.name], "failing": s.name in self.unsure}
+                for s in self.sinks]
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception as e:  # noqa: BLE001 - closing is best effort
+                log.debug("closing sink %s: %s", sink.name, e)

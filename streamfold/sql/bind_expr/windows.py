@@ -1,0 +1,151 @@
+"""Bind window function calls: ``f(args) OVER (PARTITION BY … ORDER BY … [frame])``.
+
+A call becomes a :class:`~streamfold.ir.window.WindowCall` handed to the context's
+``on_window`` hook, which returns its stand-in (a column of the block's ``Window`` node). Its
+arguments, PARTITION BY and ORDER BY are bound in the clause's own context, so in an aggregate
+block ``rank() OVER (ORDER BY sum(amt) DESC)`` reads the aggregate's column, as Spark does.
+Supported: ``row_number``, ``rank``, ``dense_rank``, ``percent_rank``, ``cume_dist``, ``ntile``,
+``lag``, ``lead``, ``first_value``, ``last_value``, ``nth_value``, and ``sum``, ``count``,
+``avg``, ``min``, ``max`` over ROWS and RANGE frames with integer offsets. Everything else in
+an OVER clause — a named window, IGNORE NULLS, DISTINCT, other functions — is refused by code.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import BindError, UnsupportedError
+from ...ir.expr import Cast, Expr, Literal
+from ...ir.rel import SortKey
+from ...ir.types import BIGINT, DOUBLE, INT, DataType
+from ...ir.window import AGGREGATES, FRAMELESS, Frame, FrameKind, WindowCall
+from .aggregates import agg_type
+from .context import ExprContext
+
+_RANKING: dict[type, str] = {
+    exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
+    exp.PercentRank: "percent_rank", exp.CumeDist: "cume_dist", exp.Ntile: "ntile",
+}
+_VALUES: dict[type, str] = {
+    exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value", exp.LastValue: "last_value",
+    exp.NthValue: "nth_value",
+}
+_AGGS: dict[type, str] = {exp.Sum: "sum", exp.Count: "count", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+WINDOW_FUNCTIONS = ("row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead, first_value, "
+                    "last_value, nth_value, sum, count, avg, min, max")
+
+
+def sort_key(o: exp.Ordered, e: Expr) -> SortKey:
+    """An ORDER BY item as a :class:`SortKey`; NULLS FIRST/LAST kept only where written."""
+    text = o.sql(dialect="spark").upper()
+    explicit = "NULLS FIRST" in text or "NULLS LAST" in text
+    return SortKey(e, bool(o.args.get("desc")), o.args.get("nulls_first") if explicit else None)
+
+
+def bind_window(ctx: ExprContext, node: exp.Window) -> Expr:
+    if ctx.on_window is None or ctx.in_agg:
+        where = "inside an aggregate" if ctx.in_agg else f"in {ctx.clause}"
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"a window function (OVER …) is not allowed {where}",
+                      node, "compute it in the select list of a subquery and read its column here",
+                      construct="window")
+    if node.alias or node.args.get("alias"):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", "named windows (OVER w, WINDOW w AS …) are not "
+                      "supported", node, "write the window's PARTITION BY and ORDER BY in each OVER", construct="WINDOW")
+    func = node.this
+    if isinstance(func, (exp.IgnoreNulls, exp.RespectNulls)):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", "IGNORE/RESPECT NULLS is not supported", node,
+                      "filter the NULLs out in a subquery, or use min/max over the frame", construct="IGNORE NULLS")
+    partition = tuple(ctx.bind(p) for p in node.args.get("partition_by") or [])
+    order_node = node.args.get("order")
+    order = tuple(sort_key(o, ctx.bind(o.this)) for o in (order_node.expressions if order_node else []))
+    fn, args, ty = _function(ctx, node, func)
+    frame = _frame(ctx, node, fn, order)
+    if fn in ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead") and not order:
+        raise ctx.err(BindError, "WINDOW_NEEDS_ORDER", f"`{fn}` needs ORDER BY in its OVER clause", node,
+                      "add ORDER BY … to the OVER clause (Spark refuses it without one)", function=fn)
+    return ctx.on_window(WindowCall(fn, args, partition, order, frame, ty), node)
+
+
+def _function(ctx: ExprContext, node: exp.Window, func: exp.Expr) -> tuple[str, tuple[Expr, ...], DataType]:
+    """The function's name, bound arguments and Spark's result type."""
+    if type(func) in _RANKING:
+        fn = _RANKING[type(func)]
+        if fn != "ntile":
+            return fn, (), DOUBLE if fn in ("percent_rank", "cume_dist") else INT
+        n = _int_literal(ctx, func.this, "ntile's number of buckets", positive=True)
+        return fn, (Literal(n, INT),), INT
+    if type(func) in _VALUES:
+        fn = _VALUES[type(func)]
+        x = ctx.bind(func.this)
+        if fn in ("lag", "lead"):
+            offset = _int_literal(ctx, func.args.get("offset"), f"{fn}'s offset") if func.args.get("offset") else 1
+            default = func.args.get("default")
+            d = ctx.bind(default) if default is not None else Literal(None, x.type)
+            if d.type != x.type:
+                d = Cast(d, x.type)
+            return fn, (x, Literal(offset, INT), d), x.type
+        if fn == "nth_value":
+            n = _int_literal(ctx, func.args.get("offset"), "nth_value's position", positive=True)
+            return fn, (x, Literal(n, INT)), x.type
+        return fn, (x,), x.type
+    if type(func) in _AGGS:
+        fn = _AGGS[type(func)]
+        inner = func.this
+        if isinstance(inner, exp.Distinct):
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"{fn}(DISTINCT …) OVER … is not supported", node,
+                          "count the distinct values per group with GROUP BY and join them back", construct="DISTINCT")
+        if inner is None or isinstance(inner, exp.Star):
+            if fn != "count":
+                raise ctx.err(BindError, "WRONG_ARGUMENTS", f"`{fn}(*)` is not valid", node, function=fn)
+            return fn, (), BIGINT
+        arg = ctx.bind(inner)
+        return fn, (arg,), agg_type(ctx, func, fn, (arg,))
+    name = func.sql_name().lower() if isinstance(func, exp.Func) else type(func).__name__
+    raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"window function `{name}` is not supported", node,
+                  f"supported window functions: {WINDOW_FUNCTIONS}", construct=name)
+
+
+def _int_literal(ctx: ExprContext, node: exp.Expr | None, what: str, positive: bool = False) -> int:
+    value = node.this if isinstance(node, exp.Literal) and not node.is_string else None
+    if value is None or not str(value).lstrip("-").isdigit() or (positive and int(value) <= 0):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"{what} must be a {'positive ' if positive else ''}"
+                      "integer literal", node, "write the number itself", construct="window")
+    return int(value)
+
+
+def _frame(ctx: ExprContext, node: exp.Window, fn: str, order: tuple[SortKey, ...]) -> Frame | None:
+    spec = node.args.get("spec")
+    if spec is None:
+        return None
+    if fn in FRAMELESS:
+        raise ctx.err(BindError, "WINDOW_FRAME_NOT_ALLOWED", f"`{fn}` takes no window frame", spec,
+                      "remove ROWS/RANGE … from its OVER clause (Spark fixes the frame of ranking and offset "
+                      "functions)", function=fn)
+    kind = FrameKind(str(spec.args.get("kind")).lower())
+
+    def bound(value: object, side: object, start: bool) -> int | None:
+        text = str(value).upper() if not isinstance(value, exp.Expr) else None
+        if text == "UNBOUNDED":
+            if (str(side).upper() == "FOLLOWING") == start:
+                raise ctx.err(BindError, "INVALID_WINDOW_FRAME", "a frame cannot start at UNBOUNDED FOLLOWING or end "
+                              "at UNBOUNDED PRECEDING", spec, "write ROWS BETWEEN … PRECEDING AND … FOLLOWING")
+            return None
+        if text == "CURRENT ROW":
+            return 0
+        n = _int_literal(ctx, value if isinstance(value, exp.Expr) else None, "a window frame's offset")
+        return -n if str(side).upper() == "PRECEDING" else n
+
+    start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
+    end_value = spec.args.get("end")
+    end = bound(end_value, spec.args.get("end_side"), False) if end_value is not None else 0
+    if start is not None and end is not None and start > end:
+        raise ctx.err(BindError, "INVALID_WINDOW_FRAME", "the window frame starts after it ends", spec,
+                      "write the earlier bound first: BETWEEN 2 PRECEDING AND 1 FOLLOWING")
+    if kind == FrameKind.RANGE and (start not in (None, 0) or end not in (None, 0)):
+        if len(order) != 1 or not (order[0].expr.type.is_numeric):
+            raise ctx.err(BindError, "INVALID_WINDOW_FRAME", "a RANGE frame with an offset needs exactly one numeric "
+                          "ORDER BY expression", spec, "use a ROWS frame, or order by one number")
+    if fn in AGGREGATES and not order and not (start is None and end is None):
+        raise ctx.err(BindError, "WINDOW_NEEDS_ORDER", "a window frame other than the whole partition needs ORDER BY",
+                      spec, "add ORDER BY … to the OVER clause", function=fn)
+    return Frame(kind, start, end)

@@ -1,0 +1,102 @@
+"""OVER at compile time, without Spark: what each call binds to, how a window's input is kept
+(partitioned for the touched partitions, or one partition), and every refusal's code and parameters."""
+
+from __future__ import annotations
+
+import pytest
+
+import streamfold
+from streamfold.errors import SqlError, StreamfoldError
+from streamfold.ir.window import Frame, FrameKind, Window, WindowCall
+
+SCHEMA = {"t": "g INT, v INT, w STRING, x DOUBLE, _weight BIGINT"}
+
+
+def _plan(sql: str):
+    return streamfold.compile(sql, SCHEMA)
+
+
+def _calls(sql: str) -> list[WindowCall]:
+    plan = _plan(sql)
+    programs = [step.program for step in plan.delta if hasattr(step, "program")]
+    return list(dict.fromkeys(c for p in programs for n in p.walk() if isinstance(n, Window) for _, c in n.calls))
+
+
+@pytest.mark.parametrize("sql,fn,frame,sensitive", [
+    ("rank() OVER (PARTITION BY g ORDER BY v)", "rank", Frame(FrameKind.ROWS, None, 0), False),
+    ("cume_dist() OVER (ORDER BY v)", "cume_dist", Frame(FrameKind.ROWS, None, 0), False),
+    ("sum(v) OVER (PARTITION BY g ORDER BY v)", "sum", Frame(FrameKind.RANGE, None, 0), False),
+    ("sum(v) OVER (PARTITION BY g)", "sum", Frame(FrameKind.ROWS, None, None), False),
+    ("max(v) OVER (ORDER BY v RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING)", "max", Frame(FrameKind.RANGE, -2, 1), False),
+    ("avg(v) OVER (ORDER BY v, g ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)", "avg",
+     Frame(FrameKind.ROWS, None, None), False),
+    ("count(*) OVER (ORDER BY v, g ROWS BETWEEN 3 PRECEDING AND CURRENT ROW)", "count", Frame(FrameKind.ROWS, -3, 0), True),
+    ("lag(v, 2, 0) OVER (PARTITION BY g ORDER BY v)", "lag", Frame(FrameKind.ROWS, None, 0), True),
+    ("first_value(v) OVER (PARTITION BY g ORDER BY v)", "first_value", Frame(FrameKind.RANGE, None, 0), True),
+])
+def test_each_call_binds_with_spark_default_frame_and_its_order_sensitivity(sql, fn, frame, sensitive):
+    (call,) = _calls(f"SELECT g, v, {sql} AS y FROM t")
+    assert (call.fn, call.effective_frame, call.order_sensitive) == (fn, frame, sensitive)
+
+
+def test_types_follow_spark():
+    calls = _calls("SELECT g, v, row_number() OVER (ORDER BY g, v, w) a, percent_rank() OVER (ORDER BY v) b, "
+                   "sum(v) OVER (PARTITION BY g) c, avg(v) OVER (PARTITION BY g) d, lead(w) OVER (ORDER BY g, v, w) e FROM t "
+                   )
+    assert [c.type.sql() for c in calls] == ["INT", "DOUBLE", "BIGINT", "DOUBLE", "STRING"]
+
+
+@pytest.mark.parametrize("sql,partition", [
+    ("SELECT g, v, rank() OVER (PARTITION BY g ORDER BY v) FROM t", ("t.g",)),
+    ("SELECT g, v, rank() OVER (PARTITION BY g, w ORDER BY v), sum(v) OVER (PARTITION BY w) FROM t", ("t.w",)),
+    ("SELECT g, v, rank() OVER (ORDER BY v) FROM t", None),
+    ("SELECT g, v, rank() OVER (PARTITION BY g ORDER BY v) r FROM t ORDER BY r LIMIT 3", ("t.g",)),
+    ("SELECT g, w, count(*), rank() OVER (PARTITION BY g ORDER BY count(*)) FROM t GROUP BY g, w", ("t.g",)),
+    ("SELECT g, sum(v), rank() OVER (ORDER BY sum(v) DESC) FROM t GROUP BY g", None),
+    ("SELECT * FROM (SELECT g, v, w, row_number() OVER (PARTITION BY g ORDER BY v, w) rn FROM t) s WHERE rn <= 2",
+     ("t.g",)),
+    ("SELECT r, count(*) FROM (SELECT g, rank() OVER (PARTITION BY g ORDER BY v) r FROM t) s GROUP BY r", ("t.g",)),
+])
+def test_the_window_input_is_a_state_partitioned_on_the_partition_by_every_call_shares(sql, partition):
+    plan = _plan(sql)
+    (state,) = [s for s in plan.states if s.name.startswith("win")]
+    assert state.partition == partition
+    touched = "partitions it touched" if partition else "one partition"
+    assert any(n.startswith("OVER:") and touched in n for n in plan.notes)
+
+
+def test_ties_matter_only_for_columns_the_query_reads():
+    # w is not read: rows tying on (g, v) are equal in what the answer shows
+    _plan("SELECT g, v, row_number() OVER (PARTITION BY g ORDER BY v) FROM t")
+    # a floating-point sum in a total order, or of decimals, adds its rows in one order
+    _plan("SELECT g, sum(x) OVER (PARTITION BY g ORDER BY x) FROM t")
+    _plan("SELECT g, avg(CAST(x AS DECIMAL(10, 2))) OVER (PARTITION BY g) FROM t")
+    # an aggregate's rows differ in their group key: ordering by it makes the order total
+    _plan("SELECT g, sum(v), row_number() OVER (ORDER BY sum(v), g) FROM t GROUP BY g")
+    with pytest.raises(StreamfoldError) as e:
+        _plan("SELECT g, sum(v), row_number() OVER (ORDER BY sum(v)) FROM t GROUP BY g")
+    assert e.value.code == "WINDOW_ORDER_NOT_TOTAL" and e.value.params["columns"] == ["g"]
+
+
+@pytest.mark.parametrize("sql,code", [
+    ("SELECT g, w, lag(v) OVER (PARTITION BY g ORDER BY v) FROM t", "WINDOW_ORDER_NOT_TOTAL"),
+    ("SELECT g, w, sum(v) OVER (PARTITION BY g ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",
+     "WINDOW_ORDER_NOT_TOTAL"),
+    ("SELECT g, w, ntile(2) OVER (ORDER BY v) FROM t", "WINDOW_ORDER_NOT_TOTAL"),
+    ("SELECT g, avg(x) OVER (PARTITION BY g) FROM t", "WINDOW_ORDER_NOT_TOTAL"),
+    ("SELECT g, row_number() OVER (PARTITION BY g) FROM t", "WINDOW_NEEDS_ORDER"),
+    ("SELECT g, rank() OVER (ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", "WINDOW_FRAME_NOT_ALLOWED"),
+    ("SELECT g, sum(v) OVER (ORDER BY w RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", "INVALID_WINDOW_FRAME"),
+    ("SELECT g, sum(v) OVER w FROM t WINDOW w AS (PARTITION BY g)", "UNSUPPORTED_WINDOW"),
+    ("SELECT g, count(DISTINCT v) OVER (PARTITION BY g) FROM t", "UNSUPPORTED_WINDOW"),
+    ("SELECT g, first_value(v) IGNORE NULLS OVER (PARTITION BY g ORDER BY v) FROM t", "UNSUPPORTED_WINDOW"),
+    ("SELECT g, stddev(v) OVER (PARTITION BY g) FROM t", "UNSUPPORTED_WINDOW"),
+    ("SELECT g FROM t GROUP BY g HAVING rank() OVER (ORDER BY g) = 1", "UNSUPPORTED_WINDOW"),
+    ("SELECT g, sum(v) OVER (PARTITION BY g) FROM t GROUP BY g", "NOT_AGGREGATED"),
+])
+def test_refusals_are_coded(sql, code):
+    with pytest.raises(StreamfoldError) as e:
+        _plan(sql)
+    assert e.value.code == code, str(e.value)
+    if isinstance(e.value, SqlError):
+        assert e.value.hint

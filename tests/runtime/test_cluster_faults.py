@@ -1,0 +1,92 @@
+"""Faults on a real standalone cluster (two workers on 127.0.0.1), injected into `streamfold run`:
+
+1. SIGKILL of the workers (with their executors and the state blocks they kept) between batches,
+   a new worker started: the next batch reads the states back from the checkpoint and the run
+   goes on by itself on the new worker, exact;
+2. SIGKILL of that last worker: the run waits for executors within its bound (``executor_wait``),
+   then exits with ``NO_EXECUTORS`` — it never hangs — and nothing of that batch is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+import pyarrow as pa
+import pytest
+
+from ..controlled import Feed, check_every_commit
+from ..standalone import standalone
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SQL = "SELECT k, count(DISTINCT v) AS d, sum(v) AS s FROM S GROUP BY k"
+SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
+WAIT_S = 20
+
+
+def _committed(out: str) -> int:
+    commits = os.path.join(out, "commits")
+    return len([n for n in os.listdir(commits) if n.endswith(".json")]) if os.path.isdir(commits) else 0
+
+
+def _wait_commits(out: str, n: int, run: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while _committed(out) < n:
+        assert run.poll() is None, run.communicate()[1][-4000:]
+        assert time.monotonic() < deadline, f"commit {n - 1} did not come"
+        time.sleep(0.3)
+
+
+def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_path):
+    rng = random.Random(7)
+    feed = Feed(str(tmp_path / "S"), SCHEMA)
+    out = str(tmp_path / "out")
+    alive: list[tuple[int, int]] = []
+
+    def put() -> None:
+        rows = [(rng.randrange(20), rng.randrange(50), 1) for _ in range(200)]
+        gone = rng.sample(alive, min(len(alive), 10))
+        for r in gone:
+            alive.remove(r)
+        alive.extend((k, v) for k, v, _ in rows)
+        feed.put(rows + [(k, v, -1) for k, v in gone])
+
+    with standalone(tmp_path, workers=2, cores=1) as cluster:
+        put()
+        env = {**os.environ, "STREAMFOLD_DRIVER_MEMORY": "1g", "STREAMFOLD_EXECUTOR_WAIT": str(WAIT_S),
+               "STREAMFOLD_ONE_PARTITION": "0"}
+        run = subprocess.Popen(
+            [sys.executable, "-m", "streamfold", "run", SQL, "--source", f"S={feed.directory}", "--output", out,
+             "--master", cluster.url, "--partitions", "4", "--trigger", "0.2"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            _wait_commits(out, 1, run)
+            for n in (2, 3):
+                put()
+                _wait_commits(out, n, run)
+            cluster.add_worker()
+            cluster.kill_worker(0)  # their executors' state blocks go with them
+            cluster.kill_worker(1)
+            for n in (4, 5):
+                put()
+                _wait_commits(out, n, run)
+            cluster.kill_worker(2)  # no executor left
+            put()
+            began = time.monotonic()
+            _, stderr = run.communicate(timeout=WAIT_S + 240)
+            waited = time.monotonic() - began
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    assert run.returncode != 0 and "NO_EXECUTORS" in stderr, stderr[-4000:]
+    assert waited >= WAIT_S - 1, f"gave up after {waited:.0f} s, before its bound"
+    records = check_every_commit(out, feed, SQL)
+    assert len(records) == 5, "the batch without executors committed nothing"
+    recovered = [r["batch"] for r in records if "recovered" in r]
+    assert recovered and min(recovered) == 3, [json.dumps(r.get("recovered")) for r in records]

@@ -1,0 +1,77 @@
+"""OVER window functions, maintained exactly: for random data with NULLs and ties, random batch
+splits and deletions, every snapshot equals DuckDB's answer on the prefix and every changes file
+is the snapshots' difference — for each function, each frame kind, over rows and over an
+aggregate, with and without PARTITION BY, and top-k per group."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from streamfold.runtime import runs, shape
+from streamfold.settings import env_name
+
+from ..streams import Source, check_stream
+from ..strategies import random_stream
+from .test_differential import R_COLS
+
+pytestmark = [pytest.mark.spark]
+
+# (id, query, runs): R has a INT, b INT, c DOUBLE, s STRING, d DATE, small values with NULLs, so
+# partitions and ORDER BY values tie. Where a function picks a row among ties the ORDER BY is
+# made total over the columns the query reads (the planner refuses it otherwise). ``runs``: the
+# window's state kept as a base and a tail from batch 1 on, its tail folded at that fraction (0:
+# after every batch; 1000: never), or None (kept whole; its size keeps it so outside the tests).
+WINDOW_QUERIES = [
+    # every function over one PARTITION BY: ranking with ties, then the functions that pick a row
+    # among ties over an ORDER BY made total (b, s), ROWS and RANGE frames, the whole partition
+    ("partitioned-rows",
+     "SELECT a, b, s, rank() OVER (PARTITION BY a ORDER BY b DESC) AS r, dense_rank() OVER (PARTITION BY a ORDER BY b) AS dr, "
+     "percent_rank() OVER (PARTITION BY a ORDER BY b) AS pr, cume_dist() OVER (PARTITION BY a ORDER BY b NULLS LAST) AS cd, "
+     "row_number() OVER (PARTITION BY a ORDER BY b, s) AS rn, ntile(3) OVER (PARTITION BY a ORDER BY b DESC, s) AS nt, "
+     "lag(b) OVER (PARTITION BY a ORDER BY b, s) AS l1, lead(b, 2, -1) OVER (PARTITION BY a ORDER BY b, s) AS l2, "
+     "first_value(s) OVER (PARTITION BY a ORDER BY b, s) AS fv, nth_value(b, 2) OVER (PARTITION BY a ORDER BY b, s) AS n2, "
+     "last_value(s) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS lv, "
+     "sum(b) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s3, "
+     "count(b) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cb, "
+     "max(s) OVER (PARTITION BY a ORDER BY b, s ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS mx, "
+     "sum(b) OVER (PARTITION BY a ORDER BY b) AS running, "
+     "min(b) OVER (PARTITION BY a ORDER BY b RANGE BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS mn, "
+     "avg(b) OVER (PARTITION BY a) AS av, "
+     "count(*) OVER (PARTITION BY a ORDER BY b DESC RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS n FROM R",
+     0.0),
+    # no PARTITION BY: one partition, recomputed whole
+    ("one-partition", "SELECT s, b, sum(b) OVER (ORDER BY b RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS t, "
+     "rank() OVER (ORDER BY s) AS r FROM R", None),
+    ("over-aggregate-global", "SELECT s, sum(b) AS t, rank() OVER (ORDER BY sum(b) DESC) AS r FROM R GROUP BY s", None),
+    ("over-aggregate-partitioned", "SELECT a, s, count(*) AS n, sum(count(*)) OVER (PARTITION BY a) AS total, "
+     "row_number() OVER (PARTITION BY a ORDER BY count(*) DESC, s) AS rn FROM R GROUP BY a, s", None),
+    ("top-k-per-group", "SELECT a, b, s FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn "
+     "FROM R WHERE b IS NOT NULL) x WHERE rn <= 2", 1000.0),
+    # insert-only, small states in one partition (the default bound): the other physical layout
+    ("ranks-inserts", "SELECT a, b, s, rank() OVER (PARTITION BY s ORDER BY a DESC) AS r, "
+     "lead(b, 1, 0) OVER (PARTITION BY s ORDER BY a, b) AS nb FROM R", None),
+    # a window's change read by an aggregate, as a nested block's
+    ("under-aggregate", "SELECT r, count(*) AS n, sum(b) AS t FROM (SELECT b, dense_rank() OVER (PARTITION BY s ORDER BY b) "
+     "AS r FROM R) x GROUP BY r", None),
+]
+
+
+@pytest.mark.parametrize("qid,sql,fold", WINDOW_QUERIES, ids=[q[0] for q in WINDOW_QUERIES])
+def test_window_snapshots_equal_duckdb_with_deletions(spark, tmp_path, monkeypatch, qid, sql, fold):
+    weighted = not qid.endswith("-inserts")
+    if weighted:  # hash-partitioned states (the bound at 0), so the touched partitions are met where they lie
+        monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
+    if fold is not None:  # runs for any state size and share of it touched
+        monkeypatch.setenv(env_name("runs_min_rows"), "0")
+        monkeypatch.setenv(env_name("runs_fold"), repr(fold))
+        monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
+    sources = [Source("R", R_COLS, weighted=weighted)]
+    # one random example per query (seeded by its name): three batches of inserts, the later
+    # ones deleting up to half the rows present (weighted sources)
+    batches = random_stream(random.Random(qid), sources, 3, max_rows=12, min_rows=4)
+    said: list[str] = []
+    check_stream(spark, str(tmp_path), sql, sources, batches, progress=said.append)
+    if fold == 0.0:  # the window's state was kept in runs: its tail folded after a batch
+        assert any(m.startswith("folding the tail of win") for m in said), said

@@ -1,0 +1,140 @@
+"""The PostgreSQL sink: after every batch the table equals DuckDB's answer on the prefix.
+
+Random data from small domains (NULL keys, duplicate rows), random batch splits, deletions; a
+real server (``conftest.postgres``). Keyed answers are one row per key; multisets rows with
+``_count``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import uuid
+from decimal import Decimal
+
+import pyarrow as pa
+import pytest
+
+from streamfold.errors import SinkError, UsageError
+from streamfold.verify import compare, duckdb_answer
+
+from ..streams import Source, check_stream
+from ..strategies import random_stream
+from .oracle import plain, postgres_rows
+
+pytestmark = [pytest.mark.spark]
+
+R = Source("R", (("a", "INT"), ("b", "INT"), ("c", "DOUBLE"), ("s", "STRING"), ("d", "DATE")), weighted=True)
+S = Source("S", (("k", "INT"), ("v", "INT"), ("w", "DOUBLE")), weighted=True)
+
+# (id, query, sources, multiset: kept with _count)
+QUERIES = [
+    ("grouped-null-keys", "SELECT a, s, count(*) AS n, sum(c) AS t, min(d) AS first FROM R GROUP BY a, s", [R], False),
+    ("join-grouped", "SELECT R.a, count(*) AS n, sum(S.w) AS t FROM R JOIN S ON R.a = S.k GROUP BY R.a", [R, S], False),
+    ("top-k", "SELECT a, count(*) AS n FROM R GROUP BY a ORDER BY n DESC, a LIMIT 3", [R], False),
+    ("multiset-duplicates", "SELECT a, s, d FROM R WHERE b > 0 OR b IS NULL", [R], True),
+    ("join-multiset", "SELECT R.s, S.v FROM R JOIN S ON R.a = S.k", [R, S], True),
+    ("global", "SELECT count(*) AS n, sum(b) AS t, max(s) AS m FROM R", [R], False),
+]
+
+
+@pytest.mark.parametrize("qid,sql,sources,multiset", QUERIES, ids=[q[0] for q in QUERIES])
+def test_table_equals_duckdb_after_every_batch(spark, tmp_path, postgres, qid, sql, sources, multiset):
+    rng = random.Random(qid)
+    batches = random_stream(rng, sources, batches=4, max_rows=10, min_rows=2)
+    table = f"t_{uuid.uuid4().hex[:8]}"
+    conn = postgres.connect()
+    held = []
+
+    def check(batch, snapshot, prefix):
+        columns = [c for c, _ in query_columns(conn, table)]
+        rows = postgres_rows(conn, table, [c for c in columns if c != "_count"], multiset)
+        expected = [tuple(plain(v) for v in r) for r in duckdb_answer(sql, prefix)]
+        result = compare(rows, expected)
+        assert result.matches, f"batch {batch}: the PostgreSQL table differs from DuckDB: {result.detail}"
+        held.append(progress(conn, table))
+
+    check_stream(spark, str(tmp_path), sql, sources, batches, check=check, sinks=[postgres.url(table)])
+    assert held == list(range(len(held))) and len(held) == 4  # one progress row, moved batch by batch
+    columns = [c for c, _ in query_columns(conn, table)]
+    assert ("_count" in columns) == multiset
+    conn.close()
+
+
+def query_columns(conn, table: str) -> list[tuple[str, str]]:
+    return conn.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s "
+                        "ORDER BY ordinal_position", (table,)).fetchall()
+
+
+def progress(conn, table: str) -> int:
+    rows = conn.execute("SELECT batch FROM streamfold_sink_progress WHERE target = %s", (table,)).fetchall()
+    assert len(rows) == 1
+    return rows[0][0]
+
+
+X = Source("X", (("k", "STRING"), ("amount", "DECIMAL(10,2)"), ("day", "DATE"), ("at", "TIMESTAMP"),
+                 ("flag", "BOOLEAN"), ("x", "DOUBLE")))
+T0 = dt.datetime(2024, 3, 1, 12, 30, 15, 123456, tzinfo=dt.timezone.utc)
+X_ROWS = [
+    [("a,b", Decimal("10.25"), dt.date(2024, 1, 1), T0, True, 0.1),
+     ('quote "q"', Decimal("-3.10"), None, None, None, None),
+     ("", Decimal("0.01"), dt.date(2024, 2, 29), T0 + dt.timedelta(days=1), False, 1e300),
+     (None, None, dt.date(1970, 1, 1), T0, True, -0.0)],
+    [("line\nbreak", Decimal("99999999.99"), dt.date(2024, 1, 1), T0 - dt.timedelta(microseconds=1), True, 2.5e-10),
+     ("a,b", Decimal("1.00"), dt.date(2024, 1, 1), T0, None, 3.0),
+     (None, Decimal("2.50"), None, None, False, None)],
+]
+
+
+def test_types_and_nulls_round_trip(spark, tmp_path, postgres):
+    """Decimals, dates, timestamps, booleans, doubles and strings with CSV's special characters;
+    NULL kept apart from the empty string; columns typed from Spark's."""
+    pa_types = {"TIMESTAMP": pa.timestamp("us", tz="UTC")}
+    from .. import streams
+
+    streams.ARROW.update(pa_types)
+    grouped, plain_rows = f"g_{uuid.uuid4().hex[:8]}", f"p_{uuid.uuid4().hex[:8]}"
+    sql_grouped = ("SELECT k, day, sum(amount) AS total, max(at) AS last, count(*) AS n, min(x) AS low, "
+                   "max(flag) AS any_flag FROM X GROUP BY k, day")
+    conn = postgres.connect()
+
+    def check(batch, snapshot, prefix):
+        expected = [tuple(plain(v) for v in r) for r in duckdb_answer(sql_grouped, prefix)]
+        rows = postgres_rows(conn, grouped, ["k", "day", "total", "last", "n", "low", "any_flag"], False)
+        result = compare(rows, expected)
+        assert result.matches, f"batch {batch}: {result.detail}"
+        assert exact(rows) == exact(expected)  # no tolerance
+
+    check_stream(spark, str(tmp_path / "g"), sql_grouped, [X], [{"X": r} for r in X_ROWS], check=check,
+                 sinks=[postgres.url(grouped)])
+    types = dict(query_columns(conn, grouped))
+    assert types == {"k": "text", "day": "date", "total": "numeric", "last": "timestamp with time zone",
+                     "n": "bigint", "low": "double precision", "any_flag": "boolean"}
+    sql_plain = "SELECT k, amount, at, x FROM X"
+
+    def check_plain(batch, snapshot, prefix):
+        expected = [tuple(plain(v) for v in r) for r in duckdb_answer(sql_plain, prefix)]
+        rows = postgres_rows(conn, plain_rows, ["k", "amount", "at", "x"], True)
+        assert exact(rows) == exact(expected)
+
+    check_stream(spark, str(tmp_path / "p"), sql_plain, [X], [{"X": r} for r in X_ROWS], check=check_plain,
+                 sinks=[postgres.url(plain_rows)])
+    conn.close()
+
+
+def exact(rows: list[tuple]) -> list[str]:
+    """Rows compared exactly, as text; a zero's sign aside (Spark's grouping normalises −0.0)."""
+    return sorted(repr(tuple(v + 0.0 if isinstance(v, float) else v for v in r)) for r in rows)
+
+
+def test_a_password_in_the_url_or_a_file_endpoint_is_refused():
+    from streamfold.connectors.sinks import check_sink
+
+    with pytest.raises(UsageError) as e:
+        check_sink("postgres://u:secret@127.0.0.1:5432/db?table=t")
+    assert e.value.code == "SECRET_ON_COMMAND_LINE" and "secret" not in str(e.value)
+    with pytest.raises(UsageError) as e:
+        check_sink("/tmp/out:parquet")
+    assert e.value.code == "BAD_ENDPOINT"
+    with pytest.raises(UsageError) as e:
+        check_sink("postgres://u@127.0.0.1:5432/db")
+    assert e.value.code == "BAD_ENDPOINT"

@@ -1,0 +1,104 @@
+"""A sink that fails: refused at start with a coded error (wrong password, a table with other
+columns, nothing listening); down while the run goes on, it delays delivery, never a commit —
+each batch reports its lag, and once the server takes connections again the next batch catches
+the table up, in order, exactly once."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import streamfold
+from streamfold.errors import SinkError
+
+from .oracle import postgres_rows
+
+pytestmark = [pytest.mark.spark]
+
+SQL = "SELECT k, count(*) AS n, sum(v) AS total FROM S GROUP BY k"
+SCHEMA = "k INT, v BIGINT"
+
+
+def _file(src: str, i: int, rows: list[tuple[int, int]]) -> None:
+    pq.write_table(pa.table({"k": pa.array([r[0] for r in rows], pa.int32()),
+                             "v": pa.array([r[1] for r in rows], pa.int64())}), os.path.join(src, f"{i:04d}.parquet"))
+
+
+def _start(spark, tmp_path, sink: str):
+    src = tmp_path / "S"
+    src.mkdir(parents=True, exist_ok=True)
+    return str(src), lambda: streamfold.start(SQL, {"S": str(src)}, str(tmp_path / "out"), schemas={"S": SCHEMA},
+                                              spark=spark, background=False, sinks=[sink], partitions=2)
+
+
+def test_wrong_password_other_schema_and_no_server_are_coded_errors_at_start(spark, tmp_path, postgres, monkeypatch):
+    src, start = _start(spark, tmp_path / "a", postgres.url("t_auth"))
+    _file(src, 0, [(1, 1)])
+    monkeypatch.setenv("PGPASSWORD", "not-the-password")
+    with pytest.raises(SinkError) as e:
+        start()
+    assert e.value.code == "SINK_AUTH" and "not-the-password" not in str(e.value)
+    monkeypatch.setenv("PGPASSWORD", postgres.password)
+
+    conn = postgres.connect()
+    conn.execute("CREATE TABLE t_other (k integer, n text)")
+    src, start = _start(spark, tmp_path / "b", postgres.url("t_other"))
+    _file(src, 0, [(1, 1)])
+    with pytest.raises(SinkError) as e:
+        start()
+    assert e.value.code == "SINK_SCHEMA" and e.value.params["found"] == ["k integer", "n text"]
+
+    closed = f"postgres://{postgres.user}@127.0.0.1:1/postgres?table=t"
+    src, start = _start(spark, tmp_path / "c", closed)
+    _file(src, 0, [(1, 1)])
+    with pytest.raises(SinkError) as e:
+        start()
+    assert e.value.code == "SINK_UNAVAILABLE"
+    assert not os.path.exists(tmp_path / "c" / "out" / "commits" / "000000.json")  # refused before any batch
+    conn.close()
+
+
+def test_a_sink_down_lags_and_catches_up_when_it_is_back(spark, tmp_path, postgres):
+    admin = postgres.connect()
+    db = f"down_{uuid.uuid4().hex[:8]}"
+    admin.execute(f"CREATE DATABASE {db}")
+    url = f"postgres://{postgres.user}@{postgres.host}:{postgres.port}/{db}?table=answer"
+    src, start = _start(spark, tmp_path, url)
+    _file(src, 0, [(1, 10), (2, 20)])
+    query = start()
+    try:
+        first = query.process_available()
+        assert first.sink_lags == {url: 0} and "delivered" in first.line()
+        # The server refuses new connections to the database and drops the sink's.
+        admin.execute(f"ALTER DATABASE {db} ALLOW_CONNECTIONS false")
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (db,))
+        _file(src, 1, [(1, 5), (3, 7)])
+        second = query.process_available()
+        assert second.batch == 1 and second.sink_lags == {url: 1} and "1 behind" in second.line()
+        _file(src, 2, [(None, 1)])
+        third = query.process_available()
+        assert third.batch == 2 and third.sink_lags == {url: 2}  # committed all the same
+        assert query.status()["sinks"] == [{"sink": url, "delivered": 0, "failing": True}]
+        from streamfold.control.cli import show_status
+
+        assert f"sink {url}: holds batch 000000 (failing" in show_status(query.status())
+        admin.execute(f"ALTER DATABASE {db} ALLOW_CONNECTIONS true")
+        _file(src, 3, [(2, -20)])
+        fourth = query.process_available()
+        assert fourth.sink_lags == {url: 0}
+        assert query.status()["sinks"] == [{"sink": url, "delivered": 3, "failing": False}]
+    finally:
+        query.stop()
+    import psycopg
+
+    with psycopg.connect(host=postgres.host, port=postgres.port, user=postgres.user, password=postgres.password,
+                         dbname=db) as conn:
+        rows = postgres_rows(conn, "answer", ["k", "n", "total"], False)
+        assert sorted(rows, key=repr) == sorted([(1, 2, 15), (2, 2, 0), (3, 1, 7), (None, 1, 1)], key=repr)
+        assert conn.execute("SELECT batch FROM streamfold_sink_progress").fetchall() == [(3,)]
+    admin.execute(f"DROP DATABASE {db}")
+    admin.close()
