@@ -69,7 +69,7 @@ def explain(sql: str, schemas: Schemas, tables: Iterable[str] = (), format: str 
     return explain_json(plan) if format == "json" else explain_text(plan)
 
 
-def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[str, str] | None = None,
+def start(sql: str, sources: Mapping[str, Any], output: str, *, tables: Mapping[str, Any] | None = None,
           formats: Mapping[str, str] | None = None, schemas: Mapping[str, str] | None = None,
           checkpoint: str | None = None, trigger: float = 1.0, until_idle: float | None = None,
           partitions: int | None = None, on_bad_file: str = "stop", compact_every: int = 20,
@@ -79,7 +79,11 @@ def start(sql: str, sources: Mapping[str, str], output: str, *, tables: Mapping[
           master: str | None = None, background: bool = True, progress: Callable[[str], None] | None = None,
           endpoint: bool = True, control_host: str = "127.0.0.1", control_port: int = 0,
           pause_grace: float = 0.1, sinks: Iterable[Any] = ()) -> ControlledQuery:
-    """Start maintaining ``sql`` over directory ``sources`` (and static ``tables``), writing to ``output``.
+    """Start maintaining ``sql`` over ``sources`` (and static ``tables``), writing to ``output``.
+
+    A source is a directory of files, ``"PATH:delta"`` (a Delta Lake table), or a streaming Spark
+    DataFrame (``spark.readStream…``: Spark's checkpoint decides its micro-batches); a table is
+    a path or a static DataFrame (docs/sources.md).
 
     ``formats`` gives a format per input (parquet, csv, json); ``schemas`` gives "col TYPE, …" per
     input instead of inferring it. With ``background=False`` nothing runs until you call

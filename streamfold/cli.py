@@ -71,7 +71,8 @@ def _add_inputs(p: argparse.ArgumentParser, tables: bool = True, optional_query:
     p.add_argument("query", metavar="QUERY", nargs="?" if optional_query else None,
                    help="path to a .sql file, or the SQL text")
     p.add_argument("--source", action="append", metavar="NAME=PATH[:FORMAT]",
-                   help="a stream source: a directory new files arrive in (format parquet, csv or json)")
+                   help="a stream source: a directory new files arrive in (format parquet, csv or json), or "
+                        "PATH:delta, a Delta Lake table whose new versions are the batches (docs/sources.md)")
     if tables:
         p.add_argument("--table", action="append", metavar="NAME=PATH[:FORMAT]",
                        help="a static input (a file or directory) that never changes")
@@ -274,7 +275,7 @@ def _explain(args: argparse.Namespace) -> int:
         if name not in sources and name not in tables:
             specs.append(InputSpec(name, "", "parquet", False, schemas[name]))
     spark = None
-    if any(s.format != "parquet" and not s.schema for s in specs):
+    if any(s.format not in ("parquet", "delta") and not s.schema for s in specs):
         from .runtime.session import get_spark
 
         compilation.parsed  # noqa: B018 - a syntax error is reported before a JVM starts for it
@@ -344,7 +345,7 @@ def _run(args: argparse.Namespace) -> int:
         matrix_equi=args.equi_joins, strategy=args.strategy, settings=_settings(args), sinks=tuple(args.sink))
     check_endpoint(args.control_port, GRACE_S)
     compilation.parsed  # noqa: B018
-    _check_paths(sources, tables)
+    _check_paths({n: p for n, p in sources.items() if formats[n] != "delta"}, tables)  # a table: when opened
     status = _Status()
     from .runtime.session import get_spark
 

@@ -189,6 +189,12 @@ class Settings:
         "", env="STREAMFOLD_CACHE", kind="tuning", type=TEXT, default_doc="~/.cache/streamfold",
         doc="where `make setup` builds, and the session finds, the helper jar of the prepared plans "
             "(compiled with Spark's Janino; without it every batch is planned).")
+    delta_change_feed: bool = _setting(
+        False, env="STREAMFOLD_DELTA_CHANGE_FEED", kind="tuning", type=FLAG,
+        doc="`1`: a Delta source reads a version's change data feed files where it wrote some, instead of "
+            "netting the files it removed and added (fewer rows read). Off by default: delta-rs 1.6.6 writes a "
+            "feed without the duplicate post-images of an UPDATE (two rows updated into equal rows give one), "
+            "so the feed is exact only for tables without duplicate rows (docs/sources.md).")
     bind_address: str = _setting(
         "127.0.0.1", env="STREAMFOLD_BIND_ADDRESS", kind="tuning", type=TEXT,
         doc="the address the Spark driver streamfold starts with a local master listens on (its RPC and "

@@ -8,6 +8,7 @@ as methods, calling the controller directly.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from ..runtime.config import QueryConfig, input_specs
 from ..runtime.engine import Engine
 from ..runtime.query import Query, compile_run
 from ..runtime.session import get_spark
+from ..runtime.staged import dataframe_inputs
 from ..settings import Settings, resolve
 from .controller import Controller
 from .pause import GRACE_S
@@ -27,6 +29,8 @@ from .server import LOOPBACK, Endpoint
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
+
+    from ..runtime.staged import SparkFeeds
 
 
 class ControlledQuery(Query):
@@ -37,6 +41,14 @@ class ControlledQuery(Query):
         super().__init__(engine, spark)
         self.controller = controller
         self.endpoint: Endpoint | None = None
+        self.feeds: SparkFeeds | None = None
+
+    def process_available(self) -> Any:
+        """As :meth:`Query.process_available`; a Spark stream feeding a source that failed is
+        raised here (coded ``SPARK_SOURCE_FAILED``) rather than starving the query quietly."""
+        if self.feeds is not None:
+            self.feeds.check()
+        return super().process_available()
 
     @property
     def control_url(self) -> str | None:
@@ -98,6 +110,8 @@ class ControlledQuery(Query):
 
     def stop(self) -> None:
         try:
+            if self.feeds is not None:  # the Spark streams staging its DataFrame sources
+                self.feeds.stop()
             super().stop()
         finally:
             if self.endpoint is not None:
@@ -105,8 +119,8 @@ class ControlledQuery(Query):
                 self.endpoint = None
 
 
-def start(sql: str | Compilation, sources: Mapping[str, str], output: str, *,
-          tables: Mapping[str, str] | None = None, formats: Mapping[str, str] | None = None,
+def start(sql: str | Compilation, sources: Mapping[str, Any], output: str, *,
+          tables: Mapping[str, Any] | None = None, formats: Mapping[str, str] | None = None,
           schemas: Mapping[str, str] | None = None, checkpoint: str | None = None, trigger: float = 1.0,
           until_idle: float | None = None, partitions: int | None = None, on_bad_file: str = "stop",
           compact_every: int = 20, keep_snapshots: int | None = None, profile: bool = False,
@@ -122,6 +136,9 @@ def start(sql: str | Compilation, sources: Mapping[str, str], output: str, *,
     query's syntax."""
     compilation = sql if isinstance(sql, Compilation) else Compilation(sql)
     compilation.parsed  # noqa: B018 - a syntax error is reported before a JVM starts for it
+    # Spark DataFrames: staged into the checkpoint (a streaming one by a Spark stream started below)
+    sources, tables, schemas, feeds = dataframe_inputs(sources, tables, schemas,
+                                                       checkpoint or os.path.join(output, "_checkpoint"))
     streams, statics = input_specs(sources, tables, formats, schemas)
     config = QueryConfig(
         sql=compilation.text, sources=streams, output=output, tables=statics, checkpoint=checkpoint, trigger=trigger,
@@ -130,8 +147,15 @@ def start(sql: str | Compilation, sources: Mapping[str, str], output: str, *,
         matrix_equi=matrix_equi, matrix_start=matrix_start, strategy=strategy, settings=resolve(settings),
         sinks=tuple(sinks))
     check_endpoint(control_port, pause_grace)
-    return launch(config, compilation, spark=spark, master=master, background=background, progress=progress,
-                  endpoint=endpoint, control_host=control_host, control_port=control_port, pause_grace=pause_grace)
+    query = launch(config, compilation, spark=spark, master=master, background=background, progress=progress,
+                   endpoint=endpoint, control_host=control_host, control_port=control_port, pause_grace=pause_grace)
+    query.feeds = feeds
+    try:
+        feeds.start(trigger)
+    except BaseException:
+        query.stop()
+        raise
+    return query
 
 
 def check_endpoint(control_port: int, pause_grace: float) -> None:

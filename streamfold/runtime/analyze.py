@@ -35,6 +35,7 @@ class Analyzed:
             tail += (f"  note: batch {self.batch} ran query version {version} (reconfigured); the plan above is the "
                      "query the run was started with — `streamfold control OUTPUT history` shows the versions\n")
         tail += partitioning_text(self.record, self.batch)
+        tail += positions_text(self.record, self.batch)
         strategy = self.record.get("strategy")
         if strategy:
             reason = (self.record.get("cost") or {}).get("reason")
@@ -45,7 +46,21 @@ class Analyzed:
         return json.dumps({"batch": self.batch, "stats": self.record.get("stats"),
                            "strategy": self.record.get("strategy"), "cost": self.record.get("cost"),
                            "matrix": self.record.get("matrix"), "partitioning": self.record.get("partitioning"),
+                           "positions": self.record.get("positions"),
                            "plan": json.loads(plan_json)}, indent=2)
+
+
+def positions_text(record: dict[str, Any], batch: int) -> str:
+    """Where each staged source (a Delta table, a streaming DataFrame) stood after a batch."""
+    out = ""
+    for name, p in (record.get("positions") or {}).items():
+        if p.get("kind") == "delta":
+            out += f"  source {name} (Delta table) after batch {batch}: version {p['version']}" \
+                   f" (this batch applied versions {p['first_version']}..{p['version']})\n"
+        elif p.get("kind") == "spark":
+            out += f"  source {name} (streaming DataFrame) after batch {batch}: Spark micro-batch(es) " \
+                   f"{', '.join(str(i) for i in p['batch_ids'])}\n"
+    return out
 
 
 def partitioning_text(record: dict[str, Any], batch: int) -> str:

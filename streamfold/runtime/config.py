@@ -19,7 +19,8 @@ from ..plan.matrix import DEFAULT_POLICY, EQUI_PARTITIONINGS, MatrixPolicy
 from ..settings import Settings
 from .checkpoint import batch_name
 from .profile import Waterfall
-from .sources import FORMATS, InputSpec
+from .sources import FORMATS, TABLE_FORMATS, InputSpec
+from .staged import staged_specs
 from .strategy import MODES
 
 ON_BAD_FILE = ("stop", "quarantine")
@@ -82,6 +83,8 @@ class QueryConfig:
             raise _bad_option("matrix_start", start, f"(n, m) with n·m = matrix_cells ({cells}), or None: square")
         if not isinstance(self.settings, Settings):
             raise _bad_option("settings", self.settings, "a streamfold.Settings, or None: the environment's")
+        # a Delta source is read from its staging directory in the checkpoint (staged.py)
+        object.__setattr__(self, "sources", staged_specs(self.sources, self.checkpoint_dir))
         object.__setattr__(self, "sinks", tuple(self.sinks))
         for spec in self.sinks:
             check_sink(spec)
@@ -107,13 +110,15 @@ def input_specs(sources: Mapping[str, str], tables: Mapping[str, str] | None = N
                 ) -> tuple[list[InputSpec], list[InputSpec]]:
     """The streams and the static tables of a run, from their paths by name, with a format
     (parquet by default) and a schema ("col TYPE, …") each may be given."""
-    formats, schemas, tables = formats or {}, schemas or {}, tables or {}
+    formats, schemas, tables = dict(formats or {}), schemas or {}, tables or {}
 
     def spec(name: str, path: str, static: bool) -> InputSpec:
+        if name not in formats and path.lower().endswith(":delta"):  # the command line's PATH:delta
+            path, formats[name] = path[:-len(":delta")], "delta"
         fmt = formats.get(name, "parquet").lower()
-        if fmt not in FORMATS:
+        if fmt not in FORMATS + TABLE_FORMATS:
             raise UsageError(f"unknown format {fmt!r} for {name}", code="BAD_FORMAT", params={"format": fmt},
-                             hint=f"use one of {', '.join(FORMATS)}")
+                             hint=f"use one of {', '.join(FORMATS + TABLE_FORMATS)}")
         return InputSpec(name, path, fmt, static, schemas.get(name))
 
     unknown = set(schemas) - set(sources) - set(tables)

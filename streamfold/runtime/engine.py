@@ -50,6 +50,7 @@ from .record import commit_record
 from .session import default_partitions, engine_session
 from .shape import Facts, ReadShape, captures_ahead, decide, read_shape
 from .sources import BAD_FILE_HINT, list_inputs, still_present, table_paths
+from .staged import Stager
 from .state import release
 from .stats import batch_stats
 from .steps import apply_h, release_batch
@@ -221,6 +222,7 @@ class Engine:
     def poll(self) -> dict[str, list[str]] | None:
         """The files that appeared since the last batch, per source; None if there are none."""
         specs = self.ctx.specs
+        Stager(specs, self.b.plan.streams, self.ctx.config.settings).stage(self.ctx.spark)  # Delta versions as a file
         if self.recovery.pending is not None:
             pending, self.recovery.pending = self.recovery.pending, None
             kept = still_present(pending, lambda s: specs[s.lower()].path, log.warning)
@@ -595,6 +597,8 @@ def _check_inputs(plan: IncrementalPlan, specs: Mapping[str, Any]) -> None:
             raise StreamfoldError(f"{s.name} must be given with {'--table' if s.static else '--source'}",
                                   code="INPUT_KIND", params={"input": s.name})
         if not s.static:
+            if spec.origin is not None:  # a staged source: its directory is the checkpoint's
+                os.makedirs(spec.path, exist_ok=True)
             list_inputs(spec.path)  # SOURCE_NOT_FOUND now rather than at the first poll
     used = {s.name.lower() for s in plan.sources}
     for name, spec in specs.items():

@@ -19,6 +19,7 @@ from .engine import Engine
 from .hooks import Boundary, QueryStopped
 from .session import get_spark
 from .sources import infer_schema
+from .staged import watched_paths
 from .watch import SourceWatch
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class Query:
         paused does not count), or when the query is stopped."""
         idle_since = time.monotonic()
         # Between polls the wait ends as soon as a file lands in a stream's directory (watch.py).
-        watch = SourceWatch([spec.path for spec in self.engine.specs.values() if not spec.static],
+        watch = SourceWatch(watched_paths(self.engine.specs.values()),
                             self.engine.control.wake, enabled=self.engine.config.settings.watch)
         watch.start()
         try:

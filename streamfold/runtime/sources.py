@@ -12,11 +12,13 @@ whole with :class:`~streamfold.errors.BadInputError` naming it; nothing of it is
 from __future__ import annotations
 
 import csv
+import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..connectors.delta_source import DeltaSource, DeltaSourceError
 from ..errors import BadInputError, SourceError, UsageError
 from ..ir.printer import quote
 from ..ir.rel import WEIGHT
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 FORMATS = ("parquet", "csv", "json")
+TABLE_FORMATS = ("delta",)  # read through a connector (staged.py), not as files
 BAD_FILE_HINT = ("nothing of this batch was applied: move the file out of the source directory (or replace it "
                  "with a good one) and run the same command again, or run with --on-bad-file quarantine")
 
@@ -42,6 +45,8 @@ class InputSpec:
     format: str = "parquet"
     static: bool = False
     schema: str | None = None  # "col TYPE, ..." overriding inference
+    # a staged source's origin (a Delta table): ``path`` is then its staging directory (staged.py)
+    origin: str | None = None
 
     @classmethod
     def parse(cls, text: str, static: bool = False) -> InputSpec:
@@ -51,11 +56,11 @@ class InputSpec:
         name, rest = text.split("=", 1)
         fmt = "parquet"
         head, sep, tail = rest.rpartition(":")
-        if sep and tail.lower() in FORMATS:
+        if sep and tail.lower() in FORMATS + TABLE_FORMATS:
             rest, fmt = head, tail.lower()
         elif sep and head and tail.isalnum() and not os.path.exists(rest):
             raise UsageError(f"unknown format {tail!r} for input {name.strip()}", code="BAD_FORMAT",
-                             params={"format": tail, "spec": text}, hint="the formats are parquet, csv and json")
+                             params={"format": tail, "spec": text}, hint="the formats are parquet, csv, json and delta")
         if not name.strip() or not rest:
             raise UsageError(f"cannot read input {text!r}", code="BAD_INPUT_SPEC", params={"spec": text},
                              hint="write it as NAME=PATH or NAME=PATH:FORMAT")
@@ -216,6 +221,8 @@ def infer_schema(spec: InputSpec, spark: SparkSession | None = None) -> SourceSc
     """The schema of a source: given, or read from its first file (Spark infers CSV/JSON types)."""
     if spec.schema:
         return SourceSchema.of(spec.name, parse_schema(spec.schema), static=spec.static)
+    if spec.format == "delta" or spec.origin is not None:
+        return delta_schema(spec)
     files = table_paths(spec.path) if spec.static else [os.path.join(spec.path, n) for n in list_inputs(spec.path)]
     if not files:
         raise SourceError(
@@ -240,6 +247,50 @@ def infer_schema(spec: InputSpec, spark: SparkSession | None = None) -> SourceSc
                           params={"source": spec.name, "path": first})
     return SourceSchema.of(spec.name, [(f.name, spark_type(f.dataType)) for f in df.schema.fields],
                            static=spec.static)
+
+
+def delta_location(spec: InputSpec) -> str | None:
+    """The Delta table a spec reads (staged or not), or None for a directory of files."""
+    if spec.origin is not None:
+        return spec.origin
+    return spec.path if spec.format == "delta" else None
+
+
+def delta_schema(spec: InputSpec) -> SourceSchema:
+    """A Delta source's schema: the table's columns now, and ``_weight`` (its changes delete rows)."""
+    location = delta_location(spec)
+    assert location is not None
+    if spec.static:
+        raise DeltaSourceError(f"table {spec.name} is a Delta table: only sources may be Delta tables yet",
+                               code="DELTA_STATIC_TABLE", params={"table": spec.name},
+                               hint=f"give it as --source {spec.name}={location}:delta (its rows then follow "
+                                    "the table's updates), or export it as files for --table")
+    table = DeltaSource(spec.name, location)
+    started = _started_with(spec)
+    if started is not None:  # a restart reads the columns the run started with; new ones are ignored
+        table.table()  # (still a Delta table that can be read exactly)
+        return SourceSchema.of(spec.name, started + [(WEIGHT, "BIGINT")])
+    schema = table.arrow_schema()
+    return SourceSchema.of(spec.name, [(f.name, arrow_type(f.type)) for f in schema] + [(WEIGHT, "BIGINT")])
+
+
+def _started_with(spec: InputSpec) -> list[tuple[str, DataType | str]] | None:
+    """The columns a staged source had when its checkpoint was made (``query.json``), if it was.
+
+    The table's schema may have grown since (a column added): the checkpoint's query stays the one
+    it was started with, rather than refusing the restart as another query."""
+    if spec.origin is None:
+        return None
+    query = os.path.join(os.path.dirname(os.path.dirname(spec.path)), "query.json")  # CHECKPOINT/sources/NAME
+    if not os.path.exists(query):
+        return None
+    try:
+        with open(query, encoding="utf-8") as fh:
+            columns = json.load(fh)["identity"]["sources"][spec.name]["columns"]
+    except (OSError, ValueError, KeyError):
+        return None  # the checkpoint's own check reports it
+    return [(c, t) for c, t in columns]
+
 
 
 # -- reading -------------------------------------------------------------------------------------
