@@ -64,6 +64,8 @@ def python_value(v: Any) -> Any:
 
 
 def _comparable(v: Any) -> Any:
+    if isinstance(v, dict):  # a STRUCT (a time window's start and end): its fields compared alike
+        return {k: _comparable(x) for k, x in v.items()}
     if isinstance(v, dt.datetime):
         v = v.replace(tzinfo=None)
         if v.time() == dt.time(0):

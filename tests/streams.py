@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from streamfold.verify import WEIGHT, changes_difference, compare, duckdb_answer, python_value
 
 ARROW = {"INT": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "STRING": pa.string(),
-         "DATE": pa.date32(), "BOOLEAN": pa.bool_()}
+         "DATE": pa.date32(), "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us", tz="UTC")}
 
 
 def arrow_type(sql_type: str) -> pa.DataType:

@@ -13,6 +13,7 @@ from sqlglot.errors import TokenError
 
 from ..errors import ParseError, Span
 from .iterate import Iterative, extract, spark_schema_text
+from .window_text import mark_window_calls
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,7 +36,8 @@ class ParsedQuery:
 def parse_query(sql: str) -> ParsedQuery:
     """Parse ``sql``, iterations and all; coded errors as :func:`parse`."""
     text, loops = extract(sql)
-    return ParsedQuery(sql, parse(text), loops, {name: parse(loop.step_sql) for name, loop in loops.items()})
+    return ParsedQuery(sql, parse(mark_window_calls(text)), loops,
+                       {name: parse(mark_window_calls(loop.step_sql)) for name, loop in loops.items()})
 
 
 def parse(sql: str) -> exp.Query:

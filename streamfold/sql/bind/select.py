@@ -26,6 +26,7 @@ from .from_clause import from_clause
 from .generators import select_generators
 from .grouping import aggregate_select, has_agg
 from .order import finish
+from .windows import time_window
 from .select_list import Item, inside_subquery, internal_name, select_items, unalias
 
 
@@ -56,6 +57,7 @@ def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
     where = node.args.get("where")
     if where is not None:
         rel = Filter(rel, ExprBinder(scope, "WHERE", subquery=ctx.subquery_hook(ctes)).boolean(where.this))
+    rel = time_window(ctx, node, rel, scope)
     rel, generated = select_generators(ctx, node, rel, scope)
     items = select_items(node, scope, generated)
     group = node.args.get("group")
