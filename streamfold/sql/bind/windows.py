@@ -153,14 +153,13 @@ def _duration(ctx: BindContext, node: exp.Expr, signed: bool = False) -> int:
     ``'interval 5 seconds'``) or a whole number of microseconds — the literals Spark takes there
     (it refuses an INTERVAL). Months and years are refused, as Spark refuses them (their length
     varies)."""
-    negative = isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string
-    if isinstance(node, exp.Literal) and not node.is_string or negative:
-        text = node.sql()
-        total = int(text) if re.fullmatch(r"-?\d+", text.replace(" ", "")) else 0
-        if total > 0 or (signed and re.fullmatch(r"-?\d+", text.replace(" ", ""))):
-            return int(text.replace(" ", ""))
-        raise ctx.err(BindError, "INVALID_WINDOW", f"a window duration must be positive, not {text}", node,
-                      duration=text)
+    number = node.this if isinstance(node, exp.Neg) else node
+    if isinstance(number, exp.Literal) and not number.is_string and re.fullmatch(r"\d+", number.this):
+        micros = -int(number.this) if number is not node else int(number.this)
+        if micros > 0 or signed:
+            return micros
+        raise ctx.err(BindError, "INVALID_WINDOW", f"a window duration must be positive, not {micros}", node,
+                      duration=str(micros))
     if not (isinstance(node, exp.Literal) and node.is_string):
         raise ctx.err(BindError, "INVALID_WINDOW", "a window duration must be a constant like '10 minutes'", node,
                       "write it as a string ('10 minutes') or a number of microseconds (Spark takes no INTERVAL "
