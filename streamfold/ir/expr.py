@@ -228,6 +228,17 @@ def _node_exprs(node: Any) -> list[Expr]:
 # -- small constructors used by passes -------------------------------------------------------
 TRUE = Literal(True, BOOLEAN)
 
+# The time a batch evaluates at (``current_timestamp()`` in a time bound, docs/windows.md): one
+# value per batch, chosen and recorded by the runtime, read by Spark from the one-row view
+# CLOCK_VIEW the runtime creates before the batch's programs run.
+CLOCK_OP = "batch_time"
+CLOCK_VIEW = "_streamfold_clock"
+
+
+def reads_clock(e: Expr) -> bool:
+    """Whether ``e`` reads the batch's time."""
+    return any(isinstance(x, Call) and x.op == CLOCK_OP for x in e.walk())
+
 
 def conjuncts(e: Expr | None) -> tuple[Expr, ...]:
     """Split a predicate on AND."""

@@ -34,7 +34,7 @@ from ..ir.rel import (
 )
 from ..passes import normalize
 from ..sql.bind import BoundQuery
-from . import rules_aggregates, rules_joins, rules_linear, rules_loops, rules_setops
+from . import rules_aggregates, rules_expiry, rules_joins, rules_linear, rules_loops, rules_setops
 from .context import PlanContext, Rule, reads_stream
 from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import Compiled, IncrementalPlan
@@ -46,7 +46,7 @@ RULES: dict[type[Rel], Rule] = {
     Sort: rules_linear.sort,
     Explode: rules_linear.explode,
     Project: rules_joins.body,
-    Filter: rules_joins.body,
+    Filter: rules_expiry.time_filter,
     Join: rules_joins.join,
     Aggregate: rules_aggregates.aggregate,
     Union: rules_setops.union_all,

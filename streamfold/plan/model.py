@@ -55,6 +55,7 @@ class StateRole(StrEnum):
     OUTPUT = "output"  # rows with their multiplicity (an answer, a loop's value)
     STATIC = "static"  # a static table's side of a join, computed once
     COUNTS = "counts"  # how many rows of a semi, anti or outer join's other side have each key
+    LIVE = "live rows"  # the rows inside a time bound, each leaving when the batch time passes it
 
 
 class ChangeMode(StrEnum):
@@ -392,6 +393,11 @@ class IncrementalPlan:
     @property
     def tables(self) -> tuple[SourceSchema, ...]:
         return tuple(s for s in self.sources if s.static)
+
+    @property
+    def clocked(self) -> bool:
+        """Whether a batch reads its batch time (a time bound keeps live rows, ``rules_expiry.py``)."""
+        return any(s.role == StateRole.LIVE for s in self.states)
 
     def stream_columns(self) -> dict[str, tuple[str, ...]]:
         """Per stream, the columns its batches' rows are read for (its ``DeltaScan``s'), in the

@@ -34,6 +34,7 @@ from .config import BatchResult, QueryConfig
 from .context import Clock, RunContext, size_on_disk
 from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
 from .features.maintenance import compact, fold_tails
+from .features.batch_time import BatchTime
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
 from .features.strategies import Strategies, not_maintained
@@ -94,6 +95,7 @@ class Engine:
         self._outputs_seen: tuple[int, int, int] | None = None
         self.adaptive = AdaptiveJoins(ctx)
         self.prepared = PreparedBatches(ctx)
+        self.batch_time = BatchTime(ctx, record)
         self.b = self._build(self.adaptive.switched_plan(current or plan, record))
         self._restore_states()
         if record is not None:
@@ -312,6 +314,7 @@ class Engine:
             if switched is not None:
                 hashed, self.b, restate = self.b, switched, True
         b = self.b
+        self.batch_time.begin(b.plan)
         # Large join inputs are kept as a base and a tail (runs.py): their runs start after a
         # commit (maintenance), or here for states restored by a restart.
         reshaped = (batch > 0 and self.installed is None and choice.strategy == "incremental"
@@ -378,6 +381,7 @@ class Engine:
             extra = control.before_commit(_pending(b, batch, inputs, reads, views, ctx.output))
             extra.update(self.strategies.record(choice, rows))
             extra.update(self.adaptive.record(b))
+            extra.update(self.batch_time.record())
             if installed is not None:
                 extra["reset"] = installed.reset
             if shape.mode is not None:  # the batch ran plans prepared before it, or prepared them
@@ -406,6 +410,7 @@ class Engine:
         installed, self.installed = self.installed, None
         if installed is not None:
             installed.committed(b)
+        self.batch_time.committed()
         self.strategies.stale = False
         logged = [t for t in b.store.touched.values() if t is not None]
         self._outputs_seen = (None if len(logged) < len(b.store.touched) else

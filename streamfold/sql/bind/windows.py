@@ -164,19 +164,29 @@ def _duration(ctx: BindContext, node: exp.Expr, signed: bool = False) -> int:
         raise ctx.err(BindError, "INVALID_WINDOW", "a window duration must be a constant like '10 minutes'", node,
                       "write it as a string ('10 minutes') or a number of microseconds (Spark takes no INTERVAL "
                       "here)")
-    text = re.sub(r"(?i)^\s*interval\s+", "", node.this.strip())
+    text = node.this.strip()
+    total = duration_micros(text)
+    if total is None:
+        raise ctx.err(BindError, "INVALID_WINDOW", f"cannot read the window duration '{text}'", node,
+                      "write amounts of weeks, days, hours, minutes, seconds, milliseconds or microseconds "
+                      "(months and years vary in length, so Spark refuses them too)", duration=text)
+    if total <= 0 and not signed:
+        raise ctx.err(BindError, "INVALID_WINDOW", f"a window duration must be positive, not '{text}'", node,
+                      duration=text)
+    return total
+
+
+def duration_micros(text: str) -> int | None:
+    """``'1 hour 30 minutes'`` (``interval`` before it or not) in microseconds; None if it is not
+    amounts of fixed-length units (a month, a year, or not a duration at all)."""
+    text = re.sub(r"(?i)^\s*interval\s+", "", text.strip())
     total, pos = 0, 0
     while pos < len(text):
         m = _PART.match(text, pos)
         unit = m.group(2).lower() if m else ""
         unit = unit[:-1] if unit.endswith("s") and unit[:-1] in _MICROS else unit
         if m is None or unit not in _MICROS:
-            raise ctx.err(BindError, "INVALID_WINDOW", f"cannot read the window duration '{text}'", node,
-                          "write amounts of weeks, days, hours, minutes, seconds, milliseconds or microseconds "
-                          "(months and years vary in length, so Spark refuses them too)", duration=text)
+            return None
         total += int(m.group(1)) * _MICROS[unit]
         pos = m.end()
-    if not text or (total <= 0 and not signed):
-        raise ctx.err(BindError, "INVALID_WINDOW", f"a window duration must be positive, not '{text}'", node,
-                      duration=text)
-    return total
+    return total if text else None

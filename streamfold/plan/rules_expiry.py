@@ -1,0 +1,62 @@
+"""Time bounds: a filter that reads the batch time (``WHERE ts > current_timestamp() - INTERVAL 1
+HOUR``, ``sql/bind/expiry.py``) changes without any new row, as the clock moves.
+
+Its rows are kept as a state, the *live rows*: the rows of its input that passed the bound at the
+last batch. Since the bound only rises with the batch time, a batch changes the filter's output by
+
+    Δ = σ_now(Δinput)  −  σ_¬now(live)
+
+the batch's rows inside the bound now (deletions included: a row deleted while live leaves with
+its deletion; one deleted after it expired is outside the bound and ignored, as it already left),
+minus the live rows the clock has just passed, which leave as deletions. Merged into the live
+rows, Δ removes exactly those, so the state holds only rows inside the bound: it stays as large as
+the bound, not the history. Everything above sees an ordinary weighted change — a GROUP BY drops
+a group when its last row expires, a join input drops the expired rows from its state.
+
+The other conjuncts of the filter do not read the clock: they run before, as a plain filter (and
+have been pushed to their inputs by ``push_filters`` already).
+"""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedError
+from ..ir.expr import Call, Column, and_all, conjuncts, reads_clock
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
+from ..ir.types import BIGINT, BOOLEAN
+from .context import PlanContext
+from .model import Compiled, Monoid, State, StateColumn, StateRole
+from .rules_joins import body
+from .terms import MINUS_ONE, sum_weights, weight
+
+
+def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
+    """A filter: the body rule, or — when it reads the batch time — the live rows (module docstring)."""
+    assert isinstance(rel, Filter)
+    parts = conjuncts(rel.condition)
+    bounds = [c for c in parts if reads_clock(c)]
+    if not bounds:
+        return body(ctx, rel)
+    rest = and_all([c for c in parts if not reads_clock(c)])
+    child = ctx.compile(Filter(rel.input, rest) if rest is not None else rel.input)
+    if child.static:
+        raise UnsupportedError("a time bound on a static table is not supported", code="UNSUPPORTED_TIME_BOUND",
+                               params={"construct": "time bound"},
+                               hint="bound the stream's event time; a static table's rows do not arrive over time")
+    bound = and_all(bounds)
+    assert bound is not None
+    key = tuple(Field(f.name, f.type) for f in rel.schema)
+    name = ctx.plan.name("live")
+    fields = key + (Field(WEIGHT, BIGINT),)
+    cols = tuple((f.name, f.ref()) for f in key)
+    fresh = Project(Filter(child.program, bound), cols + ((WEIGHT, weight()),))
+    expired = Project(Filter(StateScan(name, StateVersion.OLD, fields), Call("NOT", (bound,), BOOLEAN)),
+                      cols + ((WEIGHT, Call("*", (weight(), MINUS_ONE), BIGINT)),))
+    ctx.plan.add_state(
+        State(name, StateRole.LIVE, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
+              note="the rows inside the time bound at the last batch; the batch time passing a row removes it"),
+        Aggregate(Union((fresh, expired)), cols, ((WEIGHT, sum_weights()),)))
+    ctx.plan.note("a time bound (current_timestamp()) reads the batch's recorded time: rows it passes leave the "
+                  "answer as deletions and leave the live rows' state")
+    delta = StateScan(name, StateVersion.DELTA, fields)
+    return Compiled(Project(delta, tuple((f.name, Column(f.name, f.type)) for f in fields)), static=False,
+                    weighted=True)

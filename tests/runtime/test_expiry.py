@@ -1,0 +1,73 @@
+"""Rows that expire (issue 56): ``WHERE ts > current_timestamp() - INTERVAL …`` read at each
+batch's recorded time. After every batch — the clock moving (once backwards, which the batch time
+must not follow), rows deleted, event times out of order and some already expired on arrival —
+the snapshot equals DuckDB's answer over the prefix at the time the commit records, and rows the
+clock passed leave as deletions in changes/ (check_stream checks the changes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import pytest
+
+from streamfold.runtime.features import batch_time
+
+from ..streams import Source, check_stream
+from ..strategies import random_stream
+from .test_windows import MINUTE, windowed
+
+pytestmark = [pytest.mark.spark]
+
+R = Source("R", (("k", "INT"), ("ts", "TIMESTAMP"), ("v", "INT")), weighted=True)
+S = Source("S", (("k", "INT"), ("w", "DOUBLE")), weighted=True)
+T0 = int(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc).timestamp()) * 1_000_000
+# the wall clock at each batch: minutes after T0 (the third steps back, the batch time stays)
+CLOCK = [8, 13, 11, 22, 31, 40]
+
+
+def bound(minutes: int, op: str = ">", ts: str = "ts"):
+    """DuckDB's text for ``ts > current_timestamp() - INTERVAL minutes`` at a commit's batch time."""
+    return lambda record: f"epoch_us({ts}) {op} {int(record['batch_time_us'])} - {minutes * MINUTE}"
+
+
+QUERIES = [
+    ("groupby",
+     "SELECT k, count(*) AS n, sum(v) AS t, max(v) FROM R WHERE ts > current_timestamp() - INTERVAL 10 MINUTES "
+     "GROUP BY k",
+     lambda r: f"SELECT k, count(*), sum(v), max(v) FROM R WHERE {bound(10)(r)} GROUP BY k", [R]),
+    ("rows",
+     "SELECT k, ts, v FROM R WHERE v > 1 AND ts >= now() - INTERVAL '10' MINUTE",
+     lambda r: f"SELECT k, ts, v FROM R WHERE v > 1 AND {bound(10, '>=')(r)}", [R]),
+    ("window",
+     "SELECT window.start, count(*) AS n FROM R WHERE current_timestamp() - INTERVAL 15 MINUTES < ts "
+     "GROUP BY window(ts, '10 minutes', '5 minutes')",
+     lambda r: "SELECT _ws, count(*) FROM " + windowed(f"(SELECT * FROM R WHERE {bound(15)(r)})", 10 * MINUTE,
+                                                        5 * MINUTE) + " AS w GROUP BY _ws", [R]),
+    ("join",
+     "SELECT S.k, count(*) AS n, sum(S.w) FROM R JOIN S ON R.k = S.k "
+     "WHERE R.ts > current_timestamp() - INTERVAL 10 MINUTES GROUP BY S.k",
+     lambda r: f"SELECT S.k, count(*), sum(S.w) FROM R JOIN S ON R.k = S.k WHERE {bound(10, ts='R.ts')(r)} "
+               "GROUP BY S.k", [R, S]),
+]
+
+
+def moving_clock(monkeypatch, minutes: list[int]) -> None:
+    """The wall clock the batches read: ``minutes`` after T0, one value per batch."""
+    times = iter(minutes)
+    monkeypatch.setattr(batch_time, "wall_clock", lambda: T0 + next(times) * MINUTE)
+
+
+@pytest.mark.parametrize("qid,sql,oracle,sources", QUERIES, ids=[q[0] for q in QUERIES])
+def test_expiring_rows_equal_duckdb_at_the_batch_time(spark, tmp_path, monkeypatch, qid, sql, oracle, sources):
+    moving_clock(monkeypatch, CLOCK)
+    batches = random_stream(random.Random(f"expiry-{qid}"), sources, batches=len(CLOCK), max_rows=10, min_rows=2)
+    recorded: list[int] = []
+
+    def check(batch, snapshot, prefix):
+        recorded.append(query_time[0])
+
+    query_time = [0]
+    run = check_stream(spark, str(tmp_path), sql, sources, batches, oracle_sql=oracle)
+    assert run.batches == len(CLOCK)
+    assert any(run.snapshots), "nothing inside the bound: the test would prove nothing"
