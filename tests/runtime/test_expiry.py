@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+from streamfold.runtime.checkpoint import OutputDir
 from streamfold.runtime.features import batch_time
 
 from ..streams import Source, check_stream
@@ -62,12 +63,40 @@ def moving_clock(monkeypatch, minutes: list[int]) -> None:
 def test_expiring_rows_equal_duckdb_at_the_batch_time(spark, tmp_path, monkeypatch, qid, sql, oracle, sources):
     moving_clock(monkeypatch, CLOCK)
     batches = random_stream(random.Random(f"expiry-{qid}"), sources, batches=len(CLOCK), max_rows=10, min_rows=2)
-    recorded: list[int] = []
-
-    def check(batch, snapshot, prefix):
-        recorded.append(query_time[0])
-
-    query_time = [0]
     run = check_stream(spark, str(tmp_path), sql, sources, batches, oracle_sql=oracle)
     assert run.batches == len(CLOCK)
     assert any(run.snapshots), "nothing inside the bound: the test would prove nothing"
+
+
+def test_state_stays_bounded_by_the_time_bound(spark, tmp_path, monkeypatch):
+    """Twelve batches, five minutes apart, each of rows from the last ten minutes: the live rows
+    and the windows' groups stay those of the last ten minutes while the history grows, and every
+    answer is still DuckDB's at the batch time."""
+    n, per_batch, step = 8, 6, 5
+    moving_clock(monkeypatch, [step * i for i in range(n)])
+    r = Source("R", R.columns)  # insert-only: the deletions are the clock's
+    rng = random.Random("bounded")
+    batches = [{"R": [(rng.randint(0, 3), dt.datetime.fromtimestamp((T0 + (step * i - rng.randint(0, 9)) * MINUTE) / 1e6,
+                                                                   dt.timezone.utc), rng.randint(0, 5))
+                      for _ in range(per_batch)]} for i in range(n)]
+    sql = ("SELECT window.start, count(*) AS n, sum(v) AS t FROM R WHERE ts > current_timestamp() - INTERVAL 10 MINUTES "
+           "GROUP BY window(ts, '5 minutes')")
+
+    def oracle(record):
+        return ("SELECT _ws, count(*), sum(v) FROM " + windowed(f"(SELECT * FROM R WHERE {bound(10)(record)})", 5 * MINUTE)
+                + " AS w GROUP BY _ws")
+
+    states: list[dict] = []
+    output = OutputDir(str(tmp_path / "out"))
+
+    def check(batch, snapshot, prefix):
+        states.append(output.read_commit(batch)["state_rows"])
+        assert len(snapshot) <= 3  # windows of 5 minutes meeting the last 10 minutes
+
+    check_stream(spark, str(tmp_path), sql, [r], batches, oracle_sql=oracle, check=check)
+    # (a state's rows are its merge's, which still counts the keys leaving in that batch: one more
+    # batch's rows, one more window)
+    live = [s["live"] for s in states]
+    assert max(live) <= 4 * per_batch, live
+    assert max(live[n // 2:]) <= max(live[:n // 2]) + per_batch, live  # no trend while the history doubles
+    assert max(s["agg"] for s in states) <= 4, states
