@@ -14,6 +14,8 @@ import pytest
 from streamfold.runtime.checkpoint import OutputDir
 from streamfold.runtime.features import batch_time
 
+from streamfold.verify import compare, duckdb_answer, python_value
+
 from ..streams import Source, check_stream
 from ..strategies import random_stream
 from .test_windows import MINUTE, windowed
@@ -100,3 +102,78 @@ def test_state_stays_bounded_by_the_time_bound(spark, tmp_path, monkeypatch):
     assert max(live) <= 4 * per_batch, live
     assert max(live[n // 2:]) <= max(live[:n // 2]) + per_batch, live  # no trend while the history doubles
     assert max(s["agg"] for s in states) <= 4, states
+
+
+class _Killed(BaseException):
+    """The process dying at this instant (nothing after it runs, no handler catches it)."""
+
+
+def test_killed_across_an_expiration_the_restart_keeps_the_recorded_times(spark, tmp_path, monkeypatch):
+    """Killed before batch 2's commit, the rerun evaluates batch 2 at its own (later) time; killed
+    right after batch 3's commit, the restart starts from batch 3's recorded time even though the
+    wall clock now reads earlier. Every committed batch equals DuckDB at the time it records, and
+    the rows the clock passed while the run was down leave with the next batch."""
+    import streamfold
+
+    src, out = tmp_path / "R", str(tmp_path / "out")
+    src.mkdir()
+    rng = random.Random("kill")
+    r = Source("R", R.columns, weighted=True)
+    files = random_stream(rng, [r], batches=5, max_rows=8, min_rows=3)
+    sql, oracle = QUERIES[0][1], QUERIES[0][2]
+    # wall clock per batch run: 0, 1, (2 killed at 16), 2 rerun at 19, 3 at 24, (killed after commit), 4 at 21 < 24
+    moving_clock(monkeypatch, [8, 13, 16, 19, 24, 21])
+
+    def start():
+        return streamfold.start(sql, {"R": str(src)}, out, spark=spark, background=False, partitions=2,
+                                schemas={"R": r.schema_sql()})
+
+    def feed(i):
+        import pyarrow.parquet as pq
+        pq.write_table(r.table(files[i]["R"]), str(src / f"{i:04d}.parquet"))
+
+    real_commit = OutputDir.commit
+
+    def die_at(batch, after):
+        def commit(self, b, record):
+            if b == batch:
+                if after:
+                    real_commit(self, b, record)
+                raise _Killed
+            real_commit(self, b, record)
+        monkeypatch.setattr(OutputDir, "commit", commit)
+
+    q = start()
+    for i in (0, 1):
+        feed(i)
+        assert q.process_available() is not None
+    feed(2)
+    die_at(2, after=False)
+    with pytest.raises(_Killed):
+        q.process_available()
+    q.engine.close()
+    monkeypatch.setattr(OutputDir, "commit", real_commit)
+    q = start()
+    assert q.process_available() is not None  # batch 2 again, at the next clock reading
+    feed(3)
+    die_at(3, after=True)
+    with pytest.raises(_Killed):
+        q.process_available()
+    q.engine.close()
+    monkeypatch.setattr(OutputDir, "commit", real_commit)
+    q = start()
+    try:
+        feed(4)
+        assert q.process_available() is not None
+        times = [q.commit(b)["batch_time_us"] for b in range(5)]
+        assert times == [T0 + m * MINUTE for m in (8, 13, 19, 24, 24)], times
+        for b in range(5):
+            prefix = {"R": [r.table(files[i]["R"]) for i in range(b + 1)]}
+            check = compare(_rows(q.snapshot_pandas(b)), duckdb_answer(sql, prefix, duckdb_sql=oracle(q.commit(b))))
+            assert check.matches, f"batch {b}: {check.detail}"
+    finally:
+        q.stop()
+
+
+def _rows(frame):
+    return [tuple(python_value(v) for v in row) for row in frame.itertuples(index=False, name=None)]
