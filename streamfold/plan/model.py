@@ -377,6 +377,8 @@ class IncrementalPlan:
     matrices: tuple[JoinMatrix, ...] = ()
     policy: MatrixPolicy = DEFAULT_POLICY  # what it was planned with: a re-plan keeps it
     watched: tuple[SkewWatch, ...] = ()  # hashed equi-joins that may become hybrids (policy "auto")
+    # per time bound (its live rows' state): the batch's rows that arrive outside it, dropped (rules_expiry)
+    late: tuple[tuple[str, Rel], ...] = ()
     # the compilation it came from (None for a plan made by incrementalize() alone); not part of its value
     compilation: Origin | None = field(default=None, compare=False, repr=False)
 

@@ -13,6 +13,10 @@ rows, Δ removes exactly those, so the state holds only rows inside the bound: i
 the bound, not the history. Everything above sees an ordinary weighted change — a GROUP BY drops
 a group when its last row expires, a join input drops the expired rows from its state.
 
+A row that arrives already outside the bound (its event time older than the batch time minus
+the interval: late) never enters; the plan keeps the program giving a batch's late rows
+(``IncrementalPlan.late``) so the runtime counts them in the commit.
+
 The other conjuncts of the filter do not read the clock: they run before, as a plain filter (and
 have been pushed to their inputs by ``push_filters`` already).
 """
@@ -20,7 +24,7 @@ have been pushed to their inputs by ``push_filters`` already).
 from __future__ import annotations
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, and_all, conjuncts, reads_clock
+from ..ir.expr import Call, Column, Literal, and_all, conjuncts, reads_clock
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN
 from .context import PlanContext
@@ -55,6 +59,8 @@ def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
         State(name, StateRole.LIVE, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
               note="the rows inside the time bound at the last batch; the batch time passing a row removes it"),
         Aggregate(Union((fresh, expired)), cols, ((WEIGHT, sum_weights()),)))
+    arrived = Call(">", (weight(), Literal(0, BIGINT)), BOOLEAN)
+    ctx.plan.late.append((name, Filter(child.program, Call("AND", (Call("NOT", (bound,), BOOLEAN), arrived), BOOLEAN))))
     ctx.plan.note("a time bound (current_timestamp()) reads the batch's recorded time: rows it passes leave the "
                   "answer as deletions and leave the live rows' state")
     delta = StateScan(name, StateVersion.DELTA, fields)

@@ -381,7 +381,8 @@ class Engine:
             extra = control.before_commit(_pending(b, batch, inputs, reads, views, ctx.output))
             extra.update(self.strategies.record(choice, rows))
             extra.update(self.adaptive.record(b))
-            extra.update(self.batch_time.record())
+            extra.update(self.batch_time.record(b.plan, None if read.answer_only or shape.mode == "replay"
+                                                else lambda rel: reads.sql(rel, views)))
             if installed is not None:
                 extra["reset"] = installed.reset
             if shape.mode is not None:  # the batch ran plans prepared before it, or prepared them

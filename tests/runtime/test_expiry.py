@@ -61,13 +61,37 @@ def moving_clock(monkeypatch, minutes: list[int]) -> None:
     monkeypatch.setattr(batch_time, "wall_clock", lambda: T0 + next(times) * MINUTE)
 
 
+# per query: which of a batch's R rows its time bound drops as late, at batch time ``now`` (µs)
+LATE = {
+    "groupby": lambda row, now: _micros(row[1]) <= now - 10 * MINUTE,
+    "rows": lambda row, now: row[2] is not None and row[2] > 1 and _micros(row[1]) < now - 10 * MINUTE,
+    "window": lambda row, now: _micros(row[1]) <= now - 15 * MINUTE,
+    "join": lambda row, now: _micros(row[1]) <= now - 10 * MINUTE,
+}
+
+
+def _micros(ts) -> float:
+    return float("inf") if ts is None else int(ts.timestamp()) * 1_000_000
+
+
 @pytest.mark.parametrize("qid,sql,oracle,sources", QUERIES, ids=[q[0] for q in QUERIES])
 def test_expiring_rows_equal_duckdb_at_the_batch_time(spark, tmp_path, monkeypatch, qid, sql, oracle, sources):
     moving_clock(monkeypatch, CLOCK)
     batches = random_stream(random.Random(f"expiry-{qid}"), sources, batches=len(CLOCK), max_rows=10, min_rows=2)
-    run = check_stream(spark, str(tmp_path), sql, sources, batches, oracle_sql=oracle)
+    output = OutputDir(str(tmp_path / "out"))
+    late: list[int] = []
+
+    def check(batch, snapshot, prefix):
+        record = output.read_commit(batch)
+        expected = sum(row[-1] for row in batches[batch].get("R", []) if row[-1] > 0
+                       and LATE[qid](row, record["batch_time_us"]))
+        assert record["late_rows"] == {"live": expected}, (batch, record["late_rows"], expected)
+        late.append(expected)
+
+    run = check_stream(spark, str(tmp_path), sql, sources, batches, oracle_sql=oracle, check=check)
     assert run.batches == len(CLOCK)
     assert any(run.snapshots), "nothing inside the bound: the test would prove nothing"
+    assert sum(late) > 0, "no late row: the count would prove nothing"
 
 
 def test_state_stays_bounded_by_the_time_bound(spark, tmp_path, monkeypatch):

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable
 from typing import Any
 
-from ...ir.expr import CLOCK_VIEW
+from ...ir.expr import CLOCK_VIEW, Agg, Column
+from ...ir.rel import WEIGHT, Aggregate, Join, JoinKind, Rel
+from ...ir.types import BIGINT
 from ...plan.model import IncrementalPlan
 from ..context import RunContext
 
@@ -49,12 +52,23 @@ class BatchTime:
         self.current = now if self.last is None else max(now, self.last)
         self._show(self.current)
 
-    def record(self) -> dict[str, Any]:
-        """What the commit records of the batch time (nothing for a plan without a clock)."""
+    def record(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> dict[str, Any]:
+        """What the commit records of the batch time (nothing for a plan without a clock), and
+        the rows each time bound dropped as late (``late_rows``, by live state): one small job
+        over the batch's rows, whose text ``sql`` gives (None: the batch ran no h)."""
         if self.current is None:
             return {}
         at = EPOCH + dt.timedelta(microseconds=self.current)
-        return {"batch_time": at.isoformat().replace("+00:00", "Z"), "batch_time_us": self.current}
+        out: dict[str, Any] = {"batch_time": at.isoformat().replace("+00:00", "Z"), "batch_time_us": self.current}
+        if sql is not None and plan.late:
+            counts = [Aggregate(rows, (), ((n, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),))
+                      for n, rows in plan.late]
+            both = counts[0] if len(counts) == 1 else Join(counts[0], counts[1], JoinKind.CROSS, None)
+            for extra in counts[2:]:
+                both = Join(both, extra, JoinKind.CROSS, None)
+            row = self.ctx.spark.sql(sql(both)).collect()[0]
+            out["late_rows"] = {n: int(row[i] or 0) for i, (n, _) in enumerate(plan.late)}
+        return out
 
     def committed(self) -> None:
         if self.current is not None:
