@@ -27,8 +27,7 @@ from .context import BindContext, Cte
 from .windows import duration_micros
 
 CLOCK = Call(CLOCK_OP, (), TIMESTAMP, f"(SELECT now FROM {CLOCK_VIEW})")
-_FLIP = {exp.LT: ">", exp.LTE: ">=", exp.GT: "<", exp.GTE: "<="}
-_OPS = {exp.GT: ">", exp.GTE: ">="}
+_OPS = {exp.GT: ">", exp.GTE: ">="}  # ts > now - d; the reversed form `now - d < ts` is read as this
 
 
 def reads_now(node: exp.Expr) -> bool:
@@ -64,7 +63,7 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
     then reads no clock, or is refused by the expression binder)."""
     if type(node) in _OPS:
         ts_node, limit, op = node.this, node.expression, _OPS[type(node)]
-    elif type(node) in _FLIP and type(node) in (exp.LT, exp.LTE):
+    elif type(node) in (exp.LT, exp.LTE):
         ts_node, limit, op = node.expression, node.this, ">" if isinstance(node, exp.LT) else ">="
     else:
         return None
