@@ -233,6 +233,15 @@ TRUE = Literal(True, BOOLEAN)
 # CLOCK_VIEW the runtime creates before the batch's programs run.
 CLOCK_OP = "batch_time"
 CLOCK_VIEW = "_streamfold_clock"
+EVENT_TIME = "max_event_time"  # the event-time clock's SQL name, and its CLOCK_OP call's argument
+
+
+def clock_kind(e: Expr) -> str | None:
+    """``"processing"`` or ``"event"`` for an expression reading the batch time, else None."""
+    for x in e.walk():
+        if isinstance(x, Call) and x.op == CLOCK_OP:
+            return "event" if x.args else "processing"
+    return None
 
 
 def reads_clock(e: Expr) -> bool:

@@ -128,7 +128,7 @@ class ExprPrinter:
         op = e.op
         args = e.args
         if op == "batch_time" and not self.spark:  # the batch's recorded time (expr.CLOCK_OP)
-            return "batch_time()"
+            return "max_event_time()" if args else "batch_time()"
         if op == "field" and not self.spark and e.template is not None:
             name = e.template[len("{0}.`"):-1].replace("``", "`")
             return f"{self.expr(args[0])}.{display_name(name)}"

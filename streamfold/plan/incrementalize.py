@@ -139,4 +139,4 @@ def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] 
     return IncrementalPlan(sql=bound.sql, sources=sources, logical=logical, states=tuple(p.states),
                            init=tuple(p.init), delta=tuple(p.delta), answer=a, notes=tuple(p.notes),
                            matrices=tuple(p.matrices), policy=policy, watched=tuple(p.watched),
-                           late=tuple(p.late))
+                           late=tuple(p.late), event_time=p.event_time)

@@ -379,6 +379,7 @@ class IncrementalPlan:
     watched: tuple[SkewWatch, ...] = ()  # hashed equi-joins that may become hybrids (policy "auto")
     # per time bound (its live rows' state): the batch's rows that arrive outside it, dropped (rules_expiry)
     late: tuple[tuple[str, Rel], ...] = ()
+    event_time: Rel | None = None  # an event-time bound: one row, `now`, the batch's largest event time
     # the compilation it came from (None for a plan made by incrementalize() alone); not part of its value
     compilation: Origin | None = field(default=None, compare=False, repr=False)
 

@@ -24,9 +24,9 @@ have been pushed to their inputs by ``push_filters`` already).
 from __future__ import annotations
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, Literal, and_all, conjuncts, reads_clock
+from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all, clock_kind, conjuncts, reads_clock
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
-from ..ir.types import BIGINT, BOOLEAN
+from ..ir.types import BIGINT, BOOLEAN, TIMESTAMP
 from .context import PlanContext
 from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .rules_joins import body
@@ -48,6 +48,7 @@ def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
                                hint="bound the stream's event time; a static table's rows do not arrive over time")
     bound = and_all(bounds)
     assert bound is not None
+    _clock(ctx, bounds, child.program)
     key = tuple(Field(f.name, f.type) for f in rel.schema)
     name = ctx.plan.name("live")
     fields = key + (Field(WEIGHT, BIGINT),)
@@ -66,3 +67,24 @@ def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
     delta = StateScan(name, StateVersion.DELTA, fields)
     return Compiled(Project(delta, tuple((f.name, Column(f.name, f.type)) for f in fields)), static=False,
                     weighted=True)
+
+
+def _clock(ctx: PlanContext, bounds: list[Expr], rows: Rel) -> None:
+    """Note which clock the bounds read; an event-time bound gives the plan its clock's program
+    (the largest event time among a batch's inserted rows). One event-time bound per query, and
+    not with a processing-time one: a batch has one time."""
+    kinds = {clock_kind(b) for b in bounds}
+    ctx.plan.clocks |= {k for k in kinds if k is not None}
+    if len(ctx.plan.clocks) > 1 or ("event" in kinds and (ctx.plan.event_time is not None or len(bounds) > 1)):
+        raise UnsupportedError("a query reads one clock: one max_event_time() bound, or current_timestamp() bounds",
+                               code="UNSUPPORTED_TIME_BOUND", params={"construct": "time bound"},
+                               hint="a batch evaluates at one time; bound the other inputs by the same column")
+    if "event" in kinds:
+        if any(isinstance(n, StateScan) for n in rows.walk()):
+            raise UnsupportedError("max_event_time() bounds a stream's own rows only", code="UNSUPPORTED_TIME_BOUND",
+                                   params={"construct": "time bound"},
+                                   hint="put the bound in the WHERE of the block that reads the stream")
+        ctx.plan.note("the batch time is the largest event time its stream has brought (max_event_time())")
+        ts = bounds[0].args[0]
+        arrived = Filter(rows, Call(">", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
+        ctx.plan.event_time = Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),))

@@ -314,7 +314,6 @@ class Engine:
             if switched is not None:
                 hashed, self.b, restate = self.b, switched, True
         b = self.b
-        self.batch_time.begin(b.plan)
         # Large join inputs are kept as a base and a tail (runs.py): their runs start after a
         # commit (maintenance), or here for states restored by a restart.
         reshaped = (batch > 0 and self.installed is None and choice.strategy == "incremental"
@@ -341,6 +340,7 @@ class Engine:
             frames = self.prepared.capture(b, frames, views, inputs, shape.single)
         reads = b.reads(ctx, frames, rows, batch == 0, shape.single)
         reads.merge_all = self.prepared.capturing
+        self.batch_time.begin(b.plan, None if read.answer_only else lambda rel: reads.sql(rel, views))
         temps: list[DataFrame] = []
         migration = Migration()
         committed = False

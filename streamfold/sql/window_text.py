@@ -31,8 +31,12 @@ def mark_window_calls(text: str) -> str:
 
 
 def unmark_window_calls(tree: exp.Expr) -> exp.Expr:
-    """``tree`` with each :data:`WINDOW_CALL` named ``window`` again (Spark's spelling); changes ``tree``."""
-    for call in tree.find_all(exp.Anonymous):
+    """``tree`` with each :data:`WINDOW_CALL` named ``window`` again (Spark's spelling), and
+    ``max_event_time()`` (streamfold's event-time clock, docs/windows.md) read as Spark's
+    ``current_timestamp()``, of its type: the text Spark analyses for the output columns. Changes ``tree``."""
+    for call in list(tree.find_all(exp.Anonymous)):
         if call.name.lower() == WINDOW_CALL:
             call.set("this", "window")
+        elif call.name.lower() == "max_event_time":
+            call.replace(exp.CurrentTimestamp())
     return tree

@@ -195,3 +195,24 @@ def test_killed_across_an_expiration_the_restart_keeps_the_recorded_times(spark,
 
 def _rows(frame):
     return [tuple(python_value(v) for v in row) for row in frame.itertuples(index=False, name=None)]
+
+
+def test_event_time_bound_equals_duckdb_at_the_largest_event_time(spark, tmp_path):
+    """``max_event_time()``: each batch's time is the largest event time inserted so far (a
+    deletion does not lower it, an older row does not move it), rows older than it by the
+    interval leave, and late rows are dropped and counted."""
+    sql = "SELECT k, count(*) AS n, sum(v) AS t FROM R WHERE ts > max_event_time() - INTERVAL 10 MINUTES GROUP BY k"
+    oracle = lambda r: f"SELECT k, count(*), sum(v) FROM R WHERE {bound(10)(r)} GROUP BY k"  # noqa: E731
+    batches = random_stream(random.Random("event-time"), [R], batches=4, max_rows=8, min_rows=3)
+    output = OutputDir(str(tmp_path / "out"))
+    seen: list[int] = []
+
+    def check(batch, snapshot, prefix):
+        record = output.read_commit(batch)
+        seen.extend(_micros(row[1]) for row in batches[batch]["R"] if row[-1] > 0 and row[1] is not None)
+        assert record["batch_time_us"] == max(seen), (batch, record["batch_time_us"], max(seen))
+        late = sum(row[-1] for row in batches[batch]["R"] if row[-1] > 0 and _micros(row[1]) <= max(seen) - 10 * MINUTE)
+        assert record["late_rows"] == {"live": late}
+
+    run = check_stream(spark, str(tmp_path), sql, [R], batches, oracle_sql=oracle, check=check)
+    assert run.batches == 4 and any(run.snapshots)

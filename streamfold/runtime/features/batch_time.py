@@ -10,6 +10,10 @@ UTC, and ``"batch_time_us"``), so a restart continues from it and the answer of 
 checked against the batch query at its recorded time. A batch killed before its commit is run
 again at a new time: nothing of it was published.
 
+For an event-time bound (``max_event_time()``) the time is instead the largest event time the
+stream has brought: the batch's rows' largest, never below the batch before's. A rerun of a
+killed batch reads the same rows, so it finds the same time.
+
 Plans without a time bound read no clock and record none.
 """
 
@@ -20,13 +24,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...ir.expr import CLOCK_VIEW, Agg, Column
-from ...ir.rel import WEIGHT, Aggregate, Join, JoinKind, Rel
-from ...ir.types import BIGINT
+from ...ir.expr import CLOCK_VIEW, Agg, Call, Column
+from ...ir.rel import WEIGHT, Aggregate, Join, JoinKind, Project, Rel
+from ...ir.types import BIGINT, TIMESTAMP
 from ...plan.model import IncrementalPlan
 from ..context import RunContext
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+NO_EVENT = -62135596800000000  # 0001-01-01: the event-time clock before any event (every row is inside)
 
 
 def wall_clock() -> int:
@@ -43,12 +48,21 @@ class BatchTime:
         self.current: int | None = None
         self._show(self.last or 0)  # the view exists before the states' programs are analysed
 
-    def begin(self, plan: IncrementalPlan) -> None:
-        """Fix this batch's time (when the plan reads it) and show it to the programs."""
+    def begin(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> None:
+        """Fix this batch's time (when the plan reads it) and show it to the programs: the wall
+        clock, or for an event-time bound the largest event time of the batch's rows (one small
+        job, whose text ``sql`` gives; None: the batch runs no h, its time stays)."""
         if not plan.clocked:
             self.current = None
             return
-        now = wall_clock()
+        if plan.event_time is None:
+            now = wall_clock()
+        elif sql is not None:
+            value = self.ctx.spark.sql(sql(Project(plan.event_time, (("us", Call(
+                "unix_micros", (Column("now", TIMESTAMP),), BIGINT, "unix_micros({0})")),)))).collect()[0][0]
+            now = NO_EVENT if value is None else int(value)
+        else:
+            now = NO_EVENT
         self.current = now if self.last is None else max(now, self.last)
         self._show(self.current)
 

@@ -9,6 +9,11 @@ then a predicate over the clock, :data:`~streamfold.ir.expr.CLOCK_OP`, that the 
 apart from the other filters (``plan/rules_expiry.py``): rows leave it as the clock passes, as
 deletions, and leave its state.
 
+The event-time form, ``WHERE ts > max_event_time() - INTERVAL 10 MINUTES``, reads instead the
+largest ``ts`` its stream has brought so far (inserted rows; a deletion does not lower it):
+Spark's watermark without its delay, which the interval is. Its batch time comes from the
+batch's own rows, so a rerun of a batch finds the same time.
+
 Only this monotone form is accepted: a lower bound on the event time that rises with the clock,
 so a row that has left never comes back and the rows kept are the rows still inside the bound.
 ``current_timestamp()`` anywhere else stays ``NONDETERMINISTIC_FUNCTION``.
@@ -19,14 +24,16 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import BindError, UnsupportedError
-from ...ir.expr import CLOCK_OP, CLOCK_VIEW, Call, Expr, and_all
-from ...ir.types import BOOLEAN, TIMESTAMP
+from ...ir.expr import CLOCK_OP, CLOCK_VIEW, EVENT_TIME, Call, Expr, Literal, and_all
+from ...ir.types import BOOLEAN, STRING, TIMESTAMP
 from ..bind_expr import ExprBinder
 from ..scope import Scope
 from .context import BindContext, Cte
 from .windows import duration_micros
 
 CLOCK = Call(CLOCK_OP, (), TIMESTAMP, f"(SELECT now FROM {CLOCK_VIEW})")
+# the event-time clock: the largest event time the bound's stream has brought so far
+EVENT_CLOCK = Call(CLOCK_OP, (Literal(EVENT_TIME, STRING),), TIMESTAMP, f"(SELECT now FROM {CLOCK_VIEW})")
 _OPS = {exp.GT: ">", exp.GTE: ">="}  # ts > now - d; the reversed form `now - d < ts` is read as this
 
 
@@ -55,7 +62,8 @@ def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
 
 
 def _is_now(node: exp.Expr) -> bool:
-    return isinstance(node, exp.CurrentTimestamp) or (isinstance(node, exp.Anonymous) and node.name.lower() == "now")
+    return isinstance(node, exp.CurrentTimestamp) or (isinstance(node, exp.Anonymous)
+                                                       and node.name.lower() in ("now", EVENT_TIME))
 
 
 def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
@@ -84,5 +92,9 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
     if ts.type != TIMESTAMP:
         raise ctx.err(BindError, "TYPE_MISMATCH", f"a time bound compares a TIMESTAMP, not {ts.type}", ts_node,
                       "CAST it to TIMESTAMP", expected="TIMESTAMP", actual=ts.type.sql())
-    return Call("time_bound", (ts, CLOCK), BOOLEAN,
+    clock = EVENT_CLOCK if isinstance(limit.this, exp.Anonymous) and limit.this.name.lower() == EVENT_TIME else CLOCK
+    if clock is EVENT_CLOCK and limit.this.expressions:
+        raise ctx.err(BindError, "WRONG_ARGUMENTS", f"{EVENT_TIME}() takes no argument: it is the largest value "
+                      "of the column it bounds", limit.this, function=EVENT_TIME)
+    return Call("time_bound", (ts, clock), BOOLEAN,
                 f"({{0}} {op} timestamp_micros(unix_micros({{1}}) - {micros}L))")
