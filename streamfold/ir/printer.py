@@ -127,6 +127,8 @@ class ExprPrinter:
     def call(self, e: Call, top: bool) -> str:
         op = e.op
         args = e.args
+        if op.startswith("window(") and not self.spark:  # a time window's start (sql/bind/windows.py)
+            return op.format(*(self.expr(a, True) for a in args))
         if op == "batch_time" and not self.spark:  # the batch's recorded time (expr.CLOCK_OP)
             return "max_event_time()" if args else "batch_time()"
         if op == "field" and not self.spark and e.template is not None:

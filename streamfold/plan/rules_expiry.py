@@ -85,6 +85,8 @@ def _clock(ctx: PlanContext, bounds: list[Expr], rows: Rel) -> None:
                                    params={"construct": "time bound"},
                                    hint="put the bound in the WHERE of the block that reads the stream")
         ctx.plan.note("the batch time is the largest event time its stream has brought (max_event_time())")
-        ts = bounds[0].args[0]
+        first = bounds[0]
+        assert isinstance(first, Call)  # a time bound (sql/bind/expiry.py): (ts, clock)
+        ts = first.args[0]
         arrived = Filter(rows, Call(">", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
         ctx.plan.event_time = Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),))

@@ -69,7 +69,7 @@ def _is_now(node: exp.Expr) -> bool:
 def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
     """``ts > now - INTERVAL d`` as the bound's IR; None when ``node`` is not of that form (it
     then reads no clock, or is refused by the expression binder)."""
-    if type(node) in _OPS:
+    if isinstance(node, (exp.GT, exp.GTE)):
         ts_node, limit, op = node.this, node.expression, _OPS[type(node)]
     elif type(node) in (exp.LT, exp.LTE):
         ts_node, limit, op = node.expression, node.this, ">" if isinstance(node, exp.LT) else ">="

@@ -36,7 +36,7 @@ from sqlglot import exp
 from ...errors import BindError, UnsupportedError
 from ...ir.expr import Call, Column, Expr, Literal, and_all
 from ...ir.rel import Explode, Filter, Project, Rel
-from ...ir.types import BIGINT, BOOLEAN, INT, TIMESTAMP, DataType, array
+from ...ir.types import BOOLEAN, INT, TIMESTAMP, DataType, array
 from ..bind_expr import ExprBinder
 from ..scope import Scope, TimeWindow
 from ..window_text import WINDOW_CALL
@@ -117,15 +117,19 @@ def time_window(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope) -> R
     spec = WindowSpec(size, slide, offset)
     alias = ctx.unique_alias("_window")
     rel = Filter(rel, Call("IS NOT NULL", (ts,), BOOLEAN))
-    micros = Call("unix_micros", (ts,), BIGINT, "unix_micros({0})")
-    last = Call("window_last", (micros,), BIGINT, f"({{0}} - pmod({{0}} - {offset}L, {slide}L))")
-    start: Expr = last
+    # Spark's last window start at or before ts, stepped back n slides for a sliding window's n-th;
+    # `explain` shows it as the call the user wrote (the op is its readable form, ir/printer.py)
+    last = f"unix_micros({{0}}) - pmod(unix_micros({{0}}) - {offset}L, {slide}L)"
+    shown = "window({0}, " + ", ".join(f"'{a.this}'" if isinstance(a, exp.Literal) and a.is_string
+                                        else a.sql(dialect="spark") for a in args[1:]) + ").start"
     if spec.count > 1:
         numbers = tuple(Literal(i, INT) for i in range(spec.count))
         numbers_sql = "array(" + ", ".join("{%d}" % i for i in range(spec.count)) + ")"
         rel = Explode(rel, Call("array", numbers, array(INT), numbers_sql), f"{alias}.n")
-        start = Call("-", (last, Call("*", (Column(f"{alias}.n", INT), Literal(slide, BIGINT)), BIGINT)), BIGINT)
-    start_ts = Call("timestamp_micros", (start,), TIMESTAMP, "timestamp_micros({0})")
+        start_ts = Call(shown + "[{1}]", (ts, Column(f"{alias}.n", INT)), TIMESTAMP,
+                        f"timestamp_micros({last} - {{1}} * {slide}L)")
+    else:
+        start_ts = Call(shown, (ts,), TIMESTAMP, f"timestamp_micros({last})")
     start_col = Column(f"{alias}.start", TIMESTAMP)
     rel = Project(rel, tuple((f.name, f.ref()) for f in rel.schema if f.name != f"{alias}.n")
                   + ((start_col.name, start_ts),))
