@@ -35,6 +35,10 @@ class Analyzed:
             tail += (f"  note: batch {self.batch} ran query version {version} (reconfigured); the plan above is the "
                      "query the run was started with — `streamfold control OUTPUT history` shows the versions\n")
         tail += partitioning_text(self.record, self.batch)
+        if "batch_time" in self.record:  # a time bound's clock (docs/windows.md)
+            late = ", ".join(f"{n} {c}" for n, c in (self.record.get("late_rows") or {}).items()) or "none counted"
+            tail += (f"  batch time of batch {self.batch}: {self.record['batch_time']} (the time bounds read it; rows "
+                     f"the bound passed left as deletions); late rows dropped: {late}\n")
         strategy = self.record.get("strategy")
         if strategy:
             reason = (self.record.get("cost") or {}).get("reason")
@@ -45,6 +49,7 @@ class Analyzed:
         return json.dumps({"batch": self.batch, "stats": self.record.get("stats"),
                            "strategy": self.record.get("strategy"), "cost": self.record.get("cost"),
                            "matrix": self.record.get("matrix"), "partitioning": self.record.get("partitioning"),
+                           "batch_time": self.record.get("batch_time"), "late_rows": self.record.get("late_rows"),
                            "plan": json.loads(plan_json)}, indent=2)
 
 

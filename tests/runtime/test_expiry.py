@@ -216,3 +216,17 @@ def test_event_time_bound_equals_duckdb_at_the_largest_event_time(spark, tmp_pat
 
     run = check_stream(spark, str(tmp_path), sql, [R], batches, oracle_sql=oracle, check=check)
     assert run.batches == 4 and any(run.snapshots)
+
+
+def test_explain_analyze_shows_the_batch_time_and_late_rows():
+    """No Spark: the text and JSON of ``explain --analyze`` read the commit record."""
+    import json
+
+    import streamfold
+    from streamfold.runtime.analyze import Analyzed
+
+    plan = streamfold.compile(QUERIES[0][1], {"R": R.schema_sql()})
+    record = {"batch_time": "2024-01-01T00:31:00Z", "batch_time_us": T0 + 31 * MINUTE, "late_rows": {"live": 2}}
+    text = Analyzed(4, record, plan).text("PLAN")
+    assert "batch time of batch 4: 2024-01-01T00:31:00Z" in text and "late rows dropped: live 2" in text
+    assert json.loads(Analyzed(4, record, plan).json("{}"))["late_rows"] == {"live": 2}
