@@ -10,8 +10,8 @@ leaves the block. Spark computes the windows on microseconds since the epoch
 
 Here that is stateless relational algebra under the block, so the rest of the compiler needs no
 window operator: ``Filter(ts IS NOT NULL)``, for a sliding window an ``Explode`` of the window
-numbers ``0 … n−1`` and a ``Filter(start ≤ ts < end)``, and a ``Project`` computing the
-window's start and end as two TIMESTAMP columns. Those run on each batch's rows before any state
+numbers ``0 … n−1``, a ``Project`` computing the window's start as a TIMESTAMP column (the end
+is the start plus the size) and a ``Filter(start ≤ ts < end)``. Those run on each batch's rows before any state
 (seed 004 §3.4 (b): the window is pushed up, past the per-row work), and a GROUP BY on the window
 keys its groups by the start column (:func:`window_keys`): a deleted row leaves exactly the
 windows it was counted in, because it maps to the same windows again.
