@@ -16,13 +16,16 @@ import argparse
 import datetime as dt
 import os
 import random
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import streamfold
-from streamfold.runtime.features import batch_time
-from streamfold.runtime.session import get_spark
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import streamfold  # noqa: E402
+from streamfold.runtime.features import batch_time  # noqa: E402
+from streamfold.runtime.session import get_spark  # noqa: E402
 
 SQL = ("SELECT window.start, count(*) AS n, sum(v) AS t, max(v) AS m FROM R "
        "WHERE ts > current_timestamp() - INTERVAL 10 MINUTES GROUP BY window(ts, '5 minutes')")

@@ -131,7 +131,9 @@ def order_of(sql: str) -> OrderSpec | None:
     import sqlglot
     from sqlglot import exp
 
-    tree = sqlglot.parse_one(sql, read="spark")
+    from .sql.window_text import mark_window_calls
+
+    tree = sqlglot.parse_one(mark_window_calls(sql), read="spark")  # (`window(` read as a call)
     order = tree.args.get("order")
     if order is None:
         return None

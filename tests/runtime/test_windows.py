@@ -100,3 +100,13 @@ def test_oracle_is_sparks_window(spark, qid, sql, oracle, sources):
     assert expected, "no rows: the comparison would prove nothing"
     result = compare(got, expected)
     assert result.matches, result.detail
+
+
+def test_top_windows_in_order(spark, tmp_path):
+    """ORDER BY … LIMIT over windows: the busiest two, in order, after every batch."""
+    sql = ("SELECT window.start AS s, count(*) AS n FROM R GROUP BY window(ts, '10 minutes') "
+           "ORDER BY n DESC, s LIMIT 2")
+    oracle = ("SELECT _ws, count(*) AS n FROM " + windowed("R", 10 * MINUTE) + " AS w GROUP BY _ws "
+              "ORDER BY n DESC, _ws LIMIT 2")
+    batches = random_stream(random.Random("top-windows"), [R], batches=3, max_rows=10, min_rows=3)
+    check_stream(spark, str(tmp_path), sql, [R], batches, ordered=True, oracle_sql=oracle)
