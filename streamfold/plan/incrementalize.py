@@ -133,6 +133,7 @@ def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] 
                                params={}, hint="give at least one input with --source (static inputs use --table)")
     ctx = PlanContext(bound, logical, dispatch, mappings, policy, heavy)
     a = answer(ctx)
+    rules_expiry.check_answer(a.rows)
     used = {s.table.lower() for s in logical.walk() if isinstance(s, Scan)}
     sources = tuple(s for s in bound.catalog.values() if s.name.lower() in used)
     p = ctx.plan

@@ -90,3 +90,17 @@ def _clock(ctx: PlanContext, bounds: list[Expr], rows: Rel) -> None:
         ts = first.args[0]
         arrived = Filter(rows, Call(">", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
         ctx.plan.event_time = Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),))
+
+
+def check_answer(rows: Rel) -> None:
+    """Refuse a time bound left in the answer a (a bound over the last GROUP BY's groups, or in
+    HAVING): a reads the states after the merge, and a batch's changes are a over the keys it
+    touched, so a group the clock passed without a new row would leave the snapshot but not the
+    changes. Bounds belong on the rows before the GROUP BY."""
+    for node in rows.walk():
+        exprs = [getattr(node, "condition", None)] + [e for _, e in getattr(node, "exprs", ()) or ()]
+        if any(e is not None and reads_clock(e) for e in exprs):
+            raise UnsupportedError(
+                "a time bound over the groups of the last GROUP BY (or in HAVING) is not supported",
+                code="UNSUPPORTED_TIME_BOUND", params={"construct": "time bound"},
+                hint="bound the rows' event time in the WHERE of the block that groups them")
