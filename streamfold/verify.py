@@ -64,6 +64,8 @@ def python_value(v: Any) -> Any:
 
 
 def _comparable(v: Any) -> Any:
+    if isinstance(v, dict):  # a STRUCT (a time window's start and end): its fields compared alike
+        return {k: _comparable(x) for k, x in v.items()}
     if isinstance(v, dt.datetime):
         v = v.replace(tzinfo=None)
         if v.time() == dt.time(0):
@@ -129,7 +131,9 @@ def order_of(sql: str) -> OrderSpec | None:
     import sqlglot
     from sqlglot import exp
 
-    tree = sqlglot.parse_one(sql, read="spark")
+    from .sql.window_text import mark_window_calls
+
+    tree = sqlglot.parse_one(mark_window_calls(sql), read="spark")  # (`window(` read as a call)
     order = tree.args.get("order")
     if order is None:
         return None

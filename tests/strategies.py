@@ -12,6 +12,12 @@ from hypothesis import strategies as st
 
 from .streams import Source
 
+# Event times a few minutes apart, so rows share 5- and 10-minute windows: on and off window
+# boundaries, one before 1970 (a negative epoch, where Spark's window arithmetic takes a pmod)
+_T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+TIMESTAMPS = [_T0 + dt.timedelta(seconds=s) for s in (-420, 0, 1, 180, 299, 300, 540, 600, 721, 1020, 1799)] + [
+    dt.datetime(1969, 12, 31, 23, 58, 30, tzinfo=dt.timezone.utc)]
+
 # Dyadic doubles: their sums are exact in binary, so answers do not depend on summation order.
 VALUES = {
     "INT": st.one_of(st.none(), st.integers(0, 4)),
@@ -20,6 +26,7 @@ VALUES = {
     "STRING": st.one_of(st.none(), st.sampled_from(["a", "b", "c", "ab", ""])),
     "DATE": st.one_of(st.none(), st.sampled_from([dt.date(2020, 1, 1), dt.date(2020, 2, 29), dt.date(2021, 12, 31)])),
     "BOOLEAN": st.one_of(st.none(), st.booleans()),
+    "TIMESTAMP": st.one_of(st.none(), st.sampled_from(TIMESTAMPS)),
 }
 
 
@@ -95,6 +102,7 @@ DOMAINS = {
     "STRING": [None, "a", "b", "c", "ab", ""],
     "DATE": [None, dt.date(2020, 1, 1), dt.date(2020, 2, 29), dt.date(2021, 12, 31)],
     "BOOLEAN": [None, True, False],
+    "TIMESTAMP": [None, *TIMESTAMPS],
 }
 
 

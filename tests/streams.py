@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from streamfold.verify import WEIGHT, changes_difference, compare, duckdb_answer, python_value
 
 ARROW = {"INT": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "STRING": pa.string(),
-         "DATE": pa.date32(), "BOOLEAN": pa.bool_()}
+         "DATE": pa.date32(), "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us", tz="UTC")}
 
 
 def arrow_type(sql_type: str) -> pa.DataType:
@@ -69,11 +69,12 @@ class Run:
 
 def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list[dict[str, list[tuple]]],
                  tables: dict[str, list[tuple]] | None = None, ordered: bool = False,
-                 oracle_sql: str | None = None, check: Callable[[int, list[tuple], dict], None] | None = None,
+                 oracle_sql: str | Callable[[dict], str] | None = None, check: Callable[[int, list[tuple], dict], None] | None = None,
                  empty_files: bool = False, **options) -> Run:
     """Feed ``batches`` (rows per source per batch) to ``sql`` and check every committed batch
     (against DuckDB running ``oracle_sql`` if given: DuckDB's own text for the query; and by
-    ``check(batch, snapshot, prefix)`` if given, ``prefix`` the Arrow tables of each source so far).
+    ``check(batch, snapshot, prefix)`` if given, ``prefix`` the Arrow tables of each source so far;
+    ``oracle_sql`` may be a function of the batch's commit record, for a query read at its batch time).
     With ``empty_files`` a source given no rows in a batch gets a Parquet file without rows (else
     no file)."""
     import streamfold
@@ -115,7 +116,8 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
                 continue
             assert result is not None and result.batch == run.batches
             snapshot = _rows(query.snapshot_pandas())
-            expected = duckdb_answer(sql, prefix, duckdb_sql=oracle_sql)
+            oracle = oracle_sql(query.engine.ctx.output.read_commit(run.batches)) if callable(oracle_sql) else oracle_sql
+            expected = duckdb_answer(sql, prefix, duckdb_sql=oracle)
             result = compare(snapshot, expected, positional=ordered)
             assert result.matches, f"batch {run.batches}: snapshot differs from DuckDB: {result.detail}\nquery: {sql}"
             if check is not None:

@@ -228,6 +228,26 @@ def _node_exprs(node: Any) -> list[Expr]:
 # -- small constructors used by passes -------------------------------------------------------
 TRUE = Literal(True, BOOLEAN)
 
+# The time a batch evaluates at (``current_timestamp()`` in a time bound, docs/windows.md): one
+# value per batch, chosen and recorded by the runtime, read by Spark from the one-row view
+# CLOCK_VIEW the runtime creates before the batch's programs run.
+CLOCK_OP = "batch_time"
+CLOCK_VIEW = "_streamfold_clock"
+EVENT_TIME = "max_event_time"  # the event-time clock's SQL name, and its CLOCK_OP call's argument
+
+
+def clock_kind(e: Expr) -> str | None:
+    """``"processing"`` or ``"event"`` for an expression reading the batch time, else None."""
+    for x in e.walk():
+        if isinstance(x, Call) and x.op == CLOCK_OP:
+            return "event" if x.args else "processing"
+    return None
+
+
+def reads_clock(e: Expr) -> bool:
+    """Whether ``e`` reads the batch's time."""
+    return any(isinstance(x, Call) and x.op == CLOCK_OP for x in e.walk())
+
 
 def conjuncts(e: Expr | None) -> tuple[Expr, ...]:
     """Split a predicate on AND."""

@@ -148,6 +148,10 @@ class ExprPrinter:
     def call(self, e: Call, top: bool) -> str:
         op = e.op
         args = e.args
+        if op.startswith("window(") and not self.spark:  # a time window's start (sql/bind/time_windows.py)
+            return op.format(*(self.expr(a, True) for a in args))
+        if op == "batch_time" and not self.spark:  # the batch's recorded time (expr.CLOCK_OP)
+            return "max_event_time()" if args else "batch_time()"
         if op == "field" and not self.spark and e.template is not None:
             name = e.template[len("{0}.`"):-1].replace("``", "`")
             return f"{self.expr(args[0])}.{display_name(name)}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..ir.expr import Call, Expr, conjuncts
+from ..ir.expr import Call, Expr, conjuncts, reads_clock
 from ..ir.rel import Field, Filter, Join, Project, Rel
 
 
@@ -88,7 +88,7 @@ def _walk(rel: Rel, inputs: list[Input], preds: list[Expr], make_input: InputMak
     if isinstance(rel, Project):
         inner = _walk(rel.input, inputs, preds, make_input)
         return {n: e.substitute(inner) for n, e in rel.exprs}
-    if isinstance(rel, Filter):
+    if isinstance(rel, Filter) and not reads_clock(rel.condition):  # a time bound is an input (rules_expiry)
         inner = _walk(rel.input, inputs, preds, make_input)
         preds.extend(c.substitute(inner) for c in conjuncts(rel.condition))
         return inner

@@ -19,6 +19,9 @@ class PlanBuilder:
     notes: list[str] = field(default_factory=list)
     matrices: list[JoinMatrix] = field(default_factory=list)
     watched: list[SkewWatch] = field(default_factory=list)  # hashed equi-joins the runtime may switch
+    late: list[tuple[str, Rel]] = field(default_factory=list)  # a time bound's live rows, the rows it drops
+    clocks: set[str] = field(default_factory=set)  # the kinds of clock the time bounds read
+    event_time: Rel | None = None  # the event-time clock: the largest event time of a batch's rows
     # (n, m) per join matrix (named by its left state) to plan with instead of the square one:
     # the mapping the runtime moved to (streamfold.plan.matrix.decide)
     mappings: dict[str, tuple[int, int]] = field(default_factory=dict)

@@ -35,7 +35,7 @@ from ..ir.rel import (
 from ..ir.window import Window
 from ..passes import normalize
 from ..sql.bind import BoundQuery
-from . import rules_aggregates, rules_joins, rules_linear, rules_loops, rules_setops, rules_windows
+from . import rules_aggregates, rules_expiry, rules_joins, rules_linear, rules_loops, rules_setops, rules_windows
 from .context import PlanContext, Rule, reads_stream
 from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import Compiled, IncrementalPlan
@@ -47,7 +47,7 @@ RULES: dict[type[Rel], Rule] = {
     Sort: rules_linear.sort,
     Explode: rules_linear.explode,
     Project: rules_joins.body,
-    Filter: rules_joins.body,
+    Filter: rules_expiry.time_filter,
     Join: rules_joins.join,
     Aggregate: rules_aggregates.aggregate,
     Union: rules_setops.union_all,
@@ -135,9 +135,11 @@ def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] 
                                params={}, hint="give at least one input with --source (static inputs use --table)")
     ctx = PlanContext(bound, logical, dispatch, mappings, policy, heavy)
     a = answer(ctx)
+    rules_expiry.check_answer(a.rows)
     used = {s.table.lower() for s in logical.walk() if isinstance(s, Scan)}
     sources = tuple(s for s in bound.catalog.values() if s.name.lower() in used)
     p = ctx.plan
     return IncrementalPlan(sql=bound.sql, sources=sources, logical=logical, states=tuple(p.states),
                            init=tuple(p.init), delta=tuple(p.delta), answer=a, notes=tuple(p.notes),
-                           matrices=tuple(p.matrices), policy=policy, watched=tuple(p.watched))
+                           matrices=tuple(p.matrices), policy=policy, watched=tuple(p.watched),
+                           late=tuple(p.late), event_time=p.event_time)

@@ -55,6 +55,7 @@ class StateRole(StrEnum):
     OUTPUT = "output"  # rows with their multiplicity (an answer, a loop's value)
     STATIC = "static"  # a static table's side of a join, computed once
     COUNTS = "counts"  # how many rows of a semi, anti or outer join's other side have each key
+    LIVE = "live rows"  # the rows inside a time bound, each leaving when the batch time passes it
 
 
 class ChangeMode(StrEnum):
@@ -376,6 +377,9 @@ class IncrementalPlan:
     matrices: tuple[JoinMatrix, ...] = ()
     policy: MatrixPolicy = DEFAULT_POLICY  # what it was planned with: a re-plan keeps it
     watched: tuple[SkewWatch, ...] = ()  # hashed equi-joins that may become hybrids (policy "auto")
+    # per time bound (its live rows' state): the batch's rows that arrive outside it, dropped (rules_expiry)
+    late: tuple[tuple[str, Rel], ...] = ()
+    event_time: Rel | None = None  # an event-time bound: one row, `now`, the batch's largest event time
     # the compilation it came from (None for a plan made by incrementalize() alone); not part of its value
     compilation: Origin | None = field(default=None, compare=False, repr=False)
 
@@ -392,6 +396,11 @@ class IncrementalPlan:
     @property
     def tables(self) -> tuple[SourceSchema, ...]:
         return tuple(s for s in self.sources if s.static)
+
+    @property
+    def clocked(self) -> bool:
+        """Whether a batch reads its batch time (a time bound keeps live rows, ``rules_expiry.py``)."""
+        return any(s.role == StateRole.LIVE for s in self.states)
 
     def stream_columns(self) -> dict[str, tuple[str, ...]]:
         """Per stream, the columns its batches' rows are read for (its ``DeltaScan``s'), in the

@@ -36,6 +36,10 @@ class Analyzed:
                      "query the run was started with — `streamfold control OUTPUT history` shows the versions\n")
         tail += partitioning_text(self.record, self.batch)
         tail += positions_text(self.record, self.batch)
+        if "batch_time" in self.record:  # a time bound's clock (docs/windows.md)
+            late = ", ".join(f"{n} {c}" for n, c in (self.record.get("late_rows") or {}).items()) or "none counted"
+            tail += (f"  batch time of batch {self.batch}: {self.record['batch_time']} (the time bounds read it; rows "
+                     f"the bound passed left as deletions); late rows dropped: {late}\n")
         strategy = self.record.get("strategy")
         if strategy:
             reason = (self.record.get("cost") or {}).get("reason")
@@ -47,6 +51,7 @@ class Analyzed:
                            "strategy": self.record.get("strategy"), "cost": self.record.get("cost"),
                            "matrix": self.record.get("matrix"), "partitioning": self.record.get("partitioning"),
                            "positions": self.record.get("positions"),
+                           "batch_time": self.record.get("batch_time"), "late_rows": self.record.get("late_rows"),
                            "plan": json.loads(plan_json)}, indent=2)
 
 

@@ -83,8 +83,8 @@ def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
 def recomputer_for(ctx: RunContext, plan: IncrementalPlan, catalog: Catalog) -> Recomputer | None:
     """The batch query as Spark runs it from scratch (the recompute strategy), where there is
     one: not for iterations (their loops are interpreted) nor join matrices (their mapping is
-    state)."""
-    if plan.matrices or any(isinstance(s, LOOPS) for s in plan.delta):
+    state) nor time bounds (the batch query would read the wall clock, not the batch time)."""
+    if plan.matrices or plan.clocked or any(isinstance(s, LOOPS) for s in plan.delta):
         return None
     return Recomputer(ctx.spark, plan, compilation_of(plan).spark_sql, ctx.specs, catalog)
 
@@ -106,6 +106,12 @@ def _declare_states(ctx: RunContext, b: Bundle) -> None:
                 reads.loops[step.loop] = empty_frame(spark, spark_struct(loop_change_columns(step)))
                 for sub in step.steps:
                     declare(sub)
+            if not isinstance(step, LOOPS) and any(isinstance(n, StateScan) and n.state == step.state
+                                                   for n in program.walk()):
+                # a time bound's live rows: the delta reads the state before it (plan/rules_expiry.py),
+                # so the state starts with the plan's own schema, then takes the analysed one
+                fields = b.plan.state(step.state).fields
+                b.store.declare(step.state, spark_struct([(f.name, f.type) for f in fields]))
             df = spark.sql(reads.sql(program, views))
             if isinstance(step, Temp):
                 reads.deltas[step.state] = df

@@ -35,6 +35,7 @@ from .context import Clock, RunContext, size_on_disk
 from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
 from .features.executors import ExecutorWatch
 from .features.maintenance import compact, fold_tails
+from .features.batch_time import BatchTime
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
 from .features.recovery import ATTEMPTS, Recovered, lost_state, lost_what
@@ -100,6 +101,7 @@ class Engine:
         self._outputs_seen: tuple[int, int, int] | None = None
         self.adaptive = AdaptiveJoins(ctx)
         self.prepared = PreparedBatches(ctx)
+        self.batch_time = BatchTime(ctx, record)
         self.b = self._build(self.adaptive.switched_plan(current or plan, record))
         self._restore_states()
         if record is not None:
@@ -373,6 +375,7 @@ class Engine:
             frames = self.prepared.capture(b, frames, views, inputs, shape.single)
         reads = b.reads(ctx, frames, rows, batch == 0, shape.single)
         reads.merge_all = self.prepared.capturing
+        self.batch_time.begin(b.plan, None if read.answer_only else lambda rel: reads.sql(rel, views))
         temps: list[DataFrame] = []
         migration = Migration()
         committed = False
@@ -413,6 +416,8 @@ class Engine:
             extra = control.before_commit(_pending(b, batch, inputs, reads, views, ctx.output))
             extra.update(self.strategies.record(choice, rows))
             extra.update(self.adaptive.record(b))
+            extra.update(self.batch_time.record(b.plan, None if read.answer_only or shape.mode == "replay"
+                                                else lambda rel: reads.sql(rel, views)))
             if installed is not None:
                 extra["reset"] = installed.reset
             if shape.mode is not None:  # the batch ran plans prepared before it, or prepared them
@@ -443,6 +448,7 @@ class Engine:
         installed, self.installed = self.installed, None
         if installed is not None:
             installed.committed(b)
+        self.batch_time.committed()
         self.strategies.stale = False
         logged = [t for t in b.store.touched.values() if t is not None]
         self._outputs_seen = (None if len(logged) < len(b.store.touched) else

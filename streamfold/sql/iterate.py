@@ -37,6 +37,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import ParseError
+from .window_text import unmark_window_calls
 
 MODES = ("exact", "differential", "diffusion")
 
@@ -282,4 +283,4 @@ def spark_schema_text(tree: exp.Expr, loops: Mapping[str, Iterative], steps: Map
             while isinstance(node, exp.Union):
                 node.set("distinct", False)
                 node = node.left
-    return out.sql(dialect="spark")
+    return unmark_window_calls(out).sql(dialect="spark")

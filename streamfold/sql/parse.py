@@ -13,6 +13,7 @@ from sqlglot.errors import TokenError
 
 from ..errors import ParseError, Span
 from .iterate import Iterative, extract, spark_schema_text
+from .window_text import mark_window_calls
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,7 +36,17 @@ class ParsedQuery:
 def parse_query(sql: str) -> ParsedQuery:
     """Parse ``sql``, iterations and all; coded errors as :func:`parse`."""
     text, loops = extract(sql)
-    return ParsedQuery(sql, parse(text), loops, {name: parse(loop.step_sql) for name, loop in loops.items()})
+    return ParsedQuery(sql, _parse_marked(text), loops, {name: _parse_marked(loop.step_sql) for name, loop in loops.items()})
+
+
+def _parse_marked(text: str) -> exp.Query:
+    """:func:`parse` of ``text`` with its ``window(`` calls renamed (:mod:`.window_text`); an error
+    shows the text as written (the renaming keeps every position)."""
+    try:
+        return parse(mark_window_calls(text))
+    except ParseError as e:
+        e.sql = text
+        raise
 
 
 def parse(sql: str) -> exp.Query:

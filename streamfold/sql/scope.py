@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import BindError, Span, UnsupportedError, did_you_mean
-from ..ir.expr import Column, OuterColumn
+from ..ir.expr import Column, Expr, OuterColumn
 from ..ir.rel import Field
 
 
@@ -22,6 +22,15 @@ class ScopeEntry:
         return cls(alias, {c.lower(): f for c, f in pairs}, {c.lower(): c for c, _ in pairs})
 
 
+@dataclass(frozen=True)
+class TimeWindow:
+    """The block's time window (``window(ts, …)``, :mod:`.bind.time_windows`): the name it is read by
+    and its value, a STRUCT of the start and end columns the block computes."""
+
+    name: str
+    value: Expr
+
+
 @dataclass
 class Scope:
     entries: list[ScopeEntry]
@@ -29,6 +38,7 @@ class Scope:
     # USING columns: an unqualified reference picks the left side and is not ambiguous
     merged: dict[str, Field] = field(default_factory=dict)
     parent: Scope | None = None  # the enclosing query's scope, for correlated subqueries
+    time_window: TimeWindow | None = None  # GROUP BY window(ts, …): read as `window`
 
     def entry(self, alias: str) -> ScopeEntry | None:
         for e in self.entries:

@@ -58,9 +58,10 @@ class PreparedBatches:
         """Whether a batch of the plan could run prepared plans: no loops (their rounds are planned
         as they go), no hybrid or watched equi-join (decided on before the outputs, by jobs of
         their own; a join matrix's migration, decided after them, plans afresh), Parquet streams
-        (other formats are checked by a job of their own), few states (``PREPARED_MAX_STATES``)."""
+        (other formats are checked by a job of their own), no time bound, few states (``PREPARED_MAX_STATES``)."""
         plan = b.plan
         return (Prepared.available(self.ctx.spark, self.ctx.config.settings) and not plan.watched
+                and not plan.clocked  # the batch time is a value the replayed plans would keep
                 and not any(mx.hybrid is not None for mx in plan.matrices)
                 and sum(not s.static for s in plan.states) <= shape.PREPARED_MAX_STATES
                 and not any(isinstance(s, LOOPS) for s in plan.delta)

@@ -23,8 +23,9 @@ from ..bind_expr.aggregates import ANON_AGGS
 from ..scope import Scope
 from .context import BindContext, Cte
 from .order import bind_order, finish
+from .time_windows import window_keys
 from .select_list import Item, inside_subquery, internal_name, unalias, with_aliases
-from .windows import WindowCalls
+from .over import WindowCalls
 
 
 def has_agg(items: list[Item], node: exp.Select) -> bool:
@@ -69,9 +70,10 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
             e = key_binder.bind(_group_target(ctx, g, items, scope))
             if any(isinstance(k, Column) and k.name in aggs.values() for k in e.walk()):
                 raise ctx.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
-        if all(e != k for _, k in keys):
-            name = e.name if isinstance(e, Column) else ctx.fresh("_key")
-            keys.append((name, e))
+        for part in window_keys(e) or (e,):
+            if all(part != k for _, k in keys):
+                name = part.name if isinstance(part, Column) else ctx.fresh("_key")
+                keys.append((name, part))
 
     windows = WindowCalls(ctx)
     lift = _Lifter(keys, ctx, scope, aggs, windows)

@@ -27,8 +27,10 @@ from .from_clause import from_clause
 from .generators import select_generators
 from .grouping import aggregate_select, has_agg
 from .order import finish
-from .select_list import Item, internal_name, select_items, unalias
-from .windows import WindowCalls
+from .expiry import bind_where, reads_now
+from .over import WindowCalls
+from .select_list import Item, inside_subquery, internal_name, select_items, unalias
+from .time_windows import time_window
 
 
 def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
@@ -50,8 +52,11 @@ def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
                       node.args["distinct"], construct="DISTINCT ON")
     rel, scope = from_clause(ctx, node, ctes, parent)
     where = node.args.get("where")
-    if where is not None:
+    if where is not None and reads_now(where.this):  # time bounds (sql/bind/expiry.py)
+        rel = Filter(rel, bind_where(ctx, where.this, scope, ctes))
+    elif where is not None:
         rel = Filter(rel, ExprBinder(scope, "WHERE", subquery=ctx.subquery_hook(ctes)).boolean(where.this))
+    rel = time_window(ctx, node, rel, scope)
     rel, generated = select_generators(ctx, node, rel, scope)
     items = select_items(node, scope, generated)
     group = node.args.get("group")

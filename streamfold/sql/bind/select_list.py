@@ -18,6 +18,7 @@ from sqlglot import exp
 from ...ir.expr import Column, Expr
 from ..parse import span_of
 from ..scope import Scope
+from ..window_text import WINDOW_CALL
 
 # (output name, node, pre-resolved column for * and generators)
 Item = tuple[str, exp.Expr, Column | None]
@@ -59,6 +60,8 @@ def _output_name(item: exp.Expr, scope: Scope) -> str:
 
 def _pretty(item: exp.Expr) -> str:
     """An approximation of the name Spark gives an unaliased select expression."""
+    if isinstance(item, exp.Anonymous) and item.name.lower() == WINDOW_CALL:  # window(…), renamed for the parser
+        return "window"
     clone = item.copy()
     for col in clone.find_all(exp.Column):
         col.set("table", None)

@@ -17,6 +17,7 @@ from sqlglot import exp
 from ...errors import UnsupportedError, did_you_mean
 from ...ir import functions
 from ...ir.expr import Call, Expr
+from ..window_text import WINDOW_CALL
 from .aggregates import ANON_AGGS, UNSUPPORTED_ANON_AGGS, bind_agg, unsupported_agg
 from .context import ExprContext
 
@@ -29,6 +30,14 @@ def bind_call(ctx: ExprContext, node: exp.Func) -> Expr:
     m = _NAME.match(template)
     # an operator-like call (`x RLIKE p`) has no name in its template: sqlglot's node names it
     name = m.group(1).lower() if m else _OPERATOR_NAMES.get(type(node), type(node).__name__.lower())
+    if isinstance(node, exp.Anonymous) and name == WINDOW_CALL:
+        # the block's time window, computed under it (sql/bind/time_windows.py) when the block has one
+        window = ctx.scope.time_window
+        if window is None:
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", "window(…) is not supported here", node,
+                          "use window(ts, size[, slide]) in the select list or GROUP BY of a query block",
+                          construct="window")
+        return window.value
     if isinstance(node, exp.Anonymous) and name in ANON_AGGS:
         return bind_agg(ctx, node, ANON_AGGS[name])
     if isinstance(node, exp.Anonymous) and name in UNSUPPORTED_ANON_AGGS:

@@ -25,6 +25,13 @@ def _name(ctx: ExprContext, parts: list[str], node: exp.Expr) -> Expr:
     """``col``, ``alias.col``, then any ``.field`` of a STRUCT: ``p.a`` is field ``a`` of column
     ``p`` when no table in scope is called ``p`` (Spark's rule)."""
     span = span_of(node)
+    window = ctx.scope.time_window
+    if window is not None and parts[0].lower() == window.name and (len(parts) == 1 or ctx.scope.entry(parts[0]) is None):
+        # the block's time window (GROUP BY window(ts, …)) is read as a column named `window`
+        value = window.value
+        for name in parts[1:]:
+            value = _field(ctx, value, name, node)
+        return value
     if len(parts) == 1:
         return ctx.scope.resolve(None, parts[0], span)
     base: Expr
@@ -59,6 +66,8 @@ def _field(ctx: ExprContext, base: Expr, name: str, node: exp.Expr) -> Expr:
         raise ctx.err(BindError, "UNKNOWN_FIELD", f"the struct has no field `{name}`", node,
                       did_you_mean(name, fields) or f"its fields are {', '.join(fields)}", field=name)
     spelled = next(n for n, _ in base.type.params if n.lower() == name.lower())
+    if isinstance(base, Call) and base.op == "named_struct":  # a field of a struct built here: the value itself
+        return base.args[[n for n, _ in base.type.params].index(spelled)]
     return Call("field", (base,), t, "{0}.`" + spelled.replace("`", "``") + "`")
 
 

@@ -1,0 +1,106 @@
+"""Time bounds: a filter that reads the batch time (``WHERE ts > current_timestamp() - INTERVAL 1
+HOUR``, ``sql/bind/expiry.py``) changes without any new row, as the clock moves.
+
+Its rows are kept as a state, the *live rows*: the rows of its input that passed the bound at the
+last batch. Since the bound only rises with the batch time, a batch changes the filter's output by
+
+    Δ = σ_now(Δinput)  −  σ_¬now(live)
+
+the batch's rows inside the bound now (deletions included: a row deleted while live leaves with
+its deletion; one deleted after it expired is outside the bound and ignored, as it already left),
+minus the live rows the clock has just passed, which leave as deletions. Merged into the live
+rows, Δ removes exactly those, so the state holds only rows inside the bound: it stays as large as
+the bound, not the history. Everything above sees an ordinary weighted change — a GROUP BY drops
+a group when its last row expires, a join input drops the expired rows from its state.
+
+A row that arrives already outside the bound (its event time older than the batch time minus
+the interval: late) never enters; the plan keeps the program giving a batch's late rows
+(``IncrementalPlan.late``) so the runtime counts them in the commit.
+
+The other conjuncts of the filter do not read the clock: they run before, as a plain filter (and
+have been pushed to their inputs by ``push_filters`` already).
+"""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedError
+from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all, clock_kind, conjuncts, reads_clock
+from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
+from ..ir.types import BIGINT, BOOLEAN, TIMESTAMP
+from .context import PlanContext
+from .model import Compiled, Monoid, State, StateColumn, StateRole
+from .rules_joins import body
+from .terms import MINUS_ONE, sum_weights, weight
+
+
+def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
+    """A filter: the body rule, or — when it reads the batch time — the live rows (module docstring)."""
+    assert isinstance(rel, Filter)
+    parts = conjuncts(rel.condition)
+    bounds = [c for c in parts if reads_clock(c)]
+    if not bounds:
+        return body(ctx, rel)
+    rest = and_all([c for c in parts if not reads_clock(c)])
+    child = ctx.compile(Filter(rel.input, rest) if rest is not None else rel.input)
+    if child.static:
+        raise UnsupportedError("a time bound on a static table is not supported", code="UNSUPPORTED_TIME_BOUND",
+                               params={"construct": "time bound"},
+                               hint="bound the stream's event time; a static table's rows do not arrive over time")
+    bound = and_all(bounds)
+    assert bound is not None
+    _clock(ctx, bounds, child.program)
+    key = tuple(Field(f.name, f.type) for f in rel.schema)
+    name = ctx.plan.name("live")
+    fields = key + (Field(WEIGHT, BIGINT),)
+    cols = tuple((f.name, f.ref()) for f in key)
+    fresh = Project(Filter(child.program, bound), cols + ((WEIGHT, weight()),))
+    expired = Project(Filter(StateScan(name, StateVersion.OLD, fields), Call("NOT", (bound,), BOOLEAN)),
+                      cols + ((WEIGHT, Call("*", (weight(), MINUS_ONE), BIGINT)),))
+    ctx.plan.add_state(
+        State(name, StateRole.LIVE, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
+              note="the rows inside the time bound at the last batch; the batch time passing a row removes it"),
+        Aggregate(Union((fresh, expired)), cols, ((WEIGHT, sum_weights()),)))
+    arrived = Call(">", (weight(), Literal(0, BIGINT)), BOOLEAN)
+    ctx.plan.late.append((name, Filter(child.program, Call("AND", (Call("NOT", (bound,), BOOLEAN), arrived), BOOLEAN))))
+    ctx.plan.note("a time bound (current_timestamp()) reads the batch's recorded time: rows it passes leave the "
+                  "answer as deletions and leave the live rows' state")
+    delta = StateScan(name, StateVersion.DELTA, fields)
+    return Compiled(Project(delta, tuple((f.name, Column(f.name, f.type)) for f in fields)), static=False,
+                    weighted=True)
+
+
+def _clock(ctx: PlanContext, bounds: list[Expr], rows: Rel) -> None:
+    """Note which clock the bounds read; an event-time bound gives the plan its clock's program
+    (the largest event time among a batch's inserted rows). One event-time bound per query, and
+    not with a processing-time one: a batch has one time."""
+    kinds = {clock_kind(b) for b in bounds}
+    ctx.plan.clocks |= {k for k in kinds if k is not None}
+    if len(ctx.plan.clocks) > 1 or ("event" in kinds and (ctx.plan.event_time is not None or len(bounds) > 1)):
+        raise UnsupportedError("a query reads one clock: one max_event_time() bound, or current_timestamp() bounds",
+                               code="UNSUPPORTED_TIME_BOUND", params={"construct": "time bound"},
+                               hint="a batch evaluates at one time; bound the other inputs by the same column")
+    if "event" in kinds:
+        if any(isinstance(n, StateScan) for n in rows.walk()):
+            raise UnsupportedError("max_event_time() bounds a stream's own rows only", code="UNSUPPORTED_TIME_BOUND",
+                                   params={"construct": "time bound"},
+                                   hint="put the bound in the WHERE of the block that reads the stream")
+        ctx.plan.note("the batch time is the largest event time its stream has brought (max_event_time())")
+        first = bounds[0]
+        assert isinstance(first, Call)  # a time bound (sql/bind/expiry.py): (ts, clock)
+        ts = first.args[0]
+        arrived = Filter(rows, Call(">", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
+        ctx.plan.event_time = Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),))
+
+
+def check_answer(rows: Rel) -> None:
+    """Refuse a time bound left in the answer a (a bound over the last GROUP BY's groups, or in
+    HAVING): a reads the states after the merge, and a batch's changes are a over the keys it
+    touched, so a group the clock passed without a new row would leave the snapshot but not the
+    changes. Bounds belong on the rows before the GROUP BY."""
+    for node in rows.walk():
+        exprs = [getattr(node, "condition", None)] + [e for _, e in getattr(node, "exprs", ()) or ()]
+        if any(e is not None and reads_clock(e) for e in exprs):
+            raise UnsupportedError(
+                "a time bound over the groups of the last GROUP BY (or in HAVING) is not supported",
+                code="UNSUPPORTED_TIME_BOUND", params={"construct": "time bound"},
+                hint="bound the rows' event time in the WHERE of the block that groups them")

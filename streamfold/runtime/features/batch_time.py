@@ -1,0 +1,95 @@
+"""The batch time: the one time a batch evaluates ``current_timestamp()`` at (docs/windows.md).
+
+A time bound (``WHERE ts > current_timestamp() - INTERVAL 1 HOUR``, ``plan/rules_expiry.py``)
+reads the clock, and the answer must stay the batch query's answer at one instant. So before a
+batch runs, the engine asks :meth:`BatchTime.begin` for its time: the wall clock, but never
+earlier than the last committed batch's (a clock stepped back would bring expired rows back,
+which the live rows no longer hold). The programs read it from a one-row view
+(:data:`~streamfold.ir.expr.CLOCK_VIEW`) and the commit records it (``"batch_time"``, ISO 8601
+UTC, and ``"batch_time_us"``), so a restart continues from it and the answer of every batch can be
+checked against the batch query at its recorded time. A batch killed before its commit is run
+again at a new time: nothing of it was published.
+
+For an event-time bound (``max_event_time()``) the time is instead the largest event time the
+stream has brought: the batch's rows' largest, never below the batch before's. A rerun of a
+killed batch reads the same rows, so it finds the same time.
+
+Plans without a time bound read no clock and record none.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ...ir.expr import CLOCK_VIEW, Agg, Call, Column
+from ...ir.rel import WEIGHT, Aggregate, Join, JoinKind, Project, Rel
+from ...ir.types import BIGINT, TIMESTAMP
+from ...plan.model import IncrementalPlan
+from ..context import RunContext
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+NO_EVENT = -62135596800000000  # 0001-01-01: the event-time clock before any event (every row is inside)
+
+
+def wall_clock() -> int:
+    """Now, in microseconds since the epoch (tests replace it to move time at will)."""
+    return time.time_ns() // 1000
+
+
+class BatchTime:
+    """The batch time of each batch, from the last commit on (see the module docstring)."""
+
+    def __init__(self, ctx: RunContext, record: dict[str, Any] | None) -> None:
+        self.ctx = ctx
+        self.last = int(record["batch_time_us"]) if record is not None and "batch_time_us" in record else None
+        self.current: int | None = None
+        self._show(self.last or 0)  # the view exists before the states' programs are analysed
+
+    def begin(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> None:
+        """Fix this batch's time (when the plan reads it) and show it to the programs: the wall
+        clock, or for an event-time bound the largest event time of the batch's rows (one small
+        job, whose text ``sql`` gives; None: the batch runs no h, its time stays)."""
+        if not plan.clocked:
+            self.current = None
+            return
+        if plan.event_time is None:
+            now = wall_clock()
+        elif sql is not None:
+            value = self.ctx.spark.sql(sql(Project(plan.event_time, (("us", Call(
+                "unix_micros", (Column("now", TIMESTAMP),), BIGINT, "unix_micros({0})")),)))).collect()[0][0]
+            now = NO_EVENT if value is None else int(value)
+        else:
+            now = NO_EVENT
+        self.current = now if self.last is None else max(now, self.last)
+        self._show(self.current)
+
+    def record(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> dict[str, Any]:
+        """What the commit records of the batch time (nothing for a plan without a clock), and
+        the rows each time bound dropped as late (``late_rows``, by live state): one small job
+        over the batch's rows, whose text ``sql`` gives (None: the batch ran no h)."""
+        if self.current is None:
+            return {}
+        at = EPOCH + dt.timedelta(microseconds=self.current)
+        out: dict[str, Any] = {"batch_time": at.isoformat().replace("+00:00", "Z"), "batch_time_us": self.current}
+        if sql is not None and plan.late:
+            counts = [Aggregate(rows, (), ((n, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),))
+                      for n, rows in plan.late]
+            both = counts[0] if len(counts) == 1 else Join(counts[0], counts[1], JoinKind.CROSS, None)
+            for extra in counts[2:]:
+                both = Join(both, extra, JoinKind.CROSS, None)
+            row = self.ctx.spark.sql(sql(both)).collect()[0]
+            out["late_rows"] = {n: int(row[i] or 0) for i, (n, _) in enumerate(plan.late)}
+        return out
+
+    def committed(self) -> None:
+        if self.current is not None:
+            self.last = self.current
+
+    def _show(self, micros: int) -> None:
+        from pyspark.sql import functions as F
+
+        spark = self.ctx.spark
+        spark.range(1).select(F.timestamp_micros(F.lit(micros)).alias("now")).createOrReplaceTempView(CLOCK_VIEW)

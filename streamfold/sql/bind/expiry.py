@@ -1,0 +1,100 @@
+"""Bind time bounds: ``WHERE ts > current_timestamp() - INTERVAL 1 HOUR`` (also ``>=``, ``now()``,
+and the comparison written the other way round).
+
+A continuous query cannot read the wall clock row by row: two batches would see two clocks, and
+a restart a third. So a batch evaluates at one time, the *batch time*, that the runtime chooses
+before the batch (never earlier than the batch before's) and records in its commit; the snapshot
+is the batch query with ``current_timestamp()`` read as that time (docs/windows.md). A bound is
+then a predicate over the clock, :data:`~streamfold.ir.expr.CLOCK_OP`, that the planner keeps
+apart from the other filters (``plan/rules_expiry.py``): rows leave it as the clock passes, as
+deletions, and leave its state.
+
+The event-time form, ``WHERE ts > max_event_time() - INTERVAL 10 MINUTES``, reads instead the
+largest ``ts`` its stream has brought so far (inserted rows; a deletion does not lower it):
+Spark's watermark without its delay, which the interval is. Its batch time comes from the
+batch's own rows, so a rerun of a batch finds the same time.
+
+Only this monotone form is accepted: a lower bound on the event time that rises with the clock,
+so a row that has left never comes back and the rows kept are the rows still inside the bound.
+``current_timestamp()`` anywhere else stays ``NONDETERMINISTIC_FUNCTION``.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import BindError, UnsupportedError
+from ...ir.expr import CLOCK_OP, CLOCK_VIEW, EVENT_TIME, Call, Expr, Literal, and_all
+from ...ir.types import BOOLEAN, STRING, TIMESTAMP
+from ..bind_expr import ExprBinder
+from ..scope import Scope
+from .context import BindContext, Cte
+from .time_windows import duration_micros
+
+CLOCK = Call(CLOCK_OP, (), TIMESTAMP, f"(SELECT now FROM {CLOCK_VIEW})")
+# the event-time clock: the largest event time the bound's stream has brought so far
+EVENT_CLOCK = Call(CLOCK_OP, (Literal(EVENT_TIME, STRING),), TIMESTAMP, f"(SELECT now FROM {CLOCK_VIEW})")
+_OPS = {exp.GT: ">", exp.GTE: ">="}  # ts > now - d; the reversed form `now - d < ts` is read as this
+
+
+def reads_now(node: exp.Expr) -> bool:
+    return any(_is_now(n) for n in node.walk())
+
+
+def bind_where(ctx: BindContext, condition: exp.Expr, scope: Scope, ctes: dict[str, Cte]) -> Expr:
+    """A WHERE condition with time bounds among its conjuncts (the others bound as usual)."""
+    parts: list[Expr] = []
+    for c in _conjuncts(condition):
+        bound = _time_bound(ctx, c, scope)
+        parts.append(bound if bound is not None
+                     else ExprBinder(scope, "WHERE", subquery=ctx.subquery_hook(ctes)).boolean(c))
+    out = and_all(parts)
+    assert out is not None
+    return out
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    return [node]
+
+
+def _is_now(node: exp.Expr) -> bool:
+    return isinstance(node, exp.CurrentTimestamp) or (isinstance(node, exp.Anonymous)
+                                                       and node.name.lower() in ("now", EVENT_TIME))
+
+
+def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
+    """``ts > now - INTERVAL d`` as the bound's IR; None when ``node`` is not of that form (it
+    then reads no clock, or is refused by the expression binder)."""
+    if isinstance(node, (exp.GT, exp.GTE)):
+        ts_node, limit, op = node.this, node.expression, _OPS[type(node)]
+    elif type(node) in (exp.LT, exp.LTE):
+        ts_node, limit, op = node.expression, node.this, ">" if isinstance(node, exp.LT) else ">="
+    else:
+        return None
+    if not (isinstance(limit, exp.Sub) and _is_now(limit.this) and isinstance(limit.expression, exp.Interval)):
+        if reads_now(node):
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_TIME_BOUND",
+                          "current_timestamp() may only bound an event time from below", node,
+                          "write `ts > current_timestamp() - INTERVAL 1 HOUR` (or >=) as a conjunct of WHERE",
+                          construct="time bound")
+        return None
+    interval = limit.expression
+    text = f"{interval.this.name if interval.this is not None else ''} {interval.unit.name if interval.unit else ''}"
+    micros = duration_micros(text)
+    if micros is None or micros < 0:
+        raise ctx.err(BindError, "INVALID_TIME_BOUND", f"cannot read the interval `{interval.sql(dialect='spark')}`",
+                      limit, "write INTERVAL n UNIT with a unit of fixed length (weeks to microseconds)")
+    ts = ExprBinder(scope, "WHERE").bind(ts_node)
+    if ts.type != TIMESTAMP:
+        raise ctx.err(BindError, "TYPE_MISMATCH", f"a time bound compares a TIMESTAMP, not {ts.type}", ts_node,
+                      "CAST it to TIMESTAMP", expected="TIMESTAMP", actual=ts.type.sql())
+    clock = EVENT_CLOCK if isinstance(limit.this, exp.Anonymous) and limit.this.name.lower() == EVENT_TIME else CLOCK
+    if clock is EVENT_CLOCK and limit.this.expressions:
+        raise ctx.err(BindError, "WRONG_ARGUMENTS", f"{EVENT_TIME}() takes no argument: it is the largest value "
+                      "of the column it bounds", limit.this, function=EVENT_TIME)
+    return Call("time_bound", (ts, clock), BOOLEAN,
+                f"({{0}} {op} timestamp_micros(unix_micros({{1}}) - {micros}L))")

@@ -1,0 +1,232 @@
+"""Rows that expire (issue 56): ``WHERE ts > current_timestamp() - INTERVAL …`` read at each
+batch's recorded time. After every batch — the clock moving (once backwards, which the batch time
+must not follow), rows deleted, event times out of order and some already expired on arrival —
+the snapshot equals DuckDB's answer over the prefix at the time the commit records, and rows the
+clock passed leave as deletions in changes/ (check_stream checks the changes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import pytest
+
+from streamfold.runtime.checkpoint import OutputDir
+from streamfold.runtime.features import batch_time
+
+from streamfold.verify import compare, duckdb_answer, python_value
+
+from ..streams import Source, check_stream
+from ..strategies import random_stream
+from .test_windows import MINUTE, windowed
+
+pytestmark = [pytest.mark.spark]
+
+R = Source("R", (("k", "INT"), ("ts", "TIMESTAMP"), ("v", "INT")), weighted=True)
+S = Source("S", (("k", "INT"), ("w", "DOUBLE")), weighted=True)
+T0 = int(dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc).timestamp()) * 1_000_000
+# the wall clock at each batch: minutes after T0 (the third steps back, the batch time stays)
+CLOCK = [8, 13, 11, 24, 35]
+
+
+def bound(minutes: int, op: str = ">", ts: str = "ts"):
+    """DuckDB's text for ``ts > current_timestamp() - INTERVAL minutes`` at a commit's batch time."""
+    return lambda record: f"epoch_us({ts}) {op} {int(record['batch_time_us'])} - {minutes * MINUTE}"
+
+
+QUERIES = [
+    ("groupby",
+     "SELECT k, count(*) AS n, sum(v) AS t, max(v) FROM R WHERE ts > current_timestamp() - INTERVAL 10 MINUTES "
+     "GROUP BY k",
+     lambda r: f"SELECT k, count(*), sum(v), max(v) FROM R WHERE {bound(10)(r)} GROUP BY k", [R]),
+    ("rows",
+     "SELECT k, ts, v FROM R WHERE v > 1 AND ts >= now() - INTERVAL '10' MINUTE",
+     lambda r: f"SELECT k, ts, v FROM R WHERE v > 1 AND {bound(10, '>=')(r)}", [R]),
+    ("join",
+     "SELECT S.k, count(*) AS n, sum(S.w) FROM R JOIN S ON R.k = S.k "
+     "WHERE R.ts > current_timestamp() - INTERVAL 10 MINUTES GROUP BY S.k",
+     lambda r: f"SELECT S.k, count(*), sum(S.w) FROM R JOIN S ON R.k = S.k WHERE {bound(10, ts='R.ts')(r)} "
+               "GROUP BY S.k", [R, S]),
+]
+
+
+def moving_clock(monkeypatch, minutes: list[int]) -> None:
+    """The wall clock the batches read: ``minutes`` after T0, one value per batch."""
+    times = iter(minutes)
+    monkeypatch.setattr(batch_time, "wall_clock", lambda: T0 + next(times) * MINUTE)
+
+
+# per query: which of a batch's R rows its time bound drops as late, at batch time ``now`` (µs)
+LATE = {
+    "groupby": lambda row, now: _micros(row[1]) <= now - 10 * MINUTE,
+    "rows": lambda row, now: row[2] is not None and row[2] > 1 and _micros(row[1]) < now - 10 * MINUTE,
+    "join": lambda row, now: _micros(row[1]) <= now - 10 * MINUTE,
+}
+
+
+def _micros(ts) -> float:
+    return float("inf") if ts is None else int(ts.timestamp()) * 1_000_000
+
+
+@pytest.mark.parametrize("qid,sql,oracle,sources", QUERIES, ids=[q[0] for q in QUERIES])
+def test_expiring_rows_equal_duckdb_at_the_batch_time(spark, tmp_path, monkeypatch, qid, sql, oracle, sources):
+    moving_clock(monkeypatch, CLOCK)
+    batches = random_stream(random.Random(f"expiry-{qid}"), sources, batches=len(CLOCK), max_rows=10, min_rows=2)
+    output = OutputDir(str(tmp_path / "out"))
+    late: list[int] = []
+
+    def check(batch, snapshot, prefix):
+        record = output.read_commit(batch)
+        expected = sum(row[-1] for row in batches[batch].get("R", []) if row[-1] > 0
+                       and LATE[qid](row, record["batch_time_us"]))
+        assert record["late_rows"] == {"live": expected}, (batch, record["late_rows"], expected)
+        late.append(expected)
+
+    run = check_stream(spark, str(tmp_path), sql, sources, batches, oracle_sql=oracle, check=check)
+    assert run.batches == len(CLOCK)
+    assert any(run.snapshots), "nothing inside the bound: the test would prove nothing"
+    assert sum(late) > 0, "no late row: the count would prove nothing"
+
+
+def test_state_stays_bounded_by_the_time_bound(spark, tmp_path, monkeypatch):
+    """Twelve batches, five minutes apart, each of rows from the last ten minutes: the live rows
+    and the windows' groups stay those of the last ten minutes while the history grows, and every
+    answer is still DuckDB's at the batch time."""
+    n, per_batch, step = 7, 6, 5
+    moving_clock(monkeypatch, [step * i for i in range(n)])
+    r = Source("R", R.columns)  # insert-only: the deletions are the clock's
+    rng = random.Random("bounded")
+    batches = [{"R": [(rng.randint(0, 3), dt.datetime.fromtimestamp((T0 + (step * i - rng.randint(0, 9)) * MINUTE) / 1e6,
+                                                                   dt.timezone.utc), rng.randint(0, 5))
+                      for _ in range(per_batch)]} for i in range(n)]
+    sql = ("SELECT window.start, count(*) AS n, sum(v) AS t FROM R WHERE ts > current_timestamp() - INTERVAL 10 MINUTES "
+           "GROUP BY window(ts, '5 minutes')")
+
+    def oracle(record):
+        return ("SELECT _ws, count(*), sum(v) FROM " + windowed(f"(SELECT * FROM R WHERE {bound(10)(record)})", 5 * MINUTE)
+                + " AS w GROUP BY _ws")
+
+    states: list[dict] = []
+    output = OutputDir(str(tmp_path / "out"))
+
+    def check(batch, snapshot, prefix):
+        states.append(output.read_commit(batch)["state_rows"])
+        assert len(snapshot) <= 3  # windows of 5 minutes meeting the last 10 minutes
+
+    check_stream(spark, str(tmp_path), sql, [r], batches, oracle_sql=oracle, check=check)
+    # (a state's rows are its merge's, which still counts the keys leaving in that batch: one more
+    # batch's rows, one more window)
+    live = [s["live"] for s in states]
+    assert max(live) <= 4 * per_batch, live
+    assert max(live[n // 2:]) <= max(live[:n // 2]) + per_batch, live  # no trend while the history doubles
+    assert max(s["agg"] for s in states) <= 4, states
+
+
+class _Killed(BaseException):
+    """The process dying at this instant (nothing after it runs, no handler catches it)."""
+
+
+def test_killed_across_an_expiration_the_restart_keeps_the_recorded_times(spark, tmp_path, monkeypatch):
+    """Killed before batch 2's commit, the rerun evaluates batch 2 at its own (later) time; killed
+    right after batch 3's commit, the restart starts from batch 3's recorded time even though the
+    wall clock now reads earlier. Every committed batch equals DuckDB at the time it records, and
+    the rows the clock passed while the run was down leave with the next batch."""
+    import streamfold
+
+    src, out = tmp_path / "R", str(tmp_path / "out")
+    src.mkdir()
+    rng = random.Random("kill")
+    r = Source("R", R.columns, weighted=True)
+    files = random_stream(rng, [r], batches=5, max_rows=8, min_rows=3)
+    sql, oracle = QUERIES[0][1], QUERIES[0][2]
+    # wall clock per batch run: 0, 1, (2 killed at 16), 2 rerun at 19, 3 at 24, (killed after commit), 4 at 21 < 24
+    moving_clock(monkeypatch, [8, 13, 16, 19, 24, 21])
+
+    def start():
+        return streamfold.start(sql, {"R": str(src)}, out, spark=spark, background=False, partitions=2,
+                                schemas={"R": r.schema_sql()})
+
+    def feed(i):
+        import pyarrow.parquet as pq
+        pq.write_table(r.table(files[i]["R"]), str(src / f"{i:04d}.parquet"))
+
+    real_commit = OutputDir.commit
+
+    def die_at(batch, after):
+        def commit(self, b, record):
+            if b == batch:
+                if after:
+                    real_commit(self, b, record)
+                raise _Killed
+            real_commit(self, b, record)
+        monkeypatch.setattr(OutputDir, "commit", commit)
+
+    q = start()
+    for i in (0, 1):
+        feed(i)
+        assert q.process_available() is not None
+    feed(2)
+    die_at(2, after=False)
+    with pytest.raises(_Killed):
+        q.process_available()
+    q.engine.close()
+    monkeypatch.setattr(OutputDir, "commit", real_commit)
+    q = start()
+    assert q.process_available() is not None  # batch 2 again, at the next clock reading
+    feed(3)
+    die_at(3, after=True)
+    with pytest.raises(_Killed):
+        q.process_available()
+    q.engine.close()
+    monkeypatch.setattr(OutputDir, "commit", real_commit)
+    q = start()
+    try:
+        feed(4)
+        assert q.process_available() is not None
+        times = [q.commit(b)["batch_time_us"] for b in range(5)]
+        assert times == [T0 + m * MINUTE for m in (8, 13, 19, 24, 24)], times
+        for b in range(5):
+            prefix = {"R": [r.table(files[i]["R"]) for i in range(b + 1)]}
+            check = compare(_rows(q.snapshot_pandas(b)), duckdb_answer(sql, prefix, duckdb_sql=oracle(q.commit(b))))
+            assert check.matches, f"batch {b}: {check.detail}"
+    finally:
+        q.stop()
+
+
+def _rows(frame):
+    return [tuple(python_value(v) for v in row) for row in frame.itertuples(index=False, name=None)]
+
+
+def test_event_time_bound_equals_duckdb_at_the_largest_event_time(spark, tmp_path):
+    """``max_event_time()``: each batch's time is the largest event time inserted so far (a
+    deletion does not lower it, an older row does not move it), rows older than it by the
+    interval leave, and late rows are dropped and counted."""
+    sql = "SELECT k, count(*) AS n, sum(v) AS t FROM R WHERE ts > max_event_time() - INTERVAL 10 MINUTES GROUP BY k"
+    oracle = lambda r: f"SELECT k, count(*), sum(v) FROM R WHERE {bound(10)(r)} GROUP BY k"  # noqa: E731
+    batches = random_stream(random.Random("event-time"), [R], batches=4, max_rows=8, min_rows=3)
+    output = OutputDir(str(tmp_path / "out"))
+    seen: list[int] = []
+
+    def check(batch, snapshot, prefix):
+        record = output.read_commit(batch)
+        seen.extend(_micros(row[1]) for row in batches[batch]["R"] if row[-1] > 0 and row[1] is not None)
+        assert record["batch_time_us"] == max(seen), (batch, record["batch_time_us"], max(seen))
+        late = sum(row[-1] for row in batches[batch]["R"] if row[-1] > 0 and _micros(row[1]) <= max(seen) - 10 * MINUTE)
+        assert record["late_rows"] == {"live": late}
+
+    run = check_stream(spark, str(tmp_path), sql, [R], batches, oracle_sql=oracle, check=check)
+    assert run.batches == 4 and any(run.snapshots)
+
+
+def test_explain_analyze_shows_the_batch_time_and_late_rows():
+    """No Spark: the text and JSON of ``explain --analyze`` read the commit record."""
+    import json
+
+    import streamfold
+    from streamfold.runtime.analyze import Analyzed
+
+    plan = streamfold.compile(QUERIES[0][1], {"R": R.schema_sql()})
+    record = {"batch_time": "2024-01-01T00:31:00Z", "batch_time_us": T0 + 31 * MINUTE, "late_rows": {"live": 2}}
+    text = Analyzed(4, record, plan).text("PLAN")
+    assert "batch time of batch 4: 2024-01-01T00:31:00Z" in text and "late rows dropped: live 2" in text
+    assert json.loads(Analyzed(4, record, plan).json("{}"))["late_rows"] == {"live": 2}
