@@ -24,7 +24,6 @@ deletions: min and max cannot be un-merged, so under deletions they keep the mul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 
 from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal
 from ..ir.printer import sql
@@ -32,6 +31,7 @@ from ..ir.types import (
     BIGINT, BOOLEAN, DOUBLE, MAX_PRECISION, STRING, DataType, arithmetic_type, avg_type, decimal, partial_sum_type,
     sum_type,
 )
+from ..ir.averages import decimal_average
 from .model import Monoid
 
 ZERO = Literal(0, BIGINT)
@@ -169,28 +169,6 @@ class AggSpec:
                 div = Call("/", (cast(col["sum"], DOUBLE), cast(count, DOUBLE)), DOUBLE)
             return Case(((empty, Literal(None, a.type)),), div, a.type)
         return _moment(a.fn, count, col["sum"], col["sumsq"], arg_t)
-
-
-def decimal_average(total: Expr, count: Expr, arg_t: DataType) -> Expr:
-    """Spark's avg of a decimal(p, s): the sum divided by the count, rounded once to the avg
-    type decimal(p + 4, s + 4).
-
-    Spark divides exactly and rounds to the result's scale. A SQL division of the sum, typed
-    decimal(q, s), by the count keeps max(38 − (q − s), 6) decimals (the precision-loss rule),
-    which is the s + 4 needed while q ≤ 34: the sum is cast to decimal(min(p + 10, 34), s). A
-    sum too large for 34 digits (p > 24 and a sum past 10^(34 − s)) is divided as
-    decimal(38, s), which keeps fewer decimals than Spark's."""
-    assert arg_t.precision is not None and arg_t.scale is not None
-    t = avg_type(arg_t)
-    n = Cast(count, decimal(20, 0))
-    narrow_t = decimal(min(arg_t.precision + 10, 34), arg_t.scale)
-    narrow = Cast(Call("/", (Cast(total, narrow_t), n), t), t)
-    if narrow_t == sum_type(arg_t):
-        return narrow
-    wide = Cast(Call("/", (Cast(total, sum_type(arg_t)), n), t), t)
-    bound = Literal(Decimal(10) ** (34 - arg_t.scale), decimal(35 - arg_t.scale, 0))
-    fits = Call("<", (Call("abs", (total,), total.type, "abs({0})"), bound), BOOLEAN)
-    return Case(((fits, narrow),), wide, t)
 
 
 def _moment(fn: str, n: Expr, s: Expr, q: Expr, arg_t: DataType) -> Expr:
