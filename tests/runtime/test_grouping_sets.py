@@ -39,9 +39,9 @@ ORACLE = {"cube-distinct": QUERIES[1][1].replace("grouping_id()", "grouping_id(a
 
 @pytest.mark.parametrize("qid,sql", QUERIES, ids=[q[0] for q in QUERIES])
 def test_grouping_sets_equal_duckdb(spark, tmp_path, qid, sql):
-    batches = random_stream(random.Random(qid), [R], batches=3, max_rows=10, min_rows=3)
+    batches = random_stream(random.Random(qid), [R], batches=2, max_rows=10, min_rows=3)
     run = check_stream(spark, str(tmp_path), sql, [R], batches, oracle_sql=ORACLE.get(qid))
-    assert run.batches == 3
+    assert run.batches == 2
 
 
 def test_rolled_up_sets_share_the_finest_partials():
