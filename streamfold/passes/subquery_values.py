@@ -190,8 +190,12 @@ def _scalar(corr: Correlation, agg: Aggregate, value: Expr, rel: Rel, n: int, st
 
 def aggregate_of(sub: Rel) -> tuple[Aggregate, Expr]:
     """A scalar subquery's aggregate and its value over that aggregate's output."""
-    if isinstance(sub, Project) and len(sub.exprs) == 1 and isinstance(sub.input, Aggregate) and not sub.input.keys:
-        return sub.input, sub.exprs[0][1]
+    if isinstance(sub, Project) and len(sub.exprs) == 1:
+        value, inner = sub.exprs[0][1], sub.input
+        while isinstance(inner, Project):  # a CTE's projection read by the subquery's: TPC-DS Q14
+            value, inner = value.substitute(dict(inner.exprs)), inner.input
+        if isinstance(inner, Aggregate) and not inner.keys:
+            return inner, value
     static = single_static_row(sub)
     if static is not None:
         return static
