@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.types import (
-    BIGINT, BOOLEAN, DOUBLE, MAX_PRECISION, STRING, DataType, arithmetic_type, avg_type, decimal, partial_sum_type,
+    BIGINT, BOOLEAN, DOUBLE, MAX_PRECISION, STRING, DataType, arithmetic_type, decimal, partial_sum_type,
     sum_type,
 )
 from ..ir.averages import decimal_average

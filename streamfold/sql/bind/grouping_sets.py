@@ -85,7 +85,7 @@ def _sets(e: exp.Expr) -> list[list[exp.Expr]]:
 def relation(ctx: BindContext, group: exp.Group, rel: Rel, keys: list[tuple[str, Expr]],
              aggs: list[tuple[str, Agg]], sets: list[tuple[int, ...]]) -> Rel:
     """The grouping sets' rows, with the columns ``Aggregate(rel, keys, aggs)`` would have."""
-    for name, a in aggs:
+    for _, a in aggs:
         if a.fn in ("grouping", "grouping_id"):
             _key_indexes(ctx, group, a, keys)
     real = [(n, a) for n, a in aggs if a.fn not in ("grouping", "grouping_id")]
