@@ -37,6 +37,9 @@ QUERIES = [
      "SELECT k, sum(CASE WHEN b THEN p ELSE NULL END) / sum(p) AS rp, sum(q) / sum(p) AS rq, sum(r) / sum(q) AS rr, "
      "sum(p) AS sp, sum(q) AS sq, sum(r) AS sr, avg(p) AS ap, avg(q) AS aq, avg(r) AS ar, avg(p) / sum(q) AS mix "
      "FROM R GROUP BY k"),
+    # grouping sets: the coarser sets' sums and averages rolled up from the finest partials
+    ("rollup", "SELECT k, g, grouping(g) AS gg, sum(p) AS sp, avg(q) AS aq, avg(r) AS ar, sum(p) / sum(q) AS rpq "
+     "FROM R GROUP BY ROLLUP(k, g)"),
     ("global-ratio", "SELECT sum(p) / sum(q), avg(r) / avg(p), sum(p) * sum(q), sum(DISTINCT p) / count(*) FROM R"),
     ("nested-ratio",
      "WITH w AS (SELECT k, g, sum(CASE WHEN b THEN p ELSE NULL END) AS sun, sum(p) AS tot, avg(q) AS aq FROM R GROUP BY k, g) "

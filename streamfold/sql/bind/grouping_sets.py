@@ -27,7 +27,7 @@ from ...errors import BindError
 from ...ir.averages import decimal_average
 from ...ir.expr import Agg, Call, Cast, Column, Expr, Literal
 from ...ir.rel import Aggregate, Project, Rel, Union
-from ...ir.types import BIGINT, DOUBLE, INT, sum_type
+from ...ir.types import BIGINT, DOUBLE, STRING, sum_type
 from .context import BindContext
 
 CONSTRUCTS = (exp.GroupingSets, exp.Cube, exp.Rollup)
@@ -102,7 +102,8 @@ def relation(ctx: BindContext, group: exp.Group, rel: Rel, keys: list[tuple[str,
     gset = ctx.fresh("_gset")
     for i, members in enumerate(sets):
         set_keys = [(keys[k][0], Column(keys[k][0], keys[k][1].type) if shared else keys[k][1]) for k in members]
-        set_keys.append((gset, Literal(i, INT)))
+        # a text, not a number: Spark reads an integer in GROUP BY as a select-list position
+        set_keys.append((gset, Literal(f"set {i}", STRING)))
         if shared and members and len(members) == len(keys):  # the finest set: the shared partials as they are
             finals = {n: _rolled(a, part_names, None, ctx) for n, a in real}
             grouped: Rel = source
