@@ -25,8 +25,8 @@ SCHEMA = {"R": R.schema_sql()}
 
 QUERIES = [
     ("rollup-shared",
-     "SELECT a, s, grouping(a) AS ga, grouping_id(a, s) AS gid, count(*) AS n, count(c), sum(b), avg(b), min(s), "
-     "max(c), min(b) FROM R GROUP BY ROLLUP(a, s)"),
+     "SELECT a, s, grouping(a) AS ga, grouping_id(a, s) AS gid, count(*) AS n, sum(b), avg(b), min(s), "
+     "max(c) FROM R GROUP BY ROLLUP(a, s)"),
     ("cube-distinct", "SELECT a, b, grouping_id() AS gid, count(DISTINCT s) AS ds, sum(DISTINCT b), stddev_pop(b), max(s) "
      "FROM R GROUP BY CUBE(a, b) HAVING count(*) > 0"),
     ("sets-having-mixed",
