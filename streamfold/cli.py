@@ -236,17 +236,22 @@ def _guarded(run: Callable[[], int], verbose: Callable[[], bool] = lambda: False
     from .errors import BatchError
 
     try:
-        return run()
+        code = run()
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
     except StreamfoldError as e:
         print(f"error: {e}", file=sys.stderr)
+        code = EXIT_USAGE
         if isinstance(e, BatchError):
             if e.causes and verbose():
                 print(e.chain(), file=sys.stderr)
-            return EXIT_FAILED
-        return EXIT_USAGE
+            code = EXIT_FAILED
+    if _STOP_HUNG.is_set():  # a JVM thread that never answers would keep the process alive
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -375,8 +380,37 @@ def _run(args: argparse.Namespace) -> int:
         query.run(args.trigger, args.until_idle)
     finally:
         status.close()
-        query.stop()
+        stop_within(query.stop, STOP_SECONDS)
     return EXIT_OK
+
+
+# How long a run's stop may take before the process ends without it (issue 59: a JVM that ran
+# out of memory may leave a thread that never answers, and the process hung after its error).
+STOP_SECONDS = 120.0
+_STOP_HUNG = threading.Event()
+
+
+def stop_within(stop: Callable[[], None], seconds: float) -> bool:
+    """Call ``stop`` and wait for it at most ``seconds``; past them, report it and mark the process
+    to end at once after its error is printed (:func:`_guarded`). Whether it stopped in time."""
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            stop()
+        except BaseException as e:  # noqa: BLE001 - raised again below, in the caller's thread
+            errors.append(e)
+
+    thread = threading.Thread(target=call, name="streamfold-stop", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        print(f"warning: Spark did not stop within {seconds:.0f} s; the process ends without it", file=sys.stderr)
+        _STOP_HUNG.set()
+        return False
+    if errors:
+        raise errors[0]
+    return True
 
 
 def _check_paths(sources: dict[str, str], tables: dict[str, str]) -> None:

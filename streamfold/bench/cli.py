@@ -26,8 +26,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "from the files appearing to the exact answer being committed. Writes results.json, "
                     "results.md and plot.png under OUT/WORKLOAD/; every final answer is checked against DuckDB.")
     p.add_argument("workload", metavar="WORKLOAD",
-                   help=f"{' | '.join(WORKLOADS)} | custom | soak | tpch | pause | reconfigure | theta (soak: long "
-                        "runs, below; tpch: the 22 TPC-H queries with lineitem and orders streamed, below; the "
+                   help=f"{' | '.join(WORKLOADS)} | custom | soak | tpch | tpcds | pause | reconfigure | theta (soak: long "
+                        "runs, below; tpch: the 22 TPC-H queries with lineitem and orders streamed, below; tpcds: "
+                        "the 99 TPC-DS queries, fact tables streamed, each checked after every batch; the "
                         "control targets: pause latency during batch 0, reconfiguration delay against "
                         "stop-and-restart; theta: a band join's join matrix under a fluctuating size ratio, "
                         "adaptive against static and recompute)")
@@ -202,7 +203,7 @@ def _custom(args: argparse.Namespace) -> Any:
 
 
 # Benches with runners of their own (not runner.run_bench): --time-limit does not reach them.
-OWN_RUNNERS = ("pause", "reconfigure", "theta", "soak", "tpch")
+OWN_RUNNERS = ("pause", "reconfigure", "theta", "soak", "tpch", "tpcds")
 
 
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
@@ -236,6 +237,10 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
 
         return tpch(args.sf, args.increments or 10, args.queries, args.out, args.master, args.json,
                     strategy=args.strategy)
+    if args.workload == "tpcds":
+        from .tpcds.bench import main as tpcds
+
+        return tpcds(args.sf, args.queries, args.out, args.master, args.increments)
     if args.queries or args.batches or args.from_batch is not None:
         raise UsageError("--queries, --batches and --from are for the soak", code="BAD_OPTION",
                          hint="streamfold bench soak --queries q21,groupby --batches 30")

@@ -127,6 +127,13 @@ def decimal(precision: int, scale: int) -> DataType:
     return DataType("DECIMAL", precision, scale)
 
 
+def bounded_decimal(precision: int, scale: int) -> DataType:
+    """A DECIMAL cut to 38 digits of precision and of scale, each on its own — Spark's
+    ``DecimalType.bounded``, which types sum, avg and the widening of two decimals (the rule of
+    :func:`decimal`, which gives up scale, is for arithmetic results only)."""
+    return DataType("DECIMAL", min(precision, MAX_PRECISION), min(scale, MAX_PRECISION))
+
+
 def array(element: DataType) -> DataType:
     return DataType("ARRAY", params=(element,))
 
@@ -212,7 +219,7 @@ def wider_decimal(a: DataType, b: DataType) -> DataType:
     assert a.scale is not None and b.scale is not None and a.precision is not None and b.precision is not None
     scale = max(a.scale, b.scale)
     int_digits = max(a.precision - a.scale, b.precision - b.scale)
-    return decimal(int_digits + scale, scale)
+    return bounded_decimal(int_digits + scale, scale)
 
 
 def common_numeric(a: DataType, b: DataType) -> DataType:
@@ -300,7 +307,7 @@ def sum_type(t: DataType) -> DataType:
         return BIGINT
     if t.is_decimal:
         assert t.precision is not None and t.scale is not None
-        return decimal(t.precision + 10, t.scale)
+        return bounded_decimal(t.precision + 10, t.scale)
     return DOUBLE
 
 
@@ -308,7 +315,7 @@ def avg_type(t: DataType) -> DataType:
     """Spark's result type of avg(t)."""
     if t.is_decimal:
         assert t.precision is not None and t.scale is not None
-        return decimal(t.precision + 4, t.scale + 4)
+        return bounded_decimal(t.precision + 4, t.scale + 4)
     return DOUBLE
 
 

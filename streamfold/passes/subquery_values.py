@@ -35,11 +35,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..ir.expr import ROW, Agg, Call, Case, Column, Expr, Literal, SubqueryExpr, and_all
-from ..ir.rel import Aggregate, Distinct, Filter, Join, JoinKind, Project, Rel
-from ..ir.types import BIGINT, BOOLEAN
+from ..ir.expr import ROW, Agg, Call, Case, Cast, Column, Expr, Literal, SubqueryExpr, and_all
+from ..ir.rel import Aggregate, DeltaScan, Distinct, Filter, Join, JoinKind, Project, Rel, Scan, StateScan
+from ..ir.types import BIGINT, BOOLEAN, STRING
 from . import decorrelate
-from .correlation import Correlation, Unnest, correlate, is_correlated, localize, outside_where, unsupported
+from .correlation import (
+    Correlation, Unnest, correlate, is_correlated, localize, outer_columns, outside_where, unsupported,
+)
 
 COUNT_STAR = Agg("count", (), False, BIGINT)
 TRUE = Literal(True, BOOLEAN)
@@ -188,11 +190,39 @@ def _scalar(corr: Correlation, agg: Aggregate, value: Expr, rel: Rel, n: int, st
 
 def aggregate_of(sub: Rel) -> tuple[Aggregate, Expr]:
     """A scalar subquery's aggregate and its value over that aggregate's output."""
-    if isinstance(sub, Project) and len(sub.exprs) == 1 and isinstance(sub.input, Aggregate) and not sub.input.keys:
-        return sub.input, sub.exprs[0][1]
+    if isinstance(sub, Project) and len(sub.exprs) == 1:
+        value, inner = sub.exprs[0][1], sub.input
+        while isinstance(inner, Project):  # a CTE's projection read by the subquery's: TPC-DS Q14
+            value, inner = value.substitute(dict(inner.exprs)), inner.input
+        if isinstance(inner, Aggregate) and not inner.keys:
+            return inner, value
+    static = single_static_row(sub)
+    if static is not None:
+        return static
     raise unsupported("a scalar subquery that is not an aggregate without GROUP BY",
                       "make it return one aggregate value (e.g. SELECT max(x) …): Spark stops a query whose "
                       "scalar subquery returns two rows, which a continuous query cannot promise never happens")
+
+
+def single_static_row(sub: Rel) -> tuple[Aggregate, Expr] | None:
+    """A scalar subquery over static tables only, uncorrelated, that is no aggregate — TPC-DS's
+    ``(SELECT d_month_seq FROM date_dim WHERE d_year = 2001 AND d_moy = 1)`` — as Spark evaluates
+    it: NULL over no rows, the value of its one row, and over two rows the error Spark raises
+    (at the first batch, as the tables never change). So it is the aggregate ``count(*)`` and
+    ``max(x)`` (the value, when there is one row) with ``raise_error`` past one row; ``None``
+    for a subquery that reads a stream or an outer column, or whose value has no order."""
+    if outer_columns(sub) or not all(node.static for node in sub.walk() if isinstance(node, Scan)) \
+            or any(isinstance(node, (DeltaScan, StateScan)) for node in sub.walk()):
+        return None
+    field = sub.schema[0]
+    if not field.type.is_orderable:
+        return None
+    rows, value = f"{field.name}#rows", f"{field.name}#value"
+    agg = Aggregate(sub, (), ((rows, COUNT_STAR), (value, Agg("max", (field.ref(),), False, field.type))))
+    error = Call("raise_error", (Literal("[SCALAR_SUBQUERY_TOO_MANY_ROWS] more than one row returned by a subquery "
+                                         "used as an expression", STRING),), field.type, "raise_error({0})")
+    return agg, Case(((Call(">", (Column(rows, BIGINT), Literal(1, BIGINT)), BOOLEAN), Cast(error, field.type)),),
+                     Column(value, field.type), field.type)
 
 
 def over_no_rows(value: Expr, agg: Aggregate) -> Expr:

@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.types import (
-    BIGINT, BOOLEAN, DOUBLE, DataType, avg_type, decimal, partial_sum_type, sum_type,
+    BIGINT, BOOLEAN, DOUBLE, MAX_PRECISION, STRING, DataType, arithmetic_type, decimal, partial_sum_type,
+    sum_type,
 )
+from ..ir.averages import decimal_average
 from .model import Monoid
 
 ZERO = Literal(0, BIGINT)
@@ -82,7 +84,7 @@ class Partial:
         if self.kind == "count":
             return Case(((Call("IS NULL", (a,), BOOLEAN), ZERO),), weight, BIGINT)
         if self.kind == "sum":
-            return scale(cast(a, self.type), weight, self.type)
+            return scale(a if a.type.is_decimal else cast(a, self.type), weight, self.type)
         if self.kind == "sumsq":
             t = self.type
             if a.type.is_integral:
@@ -91,7 +93,9 @@ class Partial:
                 base = a
             else:
                 base = cast(a, DOUBLE)
-            return scale(cast(Call("*", (base, base), t), t), weight, t)
+            square_t = arithmetic_type("*", base.type, base.type)
+            assert square_t is not None
+            return scale(Call("*", (base, base), square_t), weight, t)
         return a  # min / max: weights are positive when these are used
 
 
@@ -103,11 +107,36 @@ def cast(e: Expr, t: DataType) -> Expr:
 def scale(value: Expr, weight: Expr, t: DataType) -> Expr:
     """``value × weight`` kept in type ``t`` (decimals multiplied without losing their scale)."""
     if isinstance(weight, Literal) and weight.value == 1:
-        return value
+        return cast(value, t)
     if t.is_decimal:
-        w: Expr = Cast(weight, decimal(18, 0))
-        return Cast(Call("*", (value, w), t), t)
+        return Cast(weighted_decimal(value, weight), t)
     return Call("*", (value, weight), t)
+
+
+def weighted_decimal(value: Expr, weight: Expr) -> Expr:
+    """``value × weight`` for a decimal ``value`` of type decimal(p, s), exactly, with scale s.
+
+    Spark types ``decimal(p, s) × decimal(k, 0)`` as decimal(p + k + 1, s) and, past 38 digits,
+    cuts the scale down to max(38 − integer digits, min(s, 6)) (its precision-loss rule): a
+    state summing ``price × weight`` of a decimal(30, 8) price kept 6 decimals. With s ≤ 6
+    nothing is cut; else the weight is cast to the k = 37 − p digits the product leaves it — all
+    of a BIGINT's 19 when p ≤ 18 — and a weight too large for them fails the batch with its
+    cause rather than losing digits; when p ≥ 37 only ±1 fit (unary minus keeps the type)."""
+    vt = value.type
+    assert vt.precision is not None and vt.scale is not None
+    digits = min(MAX_PRECISION - 1 - vt.precision, 19)
+    if digits >= 19 or vt.scale <= 6:
+        return Call("*", (value, Cast(weight, decimal(19, 0))), decimal(vt.precision + 20, vt.scale))
+    too_large = Cast(Call("raise_error", (Literal(
+        f"a row weight too large to multiply a {vt.sql()} exactly", STRING),), vt, "raise_error({0})"), vt)
+    neg = Call("neg", (value,), vt)
+    one = Literal(1, BIGINT)
+    if digits <= 0:
+        return Case(((Call("=", (weight, one), BOOLEAN), value),
+                     (Call("=", (weight, Literal(-1, BIGINT)), BOOLEAN), neg)), too_large, vt)
+    product_t = decimal(vt.precision + digits + 1, vt.scale)
+    fits = Call("<", (Call("abs", (weight,), BIGINT, "abs({0})"), Literal(10 ** digits, BIGINT)), BOOLEAN)
+    return Case(((fits, Call("*", (value, Cast(weight, decimal(digits, 0))), product_t)),), too_large, product_t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +164,7 @@ class AggSpec:
             return Case(((empty, Literal(None, a.type)),), cast(col["sum"], sum_type(arg_t)), a.type)
         if a.fn == "avg":
             if arg_t.is_decimal:
-                # exactly Spark's Average: sum as decimal(p+10, s) / count as decimal(20, 0)
-                s = Cast(col["sum"], sum_type(arg_t))
-                n = Cast(count, decimal(20, 0))
-                div: Expr = Cast(Call("/", (s, n), avg_type(arg_t)), avg_type(arg_t))
+                div: Expr = decimal_average(col["sum"], count, arg_t)
             else:
                 div = Call("/", (cast(col["sum"], DOUBLE), cast(count, DOUBLE)), DOUBLE)
             return Case(((empty, Literal(None, a.type)),), div, a.type)

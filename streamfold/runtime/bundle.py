@@ -21,6 +21,7 @@ from ..plan.compilation import compilation_of
 from .answer import AnswerSql
 from .batch import BatchReads
 from .context import RunContext
+from .failures import batch_failure
 from .inputs import BatchReader, first_line
 from .loops import INTERPRETERS, LoopEnv, LoopInterpreter, declared_rows, loop_change_columns
 from .recompute import Recomputer
@@ -97,7 +98,12 @@ def _declare_states(ctx: RunContext, b: Bundle) -> None:
         frames = {s.name: b.reader.empty_frame(s) for s in b.plan.streams}
         for step in b.plan.init:
             df = spark.sql(b.reads(ctx, frames, {}, True).sql(step.program, views))
-            b.store.set_static(step.state, materialize(df))
+            try:
+                b.store.set_static(step.state, materialize(df))
+            except Exception as e:  # noqa: BLE001 - the tables' rows fail the first batch, named
+                # (a scalar subquery over them with two rows is Spark's error there too)
+                raise batch_failure(0, step.state, f"computing {step.state} from the static tables", e,
+                                    ctx.local, ctx.config.settings) from e
         reads = b.reads(ctx, frames, {}, True)
 
         def declare(step: Step) -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..plan.model import State
+from ..plan.model import Monoid, State
 from ..settings import Settings, resolve
 from . import lowering, runs
 from .lowering import StateTable
@@ -139,14 +139,18 @@ def release(df: DataFrame | None) -> None:
         pass
 
 
-def widen(schema: StructType) -> StructType:
-    """State column types stable under repeated merges: decimals widened to 38 digits."""
+def widen(schema: StructType, kept: frozenset[str] = frozenset()) -> StructType:
+    """State column types stable under repeated merges: decimals widened to 38 digits — but not
+    those ``kept`` as they are (keys, and columns merged by min or max): such a column is a value
+    of the query (an aggregate's result in a join input's key, a min), and widened, arithmetic
+    over it is typed by Spark's rules for decimal(38, s) and loses digits: ``x.s / y.s`` over
+    an aggregate's sums of a decimal(7,2) kept 6 decimals, not Spark's 20 (issue 59)."""
     from pyspark.sql.types import DecimalType, StructField, StructType
 
     fields = []
     for f in schema.fields:
         t = f.dataType
-        if isinstance(t, DecimalType):
+        if isinstance(t, DecimalType) and f.name not in kept:
             t = DecimalType(38, t.scale)
         fields.append(StructField(f.name, t, True))
     return StructType(fields)
@@ -185,7 +189,10 @@ class StateStore:
     # -- shape -----------------------------------------------------------------------------------
     def declare(self, name: str, schema: StructType) -> None:
         """Fix a state's schema (from its delta program's analysed schema) and start it empty."""
-        self.schemas[name] = widen(schema)
+        state = self.defs.get(name)
+        kept = frozenset(state.key_names) | {c.name for c in state.columns if c.monoid != Monoid.SUM} \
+            if state is not None else frozenset()
+        self.schemas[name] = widen(schema, kept)
         self.current[name] = self.empty(name)
         self.rows[name] = 0
 

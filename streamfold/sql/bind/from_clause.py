@@ -16,9 +16,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import BindError, SqlError, UnsupportedError, did_you_mean
-from ...ir.expr import Call, Expr, and_all
-from ...ir.rel import Field, Join, JoinKind, Project, Rel, Scan
-from ...ir.types import BOOLEAN
+from ...ir.expr import Agg, Call, Expr, Literal, and_all
+from ...ir.rel import Aggregate, Field, Join, JoinKind, Project, Rel, Scan
+from ...ir.types import BIGINT, BOOLEAN, INT
 from ..bind_expr import ExprBinder
 from ..scope import Scope, ScopeEntry
 from .context import BindContext, Cte
@@ -30,8 +30,7 @@ def from_clause(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
                 parent: Scope | None = None) -> tuple[Rel, Scope]:
     from_ = node.args.get("from_") or node.args.get("from")
     if from_ is None:
-        raise ctx.err(UnsupportedError, "NO_FROM", "a continuous query must read at least one source", node,
-                      "add FROM <source>")
+        return _one_row(ctx, node, ctes), Scope([], ctx.sql, parent=parent)
     scope = Scope([], ctx.sql, parent=parent)
     rel = _table_ref(ctx, from_.this, ctes, scope)
     for join in node.args.get("joins") or []:
@@ -40,6 +39,26 @@ def from_clause(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
     for lateral in node.args.get("laterals") or []:
         rel = lateral_view(ctx, lateral, rel, scope)
     return rel, scope
+
+
+def _one_row(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte]) -> Rel:
+    """A SELECT without FROM is over one row, as in Spark: ``SELECT 2 NOT IN (SELECT x FROM t)``.
+    The row is a global aggregate over a table its subqueries read (a static one first), which
+    always has one row, projected to a constant; a SELECT that reads no table is ``NO_FROM``."""
+    names = [t.name.lower() for t in node.find_all(exp.Table) if not (t.args.get("db") or t.args.get("catalog"))]
+    known = {n.lower(): n for n in ctx.catalog}
+    sources = [known[n] for n in names if n in known and n not in ctes]
+    if not sources:
+        raise ctx.err(UnsupportedError, "NO_FROM", "a continuous query must read at least one source", node,
+                      "add FROM <source>")
+    name = min(sources, key=lambda n: not ctx.catalog[n].static)
+    source = ctx.catalog[name]
+    internal = ctx.unique_alias("_one_row")
+    fields = tuple(Field(f"{internal}.{c}", t) for c, t in source.columns)
+    scan = Scan(source.name, internal, fields, tuple(c for c, _ in source.columns), static=source.static,
+                weighted=source.weighted)
+    rows = Aggregate(scan, (), ((f"{internal}.rows", Agg("count", (), False, BIGINT)),))
+    return Project(rows, ((f"{internal}.one", Literal(1, INT)),))
 
 
 def _table_ref(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte], scope: Scope) -> Rel:

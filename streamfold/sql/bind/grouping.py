@@ -21,6 +21,7 @@ from ...ir.rel import Aggregate, Filter, Rel
 from ..bind_expr import ExprBinder
 from ..bind_expr.aggregates import ANON_AGGS
 from ..scope import Scope
+from . import grouping_sets
 from .context import BindContext, Cte
 from .order import bind_order, finish
 from .time_windows import window_keys
@@ -63,13 +64,19 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
     keys: list[tuple[str, Expr]] = []
     key_binder = ExprBinder(scope, "GROUP BY")
     group = node.args.get("group")
-    for g in _group_items(group, items):
+    sets = grouping_sets.expand(group)
+    key_of: dict[int, Expr] = {}  # id of a GROUP BY item → its bound key
+    for g in _group_items(group, items) if sets is None else _set_items(sets):
         if isinstance(g, Column):  # a column of `*` under GROUP BY ALL
             e: Expr = g
         else:
             e = key_binder.bind(_group_target(ctx, g, items, scope))
             if any(isinstance(k, Column) and k.name in aggs.values() for k in e.walk()):
                 raise ctx.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
+        key_of[id(g)] = e
+        if sets is not None and window_keys(e):
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, ROLLUP and CUBE over a time "
+                          "window are not maintained; group by the window and the other keys, or use one query per set", g)
         for part in window_keys(e) or (e,):
             if all(part != k for _, k in keys):
                 name = part.name if isinstance(part, Column) else ctx.fresh("_key")
@@ -94,7 +101,17 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
 
     # ORDER BY may add aggregates, so bind it before building the Aggregate node.
     order_exprs = bind_order(ctx, node, exprs, [n for n, _, _ in items], order_bind)
-    agg_rel: Rel = Aggregate(rel, tuple(keys), tuple((n, a) for a, n in aggs.items()))
+    agg_list = [(n, a) for a, n in aggs.items()]
+    if sets is not None:
+        assert group is not None
+        members = [tuple(sorted({[k for _, k in keys].index(key_of[id(g)]) for g in s})) for s in sets]
+        agg_rel: Rel = grouping_sets.relation(ctx, group, rel, keys, agg_list, members)
+    else:
+        grouping = next((a for a in aggs if a.fn in ("grouping", "grouping_id")), None)
+        if grouping is not None:
+            raise ctx.err(BindError, "GROUPING_NOT_ALLOWED", f"{grouping.fn}() needs GROUPING SETS, CUBE or ROLLUP",
+                          group or node, "group by ROLLUP(…), CUBE(…) or GROUPING SETS (…)", function=grouping.fn)
+        agg_rel = Aggregate(rel, tuple(keys), tuple(agg_list))
     if having is not None:
         agg_rel = Filter(agg_rel, having)
     names = [n for n, _, _ in items]
@@ -111,6 +128,15 @@ def _group_items(group: exp.Group | None, items: list[Item]) -> list[exp.Expr | 
     return [ref if ref is not None else unalias(item) for _, item, ref in items if ref is not None or not any(
         (isinstance(sub, exp.AggFunc) or (isinstance(sub, exp.Anonymous) and sub.name.lower() in ANON_AGGS))
         and not inside_subquery(sub, item) and not _window_function(sub) for sub in item.walk())]
+
+
+def _set_items(sets: list[list[exp.Expr]]) -> list[exp.Expr]:
+    """Every item of the grouping sets, each once."""
+    seen: dict[int, exp.Expr] = {}
+    for s in sets:
+        for g in s:
+            seen.setdefault(id(g), g)
+    return list(seen.values())
 
 
 def _having_aliases(condition: exp.Expr, items: list[Item], scope: Scope) -> exp.Expr:

@@ -60,15 +60,6 @@ def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
     rel, generated = select_generators(ctx, node, rel, scope)
     items = select_items(node, scope, generated)
     group = node.args.get("group")
-    # `GROUP BY a WITH ROLLUP` is an argument of the clause; `GROUP BY GROUPING SETS (…)`,
-    # `ROLLUP (…)` and `CUBE (…)` are items of it
-    parts = [] if group is None else [*group.expressions, *(p for k in ("grouping_sets", "cube", "rollup")
-                                                              for p in group.args.get(k) or [])]
-    grouping = next((p for p in parts if isinstance(p, (exp.GroupingSets, exp.Cube, exp.Rollup))), None)
-    if grouping is not None:
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, CUBE and ROLLUP are not supported",
-                      grouping, "write one GROUP BY query per grouping, combined with UNION ALL",
-                      construct="grouping sets")
     having = node.args.get("having")
     if group is not None or having is not None or has_agg(items, node):
         return aggregate_select(ctx, node, rel, scope, items, ctes)

@@ -21,6 +21,7 @@ from .arithmetic import ARITH, bind_arith, bind_concat, bind_int_div, bind_neg
 from .calls import bind_call
 from .conditionals import bind_case, bind_if
 from .context import ExprContext
+from .grouping import bind_grouping
 from .literals import bind_boolean, bind_cast, bind_literal, bind_null
 from .names import bind_bracket, bind_column, bind_dot
 from .predicates import (
@@ -44,6 +45,7 @@ _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
     exp.Is: bind_is, exp.In: bind_in, exp.Between: bind_between, exp.Like: bind_like, exp.ILike: bind_ilike,
     exp.Case: bind_case, exp.If: bind_if,
     exp.Filter: bind_filter,
+    exp.Grouping: bind_grouping, exp.GroupingId: bind_grouping,
 }
 
 
