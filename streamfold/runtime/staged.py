@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 from ..connectors.delta_source import DeltaSource, DeltaSourceError
 from ..connectors.spark_source import STAGED as _SPARK
 from ..connectors.spark_source import SparkFeeds, SparkStreamSource, is_dataframe, stage_table
-from ..ir.rel import WEIGHT
 from ..sql.catalog import SourceSchema
 from .sources import InputSpec, arrow_type, readable_as, spark_struct
 

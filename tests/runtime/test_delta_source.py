@@ -186,7 +186,7 @@ def test_killed_while_staging_between_versions_and_mid_batch_the_rerun_applies_e
 
     commits = sorted(os.listdir(os.path.join(out, "commits")))
     next_version = 0
-    for b, name in enumerate(commits):
+    for b, _name in enumerate(commits):
         record = q.commit(b)
         position = record["positions"]["T"]
         assert position["kind"] == "delta" and position["first_version"] == next_version, record

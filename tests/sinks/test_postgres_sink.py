@@ -14,7 +14,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from streamfold.errors import SinkError, UsageError
+from streamfold.errors import UsageError
 from streamfold.verify import compare, duckdb_answer
 
 from ..streams import Source, check_stream

@@ -29,7 +29,7 @@ from .grouping import aggregate_select, has_agg
 from .order import finish
 from .expiry import bind_where, reads_now
 from .over import WindowCalls
-from .select_list import Item, inside_subquery, internal_name, select_items, unalias
+from .select_list import Item, internal_name, select_items, unalias
 from .time_windows import time_window
 
 
