@@ -76,8 +76,8 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
         key_of[id(g)] = e
         if sets is not None and window_keys(e):
             raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "GROUPING SETS, ROLLUP and CUBE over a time "
-                          "window are not maintained; group by the window and the other keys, or use one query per set",
-                          g if isinstance(g, exp.Expr) else None)
+                          "window are not maintained", g if isinstance(g, exp.Expr) else None,
+                          hint="group by the window and the other keys, or write one query per grouping set")
         for part in window_keys(e) or (e,):
             if all(part != k for _, k in keys):
                 name = part.name if isinstance(part, Column) else ctx.fresh("_key")
