@@ -1,7 +1,9 @@
 """The answer as a PostgreSQL table, kept equal to the snapshot after every batch, exactly once.
 
-``postgres://USER@HOST:PORT/DB?table=NAME`` (``NAME`` may be ``SCHEMA.TABLE``). The password
-comes from ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both), never from the URL.
+``postgres://USER@HOST:PORT/DB?table=NAME[&changes=CHANGES]`` (either name may be
+``SCHEMA.TABLE``). The password comes from ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both),
+never from the URL. With ``changes=``, an append-only table ``CHANGES`` gets each batch's
+changes too: the answer's columns, ``_weight`` and ``_batch``, in the batch's transaction.
 
 The table holds the answer's columns, typed from Spark's (:data:`PG_TYPES`). Where the answer
 has a key (its GROUP BY key, :func:`streamfold.plan.answer_key.answer_key`) the table has a unique
@@ -17,7 +19,8 @@ One batch is one transaction:
 3. keyed: every staged key's row is deleted, and the staged rows with ``_weight`` > 0 inserted
    (deletes, inserts and updates alike); multiset: the staged rows' rows are deleted returning
    their counts, and inserted back with count + ``_weight`` where that is not 0;
-4. the progress row is set to the batch; commit.
+4. with a changes table: the staged rows are appended to it with the batch's number;
+5. the progress row is set to the batch; commit.
 
 Readers never see half a batch, and a crash anywhere leaves the table at one batch or the next.
 Key columns are compared with ``=`` (an index or a hash join) for the staged rows without a
@@ -46,6 +49,7 @@ log = logging.getLogger("streamfold")
 PROGRESS = "streamfold_sink_progress"
 COUNT = "_count"
 ROW = "_row"
+BATCH = "_batch"
 COPY_CHUNK_ROWS = 65536  # rows per CSV chunk handed to COPY (bounds the driver's memory)
 PG_TYPES = {"tinyint": "smallint", "smallint": "smallint", "int": "integer", "bigint": "bigint",
             "float": "real", "double": "double precision", "string": "text", "boolean": "boolean",
@@ -81,12 +85,12 @@ class PostgresSink:
         if not table:
             raise UsageError(f"the sink {self.name} names no table", code="BAD_ENDPOINT", params={"spec": self.name},
                              hint="add ?table=NAME to the URL")
-        schema, _, name = table.rpartition(".")
-        self.table = (ident(schema) + "." if schema else "") + ident(name)
-        self.target = table
-        if COUNT in shape.names or ROW in shape.names or WEIGHT in shape.names:
-            raise UsageError(f"the answer has a column named {COUNT}, {ROW} or {WEIGHT}", code="SINK_COLUMN",
-                             params={"sink": self.name}, hint="alias the column to another name")
+        self.table, self.target = qualified(table), table
+        changes = endpoint.option("changes")
+        self.changes = qualified(changes) if changes else None
+        if {COUNT, ROW, WEIGHT, BATCH} & set(shape.names):
+            raise UsageError(f"the answer has a column named {COUNT}, {ROW}, {WEIGHT} or {BATCH}",
+                             code="SINK_COLUMN", params={"sink": self.name}, hint="alias the column to another name")
         self.types = [(c, pg_type(t)) for c, t in shape.columns]
         self.conn = self._connect()
         try:
@@ -124,16 +128,15 @@ class PostgresSink:
                                params={"sink": self.name, "sqlstate": state}, hint=UNAVAILABLE_HINT)
 
     def _prepare(self) -> None:
-        """The progress table and the answer's table, created if missing; a table that exists
-        with other columns is refused (never altered)."""
+        """The progress table, the answer's table and the changes table, created if missing; a
+        table that exists with other columns is refused (never altered)."""
         columns = [(c, t) for c, t in self.types] + ([(COUNT, "bigint")] if self.shape.key is None else [])
         with self.conn.transaction():
             self.conn.execute(f"CREATE TABLE IF NOT EXISTS {PROGRESS} (query_id text NOT NULL, target text NOT NULL, "
                               "batch bigint NOT NULL, PRIMARY KEY (query_id, target))")
-            found = self.conn.execute(
-                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
-                "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-                (self.table,)).fetchall()
+            found = self._columns(self.table)
+            if self.changes is not None:
+                self._prepare_changes()
             if not found:
                 self.conn.execute(f"CREATE TABLE {self.table} ("
                                   + ", ".join(f"{ident(c)} {t}" for c, t in columns) + ")")
@@ -142,17 +145,43 @@ class PostgresSink:
                     nulls = " NULLS NOT DISTINCT" if self.conn.info.server_version >= 150000 else ""
                     self.conn.execute(f"CREATE UNIQUE INDEX ON {self.table} ("
                                       + ", ".join(ident(c) for c in key) + f"){nulls}")
-            elif [(c, t) for c, t in found] != columns:
-                raise SinkError(
-                    f"PostgreSQL sink {self.name}: table {self.target} exists with other columns", code="SINK_SCHEMA",
-                    params={"sink": self.name, "found": [f"{c} {t}" for c, t in found],
-                            "expected": [f"{c} {t}" for c, t in columns]},
-                    hint="drop the table (streamfold creates it) or name another with ?table=")
-            row = self._progress()
-            if row is None and found and self.conn.execute(f"SELECT 1 FROM {self.table} LIMIT 1").fetchone():
-                raise SinkError(f"PostgreSQL sink {self.name}: table {self.target} has rows no batch of this "
-                                      "query wrote", code="SINK_NOT_EMPTY", params={"sink": self.name},
-                                      hint="empty or drop the table, or name another with ?table=")
+            elif found != columns:
+                raise self._other_columns(self.target, found, columns, "table")
+            if self._progress() is None:
+                for name, table in ((self.target, self.table), (self.endpoint.option("changes"), self.changes)):
+                    if table is not None and self.conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
+                        raise SinkError(f"PostgreSQL sink {self.name}: table {name} has rows no batch of this "
+                                        "query wrote", code="SINK_NOT_EMPTY", params={"sink": self.name},
+                                        hint="empty or drop the table, or name another in the URL")
+
+    def _columns(self, table: str) -> list[tuple[str, str]]:
+        """The columns of ``table`` (name, PostgreSQL type), none when it does not exist."""
+        found = self.conn.execute(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (table,)).fetchall()
+        return [(c, t) for c, t in found]
+
+    def _other_columns(self, name: str, found: list[tuple[str, str]], expected: list[tuple[str, str]],
+                       option: str) -> SinkError:
+        return SinkError(f"PostgreSQL sink {self.name}: table {name} exists with other columns", code="SINK_SCHEMA",
+                         params={"sink": self.name, "found": [f"{c} {t}" for c, t in found],
+                                 "expected": [f"{c} {t}" for c, t in expected]},
+                         hint=f"drop the table (streamfold creates it) or name another with ?{option}=")
+
+    def _prepare_changes(self) -> None:
+        """The append-only changes table: created when missing; one with other columns refused.
+        Rows of batches past the progress row (a crash's leftovers cannot exist: they were in the
+        rolled-back transaction) need no cleaning."""
+        assert self.changes is not None
+        columns = [*self.types, (WEIGHT, "bigint"), (BATCH, "bigint")]
+        found = self._columns(self.changes)
+        if not found:
+            self.conn.execute(f"CREATE TABLE {self.changes} (" + ", ".join(f"{ident(c)} {t}" for c, t in columns)
+                              + ")")
+            self.conn.execute(f"CREATE INDEX ON {self.changes} ({ident(BATCH)})")
+        elif found != columns:
+            raise self._other_columns(self.endpoint.option("changes") or "", found, columns, "changes")
 
     def _progress(self, lock: bool = False) -> int | None:
         row = self.conn.execute(f"SELECT batch FROM {PROGRESS} WHERE query_id = %s AND target = %s"
@@ -194,6 +223,10 @@ class PostgresSink:
                 if changes.num_rows:
                     self._stage(changes)
                     self._apply(self._has_null_key(changes))
+                    if self.changes is not None:
+                        cols = ", ".join(ident(c) for c in [*self.shape.names, WEIGHT])
+                        self.conn.execute(f"INSERT INTO {self.changes} ({cols}, {ident(BATCH)}) "
+                                          f"SELECT {cols}, %s FROM _stage ORDER BY {ROW}", (committed.batch,))
                 self.conn.execute(f"UPDATE {PROGRESS} SET batch = %s WHERE query_id = %s AND target = %s",
                                   (committed.batch, self.shape.query_id, self.target))
         except psycopg.Error as e:
@@ -241,6 +274,12 @@ class PostgresSink:
         self.conn.execute(f"INSERT INTO {t} ({cols}, {COUNT}) SELECT {scols}, coalesce(o.{COUNT}, 0) + s.{WEIGHT} "
                           f"FROM _stage s LEFT JOIN _old o ON o.{ROW} = s.{ROW} "
                           f"WHERE coalesce(o.{COUNT}, 0) + s.{WEIGHT} <> 0")
+
+
+def qualified(table: str) -> str:
+    """``NAME`` or ``SCHEMA.NAME`` as a quoted SQL name."""
+    schema, _, name = table.rpartition(".")
+    return (ident(schema) + "." if schema else "") + ident(name)
 
 
 def csv_chunks(table: pa.Table) -> Iterator[bytes]:

@@ -34,6 +34,11 @@ def check_sink(spec: SinkSpec) -> Endpoint | Callable[[int, Any, Any], None]:
     if endpoint.kind == "postgres" and not endpoint.option("table"):
         raise UsageError(f"the sink {endpoint.shown()} names no table", code="BAD_ENDPOINT",
                          params={"spec": endpoint.shown()}, hint="add ?table=NAME to the URL")
+    changes = endpoint.option("changes")
+    if endpoint.kind == "postgres" and changes is not None and changes in ("", endpoint.option("table")):
+        raise UsageError(f"the sink {endpoint.shown()} names a changes table that is empty or the answer's own",
+                         code="BAD_ENDPOINT", params={"spec": endpoint.shown()},
+                         hint="give the changes a table of their own: ?table=NAME&changes=NAME_changes")
     return endpoint
 
 

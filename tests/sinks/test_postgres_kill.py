@@ -2,7 +2,7 @@
 inside the sink's transaction, and at a random instant while batches commit and are delivered;
 each rerun catches the table up, and after more than 20 batches it equals the last committed
 snapshot (and DuckDB's answer) with its progress row at the last batch — no batch applied twice,
-none skipped.
+none skipped; the changes table beside it nets to the same answer.
 
 The first instant is made, not hoped for: the test holds a lock on the table (reads pass, writes
 wait), so the run is provably past its commit, its rows staged inside the sink's transaction,
@@ -26,6 +26,7 @@ import pytest
 from streamfold.verify import compare, duckdb_answer
 
 from .oracle import postgres_rows
+from .test_postgres_sink import changes_netted
 
 pytestmark = [pytest.mark.spark]
 
@@ -80,7 +81,7 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
     def command(idle: float) -> list[str]:
         return [sys.executable, "-m", "streamfold", "run", SQL, "--source", f"S={src}", "--output", out,
                 "--trigger", "0.2", "--until-idle", str(idle), "--partitions", "2", "--quiet",
-                "--sink", postgres.url(table)]
+                "--sink", postgres.url(table) + f"&changes={table}_changes"]
 
     logs, procs = [], []
 
@@ -159,6 +160,10 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
         assert sorted(rows, key=repr) == sorted(snapshot, key=repr)
         result = compare(rows, duckdb_answer(SQL, {"S": files}))
         assert result.matches, result.detail
+        # The changes table got every batch once: one _batch per batch with changes, netting to the answer.
+        assert compare(changes_netted(conn, f"{table}_changes", ["k", "n", "total"]), rows).matches
+        batches = [b for (b,) in conn.execute(f'SELECT DISTINCT _batch FROM "{table}_changes" ORDER BY 1')]
+        assert batches == sorted(set(batches)) and batches[-1] <= last
         conn.close()
         blocker.close()
     finally:

@@ -47,17 +47,36 @@ def test_table_equals_duckdb_after_every_batch(spark, tmp_path, postgres, qid, s
 
     def check(batch, snapshot, prefix):
         columns = [c for c, _ in query_columns(conn, table)]
-        rows = postgres_rows(conn, table, [c for c in columns if c != "_count"], multiset)
+        names = [c for c in columns if c != "_count"]
+        rows = postgres_rows(conn, table, names, multiset)
         expected = [tuple(plain(v) for v in r) for r in duckdb_answer(sql, prefix)]
         result = compare(rows, expected)
         assert result.matches, f"batch {batch}: the PostgreSQL table differs from DuckDB: {result.detail}"
+        # The changes table, netted over the batches so far, is the answer too; each batch's rows once.
+        netted = changes_netted(conn, table + "_changes", names)
+        assert compare(netted, expected).matches, f"batch {batch}: the changes table does not net to the answer"
         held.append(progress(conn, table))
 
-    check_stream(spark, str(tmp_path), sql, sources, batches, check=check, sinks=[postgres.url(table)])
+    url = postgres.url(table) + f"&changes={table}_changes"
+    check_stream(spark, str(tmp_path), sql, sources, batches, check=check, sinks=[url])
     assert held == list(range(len(held))) and len(held) == 4  # one progress row, moved batch by batch
     columns = [c for c, _ in query_columns(conn, table)]
     assert ("_count" in columns) == multiset
     conn.close()
+
+
+def changes_netted(conn, changes: str, names: list[str]) -> list[tuple]:
+    """The rows of a changes table summed by ``_weight`` over its batches, each row repeated as
+    often as its net weight (a negative net is a row deleted more often than inserted: kept,
+    so the comparison fails)."""
+    cols = ", ".join(f'"{c}"' for c in names)
+    distinct = conn.execute(f'SELECT count(*) = count(DISTINCT (_batch, {cols}, _weight)) FROM "{changes}"').fetchone()
+    assert distinct[0], "a batch's change appears twice in the changes table"
+    netted = conn.execute(f'SELECT {cols}, sum(_weight) AS w FROM "{changes}" GROUP BY {cols}').fetchall()
+    out = []
+    for *row, w in netted:
+        out.extend([tuple(plain(v) for v in row)] * int(w) if w > 0 else ([("NEGATIVE", *row)] if w < 0 else []))
+    return out
 
 
 def query_columns(conn, table: str) -> list[tuple[str, str]]:
@@ -138,3 +157,8 @@ def test_a_password_in_the_url_or_a_file_endpoint_is_refused():
     with pytest.raises(UsageError) as e:
         check_sink("postgres://u@127.0.0.1:5432/db")
     assert e.value.code == "BAD_ENDPOINT"
+    for spec in ("postgres://u@127.0.0.1:5432/db?table=t&changes=t", "postgres://u@127.0.0.1:5432/db?table=t&changes="):
+        with pytest.raises(UsageError) as e:
+            check_sink(spec)
+        assert e.value.code == "BAD_ENDPOINT" and "changes=" in e.value.hint
+    assert check_sink("postgres://u@127.0.0.1:5432/db?table=t&changes=t_changes").option("changes") == "t_changes"

@@ -52,6 +52,14 @@ def test_wrong_password_other_schema_and_no_server_are_coded_errors_at_start(spa
         start()
     assert e.value.code == "SINK_SCHEMA" and e.value.params["found"] == ["k integer", "n text"]
 
+    # A changes table with other columns is refused the same way, naming its option.
+    conn.execute("CREATE TABLE t_changes_other (k integer)")
+    src, start = _start(spark, tmp_path / "d", postgres.url("t_fresh") + "&changes=t_changes_other")
+    _file(src, 0, [(1, 1)])
+    with pytest.raises(SinkError) as e:
+        start()
+    assert e.value.code == "SINK_SCHEMA" and "?changes=" in e.value.hint
+
     closed = f"postgres://{postgres.user}@127.0.0.1:1/postgres?table=t"
     src, start = _start(spark, tmp_path / "c", closed)
     _file(src, 0, [(1, 1)])
