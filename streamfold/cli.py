@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "file, or choose by a cost model calibrated from measured batches (auto; docs/strategy.md)")
     run.add_argument("--equi-joins", choices=EQUI_PARTITIONINGS, default=DEFAULT_EQUI, help=EQUI_HELP)
     run.add_argument("--sink", action="append", default=[], metavar="ENDPOINT",
-                     help="also deliver each committed batch, exactly once, to postgres://USER@HOST:PORT/DB?table=NAME "
+                     help="also deliver each committed batch, exactly once, to postgres://USER@HOST:PORT/DB?table=NAME[&changes=NAME2] "
                           "(password from PGPASSWORD or ~/.pgpass) or PATH:delta; repeatable (docs/sinks.md)")
     run.add_argument("--quiet", action="store_true", help="no per-batch lines")
     run.add_argument("--profile", action="store_true",
