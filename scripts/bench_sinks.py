@@ -2,7 +2,10 @@
 groups changed per increment) run three times in one Spark session — no sink, a PostgreSQL
 sink, a Delta sink — and each increment's time to its commit and to its delivery compared.
 
-    PYTHONPATH=. PGPASSWORD=… .venv/bin/python scripts/bench_sinks.py --postgres postgres://USER@HOST:PORT/DB [--out DIR]
+    PYTHONPATH=. .venv/bin/python scripts/bench_sinks.py [--postgres postgres://USER@HOST:PORT/DB] [--out DIR]
+
+Without ``--postgres`` a throw-away server is started on loopback (fsync on, as a user's server
+has it: ``streamfold.bench.pgserver``); with it, the password comes from PGPASSWORD or ~/.pgpass.
 
 Prints one line per configuration and round: the median increment (the batch's whole time, delivery
 included) and the median delivery alone; the ratio to the run without a sink is the issue's
@@ -19,14 +22,29 @@ import uuid
 
 
 def main() -> None:
+    from contextlib import nullcontext
+
+    from streamfold.bench.pgserver import throwaway_postgres
+
+    args = _args()
+    with nullcontext(None) if args.postgres else throwaway_postgres(durable=True) as server:
+        if server is not None:
+            args.postgres = server.url("w1").split("?")[0]
+        _run(args)
+
+
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--postgres", help="postgres://USER@HOST:PORT/DB (a table is created in it)")
+    parser.add_argument("--postgres", help="postgres://USER@HOST:PORT/DB (a table is created in it; default: a "
+                                           "throw-away server)")
     parser.add_argument("--out", default="bench-out/sinks")
     parser.add_argument("--increments", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=2,
                         help="each configuration this many times, in turn (the first round warms the JVM up)")
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def _run(args: argparse.Namespace) -> None:
     import streamfold
     from streamfold.bench.data import cached
     from streamfold.bench.workloads import GROUPBY_SQL, WORKLOADS

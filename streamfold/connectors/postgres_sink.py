@@ -16,8 +16,10 @@ One batch is one transaction:
 1. the progress row is locked and read: a batch it already holds is skipped (a replay);
 2. the batch's changes (Arrow, from the output directory) are streamed with ``COPY`` (CSV written
    by Arrow, whole columns) into a temporary staging table, each row numbered;
-3. keyed: every staged key's row is deleted, and the staged rows with ``_weight`` > 0 inserted
-   (deletes, inserts and updates alike); multiset: the staged rows' rows are deleted returning
+3. keyed: the staged rows with ``_weight`` > 0 are upserted (``INSERT … ON CONFLICT`` on the
+   key's unique index: an update in place) and the keys the batch leaves without a row deleted
+   (where the table lacks that index, every staged key's row is deleted and the rows with
+   ``_weight`` > 0 inserted); multiset: the staged rows' rows are deleted returning
    their counts, and inserted back with count + ``_weight`` where that is not 0;
 4. with a changes table: the staged rows are appended to it with the batch's number;
 5. the progress row is set to the batch; commit.
@@ -92,6 +94,7 @@ class PostgresSink:
             raise UsageError(f"the answer has a column named {COUNT}, {ROW}, {WEIGHT} or {BATCH}",
                              code="SINK_COLUMN", params={"sink": self.name}, hint="alias the column to another name")
         self.types = [(c, pg_type(t)) for c, t in shape.columns]
+        self.upsert = False  # set by _prepare: the table has the unique index ON CONFLICT needs
         self.conn = self._connect()
         try:
             self._prepare()
@@ -147,12 +150,28 @@ class PostgresSink:
                                       + ", ".join(ident(c) for c in key) + f"){nulls}")
             elif found != columns:
                 raise self._other_columns(self.target, found, columns, "table")
+            self.upsert = self._has_key_index()
             if self._progress() is None:
                 for name, table in ((self.target, self.table), (self.endpoint.option("changes"), self.changes)):
                     if table is not None and self.conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
                         raise SinkError(f"PostgreSQL sink {self.name}: table {name} has rows no batch of this "
                                         "query wrote", code="SINK_NOT_EMPTY", params={"sink": self.name},
                                         hint="empty or drop the table, or name another in the URL")
+
+    def _has_key_index(self) -> bool:
+        """Whether the table has a unique index on exactly the answer's key with NULLs not
+        distinct (the one streamfold creates on PostgreSQL 15 and later): then a batch updates a
+        key's row in place (``INSERT … ON CONFLICT``); without it (a table a user made, an older
+        server) it deletes and inserts."""
+        key = sorted(self.shape.key or ())
+        if not key or self.conn.info.server_version < 150000:
+            return False
+        row = self.conn.execute(
+            "SELECT 1 FROM pg_index i WHERE i.indrelid = to_regclass(%s) AND i.indisunique AND i.indnullsnotdistinct "
+            "AND i.indpred IS NULL AND i.indexprs IS NULL AND (SELECT array_agg(a.attname::text ORDER BY a.attname) "
+            "FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) = %s", (self.table, key),
+        ).fetchone()
+        return row is not None
 
     def _columns(self, table: str) -> list[tuple[str, str]]:
         """The columns of ``table`` (name, PostgreSQL type), none when it does not exist."""
@@ -261,6 +280,20 @@ class PostgresSink:
                             f"coalesce(t.{ident(c)}::text, '') = coalesce(s.{ident(c)}::text, '')" for c in key)
         passes = [f"{no_null} AND {equal}"] + ([f"({some_null}) AND {same}"] if null_keys else [])
         cols = ", ".join(ident(c) for c in names)
+        if self.shape.key is not None and self.upsert:
+            # Keys the batch inserts a row for are updated in place (one index probe each); only
+            # keys the batch leaves without a row are deleted.
+            keys = ", ".join(ident(c) for c in key)
+            self.conn.execute(f"CREATE TEMPORARY TABLE _gone ON COMMIT DROP AS SELECT {keys} FROM _stage "
+                              f"WHERE {WEIGHT} < 0 EXCEPT SELECT {keys} FROM _stage WHERE {WEIGHT} > 0")
+            for where in passes:
+                self.conn.execute(f"DELETE FROM {t} t USING _gone s WHERE {where}")
+            others = [c for c in names if c not in key]
+            update = ("DO UPDATE SET " + ", ".join(f"{ident(c)} = EXCLUDED.{ident(c)}" for c in others)
+                      if others else "DO NOTHING")
+            self.conn.execute(f"INSERT INTO {t} ({cols}) SELECT {cols} FROM _stage WHERE {WEIGHT} > 0 "
+                              f"ON CONFLICT ({', '.join(ident(c) for c in key)}) {update}")
+            return
         if self.shape.key is not None:
             for where in passes:
                 self.conn.execute(f"DELETE FROM {t} t USING _stage s WHERE {where}")

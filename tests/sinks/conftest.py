@@ -1,89 +1,18 @@
-"""A throw-away PostgreSQL cluster for the sinks' tests: ``initdb`` into a temporary directory,
-a server on a free loopback port with password (SCRAM) authentication, stopped at the end.
-
-As root (CI's user) ``initdb`` and the server run as Debian's unprivileged ``postgres`` user
-(``runuser``); the data directory is that user's. The password reaches the sinks only through
-``PGPASSWORD``, as a user's would."""
+"""A throw-away PostgreSQL server for the sinks' tests (``streamfold.bench.pgserver``), one per
+session, on a loopback port; skipped where PostgreSQL is not installed."""
 
 from __future__ import annotations
 
-import glob
-import os
-import secrets
-import shutil
-import socket
-import subprocess
-import tempfile
-from dataclasses import dataclass
-
 import pytest
 
+from streamfold.bench.pgserver import Postgres, bin_dir, throwaway_postgres
 
-@dataclass(frozen=True)
-class Postgres:
-    host: str
-    port: int
-    user: str
-    password: str
-    dbname: str = "postgres"
-
-    def url(self, table: str, user: str | None = None) -> str:
-        return f"postgres://{user or self.user}@{self.host}:{self.port}/{self.dbname}?table={table}"
-
-    def connect(self):
-        import psycopg
-
-        return psycopg.connect(host=self.host, port=self.port, user=self.user, password=self.password,
-                               dbname=self.dbname, autocommit=True)
-
-
-def _bin_dir() -> str | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
-    if found:
-        return os.path.dirname(found[-1])
-    initdb = shutil.which("initdb")
-    return os.path.dirname(initdb) if initdb else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["Postgres", "postgres"]
 
 
 @pytest.fixture(scope="session")
 def postgres():
-    bin_dir = _bin_dir()
-    if bin_dir is None:
+    if bin_dir() is None:
         pytest.skip("PostgreSQL is not installed (make setup installs Debian's postgresql)")
-    root = tempfile.mkdtemp(prefix="streamfold-pg-")
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # the server refuses to run as root
-        as_user = ["runuser", "-u", "postgres", "--"]
-        shutil.chown(root, "postgres")
-    password = secrets.token_hex(12)
-    pwfile = os.path.join(root, "pw")
-    with open(pwfile, "w") as fh:
-        fh.write(password)
-    if as_user:
-        shutil.chown(pwfile, "postgres")
-    data = os.path.join(root, "data")
-    subprocess.run([*as_user, f"{bin_dir}/initdb", "-D", data, "-U", "streamfold", f"--pwfile={pwfile}",
-                    "-A", "scram-sha-256", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"],
-                   check=True, capture_output=True)
-    os.remove(pwfile)
-    port = _free_port()
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"
-    subprocess.run([*as_user, f"{bin_dir}/pg_ctl", "-D", data, "-o", options, "-w", "-l",
-                    os.path.join(root, "log"), "start"], check=True, capture_output=True)
-    before = os.environ.get("PGPASSWORD")
-    os.environ["PGPASSWORD"] = password
-    try:
-        yield Postgres("127.0.0.1", port, "streamfold", password)
-    finally:
-        if before is None:
-            os.environ.pop("PGPASSWORD", None)
-        else:
-            os.environ["PGPASSWORD"] = before
-        subprocess.run([*as_user, f"{bin_dir}/pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+    with throwaway_postgres() as server:
+        yield server

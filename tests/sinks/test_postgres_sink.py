@@ -162,3 +162,27 @@ def test_a_password_in_the_url_or_a_file_endpoint_is_refused():
             check_sink(spec)
         assert e.value.code == "BAD_ENDPOINT" and "changes=" in e.value.hint
     assert check_sink("postgres://u@127.0.0.1:5432/db?table=t&changes=t_changes").option("changes") == "t_changes"
+
+
+def test_keyed_tables_upsert_only_on_their_unique_key_index(postgres):
+    """A table streamfold creates has the key's unique index (NULLs not distinct), so batches
+    update rows in place; a table a user made without it is kept by deleting and inserting."""
+    from streamfold.connectors import parse_endpoint
+    from streamfold.connectors.committed import AnswerShape
+    from streamfold.connectors.postgres_sink import PostgresSink
+
+    keyed = AnswerShape((("k", "int"), ("s", "string"), ("n", "bigint")), ("k", "s"), "q-upsert")
+    made = PostgresSink(parse_endpoint(postgres.url(f"u_{uuid.uuid4().hex[:8]}"), role="sink"), keyed)
+    assert made.upsert
+    made.close()
+    conn = postgres.connect()
+    table = f"u_{uuid.uuid4().hex[:8]}"
+    conn.execute(f'CREATE TABLE "{table}" (k integer, s text, n bigint)')
+    users = PostgresSink(parse_endpoint(postgres.url(table), role="sink"), keyed)
+    assert not users.upsert
+    users.close()
+    global_ = AnswerShape((("n", "bigint"),), (), "q-upsert")
+    one_row = PostgresSink(parse_endpoint(postgres.url(f"u_{uuid.uuid4().hex[:8]}"), role="sink"), global_)
+    assert not one_row.upsert
+    one_row.close()
+    conn.close()
