@@ -113,4 +113,10 @@ else
   say "installing Debian's postgresql with apt-get (for the PostgreSQL sink's tests)"
   apt_install postgresql || say "postgresql could not be installed: the PostgreSQL sink's tests will be skipped"
 fi
+# 7. PostgreSQL's JDBC driver, for scripts/bench_sink_paths.py (Spark's executors writing the
+#    staging table, measured against the driver's COPY). Nothing else loads it.
+if [ ! -f /usr/share/java/postgresql.jar ]; then
+  say "installing Debian's libpostgresql-jdbc-java with apt-get (for the sink paths' bench)"
+  apt_install libpostgresql-jdbc-java || say "libpostgresql-jdbc-java could not be installed: bench_sink_paths.py will not run"
+fi
 say "done"
