@@ -32,7 +32,7 @@ import statistics
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -174,9 +174,12 @@ def _spot(sql: str, error: Exception) -> str | None:
 
 def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = True, partitions: int | None = None,
               streams: Sequence[str] = tpch_data.DEFAULT_STREAMS, log=print,
-              options: dict[str, Any] | None = None) -> QueryRecord:
+              options: dict[str, Any] | None = None,
+              after_batch: Callable[[int, list[tuple]], None] | None = None) -> QueryRecord:
     """Run query ``name`` over the data set and check every batch (see the module doc).
-    ``options`` are more options of ``streamfold.start`` (``profile=True``, …)."""
+    ``options`` are more options of ``streamfold.start`` (``profile=True``, ``sinks=[…]``, …);
+    ``after_batch(batch, expected)`` is called after each batch's check with DuckDB's answer on
+    the prefix (a sink's table checked against it, say)."""
     import streamfold
     from streamfold.errors import StreamfoldError
 
@@ -239,6 +242,8 @@ def run_query(name: str, ds: Dataset, spark, workdir: str, *, recompute: bool = 
                       for r in query.snapshot_pandas().itertuples(index=False, name=None)]
             expected = oracle.answer(b)
             difference = answer_difference(actual, expected, spec)
+            if after_batch is not None:
+                after_batch(b, expected)
             rec = BatchRecord(b, b == ds.deletion_batch, dict(result.rows),
                               round(result.commit_s if result.commit_s is not None else result.duration_s, 4), None,
                               len(actual), dict(result.state_rows), difference,
