@@ -111,6 +111,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                                         "recompute's, DuckDB's check (streamfold/bench/tpch/streamed.py); "
                                         "--increments defaults to 10, --queries (above) to all 22")
     tpch.add_argument("--json", action="store_true", help="tpch: print results.json instead of the table")
+    tpch.add_argument("--sinks", action="store_true",
+                      help="tpch: each query also delivers to a PostgreSQL table (a throw-away server on loopback) "
+                           "and a Delta table, both checked against DuckDB after every batch")
     tpch.add_argument("--strategy", choices=("auto", "incremental", "recompute"), default="auto",
                       help="tpch: streamfold's strategy per batch (default auto: the cost model chooses)")
     soak.add_argument("--dimensions", choices=("source", "table"), default="source",
@@ -236,7 +239,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .tpch.streamed import run as tpch
 
         return tpch(args.sf, args.increments or 10, args.queries, args.out, args.master, args.json,
-                    strategy=args.strategy)
+                    strategy=args.strategy, sinks=args.sinks)
     if args.workload == "tpcds":
         from .tpcds.bench import main as tpcds
 

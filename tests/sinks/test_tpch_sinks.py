@@ -11,9 +11,8 @@ import pytest
 
 from streamfold.bench.tpch import data as tpch_data
 from streamfold.bench.tpch import run as tpch
-from streamfold.verify import compare
 
-from .oracle import delta_rows, plain, postgres_rows
+from .oracle import sinks_difference
 
 pytestmark = [pytest.mark.spark]
 
@@ -31,15 +30,8 @@ def test_both_sinks_equal_duckdb_after_every_batch(name, spark, tpch_dataset, tm
     checked = []
 
     def after(batch: int, expected: list[tuple]) -> None:
-        want = [tuple(plain(v) for v in r) for r in expected]
-        columns = [c for (c,) in conn.execute("SELECT column_name FROM information_schema.columns WHERE table_name = %s "
-                                              "ORDER BY ordinal_position", (table,)).fetchall()]
-        multiset = "_count" in columns  # an answer whose key streamfold cannot tell is kept as a multiset
-        names = [c for c in columns if c != "_count"]
-        pg = compare(postgres_rows(conn, table, names, multiset=multiset), want)
-        assert pg.matches, f"{name} batch {batch}: the PostgreSQL table differs from DuckDB: {pg.detail}"
-        dl = compare(delta_rows(delta), want)
-        assert dl.matches, f"{name} batch {batch}: the Delta table differs from DuckDB: {dl.detail}"
+        difference = sinks_difference(expected, conn, table, delta)
+        assert difference is None, f"{name} batch {batch}: {difference}"
         checked.append(batch)
 
     record = tpch.run_query(name, tpch_dataset, spark, str(tmp_path), recompute=False, partitions=2,

@@ -33,8 +33,10 @@ INCREMENT = 0.01  # of the orders, per increment (and deleted by the last one)
 
 
 def run(sf: float, increments: int, queries: str | None, out: str, master: str | None, as_json: bool,
-        log: Any = print, strategy: str = "auto") -> int:
-    """Run the bench; 0 when every query gave DuckDB's answer after every batch (or was refused)."""
+        log: Any = print, strategy: str = "auto", sinks: bool = False) -> int:
+    """Run the bench; 0 when every query gave DuckDB's answer after every batch (or was refused).
+    ``sinks``: each query also delivers to a PostgreSQL table (a throw-away server on loopback,
+    fsync on) and a Delta table, both checked against DuckDB after every batch."""
     if as_json:  # stdout is the document: progress goes to stderr
         log = partial(print, file=sys.stderr)
     if increments < 1:
@@ -56,11 +58,16 @@ def run(sf: float, increments: int, queries: str | None, out: str, master: str |
                                "manifest": {k: v for k, v in ds.manifest.items() if k != "deleted_orders"},
                                "queries": {}}
     workdir = os.path.join(directory, "runs")
+    results["sinks"] = sinks
     try:
-        for name in names:
-            record = tpch.run_query(name, ds, spark, workdir, recompute=True, log=log,
-                                    options={"strategy": strategy})
-            results["queries"][name] = _query_result(record, os.path.join(workdir, name, "out", "commits"))
+        with _sink_server(sinks) as server:
+            for name in names:
+                checks: list[str | None] = []
+                options, after = _sink_options(server, name, directory, checks) if sinks else ({}, None)
+                record = tpch.run_query(name, ds, spark, workdir, recompute=True, log=log,
+                                        options={"strategy": strategy, **options}, after_batch=after)
+                results["queries"][name] = _query_result(record, os.path.join(workdir, name, "out", "commits"),
+                                                         checks if sinks else None)
     finally:
         spark.stop()
     results["seconds"] = round(time.time() - started, 1)
@@ -74,10 +81,38 @@ def run(sf: float, increments: int, queries: str | None, out: str, master: str |
     else:
         print(markdown(results))
         print(f"wrote {directory}/results.json, results.md and plot.png")
-    return 0 if all(q["status"] in ("passes", "refused") for q in results["queries"].values()) else 1
+    return 0 if all(q["status"] in ("passes", "refused") and not q.get("sinks_differ")
+                    for q in results["queries"].values()) else 1
 
 
-def _query_result(record: tpch.QueryRecord, commits: str) -> dict[str, Any]:
+def _sink_server(sinks: bool) -> Any:
+    from contextlib import nullcontext
+
+    from ..pgserver import throwaway_postgres
+
+    return throwaway_postgres(durable=True) if sinks else nullcontext(None)
+
+
+def _sink_options(server: Any, name: str, directory: str,
+                  checks: list[str | None]) -> tuple[dict[str, Any], Any]:
+    """The query's two sinks, and a check of both after each batch into ``checks``."""
+    import shutil
+    import uuid
+
+    from ..sink_check import sinks_difference
+
+    table, delta = f"{name}_{uuid.uuid4().hex[:8]}", os.path.abspath(os.path.join(directory, "sinks", name))
+    shutil.rmtree(delta, ignore_errors=True)
+    shutil.rmtree(delta + "_changes", ignore_errors=True)
+    conn = server.connect()
+
+    def after(batch: int, expected: list[tuple]) -> None:
+        checks.append(sinks_difference(expected, conn, table, delta))
+
+    return {"sinks": [server.url(table), f"{delta}:delta"]}, after
+
+
+def _query_result(record: tpch.QueryRecord, commits: str, sink_checks: list[str | None] | None = None) -> dict[str, Any]:
     batches = []
     for b in record.batches:
         path = os.path.join(commits, f"{b.batch:06d}.json")
@@ -88,7 +123,9 @@ def _query_result(record: tpch.QueryRecord, commits: str) -> dict[str, Any]:
         batches.append({"batch": b.batch, "deletes": b.deletes, "input_rows": b.input_rows,
                         "streamfold_s": b.streamfold_s, "after_commit_s": b.after_commit_s, "recompute_s": b.recompute_s,
                         "strategy": commit.get("strategy", "incremental"),
-                        "check": "ok" if b.difference is None else b.difference})
+                        "check": "ok" if b.difference is None else b.difference,
+                        **({"sinks": _sink_check(sink_checks, b.batch), "delivery_s": b.timings.get("sinks")}
+                           if sink_checks is not None else {})})
     later = [b for b in batches[1:] if b["recompute_s"]]
     ratios = [b["streamfold_s"] / b["recompute_s"] for b in later]
     return {
@@ -96,7 +133,16 @@ def _query_result(record: tpch.QueryRecord, commits: str) -> dict[str, Any]:
         "median_increment_s": _median([b["streamfold_s"] for b in later]),
         "median_recompute_s": _median([b["recompute_s"] for b in later]),
         "median_ratio": _median(ratios), "max_ratio": max(ratios) if ratios else None,
+        **({"sinks_differ": [b["batch"] for b in batches if b["sinks"] != "ok"],
+            "median_delivery_s": _median([b["delivery_s"] for b in batches[1:] if b["delivery_s"] is not None])}
+           if sink_checks is not None else {}),
     }
+
+
+def _sink_check(checks: list[str | None], batch: int) -> str:
+    if batch >= len(checks):
+        return "not checked"
+    return checks[batch] or "ok"
 
 
 def _median(values: list[float]) -> float | None:
@@ -136,10 +182,17 @@ def markdown(results: dict[str, Any]) -> str:
             strategies[b["strategy"]] = strategies.get(b["strategy"], 0) + 1
         checks = "all ok" if bs and all(b["check"] == "ok" for b in bs) else (
             "—" if not bs else f"differs from batch {next(b['batch'] for b in bs if b['check'] != 'ok')}")
+        if "sinks_differ" in q:
+            checks += "; sinks " + (f"differ at batches {q['sinks_differ']}" if q["sinks_differ"] else "all ok")
+            checks += f" (delivery, median {_s(q['median_delivery_s'])})"
         status = q["status"] if q["status"] != "refused" else f"refused ({q['code']})"
         lines.append(f"| {name.upper()} | {status} | {first} | {inc} | {_r(q['median_ratio'])} | {_r(q['max_ratio'])} "
                      f"| {', '.join(f'{k} {v}' for k, v in strategies.items()) or '—'} | {checks} |")
     ok = [q for q in results["queries"].values() if q["median_ratio"] is not None]
+    if results.get("sinks"):
+        lines += ["", "With `--sinks` every query also delivered each batch to a PostgreSQL table and a Delta table "
+                      "(streamfold's times are to its own commit; the delivery to both follows it, its median per "
+                      "increment in the last column); both were checked against DuckDB after every batch."]
     lines += ["", "A batch's time is until its commit (its answer is there); batch 0's work after it — preparing "
                   "batch 1's plans and, under `--strategy auto`, measuring an empty increment and a recompute — "
                   "is in parentheses (the next batch starts after it).",
