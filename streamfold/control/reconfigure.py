@@ -66,11 +66,13 @@ def normalize_semantics(value: str | None) -> str:
 def prepare(engine: Engine, plan: IncrementalPlan, semantics: str, mixed: frozenset[str]) -> Prepared:
     """Decide what each of ``plan``'s states takes from the running plan; coded errors if Spark
     rejects the query, or if ``semantics`` cannot be kept."""
+    from ..plan.answer_key import answer_key
     from ..runtime.bundle import spark_output_schema
     from ..sql import Catalog
 
     scratch = engine.spark.newSession()  # its temp views are its own
-    spark_output_schema(scratch, plan, Catalog(plan.sources))
+    schema = spark_output_schema(scratch, plan, Catalog(plan.sources))
+    engine.sinks.check_answer([(f.name, f.dataType.simpleString()) for f in schema.fields], answer_key(plan))
     old = engine.plan
     stored = [s for s in plan.states if not s.static]
     if semantics == "restate":

@@ -327,3 +327,28 @@ def test_a_reconfiguration_that_does_not_compile_is_refused_and_the_query_runs_o
     finally:
         q.stop()
     check_every_commit(out, feed, SQL)
+
+
+def test_a_reconfiguration_whose_answer_does_not_fit_the_sinks_tables_is_refused(spark, tmp_path):
+    """A Delta sink keeps the answer's columns and key: a new query with another column, another
+    type or another key is refused with a coded error before anything changes; one with the same
+    answer applies, and the sink's table follows it."""
+    from tests.sinks.oracle import delta_rows
+
+    delta = str(tmp_path / "answer")
+    q, feed, out = start(spark, tmp_path, sinks=[f"{delta}:delta"])
+    try:
+        feed.put([(1, 5), (2, 7)])
+        q.wait_for_batch(0, timeout=180)
+        for sql in ("SELECT k, sum(v) AS s FROM S GROUP BY k",  # a column less
+                    "SELECT k, sum(v) AS s, count(*) AS n, max(v) AS m FROM S GROUP BY k",  # a column more
+                    "SELECT k, avg(v) AS s, count(*) AS n FROM S GROUP BY k",  # another type
+                    "SELECT k, v AS s, 1 AS n FROM S"):  # no key: a multiset
+            assert code_of(lambda sql=sql: q.reconfigure(sql)) == "RECONFIGURE_SINK_ANSWER", sql
+        same = "SELECT k, sum(v) AS s, count(*) AS n FROM S WHERE v > 5 GROUP BY k"
+        q.reconfigure(same, wait=True)
+        feed.put([(1, 9)])
+        q.wait_for_batch(2, timeout=180)
+        assert sorted(delta_rows(delta)) == [(1, 9, 1), (2, 7, 1)]
+    finally:
+        q.stop()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ...connectors.committed import AnswerShape, CommittedBatch
 from ...connectors.sinks import open_sink
-from ...errors import SinkError, StreamfoldError
+from ...errors import SinkError, StreamfoldError, UsageError
 from ...plan.answer_key import answer_key
 from ..checkpoint import batch_name, fingerprint
 
@@ -82,6 +82,22 @@ class Sinks:
                 self.unsure.add(sink.name)
                 log.warning("%s (retried after the next commit)", e)
         return self.lags(upto)
+
+    def check_answer(self, columns: list[tuple[str, str]], key: tuple[str, ...] | None) -> None:
+        """A reconfiguration's new answer must fit the tables the sinks keep: the same columns,
+        types and key (a hook takes any answer). A coded error, before anything changes, if not."""
+        tables = [s.name for s, spec in zip(self.sinks, self.ctx.config.sinks) if not callable(spec)]
+        if not tables or (tuple(columns) == self.shape.columns and key == self.shape.key):
+            return
+        def shown(cols: tuple[tuple[str, str], ...] | list[tuple[str, str]], k: tuple[str, ...] | None) -> str:
+            return ", ".join(f"{c} {t}" for c, t in cols) + (" (a multiset)" if k is None else f" (key: {', '.join(k) or 'none'})")
+
+        raise UsageError(
+            f"the new query's answer ({shown(columns, key)}) does not fit the sinks' tables "
+            f"({shown(self.shape.columns, self.shape.key)})", code="RECONFIGURE_SINK_ANSWER",
+            params={"sinks": tables, "columns": [f"{c} {t}" for c, t in columns]},
+            hint="keep the answer's columns, types and GROUP BY key; to change them, stop the run and start the "
+                 "new query with sinks that name new tables")
 
     def lags(self, upto: int) -> dict[str, int]:
         """How many committed batches each sink does not hold (as far as it is known)."""
