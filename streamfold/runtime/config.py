@@ -170,6 +170,7 @@ class BatchResult:
     committed_at: float | None = field(default=None, compare=False)
     commit_s: float | None = None  # seconds from the batch's start to its commit (the latency a reader sees)
     sink_lags: dict[str, int] = field(default_factory=dict)  # per sink: committed batches it does not hold yet
+    state_bytes: dict[str, int] = field(default_factory=dict)  # each state's bytes in Spark's block stores (storage.py)
 
     def waterfall(self) -> Waterfall | None:
         """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""

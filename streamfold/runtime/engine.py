@@ -54,6 +54,7 @@ from .sources import BAD_FILE_HINT, list_inputs, still_present, table_paths
 from .staged import Stager
 from .state import release
 from .stats import batch_stats
+from .storage import StateBytes
 from .steps import apply_h, release_batch
 from .strategy import Choice, CostModel
 from .views import Views
@@ -96,6 +97,7 @@ class Engine:
             _check_inputs(current, specs)
         record = ctx.output.read_commit(last) if last >= 0 else None
         self.watch = None if ctx.local else ExecutorWatch(session, config.settings.executor_wait)
+        self.sizes = StateBytes(session)  # each commit records its states' bytes (storage.py)
         self.installed: Installed | None = None  # a plan installed for the next batch, until it commits
         self._recovered: list[Recovered] = []  # the running batch's recoveries of lost states
         self._outputs_seen: tuple[int, int, int] | None = None
@@ -424,8 +426,11 @@ class Engine:
                 extra["prepared"] = shape.mode
             if self._recovered:  # its states were read back from the checkpoint first
                 extra["recovered"] = [r.record() for r in self._recovered]
+            with clock.part("state bytes"):
+                sizes = self.sizes.measure(b.store, {**reads.merged, **migration.states},
+                                           prepared.keeping if prepared is not None else {})
             record = commit_record(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
-                                   state_rows(b), stats, extra)
+                                   state_rows(b), sizes, stats, extra)
             with clock.phase("commit"):
                 ctx.output.commit(batch, record)
             committed = True
@@ -461,7 +466,7 @@ class Engine:
                            restated=(installed is not None and installed.whole) or restate)
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, state_rows(b),
-                           dict(clock.timings), profile, committed_at, committed_at - start, lags)
+                           dict(clock.timings), profile, committed_at, committed_at - start, lags, sizes)
 
     def _after_commit(self, b: Bundle, batch: int, inputs: dict[str, list[str]], rows: dict[str, int],
                       choice: Choice, restated: bool) -> None:
