@@ -176,6 +176,12 @@ class BatchResult:
         """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
         return self.profile() if self.profile is not None else None
 
+    def states_line(self) -> str:
+        """Every state's rows and bytes, the largest first (:func:`.storage.states_line`)."""
+        from .storage import states_line
+
+        return states_line(batch_name(self.batch), self.state_rows, self.state_bytes)
+
     def line(self) -> str:
         ins = "  ".join(f"{n} +{r}" for n, r in self.rows.items())
         states = " · ".join(f"{n} {r}" for n, r in self.state_rows.items())

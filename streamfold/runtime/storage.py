@@ -27,6 +27,26 @@ if TYPE_CHECKING:
     from .state import StateStore
 
 
+def size_text(n: int) -> str:
+    """Bytes as a person reads them: ``912 B``, ``40.1 KB``, ``10.2 MB``, ``3.4 GB`` (powers of 1024)."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def states_line(batch: str, rows: Mapping[str, int], sizes: Mapping[str, int]) -> str:
+    """One line of every state's rows and bytes after ``batch``, the largest first (by bytes;
+    by rows for the states with none measured): what ``streamfold run`` prints every
+    ``state_report_every`` batches."""
+    names = sorted(rows, key=lambda n: (-sizes.get(n, -1), -rows[n], n))
+    parts = [f"{n} {rows[n]:,} rows" + (f" {size_text(sizes[n])}" if n in sizes else "") for n in names]
+    total = f" │ {size_text(sum(sizes.values()))} in all" if sizes else ""
+    return f"states after batch {batch}: " + " · ".join(parts) + total
+
+
 def parse_rdd_bytes(text: str) -> dict[int, int]:
     """``Storage.rddBytes()``'s answer ("id memory disk;…") as {rdd id: memory + disk bytes}."""
     out: dict[int, int] = {}

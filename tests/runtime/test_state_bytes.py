@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamfold
-from streamfold.runtime.storage import StateBytes, parse_rdd_bytes
+from streamfold.runtime.storage import StateBytes, parse_rdd_bytes, size_text, states_line
 
 pytestmark = pytest.mark.spark
 
@@ -94,3 +94,12 @@ def test_largest_state_first_and_every_state_of_a_join_measured(spark, tmp_path:
     assert list(sizes.values()) == sorted(sizes.values(), reverse=True)
     biggest = max(rows, key=lambda n: rows[n])
     assert next(iter(sizes)) == biggest
+
+
+def test_the_states_line_puts_the_largest_state_first() -> None:
+    line = states_line("000009", {"agg": 209, "in_a": 86_567, "in_b": 500},
+                       {"in_a": 10 * 2**20 + 2**19, "agg": 41_062, "in_b": 912})
+    assert line == ("states after batch 000009: in_a 86,567 rows 10.5 MB · agg 209 rows 40.1 KB · "
+                    "in_b 500 rows 912 B │ 10.5 MB in all")
+    assert states_line("000001", {"b": 5, "a": 7}, {}) == "states after batch 000001: a 7 rows · b 5 rows"
+    assert size_text(3 * 2**30 + 2**29) == "3.5 GB" and size_text(2**40) == "1024.0 GB"
