@@ -34,7 +34,7 @@ from .config import BatchResult, QueryConfig
 from .context import Clock, RunContext, size_on_disk
 from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
 from .features.executors import ExecutorWatch
-from .features.maintenance import compact, fold_tails
+from .features.maintenance import PostCommit, compact, compaction_due, fold_tails, write_base
 from .features.batch_time import BatchTime
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
@@ -50,7 +50,7 @@ from .rebuild import rebuild_states
 from .record import commit_record
 from .session import default_partitions, engine_session
 from .shape import Facts, ReadShape, captures_ahead, decide, read_shape
-from .sources import BAD_FILE_HINT, list_inputs, still_present, table_paths
+from .sources import BAD_FILE_HINT, arrival, files_waiting, list_inputs, still_present, table_paths
 from .staged import Stager
 from .state import release
 from .stats import batch_stats
@@ -98,6 +98,8 @@ class Engine:
         record = ctx.output.read_commit(last) if last >= 0 else None
         self.watch = None if ctx.local else ExecutorWatch(session, config.settings.executor_wait)
         self.sizes = StateBytes(session)  # each commit records its states' bytes (storage.py)
+        self._taking: dict[str, list[str]] = {}  # the files of the batch running (or last run)
+        self.post_commit = PostCommit(lambda: files_waiting(self._stream_dirs(), self.consumed, self._taking))
         self.installed: Installed | None = None  # a plan installed for the next batch, until it commits
         self._recovered: list[Recovered] = []  # the running batch's recoveries of lost states
         self._outputs_seen: tuple[int, int, int] | None = None
@@ -223,6 +225,9 @@ class Engine:
                 for s in self.b.plan.streams}
 
     # -- polling ---------------------------------------------------------------------------------
+    def _stream_dirs(self) -> dict[str, str]:
+        return {s.name: self.ctx.specs[s.name.lower()].path for s in self.b.plan.streams}
+
     def poll(self) -> dict[str, list[str]] | None:
         """The files that appeared since the last batch, per source; None if there are none."""
         specs = self.ctx.specs
@@ -293,6 +298,10 @@ class Engine:
     def _run(self, batch: int, inputs: dict[str, list[str]]) -> BatchResult:
         start = time.monotonic()
         self.ctx.clock.begin()
+        self._taking = inputs
+        self.post_commit.batch_started()
+        if self.ctx.clock.profiler is not None:  # the wait from its first file's arrival to its start
+            self.ctx.clock.profiler.waited(arrival(self._stream_dirs(), inputs))
         installed = self.installed
         shape = read_shape(installed is not None, installed is not None and installed.answer_only,
                            any(inputs.values()), self.prepared.ready)
@@ -472,20 +481,30 @@ class Engine:
                       choice: Choice, restated: bool) -> None:
         """What follows a commit and is not the batch's answer: compaction, runs started and tails
         folded, a recompute measured for the cost model, batch 1's plans prepared ahead."""
-        ctx, clock = self.ctx, self.ctx.clock
+        ctx, clock, later = self.ctx, self.ctx.clock, self.post_commit
+        stale = self.strategies.stale
+
+        def checkpoint() -> None:  # pruned now; the compaction gives way to a waiting file (maintenance.py)
+            compact(ctx, b, batch, restated, stale, self.sinks.needed(), compacts=False)
+            if restated or stale:
+                later.cancel("compact")
+            elif compaction_due(ctx, b, batch, restated, stale) or "compact" in later.due:
+                later.offer(batch, "compact", lambda: write_base(ctx, b, batch))
+
         with clock.phase("compact"):
-            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, restated, self.strategies.stale,
-                                                                  self.sinks.needed()))
+            ctx.control.guard(batch, "compact", checkpoint)
         if b.store.start_runs():  # the next batch merges into the new runs' tails
             self.prepared.invalidated()
         if b.store.fold_due():
             with clock.phase("fold"):
-                ctx.control.guard(batch, "fold", lambda: fold_tails(ctx, b, self.prepared.rebase))
+                ctx.control.guard(batch, "fold", lambda: later.offer(
+                    batch, "fold", lambda: fold_tails(ctx, b, self.prepared.rebase)))
         batch_rows = sum(rows.values())
         if self.strategies.probe is not None:
+            # (the files of the batch just committed are added to ``consumed`` once _run returns)
+            history = self._history(inputs)
             with clock.phase("probe: recompute measured"):
-                # (the files of the batch just committed are added to ``consumed`` once _run returns)
-                self.strategies.measure_recompute(b, batch, batch_rows, self._history(inputs))
+                later.offer(batch, "probe", lambda: self.strategies.measure_recompute(b, batch, batch_rows, history))
         if captures_ahead(batch, choice.strategy, self.strategies.cost.mode == "recompute", batch_rows):
             with clock.phase("prepare the next batch"):
                 self.prepared.prepare_ahead(b, batch, inputs, self._outputs_seen)
