@@ -554,6 +554,7 @@ class Engine:
                                   code="INTERNAL")
         _check_inputs(plan, self.ctx.specs)
         plan = aligned(plan, self.b.plan, with_mappings)
+        self.post_commit.batch_started()  # work deferred for the old plan's states is offered again after a commit
         batch = self.next_batch
         stale = self.strategies.stale
         if stale:  # the states a reconfiguration keeps or transforms must be current: built first
