@@ -230,6 +230,10 @@ class Settings:
         True, env="STREAMFOLD_DIRECT_VIEWS", kind="ab", type=FLAG,
         doc="`0`: temp views are registered through Spark's public API (a SQL execution each) instead of "
             "directly.")
+    defer: bool = _setting(
+        True, env="STREAMFOLD_DEFER", kind="ab", type=FLAG,
+        doc="`0`: the work after a commit (compaction, a tail's fold, a recompute measured, Python's garbage "
+            "collection) runs at once even when the next batch's file is already waiting.")
     runs_min_rows: int = _setting(
         50_000, env="STREAMFOLD_RUNS_MIN_ROWS", kind="ab", type=count(0),
         doc="a state is kept as a base and a tail from this many rows (when each batch touches at most 30 % "

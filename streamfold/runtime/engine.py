@@ -34,7 +34,7 @@ from .config import BatchResult, QueryConfig
 from .context import Clock, RunContext, size_on_disk
 from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
 from .features.executors import ExecutorWatch
-from .features.maintenance import PostCommit, compact, compaction_due, fold_tails, write_base
+from .features.maintenance import MAX_DEFERRED, PostCommit, compact, compaction_due, fold_tails, write_base
 from .features.batch_time import BatchTime
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
@@ -99,7 +99,8 @@ class Engine:
         self.watch = None if ctx.local else ExecutorWatch(session, config.settings.executor_wait)
         self.sizes = StateBytes(session)  # each commit records its states' bytes (storage.py)
         self._taking: dict[str, list[str]] = {}  # the files of the batch running (or last run)
-        self.post_commit = PostCommit(lambda: files_waiting(self._stream_dirs(), self.consumed, self._taking))
+        self.post_commit = PostCommit(lambda: files_waiting(self._stream_dirs(), self.consumed, self._taking),
+                                      limit=MAX_DEFERRED if config.settings.defer else 0)
         self.installed: Installed | None = None  # a plan installed for the next batch, until it commits
         self._recovered: list[Recovered] = []  # the running batch's recoveries of lost states
         self._outputs_seen: tuple[int, int, int] | None = None
