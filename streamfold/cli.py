@@ -362,6 +362,9 @@ def _run(args: argparse.Namespace) -> int:
         status.clear()
         if not args.quiet:
             print(result.line(), flush=True)  # type: ignore[attr-defined]
+            every = config.settings.state_report_every
+            if every and (result.batch + 1) % every == 0 and result.state_rows:  # type: ignore[attr-defined]
+                print(result.states_line(), flush=True)  # type: ignore[attr-defined]
         waterfall = result.waterfall()  # type: ignore[attr-defined]
         if waterfall is not None:
             _write_profile(args.output, waterfall)

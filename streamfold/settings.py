@@ -201,6 +201,11 @@ class Settings:
             "block manager; the UI is off). Loopback keeps them off the network: Spark's RPC has no "
             "authentication unless `spark.authenticate` is set. With a cluster master the driver must be "
             "reachable by the executors; see docs/cluster.md.")
+    state_report_every: int = _setting(
+        10, env="STREAMFOLD_STATE_REPORT_EVERY", kind="tuning", type=count(0),
+        doc="`streamfold run` prints one line of the states' rows and bytes (Spark's storage figures, the "
+            "largest state first) after every this many batches; `0` never. Every commit records both "
+            "(`state_rows`, `state_bytes`: docs/running.md).")
     executor_wait: float = _setting(
         120.0, env="STREAMFOLD_EXECUTOR_WAIT", kind="tuning", type=FRACTION,
         doc="seconds a run on a cluster master waits for executors when the application has none (every "
@@ -225,6 +230,10 @@ class Settings:
         True, env="STREAMFOLD_DIRECT_VIEWS", kind="ab", type=FLAG,
         doc="`0`: temp views are registered through Spark's public API (a SQL execution each) instead of "
             "directly.")
+    defer: bool = _setting(
+        True, env="STREAMFOLD_DEFER", kind="ab", type=FLAG,
+        doc="`0`: the work after a commit (compaction, a tail's fold, a recompute measured, Python's garbage "
+            "collection) runs at once even when the next batch's file is already waiting.")
     runs_min_rows: int = _setting(
         50_000, env="STREAMFOLD_RUNS_MIN_ROWS", kind="ab", type=count(0),
         doc="a state is kept as a base and a tail from this many rows (when each batch touches at most 30 % "

@@ -239,11 +239,24 @@ def _memory(results: dict[str, Any]) -> list[str]:
             trend = j.get("heap_trend_kb_per_increment")
             out.append(f"\nJVM heap in use after a full GC (the live data): {points}"
                        + (f"; trend {trend:+.1f} KB per increment (least squares)." if trend is not None else "."))
-        elif j.get("heap_used_after_gc_at_reference_mb") is not None:  # reports written before the series
+        if j.get("peak_heap_mb") is not None:
+            out.append(f"\nPeak JVM heap: {j['peak_heap_mb']} MB (its pools' peaks since the JVM started, summed).")
+        st = s.get("states") or {}
+        if st.get("state_bytes_at_end") is not None and st.get("data_bytes_at_end"):
+            at_reference = (f"{_mb(st['state_bytes_at_reference'])} against {_mb(st['data_bytes_at_reference'])} at "
+                            f"increment {s['reference_increment']}, " if s["reference_increment"] != s["last_increment"] else "")
+            out.append(f"\nStates in Spark's block stores against the streams' files so far: {at_reference}"
+                       f"{_mb(st['state_bytes_at_end'])} against {_mb(st['data_bytes_at_end'])} at increment "
+                       f"{s['last_increment']} ({st['ratio_at_end']:g}× the data).")
+        if not series and j.get("heap_used_after_gc_at_reference_mb") is not None:  # reports written before the series
             out.append(f"\nJVM heap in use after a full GC: {j['heap_used_after_gc_at_reference_mb']} MB at increment "
                        f"{s['reference_increment']}, {j['heap_used_after_gc_at_end_mb']} MB at increment "
                        f"{s['last_increment']}.")
     return out
+
+
+def _mb(n: int | None) -> str:
+    return "?" if n is None else f"{n / 2**20:.1f} MB"
 
 
 def rerender(directory: str) -> None:

@@ -283,6 +283,8 @@ def _record(record: dict[str, Any], name: str, inc: int, latency: float, detail:
     for who, pid in pids.items():
         rss = rss_mb(pid)
         sample[f"{who}_rss_mb"], sample[f"{who}_peak_rss_mb"] = rss["rss_mb"], rss["peak_rss_mb"]
+    if opts.memory:
+        sample.update(_storage_sample(detail, ctx))
     if opts.memory and _heap_sampled(inc, ctx.workload.increments):
         gc.collect()  # Python's proxies of JVM objects freed first: they keep those objects live
         sample["jvm_heap_used_after_gc_mb"] = jvm_heap_mb(ctx.spark, collect=True)
@@ -297,6 +299,23 @@ def _record(record: dict[str, Any], name: str, inc: int, latency: float, detail:
         if opts.memory and sample.get("jvm_rss_mb") is not None else ""
     say(f"[{ctx.workload.name}] {name:<15} {label:>9} {rows:>12}  {latency:7.3f} s"
         f"{'  (' + top + ')' if top else ''}{err}{mem}")
+
+
+def _storage_sample(detail: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """The JVM heap's peak so far, the states' bytes in Spark's block stores (a system that
+    reports them: streamfold's commit records) and the bytes of the streams' files so far."""
+    from ..runtime.storage import peak_heap_mb
+
+    out: dict[str, Any] = {"jvm_peak_heap_mb": peak_heap_mb(ctx.spark), "data_bytes": _data_bytes(ctx.dirs)}
+    if isinstance(detail.get("state_bytes"), dict):
+        out["state_bytes"] = sum(detail["state_bytes"].values())
+    return out
+
+
+def _data_bytes(dirs: dict[str, str]) -> int:
+    """Bytes of the files under the streams' directories (a Delta table's log too)."""
+    return sum(os.path.getsize(os.path.join(root, n)) for d in dirs.values() for root, _, names in os.walk(d)
+               for n in names if not n.startswith((".", "_")) or root != d)
 
 
 def _measure_error(detail: dict[str, Any], system: System, ctx: Context, data: DataSet, inc: int,
@@ -340,6 +359,12 @@ def _memory_summary(samples: list[dict[str, Any]], increments: int) -> dict[str,
               if s.get("jvm_heap_used_after_gc_mb") is not None]
     out["jvm"]["heap_used_after_gc_mb"] = [list(p) for p in series]
     out["jvm"]["heap_trend_kb_per_increment"] = heap_trend(series)
+    peaks = [s["jvm_peak_heap_mb"] for s in samples if s.get("jvm_peak_heap_mb") is not None]
+    out["jvm"]["peak_heap_mb"] = max(peaks) if peaks else None
+    out["states"] = {f"{k}_at_{when}": at[i].get(k) for k in ("state_bytes", "data_bytes")
+                     for when, i in (("reference", ref), ("end", increments))}
+    states, data = out["states"]["state_bytes_at_end"], out["states"]["data_bytes_at_end"]
+    out["states"]["ratio_at_end"] = round(states / data, 3) if states is not None and data else None
     return out
 
 

@@ -170,10 +170,17 @@ class BatchResult:
     committed_at: float | None = field(default=None, compare=False)
     commit_s: float | None = None  # seconds from the batch's start to its commit (the latency a reader sees)
     sink_lags: dict[str, int] = field(default_factory=dict)  # per sink: committed batches it does not hold yet
+    state_bytes: dict[str, int] = field(default_factory=dict)  # each state's bytes in Spark's block stores (storage.py)
 
     def waterfall(self) -> Waterfall | None:
         """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
         return self.profile() if self.profile is not None else None
+
+    def states_line(self) -> str:
+        """Every state's rows and bytes, the largest first (:func:`.storage.states_line`)."""
+        from .storage import states_line
+
+        return states_line(batch_name(self.batch), self.state_rows, self.state_bytes)
 
     def line(self) -> str:
         ins = "  ".join(f"{n} +{r}" for n, r in self.rows.items())

@@ -34,7 +34,7 @@ from .config import BatchResult, QueryConfig
 from .context import Clock, RunContext, size_on_disk
 from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
 from .features.executors import ExecutorWatch
-from .features.maintenance import compact, fold_tails
+from .features.maintenance import MAX_DEFERRED, PostCommit, compact, compaction_due, fold_tails, write_base
 from .features.batch_time import BatchTime
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
@@ -50,10 +50,11 @@ from .rebuild import rebuild_states
 from .record import commit_record
 from .session import default_partitions, engine_session
 from .shape import Facts, ReadShape, captures_ahead, decide, read_shape
-from .sources import BAD_FILE_HINT, list_inputs, still_present, table_paths
+from .sources import BAD_FILE_HINT, arrival, files_waiting, list_inputs, still_present, table_paths
 from .staged import Stager
 from .state import release
 from .stats import batch_stats
+from .storage import StateBytes
 from .steps import apply_h, release_batch
 from .strategy import Choice, CostModel
 from .views import Views
@@ -96,6 +97,10 @@ class Engine:
             _check_inputs(current, specs)
         record = ctx.output.read_commit(last) if last >= 0 else None
         self.watch = None if ctx.local else ExecutorWatch(session, config.settings.executor_wait)
+        self.sizes = StateBytes(session)  # each commit records its states' bytes (storage.py)
+        self._taking: dict[str, list[str]] = {}  # the files of the batch running (or last run)
+        self.post_commit = PostCommit(lambda: files_waiting(self._stream_dirs(), self.consumed, self._taking),
+                                      limit=MAX_DEFERRED if config.settings.defer else 0)
         self.installed: Installed | None = None  # a plan installed for the next batch, until it commits
         self._recovered: list[Recovered] = []  # the running batch's recoveries of lost states
         self._outputs_seen: tuple[int, int, int] | None = None
@@ -221,6 +226,9 @@ class Engine:
                 for s in self.b.plan.streams}
 
     # -- polling ---------------------------------------------------------------------------------
+    def _stream_dirs(self) -> dict[str, str]:
+        return {s.name: self.ctx.specs[s.name.lower()].path for s in self.b.plan.streams}
+
     def poll(self) -> dict[str, list[str]] | None:
         """The files that appeared since the last batch, per source; None if there are none."""
         specs = self.ctx.specs
@@ -291,6 +299,10 @@ class Engine:
     def _run(self, batch: int, inputs: dict[str, list[str]]) -> BatchResult:
         start = time.monotonic()
         self.ctx.clock.begin()
+        self._taking = inputs
+        self.post_commit.batch_started()
+        if self.ctx.clock.profiler is not None:  # the wait from its first file's arrival to its start
+            self.ctx.clock.profiler.waited(arrival(self._stream_dirs(), inputs))
         installed = self.installed
         shape = read_shape(installed is not None, installed is not None and installed.answer_only,
                            any(inputs.values()), self.prepared.ready)
@@ -424,8 +436,11 @@ class Engine:
                 extra["prepared"] = shape.mode
             if self._recovered:  # its states were read back from the checkpoint first
                 extra["recovered"] = [r.record() for r in self._recovered]
+            with clock.part("state bytes"):
+                sizes = self.sizes.measure(b.store, {**reads.merged, **migration.states},
+                                           prepared.keeping if prepared is not None else {})
             record = commit_record(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows,
-                                   state_rows(b), stats, extra)
+                                   state_rows(b), sizes, stats, extra)
             with clock.phase("commit"):
                 ctx.output.commit(batch, record)
             committed = True
@@ -461,26 +476,36 @@ class Engine:
                            restated=(installed is not None and installed.whole) or restate)
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, state_rows(b),
-                           dict(clock.timings), profile, committed_at, committed_at - start, lags)
+                           dict(clock.timings), profile, committed_at, committed_at - start, lags, sizes)
 
     def _after_commit(self, b: Bundle, batch: int, inputs: dict[str, list[str]], rows: dict[str, int],
                       choice: Choice, restated: bool) -> None:
         """What follows a commit and is not the batch's answer: compaction, runs started and tails
         folded, a recompute measured for the cost model, batch 1's plans prepared ahead."""
-        ctx, clock = self.ctx, self.ctx.clock
+        ctx, clock, later = self.ctx, self.ctx.clock, self.post_commit
+        stale = self.strategies.stale
+
+        def checkpoint() -> None:  # pruned now; the compaction gives way to a waiting file (maintenance.py)
+            compact(ctx, b, batch, restated, stale, self.sinks.needed(), compacts=False)
+            if restated or stale:
+                later.cancel("compact")
+            elif compaction_due(ctx, b, batch, restated, stale) or "compact" in later.due:
+                later.offer(batch, "compact", lambda: write_base(ctx, b, batch))
+
         with clock.phase("compact"):
-            ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, restated, self.strategies.stale,
-                                                                  self.sinks.needed()))
+            ctx.control.guard(batch, "compact", checkpoint)
         if b.store.start_runs():  # the next batch merges into the new runs' tails
             self.prepared.invalidated()
         if b.store.fold_due():
             with clock.phase("fold"):
-                ctx.control.guard(batch, "fold", lambda: fold_tails(ctx, b, self.prepared.rebase))
+                ctx.control.guard(batch, "fold", lambda: later.offer(
+                    batch, "fold", lambda: fold_tails(ctx, b, self.prepared.rebase)))
         batch_rows = sum(rows.values())
         if self.strategies.probe is not None:
+            # (the files of the batch just committed are added to ``consumed`` once _run returns)
+            history = self._history(inputs)
             with clock.phase("probe: recompute measured"):
-                # (the files of the batch just committed are added to ``consumed`` once _run returns)
-                self.strategies.measure_recompute(b, batch, batch_rows, self._history(inputs))
+                later.offer(batch, "probe", lambda: self.strategies.measure_recompute(b, batch, batch_rows, history))
         if captures_ahead(batch, choice.strategy, self.strategies.cost.mode == "recompute", batch_rows):
             with clock.phase("prepare the next batch"):
                 self.prepared.prepare_ahead(b, batch, inputs, self._outputs_seen)
@@ -530,6 +555,7 @@ class Engine:
                                   code="INTERNAL")
         _check_inputs(plan, self.ctx.specs)
         plan = aligned(plan, self.b.plan, with_mappings)
+        self.post_commit.batch_started()  # work deferred for the old plan's states is offered again after a commit
         batch = self.next_batch
         stale = self.strategies.stale
         if stale:  # the states a reconfiguration keeps or transforms must be current: built first

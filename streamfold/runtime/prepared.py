@@ -74,6 +74,7 @@ class Prepared:
         self.keeps: dict[str, tuple[Any, DataFrame]] = {}  # merged state or temp → (KeepRDD, its frame)
         self.executed: dict[str, DataFrame] = {}  # state → its merge as planned (metrics are read from it)
         self.kept: dict[str, int] = {}  # state → the blocks holding its merged rows after the last job
+        self.keeping: dict[str, int] = {}  # merged state or temp → the blocks its merge goes into this job
         self.lookups = 0  # scans of a base that look their keys up in its index (Plans.lookups)
         self._outputs: Any = None  # the stacked outputs as an RDD of Arrow batches
         self._schema: pa.Schema | None = None  # the outputs' Arrow schema, as toArrow gives it
@@ -240,7 +241,7 @@ class Prepared:
         """A merge (or temp) of the capture batch, kept once per job: what a lazy checkpoint did."""
         self._look_up(df._jdf.queryExecution().executedPlan())
         keep = self._keep_class(df._jdf.queryExecution().toRdd())
-        keep.keepInto(self._sc.newRddId())
+        keep.keepInto(self._into(name))
         frame = self._frame(keep, df)
         self.keeps[name] = (keep, frame)
         self._plans.append(df._jdf.queryExecution().executedPlan())
@@ -354,11 +355,16 @@ class Prepared:
                 slot.readBlocks(kept) if kept >= 0 else slot.readNothing()  # -1: a tail just folded
         self._fresh_job()
 
+    def _into(self, name: str) -> int:
+        """A fresh block id for ``name``'s merge, remembered (:mod:`.storage` measures its blocks)."""
+        self.keeping[name] = into = int(self._sc.newRddId())
+        return into
+
     def _fresh_job(self) -> None:
         """Before a job: fresh block ids for the merges, the plans' metrics zeroed, the shuffles
         over slots forgotten."""
-        for keep, _ in self.keeps.values():
-            keep.keepInto(self._sc.newRddId())
+        for name, (keep, _) in self.keeps.items():
+            keep.keepInto(self._into(name))
         plans = self._helpers
         for plan in self._plans:
             plans.resetMetrics(plan)

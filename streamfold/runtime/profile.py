@@ -8,7 +8,11 @@
 * every Spark job the batch started and each of its stages — submitted, completed, tasks, task
   time — read from Spark's status store after the batch (``AppStatusStore``, the data behind
   Spark's UI, kept with the UI off), so nothing is guessed;
-* the py4j round trips by JVM method (calls and seconds): the driver's planning, call by call.
+* the py4j round trips by JVM method (calls and seconds): the driver's planning, call by call;
+* the wait before the batch: from its first file's arrival (the file's status change — its
+  rename or link into the directory, or its writing) to the batch's start, a span at negative
+  times. Work after the previous commit that gives way to a waiting file (a compaction, a fold:
+  ``features/maintenance.py``) keeps it short; the poll's interval, without a watch, does not.
 
 * CPU seconds the batch cost, by who spent them: the Python driver, and the JVM's threads in
   groups (the driver's planning threads, executor tasks, the JIT compilers, the garbage
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 
 
 Part = Callable[[str], AbstractContextManager[None]]  # a named span of a profiled batch
+WAITED = "waited: file → batch start"  # the span from the batch's first file's arrival to its start
 
 
 def no_part(name: str) -> AbstractContextManager[None]:
@@ -319,6 +324,12 @@ class Profiler:
                 self._open = depth
             c, s, _ = self.counter.snapshot()
             self._spans.append(Span(name, start, time.monotonic() - self._t0, c - calls, s - secs, depth))
+
+    def waited(self, arrived: float | None) -> None:
+        """The batch's first file arrived at ``arrived`` (epoch seconds): the wait until the batch
+        began is a span before its start (at a negative time), :data:`WAITED`."""
+        if arrived is not None and arrived < self._epoch0:
+            self._spans.append(Span(WAITED, arrived - self._epoch0, 0.0, 0, 0.0))
 
     def end(self, batch: int) -> Callable[[], Waterfall]:
         """Stop the batch's clock; the waterfall, built when first asked for (its Spark jobs are

@@ -48,15 +48,15 @@ class GarbageCollector:
         self.since = 0.0  # seconds of batches since it
 
     def after_batch(self, seconds: float) -> bool:
-        """Collect if the batches since the last collection paid for it; whether it did."""
+        """Whether the batches since the last collection paid for one (:meth:`collect`)."""
         self.since += seconds
-        if self.since * self.share < self.cost:
-            return False
+        return self.since * self.share >= self.cost
+
+    def collect(self) -> None:
         start = time.perf_counter()
         gc.collect()
         self.cost = time.perf_counter() - start
         self.since = 0.0
-        return True
 
 
 class Query:
@@ -99,14 +99,18 @@ class Query:
                 inputs = self.engine.poll()
                 if inputs is None and decision is Boundary.RUN_EVEN_IF_EMPTY:
                     inputs = {s.name: [] for s in self.engine.plan.streams}
-                if inputs is None:
+                if inputs is None:  # idle: the work after the last commit that gave way to a file
+                    with self.engine.ctx.clock.aside():
+                        self.engine.post_commit.run_pending()
                     return None
                 start = time.monotonic()
                 control.started(self.engine.next_batch)
                 result = self.engine.run_batch(inputs)
             finally:
                 control.done()
-            self.garbage.after_batch(time.monotonic() - start)  # the batch's frames are unreachable now
+            # The batch's frames are unreachable now; a collection gives way to a waiting file.
+            if self.garbage.after_batch(time.monotonic() - start):
+                self.engine.post_commit.offer(self.engine.next_batch - 1, "garbage collection", self.garbage.collect)
             if result is not None:
                 self.results.append(result)
                 if self.on_batch:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +78,34 @@ def list_inputs(path: str) -> list[str]:
         raise SourceError(f"source path {path} is a file, not a directory", code="SOURCE_NOT_A_DIRECTORY",
                           params={"path": path}, hint="point --source at the directory new files arrive in") from None
     return sorted(n for n in names if not n.startswith((".", "_")))
+
+
+def files_waiting(dirs: Mapping[str, str], consumed: Mapping[str, Collection[str]],
+                  taking: Mapping[str, Collection[str]]) -> bool:
+    """Whether a stream's directory (``dirs``: stream → directory) holds a file the next poll would
+    take: neither ``consumed`` by a committed batch nor ``taking`` by the batch running now."""
+    for name, path in dirs.items():
+        seen, running = consumed.get(name, ()), taking.get(name, ())
+        try:
+            names = list_inputs(path)
+        except SourceError:  # the poll reports it
+            continue
+        if any(n not in seen and n not in running for n in names):
+            return True
+    return False
+
+
+def arrival(dirs: Mapping[str, str], inputs: Mapping[str, list[str]]) -> float | None:
+    """When the first of a batch's files arrived (epoch seconds): the earliest status change of
+    its files — a rename or a link into the directory sets it, as writing a file does — or None."""
+    times = []
+    for name, names in inputs.items():
+        for n in names:
+            try:
+                times.append(os.stat(os.path.join(dirs[name], n)).st_ctime)
+            except (OSError, KeyError):
+                continue
+    return min(times) if times else None
 
 
 def still_present(pending: dict[str, list[str]], directory: Callable[[str], str],

@@ -336,3 +336,38 @@ def test_reconfigure_bench_checks_every_answer_against_both_restarts(spark, tmp_
     assert doc["situations"]["idle"]["restart_process_median_s"] == runs[0]["restart_process_s"]
     live = os.path.join(tmp_path, "reconfigure", "live", "snapshots")
     assert len(os.listdir(live)) >= 3  # the history, the first increment, the reconfigurations
+
+
+@pytest.mark.spark
+def test_memory_mode_reports_the_peak_heap_and_the_states_bytes_against_the_data(spark, tmp_path):
+    """--memory: the heap's peak (never below the heap in use now) and the states' bytes in Spark's
+    block stores (streamfold's commit records) against the bytes of the streams' files so far."""
+    from types import SimpleNamespace
+
+    from streamfold.bench.machine import jvm_heap_mb
+    from streamfold.bench.report import _memory
+    from streamfold.bench.runner import _memory_summary, _storage_sample
+
+    assert spark is not None
+    src = tmp_path / "S"
+    src.mkdir()
+    (src / "0.parquet").write_bytes(b"x" * 1000)
+    (src / ".1.parquet").write_bytes(b"x" * 77)  # a writer's hidden file: not the data yet
+    ctx = SimpleNamespace(spark=spark, dirs={"S": str(src)})
+    sample = _storage_sample({"state_bytes": {"agg": 5000, "in_x": 700}}, ctx)
+    assert sample["data_bytes"] == 1000 and sample["state_bytes"] == 5700
+    assert sample["jvm_peak_heap_mb"] >= jvm_heap_mb(spark) > 0
+    assert "state_bytes" not in _storage_sample({}, ctx)  # a system that does not report them
+
+    samples = [{"increment": i, "python_rss_mb": 100.0, "python_peak_rss_mb": 100.0, "jvm_rss_mb": 500.0,
+                "jvm_peak_rss_mb": 500.0, "jvm_peak_heap_mb": 200.0 + i, "data_bytes": 2**20 * (1 + i),
+                "state_bytes": 2**19 * (1 + i)} for i in range(31)]
+    summary = _memory_summary(samples, 30)
+    assert summary["jvm"]["peak_heap_mb"] == 230.0
+    assert summary["states"] == {"state_bytes_at_reference": 21 * 2**19, "data_bytes_at_reference": 21 * 2**20,
+                                 "state_bytes_at_end": 31 * 2**19, "data_bytes_at_end": 31 * 2**20,
+                                 "ratio_at_end": 0.5}
+    md = "\n".join(_memory({"systems": {"streamfold": {"memory_summary": summary}}}))
+    assert "Peak JVM heap: 230.0 MB" in md
+    assert ("States in Spark's block stores against the streams' files so far: 10.5 MB against 21.0 MB at "
+            "increment 20, 15.5 MB against 31.0 MB at increment 30 (0.5× the data).") in md

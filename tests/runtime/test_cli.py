@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamfold.cli import main
+from streamfold.runtime.storage import size_text
 
 SEED = "SELECT x.A, avg(y.D) FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A"
 
@@ -96,18 +97,22 @@ def test_no_command_prints_help(capsys):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_run_until_idle_end_to_end(spark, tmp_path, capsys):
+def test_run_until_idle_end_to_end(spark, tmp_path, capsys, monkeypatch):
     # `streamfold run` in this process, on the suite's Spark session (as in test_failures.py): a
     # JVM of its own cost 10 s of the test's 16. `python -m streamfold run` in a process of its
     # own, to its exit code, is run by test_kill_restart.py, test_control_restart.py and test_cluster.py.
     src, out = tmp_path / "S", tmp_path / "out"
     src.mkdir()
     pq.write_table(pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [1.0, 2.0, 5.0]}), src / "0.parquet")
+    monkeypatch.setenv("STREAMFOLD_STATE_REPORT_EVERY", "1")  # the states' line after every batch
     code = main(["run", "SELECT k, avg(v) AS m FROM S GROUP BY k ORDER BY k",
                  "--source", f"S={src}", "--output", str(out), "--until-idle", "1", "--trigger", "0.2", "--profile"])
     proc = capsys.readouterr()
     assert code == 0, proc.err[-2000:]
     assert "batch 000000" in proc.out
+    recorded = json.loads((out / "commits" / "000000.json").read_text())["state_bytes"]
+    assert set(recorded) == {"agg"} and recorded["agg"] > 0
+    assert f"states after batch 000000: agg 2 rows {size_text(recorded['agg'])} │" in proc.out
     rows = pq.read_table(out / "snapshots" / "000000").to_pylist()
     assert rows == [{"k": 1, "m": 1.5}, {"k": 2, "m": 5.0}]
     assert os.path.exists(out / "commits" / "000000.json")

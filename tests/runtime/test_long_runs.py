@@ -112,8 +112,11 @@ def test_a_batch_leaves_no_py4j_proxy_for_pythons_collector(spark, tmp_path):
 def test_garbage_is_collected_after_batches_that_paid_for_it():
     collector = GarbageCollector(share=0.05)
     assert collector.after_batch(0.01)  # the first batch measures what a collection costs
+    collector.collect()
     collector.cost = 0.05  # a collection of 50 ms runs once 1 s of batches has passed since the last
     assert not collector.after_batch(0.5)
     assert collector.after_batch(0.5)
+    assert collector.after_batch(0.0)  # deferred (a file was waiting): still due until it runs
+    collector.collect()
     collector.cost = 0.05
-    assert collector.after_batch(2.0)
+    assert not collector.after_batch(0.5) and collector.after_batch(2.0)

@@ -44,7 +44,7 @@ class StreamfoldSystem(System):
         return {"strategy": self.query.commit(result.batch).get("strategy"),
                 "timings": {k: round(v, 4) for k, v in result.timings.items()},
                 "engine_s": round(result.duration_s, 4), "committed_at": result.committed_at,
-                "state_rows": result.state_rows,
+                "state_rows": result.state_rows, "state_bytes": result.state_bytes,
                 "snapshot_rows": result.snapshot_rows, "change_rows": result.change_rows}
 
     def after(self) -> dict[str, Any]:

@@ -174,7 +174,7 @@ class Strategies:
                               touched=not_maintained, states=())
             extra = ctx.control.before_commit(pending)
             extra.update(self.record(choice, rows))
-            record = commit_record(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, {},
+            record = commit_record(batch, inputs, rows, time.monotonic() - start, snap_rows, change_rows, {}, {},
                                    sources_only_stats(rows), extra)
             with ctx.clock.phase("commit"):
                 ctx.output.commit(batch, record)
