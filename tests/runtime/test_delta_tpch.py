@@ -10,7 +10,6 @@ contents as delta-rs reads them (the static tables whole)."""
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
