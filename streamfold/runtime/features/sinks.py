@@ -96,7 +96,7 @@ class Sinks:
             f"the new query's answer ({shown(columns, key)}) does not fit the sinks' tables "
             f"({shown(self.shape.columns, self.shape.key)})", code="RECONFIGURE_SINK_ANSWER",
             params={"sinks": tables, "columns": [f"{c} {t}" for c, t in columns]},
-            hint="keep the answer's columns, types and GROUP BY key; to change them, stop the run and start the "
+            hint="keep the answer's columns, types and grouping key; to change them, stop the run and start the "
                  "new query with sinks that name new tables")
 
     def lags(self, upto: int) -> dict[str, int]:
