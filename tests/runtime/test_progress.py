@@ -101,3 +101,24 @@ def test_the_poller_reads_a_real_jobs_stages_tasks_and_rows(spark):
     assert running, shown
     assert all(p.tasks_done <= p.tasks and 1 <= p.stage <= p.stages for p in running)
     assert max(p.rows_read or 0 for p in shown) > 0
+
+
+def test_streamfold_runs_progress_line_off_a_terminal_is_a_plain_line_every_few_seconds_and_quiet_is_silent(capsys):
+    from streamfold.cli import _Status
+
+    status = _Status(quiet=False)
+    status.poller.close()  # its own looks are not part of this test
+    try:
+        status._show(Progress("batch", 0, step="Δagg", files=2, elapsed_s=0.4))  # under a second: not shown
+        status._show(Progress("batch", 0, step="Δagg", files=2, elapsed_s=3))
+        status._show(Progress("batch", 0, step="answer", files=2, elapsed_s=4))  # within 5 s of the last line
+        assert capsys.readouterr().err == "… batch 0: Δagg · 2 files (3 s)\n"
+        status.plain_at -= status.PLAIN_EVERY
+        status._show(Progress("batch", 0, step="answer", files=2, elapsed_s=9))
+        assert capsys.readouterr().err == "… batch 0: answer · 2 files (9 s)\n"
+    finally:
+        status.close()
+    quiet = _Status(quiet=True)
+    quiet._show(Progress("starting", elapsed_s=30))
+    quiet.close()
+    assert capsys.readouterr().err == ""
