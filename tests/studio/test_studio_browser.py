@@ -262,6 +262,11 @@ def test_a_run_shows_the_answer_and_every_viewer_sees_the_table_update_as_files_
         changed = {r.split("\t")[0] for r in page.locator(".result-table tr.changed").all_inner_texts()}
         assert changed == set(BATCHES[1]["region"])  # eu's total changed, africa is new; us, asia kept
     expect(ann.locator(".timeline-table tbody tr")).to_have_count(2)
+    # each state's rows over the batches, from the commit records: a line of two points per state
+    lines = ann.locator("#timeline svg.state-rows polyline")
+    expect(lines).not_to_have_count(0)
+    assert all(len(line.get_attribute("points").split()) == 2 for line in lines.all())
+    assert ann.locator("#timeline svg.state-bytes").count() == 0  # these commits record no bytes
     expect(ann.locator("#graph .node-answer .node-count")).to_have_text("4 rows, 3 in changes")  # eu −40 +47, africa +11
     expect(ann.locator("#chart polyline")).not_to_have_count(0)
     expect(ann.locator("#chart .chart-legend .legend")).not_to_have_count(0)
