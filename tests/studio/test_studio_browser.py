@@ -270,14 +270,6 @@ def test_a_run_shows_the_answer_and_every_viewer_sees_the_table_update_as_files_
     expect(ann.locator("#graph .node-answer .node-count")).to_have_text("4 rows, 3 in changes")  # eu −40 +47, africa +11
     expect(ann.locator("#chart polyline")).not_to_have_count(0)
     expect(ann.locator("#chart .chart-legend .legend")).not_to_have_count(0)
-    # Long values: every tick label is inside the plot's box, and the legend is not over the lines.
-    ann.evaluate("""() => { const c = window.streamfoldStudio.chart;
-        c.data = { batches: [0, 1, 2], series: { eu: [83604.53, 1.5, 40000], us: [5, 83604.53, 7] } }; c.render(); }""")
-    expect(ann.locator("#chart text.tick").first).to_have_text("83604.53")
-    boxes = ann.evaluate("() => [...document.querySelectorAll('#chart text.tick')].map((t) => t.getBBox().x)")
-    assert min(boxes) >= 0, boxes
-    assert ann.locator("#chart svg .legend").count() == 0
-    expect(ann.locator("#chart .chart-legend")).to_have_text("region = eu region = us")
 
     ann.locator(".result-table th", has_text="total").click()  # sorted by the server, ascending
     expect(ann.locator(".result-table tbody tr").first).to_contain_text("asia")
@@ -286,6 +278,14 @@ def test_a_run_shows_the_answer_and_every_viewer_sees_the_table_update_as_files_
     shoot(ann, "timeline", "#panel-timeline")
     shoot(ann, "plan", "#panel-plan")
     shoot(ann, "page")
+    # Long values: every tick label is inside the plot's box, and the legend is not over the lines.
+    ann.evaluate("""() => { const c = window.streamfoldStudio.chart;
+        c.data = { batches: [0, 1, 2], series: { eu: [83604.53, 1.5, 40000], us: [5, 9876543.21, 7] } }; c.render(); }""")
+    expect(ann.locator("#chart text.tick").first).to_have_text("9876543.21")
+    boxes = ann.evaluate("() => [...document.querySelectorAll('#chart text.tick')].map((t) => t.getBBox().x)")
+    assert min(boxes) >= 0, boxes
+    assert ann.locator("#chart svg .legend").count() == 0
+    expect(ann.locator("#chart .chart-legend")).to_have_text("region = eu region = us")
 
     bob.click("#stop")
     for page in (ann, bob):
