@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sink", action="append", default=[], metavar="ENDPOINT",
                      help="also deliver each committed batch, exactly once, to postgres://USER@HOST:PORT/DB?table=NAME[&changes=NAME2] "
                           "(password from PGPASSWORD or ~/.pgpass) or PATH:delta; repeatable (docs/sinks.md)")
-    run.add_argument("--quiet", action="store_true", help="no per-batch lines")
+    run.add_argument("--quiet", action="store_true", help="no per-batch lines and no progress line")
     run.add_argument("--profile", action="store_true",
                      help="print each batch's waterfall (phases, Spark jobs and stages, py4j calls) and write "
                           "it to DIR/_profile/<batch>.json")
@@ -291,41 +291,50 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 class _Status:
-    """A status line on stderr while a batch runs longer than a moment (e.g. batch 0's history)."""
+    """A run's progress on stderr (runtime/progress.py: the batch's step, Spark's stages and tasks,
+    rows read): a line redrawn in place on a terminal, a plain line every ``PLAIN_EVERY`` seconds
+    otherwise; only once a phase lasts a second; nothing with ``--quiet``."""
 
-    def __init__(self) -> None:
+    PLAIN_EVERY = 5.0
+    SHOWN = ("starting", "planning", "batch")
+
+    def __init__(self, quiet: bool) -> None:
+        from .runtime.progress import ProgressPoller
+
         self.tty = sys.stderr.isatty()
-        self.message = ""
-        self.started = time.monotonic()
+        self.quiet = quiet
         self.shown = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._tick, daemon=True)
-        self._thread.start()
+        self.plain_at = 0.0
+        self._lock = threading.Lock()
+        self.poller = ProgressPoller(self._show).start()
 
-    def __call__(self, message: str) -> None:
-        if not message.startswith(self.message.split(":")[0]) or not self.message:
-            self.started = time.monotonic()
-        self.message = message
-        if not self.tty and time.monotonic() - self.started > 2:
-            print(f"… {message}", file=sys.stderr, flush=True)
-
-    def _tick(self) -> None:
-        while not self._stop.wait(0.5):
-            if self.tty and self.message and time.monotonic() - self.started > 1:
-                elapsed = time.monotonic() - self.started
-                sys.stderr.write(f"\r\033[K… {self.message} ({elapsed:.0f} s)")
+    def _show(self, p: Any) -> None:
+        if self.quiet:
+            return
+        if p.phase not in self.SHOWN:
+            self.clear()
+            return
+        if p.elapsed_s < 1:
+            return
+        line = f"… {p.text()} ({p.elapsed_s:.0f} s)"
+        with self._lock:
+            if self.tty:
+                sys.stderr.write(f"\r\033[K{line}")
                 sys.stderr.flush()
                 self.shown = True
+            elif time.monotonic() - self.plain_at >= self.PLAIN_EVERY:
+                print(line, file=sys.stderr, flush=True)
+                self.plain_at = time.monotonic()
 
     def clear(self) -> None:
-        if self.tty and self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-            self.shown = False
-        self.message = ""
+        with self._lock:
+            if self.tty and self.shown:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
+                self.shown = False
 
     def close(self) -> None:
-        self._stop.set()
+        self.poller.close()
         self.clear()
 
 
@@ -351,14 +360,22 @@ def _run(args: argparse.Namespace) -> int:
     check_endpoint(args.control_port, GRACE_S)
     compilation.parsed  # noqa: B018
     _check_paths({n: p for n, p in sources.items() if formats[n] != "delta"}, tables)  # a table: when opened
-    status = _Status()
+    status = _Status(args.quiet)
     from .runtime.session import get_spark
 
-    spark = get_spark(args.master, progress=sys.stderr.isatty(), settings=config.settings)
-    query = launch(config, compilation, spark=spark, master=args.master, background=False, progress=status,
-                   endpoint=True, control_host=args.control_host, control_port=args.control_port, pause_grace=GRACE_S)
+    try:  # Spark's own console bar is off: the progress line says more (the step, rows read)
+        spark = get_spark(args.master, settings=config.settings)
+        status.poller.attach(spark.sparkContext)
+        query = launch(config, compilation, spark=spark, master=args.master, background=False,
+                       progress=status.poller.step, endpoint=True, control_host=args.control_host,
+                       control_port=args.control_port, pause_grace=GRACE_S)
+    except BaseException:
+        status.close()
+        raise
+    query.on_inputs = status.poller.inputs
 
     def report(result: object) -> None:
+        status.poller.batch_done(result.batch)  # type: ignore[attr-defined]
         status.clear()
         if not args.quiet:
             print(result.line(), flush=True)  # type: ignore[attr-defined]

@@ -256,6 +256,12 @@ class Controller:
         self._poll.wake()
         self.events.emit("stopped")
 
+    def halt(self) -> None:
+        """Stop without waiting for the batch in progress: its running step is cancelled (the
+        studio's Stop during a long batch 0); :meth:`close` follows with the query's stop."""
+        if self.engine is not None:
+            self.gate.halt()
+
     # -- Spark job tags: how a pause cancels the query's running steps ---------------------------
     # SparkContext job tags (thread-local properties, which the engine's worker threads inherit),
     # not session tags: a session tag can be interrupted only from the thread that added it.

@@ -32,6 +32,7 @@ T = TypeVar("T")
 
 GRACE_S = 0.1  # how long a pause waits for a voluntary point before cancelling the running jobs
 CANCEL_EVERY = 0.05  # then, how often the cancellation is repeated until every thread waits
+HALT_CANCELLING_S = 5.0  # how long a halt repeats its cancellation before leaving the step to end
 
 
 @dataclass
@@ -125,6 +126,23 @@ class Gate:
         with self._cond:
             self._closed = True
             self._changed()
+
+    def halt(self) -> None:
+        """Close now: the running steps' jobs are cancelled as a pause cancels them, and their
+        threads, back at their points, see the query stopped. The batch is not committed; the
+        next run does it again."""
+        deadline = time.monotonic() + HALT_CANCELLING_S
+        with self._cond:
+            self._closed = True
+            self._changed()
+            while self._working > 0 and time.monotonic() < deadline:  # a job may start just after
+                self._epoch += 1
+                self._cond.release()
+                try:
+                    self._cancel()
+                finally:
+                    self._cond.acquire()
+                self._cond.wait(CANCEL_EVERY)
 
     # -- the engine's points ---------------------------------------------------------------------
     def batch(self, active: bool, batch: int) -> None:

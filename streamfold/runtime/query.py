@@ -79,6 +79,8 @@ class Query:
         self._error: BaseException | None = None
         self.results: deque[BatchResult] = deque(maxlen=self.RESULTS_KEPT)
         self.on_batch: Callable[[BatchResult], None] | None = None
+        # told a batch's files before it runs (progress.py shows them while it runs)
+        self.on_inputs: Callable[[int, dict[str, list[str]]], None] | None = None
         self.garbage = GarbageCollector()
 
     # -- running ---------------------------------------------------------------------------------
@@ -104,6 +106,8 @@ class Query:
                         self.engine.post_commit.run_pending()
                     return None
                 start = time.monotonic()
+                if self.on_inputs:
+                    self.on_inputs(self.engine.next_batch, inputs)
                 control.started(self.engine.next_batch)
                 result = self.engine.run_batch(inputs)
             finally:

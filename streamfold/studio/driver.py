@@ -24,6 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import StreamfoldError
+from ..runtime.progress import Progress, ProgressPoller
+
 if TYPE_CHECKING:
     from ..control.api import ControlledQuery
     from .compiler import Input
@@ -46,13 +49,20 @@ class RunSpec:
         return {"sql": self.sql, "inputs": [i.to_json() for i in self.inputs]}
 
 
+class StartCancelled(Exception):
+    """Stop was pressed while the run was starting: nothing of it runs."""
+
+
 class RunHandle:
-    """A started run: its query, a thread that reports the run's failure once, and one that
-    reports the controller's events (``on_control(status, events)``) as they happen."""
+    """A started run: its query, a thread that reports the run's failure once, one that
+    reports the controller's events (``on_control(status, events)``) as they happen, and its
+    progress poller (:mod:`streamfold.runtime.progress`), started before the JVM."""
 
     def __init__(self, query: ControlledQuery, on_failure: Callable[[BaseException], None],
-                 on_control: Callable[[dict[str, Any], list[dict[str, Any]]], None]) -> None:
+                 on_control: Callable[[dict[str, Any], list[dict[str, Any]]], None],
+                 poller: ProgressPoller) -> None:
         self.query = query
+        self.poller = poller
         self._stopping = threading.Event()
         self._on_failure = on_failure
         self._on_control = on_control
@@ -64,21 +74,46 @@ class RunHandle:
     @classmethod
     def start(cls, spec: RunSpec, output: str, root: str, spark: Any, master: str | None,
               on_failure: Callable[[BaseException], None],
-              on_control: Callable[[dict[str, Any], list[dict[str, Any]]], None]) -> RunHandle:
+              on_control: Callable[[dict[str, Any], list[dict[str, Any]]], None],
+              on_progress: Callable[[Progress], None], cancelled: threading.Event) -> RunHandle:
         """Start maintaining ``spec`` into ``output`` (resuming its checkpoint if it has one).
         Paths of ``spec.inputs`` are relative to ``root``. CSV and JSON columns are passed as the
-        schema the editor compiled against, so the run's plan is the plan the page showed."""
+        schema the editor compiled against, so the run's plan is the plan the page showed.
+
+        The start reports its phases to ``on_progress`` (starting the JVM, planning, then the
+        batches), and looks at ``cancelled`` after each: a Stop pressed meanwhile ends it there
+        (:class:`StartCancelled`), before any batch runs; the JVM's own start cannot be cut short."""
         import os
 
         import streamfold
+
+        from ..runtime.session import get_spark
 
         sources = {i.name: os.path.join(root, i.path) for i in spec.inputs if not i.static}
         tables = {i.name: os.path.join(root, i.path) for i in spec.inputs if i.static}
         formats = {i.name: i.format or "parquet" for i in spec.inputs}
         schemas = {i.name: i.schema for i in spec.inputs if i.format in ("csv", "json") and i.columns}
-        query = streamfold.start(spec.sql, sources, output, tables=tables, formats=formats, schemas=schemas,
-                                 trigger=POLL_SECONDS, spark=spark, master=master, background=True)
-        return cls(query, on_failure, on_control)
+        poller = ProgressPoller(on_progress).start()
+        query = None
+        try:
+            session = spark if spark is not None else get_spark(master)
+            if cancelled.is_set():
+                raise StartCancelled()
+            poller.attach(session.sparkContext)
+            query = streamfold.start(spec.sql, sources, output, tables=tables, formats=formats, schemas=schemas,
+                                     trigger=POLL_SECONDS, spark=session, background=False, progress=poller.step)
+            if cancelled.is_set():
+                raise StartCancelled()
+            query.on_inputs = poller.inputs
+            query.on_batch = lambda result: poller.batch_done(result.batch)
+            poller.phase("waiting", query.last_batch + 1)
+            query.start_background(POLL_SECONDS)
+        except BaseException:
+            poller.close()
+            if query is not None:
+                query.stop()
+            raise
+        return cls(query, on_failure, on_control, poller)
 
     @property
     def last_batch(self) -> int:
@@ -107,6 +142,21 @@ class RunHandle:
     def status(self) -> dict[str, Any]:
         return self.query.status()
 
+    def waiting(self) -> dict[str, int]:
+        """Per stream, the files in its directory that no committed batch has read yet (while
+        paused, the files the resume will read)."""
+        from ..runtime.sources import list_inputs
+
+        engine = self.query.engine
+        out = {}
+        for s in engine.plan.streams:
+            try:
+                consumed = set(engine.consumed.get(s.name, ()))
+                out[s.name] = sum(1 for n in list_inputs(engine.specs[s.name.lower()].path) if n not in consumed)
+            except (OSError, RuntimeError, StreamfoldError):  # a directory gone; a set changed while copied
+                continue
+        return out
+
     def act(self, action: str, **args: Any) -> Any:
         """One of :data:`ACTIONS` on the running query, with its arguments (coded errors raise)."""
         if action not in ACTIONS:
@@ -114,10 +164,13 @@ class RunHandle:
         return getattr(self.query, action)(**args)
 
     def stop(self) -> BaseException | None:
-        """Stop polling (a batch in progress commits first; a paused query stops where it is);
-        returns the run's error, if it had one."""
+        """Stop now: a step in progress is cancelled (the batch is not committed, and the next
+        run does it again, exactly), a paused query stops where it is; returns the run's error,
+        if it had one."""
         self._stopping.set()
+        self.poller.close()
         try:
+            self.query.controller.halt()
             self.query.stop()
         except BaseException as e:  # noqa: BLE001 - already reported by the watcher or returned here
             return e

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,7 +34,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..errors import StreamfoldError, UsageError
 from .collab import DocRoom
 from .compiler import CompileCache, Input, resolve_inputs
-from .driver import ACTIONS, RunHandle, RunSpec
+from .driver import ACTIONS, RunHandle, RunSpec, StartCancelled
 from .peers import Peer
 from .results import Results, commits_after
 from .workspace import Workspace
@@ -51,6 +52,7 @@ class Shared(Protocol):
 COMPILE_DELAY = 0.08  # s after the last edit; edits arriving faster are compiled once
 SAVE_DELAY = 0.3
 WATCH_SECONDS = 0.3  # how often a running query's output is looked at
+WAITING_EVERY = 4  # looks at the output between two counts of the files waiting in the sources
 TIMELINE_KEPT = 2000
 LOG_KEPT = 500
 
@@ -81,12 +83,16 @@ class QuerySession:
         self.id = qid
         self.room = DocRoom(self.workspace.load_doc(qid), self.workspace.load_text(qid), self._text_changed)
         self.viewers: dict[Peer, str] = {}
+        self.seats: dict[str, int] = {}  # a connected viewer's colour: the lowest seat free when they joined
         self.compiled: dict[str, Any] | None = None
         self.run = RunState()
         self.timeline: list[dict[str, Any]] = []
         self.log: list[dict[str, Any]] = self.workspace.read_log(qid, LOG_KEPT)
         self.handle: RunHandle | None = None
         self.control: dict[str, Any] | None = None  # the running query's controller status
+        self.progress: dict[str, Any] | None = None  # what the run is doing (runtime/progress.py)
+        self.waiting: dict[str, int] = {}  # per stream, files no committed batch has read yet
+        self._cancel_start: threading.Event | None = None  # set by a Stop while the run starts
         self._pause_asked = False  # a page asked for the pause the controller is taking (logged by its actor)
         self.results: Results | None = None
         self._compile_task: asyncio.Task[None] | None = None
@@ -112,7 +118,7 @@ class QuerySession:
     def state(self) -> dict[str, Any]:
         return {"type": "state", "query": self.meta.to_json(), "compile": self.compiled, "run": self.run.to_json(),
                 "control": self.control, "timeline": self.timeline, "log": self.log,
-                "viewers": sorted(self.viewers.values())}
+                "viewers": sorted(self.viewers.values()), "colors": self.seats, "progress": self.progress, "waiting": self.waiting}
 
     def publish(self, message: dict[str, Any]) -> None:
         for peer in self.viewers:
@@ -124,7 +130,10 @@ class QuerySession:
             await self.compile()
         peer.send_json(self.state())
         self.viewers[peer] = name
-        self.publish({"type": "viewers", "viewers": sorted(self.viewers.values())})
+        if name not in self.seats:
+            taken = set(self.seats.values())
+            self.seats[name] = next(i for i in range(len(taken) + 1) if i not in taken)
+        self._publish_viewers()
         try:
             while True:
                 await ws.receive_text()  # the page speaks over HTTP; this only notices it leaving
@@ -132,8 +141,15 @@ class QuerySession:
             pass
         finally:
             self.viewers.pop(peer, None)
+            if name not in self.viewers.values():
+                self.seats.pop(name, None)
             await peer.finish()
-            self.publish({"type": "viewers", "viewers": sorted(self.viewers.values())})
+            self._publish_viewers()
+
+    def _publish_viewers(self) -> None:
+        """The viewers' names, and each one's seat: two viewers never share a colour (up to the
+        page's palette), and a viewer keeps theirs while others come and go."""
+        self.publish({"type": "viewers", "viewers": sorted(self.viewers.values()), "colors": dict(self.seats)})
 
     def note(self, actor: str, action: str, message: str, error: dict[str, Any] | None = None) -> None:
         """Add to the log (kept in the workspace) and tell every viewer."""
@@ -227,24 +243,52 @@ class QuerySession:
         def controlled(status: dict[str, Any], events: list[dict[str, Any]]) -> None:
             loop.call_soon_threadsafe(self._control_changed, status, events)
 
+        def progressed(p: Any) -> None:
+            loop.call_soon_threadsafe(self._set_progress, p.to_json())
+
+        cancel = self._cancel_start = threading.Event()
         try:
-            self.handle = await asyncio.to_thread(RunHandle.start, spec, self.results.output, self.workspace.root,
-                                                  self.studio.spark, self.studio.master, failed, controlled)
+            handle = await asyncio.to_thread(RunHandle.start, spec, self.results.output, self.workspace.root,
+                                             self.studio.spark, self.studio.master, failed, controlled, progressed,
+                                             cancel)
+        except StartCancelled:
+            self._set_progress(None)
+            self._set_run(status="stopped")
+            self.note("studio", "stop", f"run {run} stopped while it started, before its first batch")
+            return
         except Exception as e:  # noqa: BLE001 - shown to every viewer, the studio carries on
             err = error_json(e)
+            self._set_progress(None)
             self._set_run(status="failed", error=err)
             self.note(actor, "run", f"run {run} could not start", err)
             return
-        self._set_control(await asyncio.to_thread(self.handle.status))
+        finally:
+            self._cancel_start = None
+        self.handle = handle
+        self._set_control(await asyncio.to_thread(handle.status))
+        if cancel.is_set():  # Stop was pressed as the start ended
+            await self._release("studio")
+            return
         self._set_run(status="running")
         self._watch_task = loop.create_task(self._watch())
 
     async def stop_run(self, actor: str) -> None:
+        """Stop the run now: while it starts, before its first batch; while a batch runs, its
+        running step is cancelled (the batch is not committed and the next run does it again)."""
+        cancel = self._cancel_start
+        if self.run.status == "starting" and cancel is not None:
+            cancel.set()
+            self._set_run(status="stopping")
+            self.note(actor, "stop", f"stopping run {self.run.run} while it starts "
+                      f"({(self.progress or {}).get('text') or 'starting'})")
+            return
         async with self._actions:
             if self.handle is None or self.run.status != "running":
                 raise UsageError("the query is not running", code="NOT_RUNNING", params={"status": self.run.status})
             self._set_run(status="stopping")
-            self.note(actor, "stop", f"stopping run {self.run.run} (a batch in progress commits first)")
+            self.note(actor, "stop", f"stopping run {self.run.run}" + (
+                f" (cancelling batch {self.progress['batch']}: it runs again on the next run)"
+                if self.progress and self.progress.get("phase") == "batch" else ""))
             await self._release(actor)
 
     async def _release(self, actor: str, error: dict[str, Any] | None = None) -> None:
@@ -256,6 +300,9 @@ class QuerySession:
                 await self._watch_task
         await self._collect()
         self._set_control(None)
+        self._set_progress(None)
+        self.waiting = {}
+        self.publish({"type": "waiting", "waiting": {}})
         if error is None and late is not None:
             error = error_json(late)
         self._set_run(status="failed" if error else "stopped", error=error)
@@ -277,8 +324,8 @@ class QuerySession:
             result = await asyncio.to_thread(handle.act, action, **args)
         except StreamfoldError as e:
             self._pause_asked = False
-            if action != "inspect":
-                self.note(actor, action.replace("_", " "), f"{action.replace('_', ' ')} was refused", error_json(e))
+            what = f": {' '.join(args['sql'].split())[:200]}" if action == "inspect" else ""
+            self.note(actor, action.replace("_", " "), f"{action.replace('_', ' ')} was refused{what}", error_json(e))
             raise
         if action == "inspect":
             self.note(actor, "inspect", f"inspected batch {result['batch']}: {' '.join(args['sql'].split())[:200]}")
@@ -287,6 +334,12 @@ class QuerySession:
             self._set_control(await asyncio.to_thread(handle.status))
         self.note(actor, action.replace("_", " "), _described(action, args, result))
         return result
+
+    def _set_progress(self, progress: dict[str, Any] | None) -> None:
+        if progress is not None and self.handle is None and self.run.status not in ("starting", "stopping"):
+            return  # a late report of a run that ended
+        self.progress = progress
+        self.publish({"type": "progress", "progress": progress})
 
     def _set_control(self, status: dict[str, Any] | None) -> None:
         self.control = status
@@ -308,8 +361,7 @@ class QuerySession:
                 if self._pause_asked or where.get("reason") == "breakpoint":  # logged by its actor, or as the hit
                     self._pause_asked = False
                     continue
-                self.note("streamfold", "paused", f"paused at batch {where.get('batch', e['batch'])}, "
-                          f"{where.get('step') or 'between batches'} (reason: {where.get('reason')})")
+                self.note("streamfold", "paused", f"{_paused_where(status)} (reason: {where.get('reason')})")
             elif kind == "reconfigured":
                 self.note("streamfold", "reconfigured", f"query version {e['version']} ({e['semantics']}) applied at "
                           f"batch {e['batch']}: kept {', '.join(e['kept_states']) or 'no state'}, "
@@ -332,8 +384,15 @@ class QuerySession:
             await self._release("streamfold", err)
 
     async def _watch(self) -> None:
+        looks = 0
         while True:
             await self._collect()
+            if looks % WAITING_EVERY == 0 and self.handle is not None:
+                waiting = await asyncio.to_thread(self.handle.waiting)
+                if waiting != self.waiting:
+                    self.waiting = waiting
+                    self.publish({"type": "waiting", "waiting": waiting})
+            looks += 1
             await asyncio.sleep(WATCH_SECONDS)
 
     async def _collect(self) -> None:
@@ -358,8 +417,7 @@ class QuerySession:
 def _described(action: str, args: dict[str, Any], result: Any) -> str:
     """A control action as the log shows it."""
     if action == "pause":
-        where = result.get("pause") or {}
-        return f"paused at batch {where.get('batch')}, {where.get('step') or 'between batches'}"
+        return _paused_where(result)
     if action == "resume":
         return "resumed"
     if action == "skip":
@@ -370,6 +428,15 @@ def _described(action: str, args: dict[str, Any], result: Any) -> str:
         return f"removed breakpoint {result['id']}"
     return (f"reconfigured to query version {result['version']} ({args.get('semantics') or 'restate'}), "
             f"{result['applies']}")
+
+
+def _paused_where(status: dict[str, Any]) -> str:
+    """Where a paused query is: after its last committed batch, or inside the batch it runs."""
+    where = status.get("pause") or {}
+    step = where.get("step") or "between batches"
+    if step == "between batches":
+        return f"paused after batch {status.get('last_committed')}, between batches"
+    return f"paused in batch {where.get('batch')} (not committed), {step}"
 
 
 def error_json(e: BaseException) -> dict[str, Any]:

@@ -116,6 +116,37 @@ def test_a_pause_cancels_a_step_that_runs_long_and_runs_it_again_after_resume(sp
     assert result["value"] == sum(i % 7 for i in range(1000)) and len(calls) == 2
 
 
+def test_a_halt_cancels_a_step_that_runs_long_and_the_query_stops_there(spark):
+    """The studio's Stop during a long batch 0 (issue 58): the step's jobs are cancelled and its
+    thread stops at its point; the step is not run again."""
+    from streamfold.control.pause import Gate
+    from streamfold.runtime.hooks import QueryStopped
+
+    session, tag = spark.newSession(), "streamfold-test-halt"
+    sc = spark.sparkContext
+    gate = Gate(cancel=lambda: sc.cancelJobsWithTag(tag),
+                tag=lambda on: sc.addJobTag(tag) if on else sc.removeJobTag(tag))
+    calls: list[int] = []
+    outcome: dict = {}
+
+    def step() -> int:  # a job of minutes
+        calls.append(1)
+        return session.range(10**12).selectExpr("sum(id % 7) AS s").collect()[0][0]
+
+    def work() -> None:
+        try:
+            outcome["value"] = gate.guard(0, "long step", step)
+        except QueryStopped:
+            outcome["stopped"] = True
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    wait_for(lambda: calls and session.sparkContext.statusTracker().getActiveJobsIds(), what="the long job")
+    gate.halt()
+    worker.join(60)
+    assert not worker.is_alive() and outcome == {"stopped": True} and len(calls) == 1
+
+
 def test_a_source_breakpoint_stops_the_batch_uncommitted_then_resume_commits_it_and_skip_drops_its_files(spark, tmp_path):
     q, feed, out = start(spark, tmp_path)
     try:

@@ -195,6 +195,13 @@ def test_a_typo_shows_its_coded_error_at_its_span_as_you_type(server, open_page)
     expect(page.locator("#graph .edge-old")).not_to_have_count(0)
     expect(errors).to_contain_text("reading orders (orders), regions (ref/regions)")
     shoot(page, "plan-join", "#panel-plan")
+    # A new typo: the plan panel shows the editor's error, not the plan of the text before it.
+    page.keyboard.press("Control+End")
+    page.keyboard.type("x")
+    expect(page.locator("#graph .graph-error")).to_contain_text("UNKNOWN_COLUMN", timeout=WAIT_MS)
+    expect(page.locator("#graph .node")).to_have_count(0)
+    page.keyboard.press("Backspace")
+    expect(page.locator("#graph .node-state")).to_have_count(3, timeout=WAIT_MS)
     assert page.errors == []  # type: ignore[attr-defined]
 
 
@@ -221,6 +228,10 @@ def test_two_pages_editing_one_query_converge_and_a_late_joiner_gets_the_text(se
     assert text_of(ann) == text_of(bob)
     expect(ann.locator(".cm-ySelectionInfo")).to_have_text("bob", timeout=WAIT_MS)  # bob's cursor, named
     expect(ann.locator("#viewers")).to_have_text("annbob")
+    colours = ann.evaluate("() => [...document.querySelectorAll('#viewers .viewer')]"
+                           ".map((v) => getComputedStyle(v).borderBottomColor)")
+    assert len(set(colours)) == 2, colours  # two viewers, two colours (seats, not a hash of the name)
+    assert bob.evaluate("() => getComputedStyle(document.getElementById('user')).color") == colours[1]
     late = open_page(qid, "cy")
     assert text_of(late) == text_of(ann)
     expect(late.locator("#errors")).to_have_class("errors ok", timeout=WAIT_MS)  # the shared compile result
@@ -251,8 +262,14 @@ def test_a_run_shows_the_answer_and_every_viewer_sees_the_table_update_as_files_
         changed = {r.split("\t")[0] for r in page.locator(".result-table tr.changed").all_inner_texts()}
         assert changed == set(BATCHES[1]["region"])  # eu's total changed, africa is new; us, asia kept
     expect(ann.locator(".timeline-table tbody tr")).to_have_count(2)
+    # each state's rows over the batches, from the commit records: a line of two points per state
+    lines = ann.locator("#timeline svg.state-rows polyline")
+    expect(lines).not_to_have_count(0)
+    assert all(len(line.get_attribute("points").split()) == 2 for line in lines.all())
+    assert ann.locator("#timeline svg.state-bytes").count() == 0  # these commits record no bytes
     expect(ann.locator("#graph .node-answer .node-count")).to_have_text("4 rows, 3 in changes")  # eu −40 +47, africa +11
     expect(ann.locator("#chart polyline")).not_to_have_count(0)
+    expect(ann.locator("#chart .chart-legend .legend")).not_to_have_count(0)
 
     ann.locator(".result-table th", has_text="total").click()  # sorted by the server, ascending
     expect(ann.locator(".result-table tbody tr").first).to_contain_text("asia")
@@ -261,6 +278,14 @@ def test_a_run_shows_the_answer_and_every_viewer_sees_the_table_update_as_files_
     shoot(ann, "timeline", "#panel-timeline")
     shoot(ann, "plan", "#panel-plan")
     shoot(ann, "page")
+    # Long values: every tick label is inside the plot's box, and the legend is not over the lines.
+    ann.evaluate("""() => { const c = window.streamfoldStudio.chart;
+        c.data = { batches: [0, 1, 2], series: { eu: [83604.53, 1.5, 40000], us: [5, 9876543.21, 7] } }; c.render(); }""")
+    expect(ann.locator("#chart text.tick").first).to_have_text("9876543.21")
+    boxes = ann.evaluate("() => [...document.querySelectorAll('#chart text.tick')].map((t) => t.getBBox().x)")
+    assert min(boxes) >= 0, boxes
+    assert ann.locator("#chart svg .legend").count() == 0
+    expect(ann.locator("#chart .chart-legend")).to_have_text("region = eu region = us")
 
     bob.click("#stop")
     for page in (ann, bob):
@@ -324,14 +349,21 @@ def test_any_viewer_pauses_or_a_breakpoint_stops_the_query_for_every_page_and_re
     expect(bob.locator("#breakpoints li")).to_have_text("b1 source sales: amount > 10 remove")
     bob.click("#pause")
     for page in (ann, bob):  # shown once the query is paused, on every page
-        expect(page.locator("#control-state")).to_contain_text("paused at batch 1, between batches", timeout=WAIT_MS)
+        # batch 0 is the last committed one: the panel names it, the pill says paused
+        expect(page.locator("#control-state")).to_contain_text("paused after batch 0, between batches",
+                                                               timeout=WAIT_MS)
+        expect(page.locator("#status")).to_have_text("paused · run 1 · after batch 0")
         expect(page.locator("#resume")).to_be_enabled()
         expect(page.locator("#pause")).to_be_disabled()
     _write(os.path.join(server.root, "sales"), "0002.parquet", BATCHES[1])
     time.sleep(2.0)  # four polls of the run: the file waits
     late = open_page(qid, "cy")  # joins a paused query: it gets the current state
-    expect(late.locator("#control-state")).to_contain_text("paused at batch 1")
+    expect(late.locator("#control-state")).to_contain_text("paused after batch 0")
     expect(late.locator("#resume")).to_be_enabled()
+    for page in (ann, late):  # the file waiting is shown, and the Sources panel counts it unasked
+        expect(page.locator("#progress")).to_have_text("1 file waiting (sales: 1)", timeout=WAIT_MS)
+        expect(page.locator('#sources li[data-path="sales"] .source-head')).to_contain_text("2 files",
+                                                                                            timeout=WAIT_MS)
     for page in (ann, bob, late):
         expect(page.locator(".table-summary")).to_contain_text("after batch 0")
 
@@ -342,8 +374,10 @@ def test_any_viewer_pauses_or_a_breakpoint_stops_the_query_for_every_page_and_re
     assert late.locator(".inspect-table tbody tr").all_inner_texts() == ["eu\t40", "us\t20"]
     shoot(late, "control", "#panel-control")
     late.fill("#inspect-sql", "DROP TABLE snapshot")
-    late.click("#inspect-form button")
-    expect(late.locator("#action-error")).to_contain_text("INSPECT_", timeout=WAIT_MS)
+    late.click("#inspect-form button")  # refused: said next to the inspect box, and in everyone's log
+    expect(late.locator("#inspect-result .inspect-error")).to_contain_text("INSPECT_", timeout=WAIT_MS)
+    expect(late.locator("#action-error")).to_have_text("")
+    expect(ann.locator("#log")).to_contain_text("cy inspect was refused: DROP TABLE snapshot")
 
     ann.click("#resume")  # batch 1 runs over the file that waited, and meets the breakpoint before its commit
     for page in (ann, bob, late):
@@ -357,7 +391,7 @@ def test_any_viewer_pauses_or_a_breakpoint_stops_the_query_for_every_page_and_re
         expect(page.locator(".table-summary")).to_contain_text("after batch 1", timeout=RUN_WAIT_MS)
         assert table_rows(page) == _totals(BATCHES)
         expect(page.locator("#control-state")).to_contain_text("running")
-    expect(ann.locator("#log")).to_contain_text("bob paused at batch 1, between batches")
+    expect(ann.locator("#log")).to_contain_text("bob paused after batch 0, between batches")
     expect(ann.locator("#log")).to_contain_text("ann added breakpoint b1")
     expect(ann.locator("#log")).to_contain_text("breakpoint b1 hit at batch 1")
     expect(ann.locator("#log")).to_contain_text("ann resumed")
@@ -394,3 +428,54 @@ def test_the_running_query_is_reconfigured_from_the_page_and_every_viewer_sees_t
     expect(ann.locator(".table-summary")).to_contain_text("after batch 2", timeout=RUN_WAIT_MS)
     assert table_rows(ann) == {r: t for r, t in _totals(BATCHES).items() if t > 10}
     _stop([ann, bob])
+
+
+@pytest.mark.spark
+def test_while_a_run_starts_the_page_says_what_it_does_and_stop_ends_it_before_any_batch(
+        server, open_page, spark, monkeypatch):
+    """The first minute: the start is held (as a cold JVM or a large input's schema would hold
+    it) while the page is looked at; Stop then ends the run before its first batch. A second
+    run goes through, and the page follows batch 0's progress until its answer is there."""
+    import streamfold
+    from playwright.sync_api import expect
+
+    server.studio.spark = spark
+    os.makedirs(os.path.join(server.root, "clicks"))
+    _write(os.path.join(server.root, "clicks"), "0001.parquet", BATCHES[0])
+    qid = server.new_query("clicks", "SELECT region, sum(amount) AS total FROM clicks GROUP BY region")
+    held, real_start = threading.Event(), streamfold.start
+
+    def slow_start(*args, **kwargs):
+        assert held.wait(RUN_WAIT_MS / 1000)
+        return real_start(*args, **kwargs)
+
+    monkeypatch.setattr(streamfold, "start", slow_start)
+    ann = open_page(qid, "ann")
+    expect(ann.locator("#errors")).to_have_class("errors ok", timeout=WAIT_MS)
+    ann.click("#run")
+    expect(ann.locator("#status")).to_contain_text("starting · run 1", timeout=WAIT_MS)
+    expect(ann.locator("#progress")).to_contain_text("reading the inputs' schemas and planning", timeout=WAIT_MS)
+    expect(ann.locator("#table")).to_contain_text("reading the inputs' schemas and planning")
+    expect(ann.locator("#table")).not_to_contain_text("run the query")
+    expect(ann.locator("#control-detail")).to_contain_text("The run is starting")
+    expect(ann.locator("#stop")).to_be_enabled()
+    ann.click("#stop")
+    expect(ann.locator("#status")).to_contain_text("stopping", timeout=WAIT_MS)
+    held.set()  # the start goes on to where it looks at the Stop, and ends there
+    expect(ann.locator("#status")).to_contain_text("stopped", timeout=RUN_WAIT_MS)
+    expect(ann.locator("#log")).to_contain_text("ann stopping run 1 while it starts")
+    expect(ann.locator("#log")).to_contain_text("run 1 stopped while it started, before its first batch")
+    output = os.path.join(server.root, ".studio", "queries", qid)
+    commits = [f for d, _, fs in os.walk(output) for f in fs if d.endswith("commits")]
+    assert commits == []  # nothing ran
+
+    # Run again: every step batch 0 goes through is shown as it comes.
+    ann.evaluate("""() => { window.seen = []; new MutationObserver(() =>
+        window.seen.push(document.getElementById('progress').textContent)).observe(
+        document.getElementById('progress'), { childList: true, characterData: true, subtree: true }); }""")
+    ann.click("#run")
+    expect(ann.locator(".table-summary")).to_contain_text("after batch 0", timeout=RUN_WAIT_MS)
+    seen = ann.evaluate("() => window.seen")
+    assert any(t.startswith("batch 0: ") and "1 file" in t for t in seen), seen
+    expect(ann.locator("#status")).to_contain_text("running · run 1 · after batch 0")  # the same run, resumed
+    _stop([ann])

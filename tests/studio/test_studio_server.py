@@ -229,7 +229,7 @@ def test_every_viewer_gets_the_state_then_each_change_once(client):
     with client.websocket_connect(f"/ws/events/{qid}", **auth(name="ann")) as ann:
         state = ann.receive_json()
         assert state["type"] == "state" and state["compile"]["ok"] and state["run"]["status"] == "idle"
-        assert ann.receive_json() == {"type": "viewers", "viewers": ["ann"]}
+        assert ann.receive_json() == {"type": "viewers", "viewers": ["ann"], "colors": {"ann": 0}}
         peer = YPeer(client, qid)
         peer.edit(len(str(peer.text)), " WHERE amont > 1")
         compiled = ann.receive_json()
@@ -237,8 +237,20 @@ def test_every_viewer_gets_the_state_then_each_change_once(client):
         with client.websocket_connect(f"/ws/events/{qid}", **auth(name="bob")) as bob:
             joined = bob.receive_json()  # a late joiner: the current state, this compile included
             assert joined["compile"]["text"] == "SELECT * FROM orders WHERE amont > 1"
-            assert ann.receive_json()["viewers"] == ["ann", "bob"]
+            assert viewers_of(ann) == {"type": "viewers", "viewers": ["ann", "bob"], "colors": {"ann": 0, "bob": 1}}
+        # bob left: the next viewer takes his seat, and ann keeps hers
+        assert viewers_of(ann)["colors"] == {"ann": 0}
+        with client.websocket_connect(f"/ws/events/{qid}", **auth(name="cy")) as cy:
+            assert viewers_of(cy)["colors"] == {"ann": 0, "cy": 1}
         peer.close()
+
+
+def viewers_of(ws) -> dict:
+    """The next viewers message on an event channel (a log entry or a compile may come first)."""
+    while True:
+        msg = ws.receive_json()
+        if msg["type"] == "viewers":
+            return msg
 
 
 def test_control_actions_need_a_running_query_and_bad_ones_are_refused_with_a_code(client):

@@ -5,7 +5,16 @@
 import { api, el, svg, formatValue } from './api.js';
 import { colorFor } from './editor.js';
 
-const WIDTH = 460, HEIGHT = 200, PAD = { l: 54, r: 12, t: 10, b: 26 };
+const WIDTH = 460, HEIGHT = 200, PAD = { r: 12, t: 10, b: 26 };
+const TICK_FONT = '11px system-ui, sans-serif'; // as .chart text in style.css
+
+// The width a tick label takes, so the left margin fits the longest ("83604.53" is never cut).
+let measurer = null;
+function textWidth(text) {
+  measurer = measurer || document.createElement('canvas').getContext('2d');
+  measurer.font = TICK_FONT;
+  return measurer.measureText(text).width;
+}
 
 export class Chart {
   constructor(container, queryId) {
@@ -74,7 +83,14 @@ export class Chart {
       pick('value', this.columns, this.value, (v) => { this.value = v; }),
       pick('per row of', [null, ...this.columns], this.label, (v) => { this.label = v; this.labels = []; }),
       el('span', { class: 'hint', text: this.label ? 'click rows in the table to add or remove lines' : '' }));
-    this.container.replaceChildren(controls, this.plot());
+    this.container.replaceChildren(controls, this.plot(), this.legend());
+  }
+
+  // The lines' names under the plot, never over its lines.
+  legend() {
+    return el('div', { class: 'chart-legend' }, Object.keys(this.data.series).map((name) =>
+      el('span', { class: 'legend', style: `color:${colorFor(name)}` },
+        el('span', { class: 'swatch', style: `background:${colorFor(name)}` }), ` ${this.label ? this.label + ' = ' : ''}${name}`)));
   }
 
   plot() {
@@ -82,21 +98,23 @@ export class Chart {
     const root = svg('svg', { width: WIDTH, height: HEIGHT, class: 'chart' });
     const points = Object.values(series).flat().map(Number).filter((v) => Number.isFinite(v));
     if (!batches.length || !points.length) {
-      root.append(svg('text', { x: PAD.l, y: HEIGHT / 2, class: 'empty', text: 'no values yet' }));
+      root.append(svg('text', { x: 54, y: HEIGHT / 2, class: 'empty', text: 'no values yet' }));
       return root;
     }
     let lo = Math.min(...points), hi = Math.max(...points);
     if (lo === hi) { lo -= 1; hi += 1; }
+    const ticks = [formatValue(hi), formatValue(lo)];
+    const left = Math.ceil(Math.max(...ticks.map(textWidth))) + 10;
+    const P = { ...PAD, l: Math.max(40, left) };
     const b0 = batches[0], b1 = Math.max(batches[batches.length - 1], b0 + 1);
-    const x = (b) => PAD.l + (b - b0) / (b1 - b0) * (WIDTH - PAD.l - PAD.r);
-    const y = (v) => PAD.t + (1 - (v - lo) / (hi - lo)) * (HEIGHT - PAD.t - PAD.b);
-    root.append(svg('line', { x1: PAD.l, y1: HEIGHT - PAD.b, x2: WIDTH - PAD.r, y2: HEIGHT - PAD.b, class: 'axis' }));
-    root.append(svg('line', { x1: PAD.l, y1: PAD.t, x2: PAD.l, y2: HEIGHT - PAD.b, class: 'axis' }));
-    root.append(svg('text', { x: PAD.l - 4, y: PAD.t + 8, class: 'tick', 'text-anchor': 'end', text: formatValue(hi) }));
-    root.append(svg('text', { x: PAD.l - 4, y: HEIGHT - PAD.b, class: 'tick', 'text-anchor': 'end', text: formatValue(lo) }));
-    root.append(svg('text', { x: PAD.l, y: HEIGHT - 8, class: 'tick', text: `batch ${b0}` }));
-    root.append(svg('text', { x: WIDTH - PAD.r, y: HEIGHT - 8, class: 'tick', 'text-anchor': 'end', text: `batch ${b1}` }));
-    let row = 0;
+    const x = (b) => P.l + (b - b0) / (b1 - b0) * (WIDTH - P.l - P.r);
+    const y = (v) => P.t + (1 - (v - lo) / (hi - lo)) * (HEIGHT - P.t - P.b);
+    root.append(svg('line', { x1: P.l, y1: HEIGHT - P.b, x2: WIDTH - P.r, y2: HEIGHT - P.b, class: 'axis' }));
+    root.append(svg('line', { x1: P.l, y1: P.t, x2: P.l, y2: HEIGHT - P.b, class: 'axis' }));
+    root.append(svg('text', { x: P.l - 4, y: P.t + 8, class: 'tick', 'text-anchor': 'end', text: ticks[0] }));
+    root.append(svg('text', { x: P.l - 4, y: HEIGHT - P.b, class: 'tick', 'text-anchor': 'end', text: ticks[1] }));
+    root.append(svg('text', { x: P.l, y: HEIGHT - 8, class: 'tick', text: `batch ${b0}` }));
+    root.append(svg('text', { x: WIDTH - P.r, y: HEIGHT - 8, class: 'tick', 'text-anchor': 'end', text: `batch ${b1}` }));
     for (const [name, values] of Object.entries(series)) {
       const color = colorFor(name);
       const pts = values.map((v, i) => (v === null ? null : [x(batches[i]), y(Number(v))])).filter(Boolean);
@@ -104,9 +122,6 @@ export class Chart {
         root.append(svg('polyline', { points: pts.map((p) => p.join(',')).join(' '), stroke: color, class: 'series' }));
         for (const [px, py] of pts) root.append(svg('circle', { cx: px, cy: py, r: 2.5, fill: color }));
       }
-      root.append(svg('text', { x: WIDTH - PAD.r, y: PAD.t + 12 + 13 * row++, style: `fill:${color}`, class: 'legend',
-        'text-anchor': 'end',
-        text: `${this.label ? this.label + ' = ' : ''}${name}` }));
     }
     return root;
   }

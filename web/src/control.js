@@ -17,6 +17,7 @@ export class ControlPanel {
     this.act = act;
     this.compiled = compiled;
     this.status = null;
+    this.starting = null; // what a starting run is doing (its progress), while it has no controller
     $('pause').onclick = () => this.act('pause', {});
     $('resume').onclick = () => this.act('resume', {});
     $('skip').onclick = () => this.act('skip', {});
@@ -40,13 +41,20 @@ export class ControlPanel {
     $('resume').disabled = !held;
     const files = status && status.breakpoint ? Object.values(status.breakpoint.files || {}).flat() : [];
     $('skip').disabled = !(status && status.state === 'paused' && files.length);
-    $('control-detail').replaceChildren(...detail(status));
+    $('control-detail').replaceChildren(...detail(status, this.starting));
     this.showVersion();
     $('breakpoint-form').querySelector('button').disabled = !status;
     $('inspect-form').querySelector('button').disabled = !status;
     $('breakpoints').replaceChildren(...(status ? status.breakpoints : []).map((b) =>
       el('li', { 'data-id': b.id }, el('strong', { text: b.id }), ' ', b.description, ' ',
         el('button', { onclick: () => this.act(`breakpoints/${b.id}`, null) }, 'remove'))));
+  }
+
+  // A run that is starting has no controller yet: say what it is doing, not "run the query".
+  showStarting(text) {
+    if (text === this.starting) return;
+    this.starting = text;
+    if (!this.status) $('control-detail').replaceChildren(...detail(null, text));
   }
 
   // Reconfigure applies the editor's (shared) text: possible while running, once it compiles
@@ -84,8 +92,9 @@ export class ControlPanel {
   async inspect() {
     const box = $('inspect-result');
     box.replaceChildren(el('p', { class: 'empty', text: 'inspecting…' }));
-    const result = await this.act('inspect', { sql: $('inspect-sql').value, limit: 50 });
-    if (!result) { box.replaceChildren(); return; }
+    const refused = el('div', { class: 'error-line inspect-error' });
+    const result = await this.act('inspect', { sql: $('inspect-sql').value, limit: 50 }, refused);
+    if (!result) { box.replaceChildren(refused); return; }
     box.replaceChildren(
       el('div', { class: 'muted', text: `batch ${result.batch}${result.committed ? '' : ' (not committed yet)'}, ` +
         `${result.rows.length}${result.truncated ? '+' : ''} row${result.rows.length === 1 ? '' : 's'}` }),
@@ -99,14 +108,22 @@ function describeState(status) {
   if (!status) return 'not running';
   if (status.breakpoint) return `paused at breakpoint ${status.breakpoint.breakpoint.id}, batch ${status.breakpoint.batch}`;
   const p = status.pause;
-  if (status.state === 'paused' && p) return `paused at batch ${p.batch}, ${p.step}`;
+  // between batches the last committed batch is named; inside one, the batch that is not committed
+  if (status.state === 'paused' && p) {
+    return p.step === 'between batches' || !p.step ? `paused after batch ${status.last_committed}, between batches`
+      : `paused in batch ${p.batch} (not committed), ${p.step}`;
+  }
   if (status.state === 'pausing') return 'pausing…';
   if (status.state === 'idle') return `running · waiting for files after batch ${status.last_committed}`;
   if (status.state === 'running') return `running · batch ${status.batch}${status.step ? ', ' + status.step : ''}`;
   return status.state;
 }
 
-function detail(status) {
+function detail(status, starting) {
+  if (!status && starting) {
+    return [el('p', { class: 'empty starting', text: `The run is starting: ${starting}. Pause, breakpoints and inspect ` +
+      'work once it runs; Stop works now.' })];
+  }
   if (!status) return [el('p', { class: 'empty', text: 'Run the query to control it.' })];
   const out = [];
   const hit = status.breakpoint;

@@ -29,6 +29,18 @@ const SPARK = SQLDialect.define({
 
 const COLORS = ['#d9480f', '#1971c2', '#2b8a3e', '#9c36b5', '#e67700', '#c2255c', '#0c8599'];
 
+// A viewer's colour: their seat in the query's session when the server gave one (two viewers
+// never share it), else a hash of the name (a chart's lines).
+const seats = new Map();
+export function seatColors(colors) {
+  seats.clear();
+  for (const [name, seat] of Object.entries(colors || {})) seats.set(name, seat);
+}
+
+export function viewerColor(name) {
+  return seats.has(name) ? COLORS[seats.get(name) % COLORS.length] : colorFor(name);
+}
+
 export function colorFor(name) {
   let h = 0;
   for (const c of name) h = (h * 31 + c.charCodeAt(0)) >>> 0;
@@ -42,8 +54,8 @@ export class SharedEditor {
     this.provider = new WebsocketProvider(wsBase('/ws/doc'), queryId, this.doc, {
       params: { token }, disableBc: true,
     });
-    const color = colorFor(user);
-    this.provider.awareness.setLocalStateField('user', { name: user, color, colorLight: color + '33' });
+    this.user = user;
+    this.setColor(colorFor(user));
     this.provider.on('sync', (synced) => { if (synced && onSynced) onSynced(); });
     const undoManager = new Y.UndoManager(this.text);
     this.view = new EditorView({
@@ -66,6 +78,11 @@ export class SharedEditor {
       }),
     });
     this.error = null;
+  }
+
+  // Our cursor's colour, as the other pages see it (set again once the server seats us).
+  setColor(color) {
+    this.provider.awareness.setLocalStateField('user', { name: this.user, color, colorLight: color + '33' });
   }
 
   get value() {

@@ -6,7 +6,7 @@
 // effects come back as deltas, to this page and every other one alike.
 
 import { api, el, wsUrl, ApiError } from './api.js';
-import { SharedEditor, colorFor } from './editor.js';
+import { SharedEditor, colorFor, seatColors, viewerColor } from './editor.js';
 import { drawGraph } from './graph.js';
 import { ResultTable } from './table.js';
 import { Chart } from './chart.js';
@@ -26,7 +26,8 @@ function example() {
     (first ? `SELECT * FROM ${first.name}` : 'SELECT ...');
 }
 
-const state = { compile: null, run: null, control: null, timeline: [], log: [], query: null, sources: [] };
+const state = { compile: null, run: null, control: null, timeline: [], log: [], query: null, sources: [], progress: null, waiting: {} };
+const SOURCES_EVERY_MS = 3000; // the Sources panel's file counts are looked at this often
 let editor, table, chart, control, queryId;
 
 async function main() {
@@ -47,15 +48,16 @@ async function main() {
 
   editor = new SharedEditor($('editor'), queryId, user, () => document.body.classList.add('synced'));
   editor.text.observe(() => showCompile());
-  window.streamfoldStudio = { editor, state }; // for the browser tests and the console
   table = new ResultTable($('table'), queryId, (label) => { chart.toggleLabel(label); table.picked = new Set(chart.labels.map(String)); table.render(); });
   chart = new Chart($('chart'), queryId);
   control = new ControlPanel(queryId, controlAct, () => (state.compile && state.compile.text === editor.value ? state.compile : null));
+  window.streamfoldStudio = { editor, state, chart }; // for the browser tests and the console
   $('run').onclick = () => act('run');
   $('stop').onclick = () => act('stop');
   $('refresh-sources').onclick = refreshSources;
   $('new-query').onsubmit = newQuery;
   connectEvents();
+  setInterval(() => refreshSources(false).catch(() => {}), SOURCES_EVERY_MS);
 }
 
 function drawQueryList(queries) {
@@ -85,8 +87,9 @@ function connectEvents(delay = 250) {
 function apply(msg) {
   switch (msg.type) {
     case 'state':
-      Object.assign(state, { compile: msg.compile, run: msg.run, control: msg.control, timeline: msg.timeline, log: msg.log, query: msg.query });
-      showViewers(msg.viewers);
+      Object.assign(state, { compile: msg.compile, run: msg.run, control: msg.control, timeline: msg.timeline, log: msg.log, query: msg.query,
+        progress: msg.progress, waiting: msg.waiting || {} });
+      showViewers(msg.viewers, msg.colors);
       showQuery();
       showCompile();
       showRun();
@@ -102,6 +105,15 @@ function apply(msg) {
     case 'control':
       state.control = msg.control;
       control.show(state.control);
+      showRun();
+      break;
+    case 'progress':
+      state.progress = msg.progress;
+      showRun();
+      break;
+    case 'waiting':
+      state.waiting = msg.waiting;
+      showRun();
       break;
     case 'run':
       state.run = msg.run;
@@ -122,7 +134,7 @@ function apply(msg) {
       $('log').scrollTop = $('log').scrollHeight;
       break;
     case 'viewers':
-      showViewers(msg.viewers);
+      showViewers(msg.viewers, msg.colors);
       break;
     case 'query':
       state.query = msg.query;
@@ -131,8 +143,11 @@ function apply(msg) {
   }
 }
 
-function showViewers(names) {
-  $('viewers').replaceChildren(...names.map((n) => el('span', { class: 'viewer', style: `border-color:${colorFor(n)}` }, n)));
+function showViewers(names, colors) {
+  seatColors(colors);
+  $('viewers').replaceChildren(...names.map((n) => el('span', { class: 'viewer', style: `border-color:${viewerColor(n)}` }, n)));
+  $('user').style.color = viewerColor(user);
+  if (editor) editor.setColor(viewerColor(user));
 }
 
 function showQuery() {
@@ -170,7 +185,15 @@ function showCompile() {
 
 function showGraph() {
   const result = state.compile;
-  if (!result || !result.ok) { if (result) $('plan-note').textContent = 'the plan appears once the query compiles'; return; }
+  if (!result) return;
+  if (!result.ok) { // the editor's error, not the plan of a text that is no longer there
+    const err = result.error;
+    $('plan-note').textContent = 'the plan appears once the query compiles';
+    $('graph').replaceChildren(el('div', { class: 'graph-error error-line' },
+      el('span', { class: 'error-code', text: err.code }), ' ', err.message,
+      err.line ? ` (line ${err.line}, column ${err.column})` : ''));
+    return;
+  }
   const running = state.run && state.run.sql === result.text;
   const commit = running && state.timeline.length ? state.timeline[state.timeline.length - 1] : null;
   $('plan-note').textContent = running ? (commit ? `rows after batch ${commit.batch}` : 'waiting for batch 0')
@@ -179,10 +202,16 @@ function showGraph() {
 }
 
 // -- sources ----------------------------------------------------------------------------------
+// Pressing refresh recompiles; the periodic look recompiles only when a directory's format or
+// columns changed (a first file in an empty one), and redraws only when something changed.
 async function refreshSources(recompile = true) {
+  const before = state.sources;
   state.sources = (await api('/api/sources')).sources;
-  drawSources();
-  if (recompile) await api(`/api/queries/${queryId}/compile`, { method: 'POST' });
+  const shape = (list) => JSON.stringify(list.map((x) => [x.path, x.format, x.columns]));
+  if (recompile || JSON.stringify(before) !== JSON.stringify(state.sources)) drawSources();
+  if (recompile || (before.length && shape(before) !== shape(state.sources))) {
+    await api(`/api/queries/${queryId}/compile`, { method: 'POST' });
+  }
 }
 
 function drawSources() {
@@ -225,31 +254,48 @@ async function act(action) {
 }
 
 // A control action: POST (DELETE when body is null) to the query's path; its answer, or null
-// with the error shown.
-async function controlAct(path, body) {
+// with the error shown in errorBox (next to the form that asked; the Run/Stop bar by default).
+async function controlAct(path, body, errorBox) {
   return guarded(() => api(`/api/queries/${queryId}/${path}`, body === null
-    ? { method: 'DELETE', query: { actor: user } } : { method: 'POST', body: { ...body, actor: user } }));
+    ? { method: 'DELETE', query: { actor: user } } : { method: 'POST', body: { ...body, actor: user } }), errorBox);
 }
 
-async function guarded(fn) {
+async function guarded(fn, errorBox) {
+  const box = errorBox || $('action-error');
   try {
     const result = await fn();
-    $('action-error').textContent = '';
+    box.textContent = '';
     return result;
   } catch (e) {
-    $('action-error').textContent = e instanceof ApiError ? e.message : String(e);
+    box.textContent = e instanceof ApiError ? e.message : String(e);
     return null;
   }
 }
 
+// The run's pill (its status, paused as the controller says, the last committed batch), what it
+// is doing (runtime/progress.py: the JVM starting, batch 0's stage and tasks) and the files waiting.
 function showRun() {
   const run = state.run || { status: 'idle' };
+  const ctl = state.control;
+  const paused = run.status === 'running' && ctl && ['paused', 'pausing'].includes(ctl.state);
+  const status = paused ? ctl.state : run.status;
   const pill = $('status');
-  pill.textContent = run.status + (run.run ? ` · run ${run.run}` : '') + (run.last_batch >= 0 ? ` · batch ${run.last_batch}` : '');
-  pill.className = 'status status-' + run.status;
+  pill.textContent = status + (run.run ? ` · run ${run.run}` : '') + (run.last_batch >= 0 ? ` · after batch ${run.last_batch}` : '');
+  pill.className = 'status status-' + status;
   $('run').disabled = ['starting', 'running', 'stopping'].includes(run.status);
-  $('stop').disabled = run.status !== 'running';
+  $('stop').disabled = !['starting', 'running'].includes(run.status);
   $('run-error').replaceChildren(...(run.error ? [el('span', { class: 'error-code', text: run.error.code }), ' ', run.error.message] : []));
+  const p = state.progress;
+  const active = ['starting', 'running', 'stopping'].includes(run.status);
+  const doing = active && p && !(p.phase === 'waiting' && !paused) ? (paused ? '' : p.text + (p.elapsed_s >= 1 ? ` (${p.elapsed_s} s)` : '')) : '';
+  const waiting = Object.entries(active ? state.waiting || {} : {}).filter(([, n]) => n > 0);
+  const files = waiting.reduce((a, [, n]) => a + n, 0);
+  const wait = files ? `${files} file${files === 1 ? '' : 's'} waiting (${waiting.map(([k, n]) => `${k}: ${n}`).join(', ')})` : '';
+  $('progress').textContent = [doing, paused || !(p && p.phase === 'batch') ? wait : ''].filter(Boolean).join(' · ');
+  const starting = run.status === 'starting' || (run.status === 'stopping' && !ctl);
+  table.waiting = active && run.last_batch < 0 ? (p ? p.text : run.status) + (run.status === 'starting' ? ' — the answer appears once batch 0 commits' : '') : null;
+  if (!table.page || table.page.batch < 0) table.render();
+  control.showStarting(starting ? (p ? p.text : 'starting') : null);
 }
 
 async function refreshResults(changes) {

@@ -44,7 +44,7 @@ export class ResultTable {
   render() {
     const p = this.page;
     if (!p || p.batch < 0) {
-      this.container.replaceChildren(el('p', { class: 'empty', text: 'No batch yet: run the query.' }));
+      this.container.replaceChildren(el('p', { class: 'empty', text: this.waiting || 'No batch yet: run the query.' }));
       return;
     }
     const head = el('tr', {}, p.columns.map((c) => el('th', {
