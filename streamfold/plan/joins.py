@@ -255,6 +255,9 @@ class JoinTerms:
             edges = tuple(dict.fromkeys((name(self.body.inputs[e.left]), name(self.body.inputs[e.right]))
                                         for e in self.body.edges))
             self.plan.delta_joins.append(DeltaJoin(tuple(name(i) for i in self.body.inputs), edges, tuple(orders)))
+            self.plan.note("join order of each delta term (" + "; ".join(
+                f"Δ{s} ⋈ {' ⋈ '.join(o)}" for s, o in orders) + "): re-planned between batches from the "
+                "selectivities each batch measures (`explain --analyze` shows the current one)")
         return terms[0] if len(terms) == 1 else Union(tuple(terms))
 
     def _order(self, start: Input, given_order: bool = True) -> list[int]:

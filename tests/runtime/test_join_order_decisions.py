@@ -101,3 +101,16 @@ def test_a_replan_compiles_the_orders_over_the_same_states():
     assert dict(again.delta_joins[0].terms)["in_y"] == ("in_x", "in_z"), "a cross-product order is not taken"
     assert again.orders == (("in_x", ("in_z", "in_y")),)
     assert replanned(again, {}).orders == again.orders, "a re-plan for a join matrix keeps the orders"
+
+
+def test_explain_analyze_shows_the_current_order_when_it_changed_and_why():
+    from streamfold.runtime.analyze import order_text
+
+    record = {"join_order": {
+        "in_x": Term(ZY, {"b": 3.0, "c": 0.5}, None, 0, 4, "b is 3, c 0.5").record(YZ),
+        "in_y": Term(("a", "c"), {"a": 1.0}).record(("a", "c")),
+    }}
+    text = order_text(record, 5)
+    assert "current join order of Δin_x after batch 5: Δin_x ⋈ c ⋈ b (changed after batch 4: b is 3, c 0.5)" in text
+    assert "Δin_y ⋈ a ⋈ c (the compile-time order)" in text
+    assert order_text({}, 5) == ""
