@@ -32,8 +32,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "control targets: pause latency during batch 0, reconfiguration delay against "
                         "stop-and-restart; theta: a band join's join matrix under a fluctuating size ratio, "
                         "adaptive against static and recompute; replan or 004: seed 004's Fig. 7, three streams joined, x's keys "
-                        "switching every --reps batches (default 4), the join order static against re-planned, "
-                        "--increment rows per stream per batch (default 2000), --increments batches (default 16))")
+                        "switching every --reps batches (default 8), the join order static against re-planned, "
+                        "--increment rows per stream per batch (default 2000), --increments batches (default 24))")
     p.add_argument("--systems", default=None, metavar="LIST",
                    help=f"comma-separated, from {','.join(NAMES)} (default: all but streamfold-auto — "
                         "streamfold-cli for groupby, join-groupby, groupby-10m and groupby-100m only; with "

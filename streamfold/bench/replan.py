@@ -14,8 +14,10 @@ Two configurations run the same files in one Spark session, after an untimed war
 
 * **static** — the compile-time order (``join_order`` off);
 * **replanned** — the order re-planned from the measured selectivities, with
-  ``join_order_batches=1``: a switch of x's keys in batch t is measured by batch t, decided
-  after it, and batch t+1 runs the new order — one batch of lag, as the paper's.
+  ``join_order_batches=1`` and ``join_order_smoothing=1`` (the last batch's measure alone): a
+  switch of x's keys in batch t is measured by batch t, decided after it, and batch t+1 runs the
+  new order — one batch of lag, as the paper's. (The defaults, k = 2 and a moving average, lag
+  more and flip less.)
 
 Per batch: the time to commit it and Δx's order. After every batch, each snapshot is checked
 against DuckDB over the files so far. Results in ``OUT/replan/results.json`` and ``results.md``.
@@ -75,7 +77,7 @@ def run_config(spark: Any, name: str, reorder: bool, batches: list[dict[str, str
     for d in dirs.values():
         os.makedirs(d)
     out = os.path.join(base, "out")
-    settings = Settings.from_environ().replace(join_order=reorder, join_order_batches=1)
+    settings = Settings.from_environ().replace(join_order=reorder, join_order_batches=1, join_order_smoothing=1.0)
     q = streamfold.start(SQL, dirs, out, spark=spark, background=False, settings=settings,
                          schemas={s: "k INT, v INT" for s in dirs})
     rows: list[dict[str, Any]] = []
@@ -155,6 +157,6 @@ def main(rows: int | None, batches: int | None, phase: int | None, quick: bool, 
     if quick:  # seconds: no warm-up, three batches, x's keys switching after two
         results = run(rows or 200, batches or 3, phase or 2, out, master, warm_up=False)
     else:
-        results = run(rows or 2000, batches or 16, phase or 4, out, master)
+        results = run(rows or 2000, batches or 24, phase or 8, out, master)
     print(report(results))
     return 0 if all(r["exact"] for r in results["systems"].values()) else 1

@@ -82,9 +82,11 @@ class Term:
 
 
 def cost(order: tuple[str, ...], fanout: dict[str, float]) -> float:
-    """Rows an order builds per delta row: the sum of its steps' outputs, ``f₁ + f₁f₂ + …``."""
+    """Rows an order builds per delta row before its last step, ``f₁ + f₁f₂ + …`` without the
+    full product: the last step's output is the term's, the same in every order, and left in it
+    would dilute the margin with rows no order can save."""
     total, rows = 0.0, 1.0
-    for name in order:
+    for name in order[:-1]:
         rows *= fanout[name]
         total += rows
     return total
