@@ -10,7 +10,9 @@ z``, ``Δz ⋈ x ⋈ y``) have one order only (y and z share no equality) and co
 configurations. Unlike the paper's, whose window is one batch, streamfold's states keep every
 batch, so the joins grow batch after batch.
 
-Two configurations run the same files in one Spark session, after an untimed warm-up:
+Two configurations run the same files side by side in one Spark session, after an untimed
+warm-up — batch by batch, which of them goes first alternating, so that the other engineers' load
+on a shared machine falls on both:
 
 * **static** — the compile-time order (``join_order`` off);
 * **replanned** — the order re-planned from the measured selectivities, with
@@ -65,43 +67,58 @@ def write_files(root: str, means: list[int], rows: int, seed: int = 4) -> list[d
     return batches
 
 
-def run_config(spark: Any, name: str, reorder: bool, batches: list[dict[str, str]], work: str,
-               say: Any) -> dict[str, Any]:
-    """One configuration over the files: per batch its seconds, Δx's order, DuckDB's check."""
+def run_configs(spark: Any, configs: list[tuple[str, bool]], batches: list[dict[str, str]], work: str,
+                say: Any) -> dict[str, dict[str, Any]]:
+    """The configurations side by side over the files, batch by batch — which goes first
+    alternating — so that a change of the machine's load falls on both: per batch its seconds,
+    Δx's order, DuckDB's check."""
     import streamfold
     from ..settings import Settings
 
-    base = os.path.join(work, name)
-    shutil.rmtree(base, ignore_errors=True)
-    dirs = {s: os.path.join(base, "in", s) for s in ("X", "Y", "Z")}
-    for d in dirs.values():
-        os.makedirs(d)
-    out = os.path.join(base, "out")
-    settings = Settings.from_environ().replace(join_order=reorder, join_order_batches=1, join_order_smoothing=1.0)
-    q = streamfold.start(SQL, dirs, out, spark=spark, background=False, settings=settings,
-                         schemas={s: "k INT, v INT" for s in dirs})
-    rows: list[dict[str, Any]] = []
-    seen: dict[str, list[str]] = {s: [] for s in dirs}
+    queries: dict[str, Any] = {}
+    dirs: dict[str, dict[str, str]] = {}
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in configs}
+    seen: dict[str, list[str]] = {s: [] for s in ("X", "Y", "Z")}
     try:
+        for name, reorder in configs:
+            base = os.path.join(work, name)
+            shutil.rmtree(base, ignore_errors=True)
+            dirs[name] = {s: os.path.join(base, "in", s) for s in seen}
+            for d in dirs[name].values():
+                os.makedirs(d)
+            settings = Settings.from_environ().replace(join_order=reorder, join_order_batches=1,
+                                                       join_order_smoothing=1.0)
+            queries[name] = streamfold.start(SQL, dirs[name], os.path.join(base, "out"), spark=spark,
+                                             background=False, settings=settings,
+                                             schemas={s: "k INT, v INT" for s in seen})
         for b, files in enumerate(batches):
             for s, path in files.items():
-                shutil.copy(path, os.path.join(dirs[s], os.path.basename(path)))
                 seen[s].append(path)
-            result = q.process_available()
-            assert result is not None
-            record = q.commit(b)
-            entry = (record.get("join_order") or {}).get("in_x")
-            order = entry["order"] if entry else ["in_y", "in_z"]
-            snapshot = [tuple(python_value(v) for v in r) for r in q.snapshot_pandas().itertuples(index=False)]
-            check = compare(snapshot, duckdb_answer(SQL, dict(seen)))
-            rows.append({"batch": b, "seconds": round(result.duration_s, 3), "order": order, "exact": check.matches})
-            say(f"[replan] {name} batch {b}: {result.duration_s:.2f} s, Δx ⋈ {' ⋈ '.join(order)}"
-                + ("" if check.matches else f"  WRONG against DuckDB: {check.detail}"))
+            expected = duckdb_answer(SQL, dict(seen))
+            turn = configs if b % 2 == 0 else configs[::-1]
+            for name, _ in turn:
+                q = queries[name]
+                for s, path in files.items():
+                    shutil.copy(path, os.path.join(dirs[name][s], os.path.basename(path)))
+                result = q.process_available()
+                assert result is not None
+                entry = (q.commit(b).get("join_order") or {}).get("in_x")
+                order = entry["order"] if entry else ["in_y", "in_z"]
+                snapshot = [tuple(python_value(v) for v in r) for r in q.snapshot_pandas().itertuples(index=False)]
+                check = compare(snapshot, expected)
+                rows[name].append({"batch": b, "seconds": round(result.duration_s, 3), "order": order,
+                                   "exact": check.matches})
+                say(f"[replan] {name} batch {b}: {result.duration_s:.2f} s, Δx ⋈ {' ⋈ '.join(order)}"
+                    + ("" if check.matches else f"  WRONG against DuckDB: {check.detail}"))
     finally:
-        q.stop()
-    secs = [r["seconds"] for r in rows[1:]]  # batch 0 (empty states, first plans) left out
-    return {"batches": rows, "mean_s": round(statistics.fmean(secs), 3), "p95_s": round(_p95(secs), 3),
-            "exact": all(r["exact"] for r in rows)}
+        for q in queries.values():
+            q.stop()
+    out = {}
+    for name, rs in rows.items():
+        secs = [r["seconds"] for r in rs[1:]]  # batch 0 (empty states, first plans) left out
+        out[name] = {"batches": rs, "mean_s": round(statistics.fmean(secs), 3), "p95_s": round(_p95(secs), 3),
+                     "exact": all(r["exact"] for r in rs)}
+    return out
 
 
 def _p95(values: list[float]) -> float:
@@ -122,11 +139,10 @@ def run(rows: int, batches: int, phase: int, out: str, master: str | None, say: 
     spark = get_spark(master or "local[*]", app_name="streamfold-bench-replan")
     if warm_up:  # untimed: the JVM warmed for both
         warm = write_files(os.path.join(work, "warm"), schedule(3, 1), max(rows // 10, 10), seed=5)
-        run_config(spark, "warm-up", True, warm, work, lambda msg: None)
+        run_configs(spark, [("warm-up", True)], warm, work, lambda msg: None)
     results: dict[str, Any] = {"query": SQL, "rows_per_stream_per_batch": rows, "batches": batches, "phase": phase,
                                "x_means": means, "systems": {}}
-    for name, reorder in (("static", False), ("replanned", True)):
-        results["systems"][name] = run_config(spark, name, reorder, files, work, say)
+    results["systems"] = run_configs(spark, [("static", False), ("replanned", True)], files, work, say)
     static, dynamic = results["systems"]["static"], results["systems"]["replanned"]
     results["mean_ratio"] = round(dynamic["mean_s"] / static["mean_s"], 3)
     results["p95_ratio"] = round(dynamic["p95_s"] / static["p95_s"], 3)
