@@ -115,3 +115,28 @@ def test_explain_analyze_shows_the_current_order_when_it_changed_and_why():
     assert "current join order of Δin_x after batch 5: Δin_x ⋈ c ⋈ b (changed after batch 4: b is 3, c 0.5)" in text
     assert "Δin_y ⋈ a ⋈ c (the compile-time order)" in text
     assert order_text({}, 5) == ""
+
+
+def test_a_restart_takes_the_orders_of_the_last_commit_that_recorded_them():
+    """A recompute batch records no join order: the restart looks back past it."""
+    from types import SimpleNamespace
+
+    from streamfold.runtime.features.join_order import _last_entries
+
+    entry = Term(ZY, {"b": 3.0, "c": 0.5}).record(YZ)
+    commits = {0: {"batch": 0}, 1: {"batch": 1, "join_order": {"in_x": entry}}, 2: {"batch": 2}, 3: {"batch": 3}}
+    ctx = SimpleNamespace(output=SimpleNamespace(read_commit=lambda b: commits[b]))
+    assert _last_entries(ctx, commits[3]) == {"in_x": entry}
+    assert Term.from_record(_last_entries(ctx, commits[3])["in_x"]).order == ZY
+    assert _last_entries(ctx, commits[0]) == {} and _last_entries(ctx, None) == {}
+
+
+def test_a_restart_after_commits_pruned_away_starts_afresh():
+    from types import SimpleNamespace
+
+    from streamfold.runtime.features.join_order import _last_entries
+
+    def gone(b):
+        raise FileNotFoundError(b)
+
+    assert _last_entries(SimpleNamespace(output=SimpleNamespace(read_commit=gone)), {"batch": 5}) == {}

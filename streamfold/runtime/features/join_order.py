@@ -38,6 +38,7 @@ from ..bundle import Bundle
 from ..checkpoint import batch_name
 from ..context import RunContext
 
+LOOK_BACK = 100  # commits a restart looks back over for the last recorded join orders
 MAX_INPUTS = 7  # a join of more inputs keeps its order (the orders of 6 others: 720 to weigh)
 
 
@@ -175,9 +176,10 @@ class JoinOrder:
     def resumed(self, b: Bundle, last: dict[str, Any] | None) -> Bundle | None:
         """After a restart: the averages and next orders of the last commit, and the bundle for
         those orders if they are not the plan's (None: they are)."""
-        entries = (last or {}).get("join_order") or {}
-        self.terms = {s: Term.from_record(e) for s, e in entries.items()}
-        if not self.enabled or not self.terms:
+        if not self.enabled or not b.plan.delta_joins:
+            return None
+        self.terms = {s: Term.from_record(e) for s, e in _last_entries(self.ctx, last).items()}
+        if not self.terms:
             return None
         orders = {s: t.order for s, t in self.terms.items()}
         if orders == {s: o for d in b.plan.delta_joins for s, o in d.terms if s in orders}:
@@ -221,6 +223,24 @@ class JoinOrder:
         if orders == {s: o for d in b.plan.delta_joins for s, o in d.terms if s in orders}:
             return None
         return b.with_plan(_with_orders(b.plan, orders))
+
+
+def _last_entries(ctx: RunContext, last: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``join_order`` entries of the last commit that has them: a recompute batch (or one
+    that only answered) measures nothing and records none, and the run before the restart kept
+    the entries of the incremental batch before it (looked back over at most LOOK_BACK commits)."""
+    record = last
+    for _ in range(LOOK_BACK):
+        if record is None:
+            return {}
+        if record.get("join_order"):
+            return dict(record["join_order"])
+        batch = int(record.get("batch", 0)) - 1
+        try:
+            record = ctx.output.read_commit(batch) if batch >= 0 else None
+        except (OSError, ValueError):  # compacted away, or never written: start afresh
+            return {}
+    return {}
 
 
 def _with_orders(plan: IncrementalPlan, orders: dict[str, tuple[str, ...]]) -> IncrementalPlan:
