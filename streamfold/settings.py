@@ -211,6 +211,18 @@ class Settings:
         doc="seconds a run on a cluster master waits for executors when the application has none (every "
             "worker lost, or the master without recovery) before it fails the batch with `NO_EXECUTORS` "
             "instead of waiting for ever.")
+    join_order_margin: float = _setting(
+        0.25, env="STREAMFOLD_JOIN_ORDER_MARGIN", kind="tuning", type=FRACTION,
+        doc="a delta term's join order is re-planned only when another order's estimated cost (rows it "
+            "builds per delta row, from the smoothed selectivities) is below the current one's by this "
+            "fraction (docs/strategy.md, \"Join order\").")
+    join_order_batches: int = _setting(
+        2, env="STREAMFOLD_JOIN_ORDER_BATCHES", kind="tuning", type=count(1),
+        doc="... and has been, for this many consecutive batches (the re-plan lags the data by as many).")
+    join_order_smoothing: float = _setting(
+        0.6, env="STREAMFOLD_JOIN_ORDER_SMOOTHING", kind="tuning", type=FRACTION,
+        doc="the weight of the last batch's measured selectivity in its moving average (1: the last batch "
+            "alone).")
     # -- A/B switches ---------------------------------------------------------------------------
     watch: bool = _setting(
         True, env="STREAMFOLD_WATCH", kind="ab", type=FLAG,
@@ -234,6 +246,10 @@ class Settings:
         True, env="STREAMFOLD_DEFER", kind="ab", type=FLAG,
         doc="`0`: the work after a commit (compaction, a tail's fold, a recompute measured, Python's garbage "
             "collection) runs at once even when the next batch's file is already waiting.")
+    join_order: bool = _setting(
+        True, env="STREAMFOLD_JOIN_ORDER", kind="ab", type=FLAG,
+        doc="`0`: the delta terms of a join of three or more inputs keep their compile-time join order "
+            "(no re-plan from the measured selectivities).")
     runs_min_rows: int = _setting(
         50_000, env="STREAMFOLD_RUNS_MIN_ROWS", kind="ab", type=count(0),
         doc="a state is kept as a base and a tail from this many rows (when each batch touches at most 30 % "

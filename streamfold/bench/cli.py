@@ -31,7 +31,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "the 99 TPC-DS queries, fact tables streamed, each checked after every batch; the "
                         "control targets: pause latency during batch 0, reconfiguration delay against "
                         "stop-and-restart; theta: a band join's join matrix under a fluctuating size ratio, "
-                        "adaptive against static and recompute)")
+                        "adaptive against static and recompute; replan or 004: seed 004's Fig. 7, three streams joined, x's keys "
+                        "switching every --reps batches (default 8), the join order static against re-planned, "
+                        "--increment rows per stream per batch (default 2000), --increments batches (default 24))")
     p.add_argument("--systems", default=None, metavar="LIST",
                    help=f"comma-separated, from {','.join(NAMES)} (default: all but streamfold-auto — "
                         "streamfold-cli for groupby, join-groupby, groupby-10m and groupby-100m only; with "
@@ -206,7 +208,7 @@ def _custom(args: argparse.Namespace) -> Any:
 
 
 # Benches with runners of their own (not runner.run_bench): --time-limit does not reach them.
-OWN_RUNNERS = ("pause", "reconfigure", "theta", "soak", "tpch", "tpcds")
+OWN_RUNNERS = ("pause", "reconfigure", "theta", "soak", "tpch", "tpcds", "replan", "004")
 
 
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
@@ -227,6 +229,10 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
 
         return skew_bench(args.sf, args.zipf, args.queries, args.systems, args.cells, args.increments, args.out,
                           args.master, args.partitions, args.reps)
+    if args.workload in ("replan", "004"):
+        from .replan import main as replan_bench
+
+        return replan_bench(args.increment, args.increments, args.reps, args.quick, args.out, args.master)
     if args.workload == "theta":
         from .theta import main as theta_bench
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..ir.rel import DeltaScan, Field, Rel, StateScan
 from .matrix import DEFAULT_POLICY, MatrixPolicy
-from .model import Diffusion, ExactIteration, Fixpoint, JoinMatrix, Merge, SkewWatch, State, Step, Temp
+from .model import DeltaJoin, Diffusion, ExactIteration, Fixpoint, JoinMatrix, Merge, SkewWatch, State, Step, Temp
 from .simplify import simplify
 
 
@@ -28,6 +28,10 @@ class PlanBuilder:
     policy: MatrixPolicy = DEFAULT_POLICY
     # a hybrid join's heavy keys, by left state (under policy "auto": the joins switched to hybrids)
     heavy: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    # the order of the other inputs' states each delta term joins them in, by its start state
+    # (the runtime's re-plan from measured selectivities, runtime/features/join_order.py)
+    orders: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    delta_joins: list[DeltaJoin] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
 
     def name(self, base: str) -> str:

@@ -81,14 +81,18 @@ class Compilation:
         return self.parsed.spark_sql()
 
     def replanned(self, mappings: dict[str, tuple[int, int]],
-                  heavy: dict[str, tuple[Any, ...]] | None = None) -> IncrementalPlan:
+                  heavy: dict[str, tuple[Any, ...]] | None = None,
+                  orders: dict[str, tuple[str, ...]] | None = None) -> IncrementalPlan:
         """The plan again with these join matrix mappings and hybrids' heavy keys (by left state;
-        others ignored), from the kept normalized query: the same states, other programs."""
-        return self._planned(mappings, heavy)
+        others ignored) and delta terms' join orders (by start state), from the kept normalized
+        query: the same states, other programs."""
+        return self._planned(mappings, heavy, orders)
 
     def _planned(self, mappings: dict[str, tuple[int, int]] | None,
-                 heavy: dict[str, tuple[Any, ...]] | None) -> IncrementalPlan:
-        return replace(plan_normalized(self.bound, self.normalized, mappings, self.policy, heavy), compilation=self)
+                 heavy: dict[str, tuple[Any, ...]] | None,
+                 orders: dict[str, tuple[str, ...]] | None = None) -> IncrementalPlan:
+        return replace(plan_normalized(self.bound, self.normalized, mappings, self.policy, heavy, orders),
+                       compilation=self)
 
     def __repr__(self) -> str:
         kept = [p for p in ("parsed", "bound", "normalized", "plan", "spark_sql") if p in self.__dict__]
@@ -105,8 +109,10 @@ def compilation_of(plan: IncrementalPlan) -> Compilation:
 
 
 def replanned(plan: IncrementalPlan, mappings: dict[str, tuple[int, int]],
-              heavy: dict[str, tuple[Any, ...]] | None = None) -> IncrementalPlan:
+              heavy: dict[str, tuple[Any, ...]] | None = None,
+              orders: dict[str, tuple[str, ...]] | None = None) -> IncrementalPlan:
     """``plan`` compiled again with these join matrix mappings and hybrids' heavy keys (by left
     state; others ignored), from its compilation: the runtime's re-plan when a matrix migrates
-    or a hashed join becomes a hybrid."""
-    return compilation_of(plan).replanned(mappings, heavy)
+    or a hashed join becomes a hybrid. The delta terms' join orders are ``plan``'s unless
+    ``orders`` gives others (the re-plan of :mod:`streamfold.runtime.features.join_order`)."""
+    return compilation_of(plan).replanned(mappings, heavy, dict(plan.orders) if orders is None else orders)

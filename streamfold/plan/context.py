@@ -42,10 +42,12 @@ class PlanContext:
 
     def __init__(self, bound: BoundQuery, logical: Rel, dispatch: Rule,
                  mappings: dict[str, tuple[int, int]] | None = None, policy: MatrixPolicy = DEFAULT_POLICY,
-                 heavy: dict[str, tuple[Any, ...]] | None = None) -> None:
+                 heavy: dict[str, tuple[Any, ...]] | None = None,
+                 orders: dict[str, tuple[str, ...]] | None = None) -> None:
         self.bound = bound
         self.logical = logical
-        self.plan = PlanBuilder(mappings=dict(mappings or {}), policy=policy, heavy=dict(heavy or {}))
+        self.plan = PlanBuilder(mappings=dict(mappings or {}), policy=policy, heavy=dict(heavy or {}),
+                                orders=dict(orders or {}))
         self._dispatch = dispatch
         self._memo: dict[Rel, Compiled] = {}
         self._shared: dict[Rel, tuple[Rel, Compiled]] = {}  # canonical form → first relation, its delta

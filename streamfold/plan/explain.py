@@ -127,6 +127,8 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
         "matrices": [{"left": m.left, "right": m.right, "mapping": [m.n, m.m], "cells": m.cells,
                       **({"hybrid_keys": list(m.hybrid), "heavy": list(m.heavy)} if m.hybrid is not None else {})}
                      for m in plan.matrices],
+        "delta_joins": [{"inputs": list(d.inputs), "step": d.step,
+                         "orders": {start: list(order) for start, order in d.terms}} for d in plan.delta_joins],
         "watched": [{"left": w.left, "right": w.right, "keys": list(w.keys), "cells": w.cells,
                      "partitioning": "hash"} for w in plan.watched],
         "logical": rel_sql(plan.logical),

@@ -37,6 +37,7 @@ from ..passes import normalize
 from ..sql.bind import BoundQuery
 from . import rules_aggregates, rules_expiry, rules_joins, rules_linear, rules_loops, rules_setops, rules_windows
 from .context import PlanContext, Rule, reads_stream
+from .joins import delta_joins
 from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import Compiled, IncrementalPlan
 from .rules_answer import answer
@@ -101,11 +102,13 @@ def normalized(bound: BoundQuery) -> Rel:
 
 
 def plan_normalized(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] | None = None,
-                    policy: MatrixPolicy = DEFAULT_POLICY, heavy: dict[str, tuple[Any, ...]] | None = None
-                    ) -> IncrementalPlan:
-    """The incremental plan of ``bound`` from its normalized form ``logical`` (see :func:`incrementalize`)."""
+                    policy: MatrixPolicy = DEFAULT_POLICY, heavy: dict[str, tuple[Any, ...]] | None = None,
+                    orders: dict[str, tuple[str, ...]] | None = None) -> IncrementalPlan:
+    """The incremental plan of ``bound`` from its normalized form ``logical`` (see
+    :func:`incrementalize`); ``orders``: the join order of delta terms the runtime re-planned
+    (by start state, :class:`.model.DeltaJoin`)."""
     try:
-        return _plan(bound, logical, mappings, policy, heavy)
+        return _plan(bound, logical, mappings, policy, heavy, orders)
     except UnsupportedError as e:
         raise e.with_sql(bound.sql) from None
 
@@ -129,11 +132,12 @@ def refusal(rel: Rel) -> UnsupportedError:
 
 
 def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] | None,
-          policy: MatrixPolicy, heavy: dict[str, tuple[Any, ...]] | None = None) -> IncrementalPlan:
+          policy: MatrixPolicy, heavy: dict[str, tuple[Any, ...]] | None = None,
+          orders: dict[str, tuple[str, ...]] | None = None) -> IncrementalPlan:
     if not reads_stream(logical):
         raise UnsupportedError("the query reads no stream source, so its answer never changes", code="NO_STREAM",
                                params={}, hint="give at least one input with --source (static inputs use --table)")
-    ctx = PlanContext(bound, logical, dispatch, mappings, policy, heavy)
+    ctx = PlanContext(bound, logical, dispatch, mappings, policy, heavy, orders)
     a = answer(ctx)
     rules_expiry.check_answer(a.rows)
     used = {s.table.lower() for s in logical.walk() if isinstance(s, Scan)}
@@ -142,4 +146,7 @@ def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] 
     return IncrementalPlan(sql=bound.sql, sources=sources, logical=logical, states=tuple(p.states),
                            init=tuple(p.init), delta=tuple(p.delta), answer=a, notes=tuple(p.notes),
                            matrices=tuple(p.matrices), policy=policy, watched=tuple(p.watched),
-                           late=tuple(p.late), event_time=p.event_time)
+                           late=tuple(p.late), event_time=p.event_time,
+                           delta_joins=delta_joins(p.delta_joins, p.delta),
+                           orders=tuple(sorted((s, o) for d in p.delta_joins for s, o in d.terms
+                                               if p.orders.get(s) == o)))

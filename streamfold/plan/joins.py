@@ -16,7 +16,7 @@ meet them cell by cell instead of as a filtered cross product.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all
 from ..ir.rel import (
@@ -27,7 +27,7 @@ from .aggregates import Partial, scale
 from .body import Body, Input
 from .builder import PlanBuilder
 from .matrix import Mapping, Matrix, auto_note, hybrid_keys, plan_matrix
-from .model import JoinMatrix, Monoid, SkewWatch, State, StateColumn, StateRole
+from .model import DeltaJoin, JoinMatrix, Merge, Monoid, SkewWatch, State, StateColumn, StateRole, Step
 
 
 @dataclass
@@ -237,22 +237,57 @@ class JoinTerms:
             self.plan.note(auto_note(keys, self.plan.policy.cells))
             if not any(x.left == left for x in self.plan.watched):
                 self.plan.watched.append(SkewWatch(left, right, names, self.plan.policy.cells))  # type: ignore[arg-type]
+        # the states are declared in the compile-time order of the first term (a re-planned order
+        # changes the programs, never the states: the runtime swaps plans over the same states)
+        for i in [streams[0].index] + self._order(streams[0], False):
+            if i != streams[0].index or need_state:
+                self.input_state(self.body.inputs[i])
         terms: list[Rel] = []
+        orders: list[tuple[str, tuple[str, ...]]] = []
         for inp in streams:
             first = self.operand(inp, StateVersion.DELTA if need_state else None)
-            joined = self._join_others(inp, first)
+            order = self._order(inp)
+            joined = self._join_others(inp, first, order)
             terms.append(self._project(joined, partials, out_cols, value_cols))
+            orders.append((self._state_name(inp), tuple(self._state_name(self.body.inputs[i]) for i in order)))
+        if need_state and self.matrix is None and len(self.body.inputs) >= 3:
+            name = self._state_name
+            edges = tuple(dict.fromkeys((name(self.body.inputs[e.left]), name(self.body.inputs[e.right]))
+                                        for e in self.body.edges))
+            self.plan.delta_joins.append(DeltaJoin(tuple(name(i) for i in self.body.inputs), edges, tuple(orders)))
+            self.plan.note("join order of each delta term (" + "; ".join(
+                f"Δ{s} ⋈ {' ⋈ '.join(o)}" for s, o in orders) + "): re-planned between batches from the "
+                "selectivities each batch measures (`explain --analyze` shows the current one)")
         return terms[0] if len(terms) == 1 else Union(tuple(terms))
 
-    def _join_others(self, start: Input, rel: Rel) -> Rel:
+    def _order(self, start: Input, given_order: bool = True) -> list[int]:
+        """The order ``start``'s delta term joins the other inputs in: the one the runtime
+        re-planned (``plan.orders``) if it is a connected order of them, else the compile-time
+        one — at each step the lowest-numbered input an equality joins to those before it."""
         body = self.body
+        given = self.plan.orders.get(self._state_name(start)) if given_order else None
+        if given is not None and self.matrix is None:
+            index = {self._state_name(i): i.index for i in body.inputs}
+            order = [index.get(n, -1) for n in given]
+            if sorted(order) == sorted(i.index for i in body.inputs if i.index != start.index) and _connected(
+                    body, start.index, order):
+                return order
         done = {start.index}
+        order = []
         while len(done) < len(body.inputs):
             connected = [e for e in body.edges if (e.left in done) != (e.right in done)]
             if connected:
                 nxt = min(e.right if e.left in done else e.left for e in connected)
             else:
                 nxt = min(i.index for i in body.inputs if i.index not in done)
+            order.append(nxt)
+            done.add(nxt)
+        return order
+
+    def _join_others(self, start: Input, rel: Rel, order: list[int]) -> Rel:
+        body = self.body
+        done = {start.index}
+        for nxt in order:
             other = self.operand(body.inputs[nxt], StateVersion.NEW if nxt < start.index else StateVersion.OLD)
             conds: list[Expr] = []
             for e in body.edges:
@@ -311,6 +346,35 @@ class JoinTerms:
             exprs.append((p.name, scale(pre, others, p.type) if others is not None else pre))
         exprs += value_cols
         return Project(joined, tuple(exprs))
+
+
+def _connected(body: Body, start: int, order: list[int]) -> bool:
+    """Whether each input of ``order`` has an equality with ``start`` or one joined before it (a
+    re-planned order never makes a cross product)."""
+    done = {start}
+    for i in order:
+        if not any({e.left, e.right} == {i, j} for e in body.edges for j in done):
+            return False
+        done.add(i)
+    return True
+
+
+def delta_joins(joins: list[DeltaJoin], steps: list[Step]) -> tuple[DeltaJoin, ...]:
+    """``joins`` with the merge step that holds each one's delta terms: the one step reading
+    the delta of every term's start state whose program joins exactly as many times as the
+    terms do (the runtime then reads each join's output rows from its plan's metrics, in order)."""
+    out = []
+    for d in joins:
+        starts = {s for s, _ in d.terms}
+        joined = len(d.terms) * (len(d.inputs) - 1)
+        found = [s.state for s in steps if isinstance(s, Merge) and _reads_deltas(s.program) >= starts
+                 and sum(isinstance(n, Join) for n in s.program.walk()) == joined]
+        out.append(replace(d, step=found[0] if len(found) == 1 else None))
+    return tuple(out)
+
+
+def _reads_deltas(program: Rel) -> set[str]:
+    return {n.state for n in program.walk() if isinstance(n, StateScan) and n.version == StateVersion.DELTA}
 
 
 def _unique(items: list[Expr]) -> list[Expr]:

@@ -318,6 +318,20 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class DeltaJoin:
+    """A join of three or more inputs whose delta terms' join order the runtime may re-plan
+    (``runtime/features/join_order.py``): its inputs' states, the pairs of them an equality
+    joins, and per stream input (its state) the order its delta term joins the others in.
+    ``step``: the state whose delta program holds the terms (None: not one merge of its own —
+    the terms' row counts are then not read, and the order stays the compile-time one)."""
+
+    inputs: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+    terms: tuple[tuple[str, tuple[str, ...]], ...]
+    step: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JoinMatrix:
     """A theta join laid out as a join matrix (:mod:`.matrix`): the states of its two inputs,
     kept in the cells of an (n, m) mapping, which the runtime may change between batches."""
@@ -361,7 +375,8 @@ class Origin(Protocol):
     def spark_sql(self) -> str: ...
 
     def replanned(self, mappings: dict[str, tuple[int, int]],
-                  heavy: dict[str, tuple[Any, ...]] | None = None) -> IncrementalPlan: ...
+                  heavy: dict[str, tuple[Any, ...]] | None = None,
+                  orders: dict[str, tuple[str, ...]] | None = None) -> IncrementalPlan: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,6 +395,10 @@ class IncrementalPlan:
     # per time bound (its live rows' state): the batch's rows that arrive outside it, dropped (rules_expiry)
     late: tuple[tuple[str, Rel], ...] = ()
     event_time: Rel | None = None  # an event-time bound: one row, `now`, the batch's largest event time
+    delta_joins: tuple[DeltaJoin, ...] = ()  # joins of 3+ inputs whose delta terms' order may be re-planned
+    # the join order each delta term was planned with, other than the compile-time one (by its
+    # start state; runtime/features/join_order.py): a re-plan keeps it
+    orders: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # the compilation it came from (None for a plan made by incrementalize() alone); not part of its value
     compilation: Origin | None = field(default=None, compare=False, repr=False)
 

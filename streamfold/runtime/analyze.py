@@ -35,6 +35,7 @@ class Analyzed:
             tail += (f"  note: batch {self.batch} ran query version {version} (reconfigured); the plan above is the "
                      "query the run was started with — `streamfold control OUTPUT history` shows the versions\n")
         tail += partitioning_text(self.record, self.batch)
+        tail += order_text(self.record, self.batch)
         tail += positions_text(self.record, self.batch)
         if "batch_time" in self.record:  # a time bound's clock (docs/windows.md)
             late = ", ".join(f"{n} {c}" for n, c in (self.record.get("late_rows") or {}).items()) or "none counted"
@@ -50,9 +51,25 @@ class Analyzed:
         return json.dumps({"batch": self.batch, "stats": self.record.get("stats"),
                            "strategy": self.record.get("strategy"), "cost": self.record.get("cost"),
                            "matrix": self.record.get("matrix"), "partitioning": self.record.get("partitioning"),
+                           "join_order": self.record.get("join_order"),
                            "positions": self.record.get("positions"),
                            "batch_time": self.record.get("batch_time"), "late_rows": self.record.get("late_rows"),
                            "plan": json.loads(plan_json)}, indent=2)
+
+
+def order_text(record: dict[str, Any], batch: int) -> str:
+    """``explain --analyze``'s lines: each delta term's current join order, when it last changed
+    and why (from the last commit record)."""
+    out = ""
+    for start, e in (record.get("join_order") or {}).items():
+        fan = ", ".join(f"{n} {v:.3g}" for n, v in e.get("fanout", {}).items()) or "not measured yet"
+        changed = (f"changed after batch {e['changed_after']}: {e['why']}" if e.get("changed_after") is not None
+                   else "the compile-time order")
+        out += (f"  current join order of Δ{start} after batch {batch}: {' ⋈ '.join(['Δ' + start] + e['next'])} "
+                f"({changed}); selectivities {fan}"
+                + (f"; {' ⋈ '.join(e['candidate'])} cheaper for {e['streak']} batch(es)" if e.get("candidate") else "")
+                + "\n")
+    return out
 
 
 def positions_text(record: dict[str, Any], batch: int) -> str:

@@ -36,6 +36,7 @@ from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
 from .features.executors import ExecutorWatch
 from .features.maintenance import MAX_DEFERRED, PostCommit, compact, compaction_due, fold_tails, write_base
 from .features.batch_time import BatchTime
+from .features.join_order import JoinOrder
 from .features.prepared_batches import PreparedBatches
 from .features.reconfiguration import aligned, install
 from .features.recovery import ATTEMPTS, Recovered, lost_state, lost_what
@@ -111,6 +112,8 @@ class Engine:
         self._restore_states()
         if record is not None:
             self.b = self.adaptive.resumed(self.b, record) or self.b
+        self.join_order = JoinOrder(ctx)
+        self.b = self.join_order.resumed(self.b, record) or self.b
         self.next_batch = last + 1
         self.consumed = self.recovery.consumed
         self.strategies = Strategies(ctx, self.b.recomputer is not None, self.recovery.stale)
@@ -368,6 +371,7 @@ class Engine:
         held = sum(r or 0 for r in b.store.rows.values())  # the states' rows before the batch
         before = dict(b.store.rows)  # for the batch's statistics (.stats)
         b.store.touched.clear()
+        self.join_order.begin(b)
         shape = decide(Facts(
             batch=batch, rows=sum(rows.values()), held=held,
             states_counted=all(r is not None for r in b.store.rows.values()), strategy=choice.strategy,
@@ -428,6 +432,8 @@ class Engine:
             extra = control.before_commit(_pending(b, batch, inputs, reads, views, ctx.output))
             extra.update(self.strategies.record(choice, rows))
             extra.update(self.adaptive.record(b))
+            if not read.answer_only:
+                extra.update(self.join_order.observe(b, batch))
             extra.update(self.batch_time.record(b.plan, None if read.answer_only or shape.mode == "replay"
                                                 else lambda rel: reads.sql(rel, views)))
             if installed is not None:
@@ -458,6 +464,11 @@ class Engine:
         b.store.replace(current)
         if migration.states and self.prepared.plans is not None:  # plans prepared for the old mapping
             self.prepared.afresh()
+        reordered = self.join_order.committed(b)
+        if reordered is not None:  # a delta term's join order re-planned: its plans are captured anew
+            self.b = b = reordered
+            if self.prepared.plans is not None:
+                self.prepared.afresh()
         if hashed is not None:  # the hashed states the switch replaced
             hashed.store.release_except(b.store.backings())
         installed, self.installed = self.installed, None

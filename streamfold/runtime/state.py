@@ -43,7 +43,7 @@ from . import lowering, runs
 from .lowering import StateTable
 from .profile import Part, no_part
 from .sources import empty_frame
-from .stats import DeltaRows
+from .stats import DeltaRows, join_rows
 from ..ir.printer import quote
 from .views import Views, output_rows
 
@@ -179,6 +179,10 @@ class StateStore:
         self.rows: dict[str, int | None] = {}
         self.touched: dict[str, int | None] = {}  # keys each merge of the last batch touched
         self._delta_rows = DeltaRows()
+        # the merges whose plans' joins are read (delta joins' steps: features/join_order.py), and
+        # what the last batch's read: each join's (rows in, rows out), pre-order (stats.join_rows)
+        self.watch_joins: set[str] = set()
+        self.joins: dict[str, list[tuple[int, int]] | None] = {}
         self._executed: dict[str, DataFrame] = {}  # merges whose row counts are read once they ran
         self._into_nothing: set[str] = set()  # those of them whose old side was empty
         self.part: Part = no_part  # names the steps of a merge for a profile (the engine sets it)
@@ -362,6 +366,7 @@ class StateStore:
     def count_rows(self) -> None:
         """Read the row counts of the merges that ran, and the keys each touched, from their
         plans' metrics (:mod:`.stats`)."""
+        self.joins = {n: join_rows(df) for n, df in self._executed.items() if n in self.watch_joins}
         for name, df in self._executed.items():
             merged = output_rows(df)
             touched = self._delta_rows(name, df)

@@ -105,6 +105,44 @@ def _numbers(plan: Any, nodes: tuple[Any, Any]) -> tuple[int, int] | None:
     return None
 
 
+# Spark's physical join operators (each reports the rows it output as ``numOutputRows``).
+JOIN_NODES = frozenset({"SortMergeJoin", "BroadcastHashJoin", "ShuffledHashJoin", "BroadcastNestedLoopJoin",
+                        "CartesianProduct"})
+
+
+def join_rows(df: DataFrame) -> list[tuple[int, int]] | None:
+    """The executed joins of ``df``'s plan in pre-order, each as (rows into its left side, rows
+    out), read from the metrics of the batch that ran it (no job): what a delta join's steps did,
+    for :mod:`.features.join_order`. The rows into a join are those of the first node with a row
+    count down its left input. None when the plan does not show them."""
+    try:
+        out: list[tuple[int, int]] = []
+        todo = [df._jdf.queryExecution().executedPlan()]
+        while todo:
+            node = todo.pop()
+            kids = node.children()
+            if node.nodeName() in JOIN_NODES:
+                rows_in = _rows_down(kids.apply(0))
+                if rows_in is None:
+                    return None
+                out.append((rows_in, int(node.metrics().apply("numOutputRows").value())))
+            todo.extend(kids.apply(i) for i in reversed(range(kids.size())))
+        return out
+    except Exception:  # noqa: BLE001 - statistics are advisory: missing is acceptable
+        return None
+
+
+def _rows_down(node: Any) -> int | None:
+    for _ in range(32):
+        if node.metrics().contains("numOutputRows"):
+            return int(node.metrics().apply("numOutputRows").value())
+        kids = node.children()
+        if kids.size() == 0:
+            return None
+        node = kids.apply(0)
+    return None
+
+
 def batch_stats(plan: IncrementalPlan, rows: Mapping[str, int], before: Mapping[str, int | None],
                 after: Mapping[str, int | None], touched: Mapping[str, int | None]) -> dict[str, Any]:
     """The statistics of a batch as its commit record keeps them (JSON)."""

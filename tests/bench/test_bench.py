@@ -371,3 +371,20 @@ def test_memory_mode_reports_the_peak_heap_and_the_states_bytes_against_the_data
     assert "Peak JVM heap: 230.0 MB" in md
     assert ("States in Spark's block stores against the streams' files so far: 10.5 MB against 21.0 MB at "
             "increment 20, 15.5 MB against 31.0 MB at increment 30 (0.5× the data).") in md
+
+
+@pytest.mark.spark
+def test_quick_replan_bench_switches_the_order_and_checks_every_batch(spark, tmp_path, capsys):
+    """``streamfold bench replan --quick`` (seed 004's Fig. 7): both configurations exact after
+    every batch; the re-planned one joins Δx with z first while x's keys sit with y's, the static
+    one never (one batch of lag); results.json and results.md written."""
+    from streamfold.bench.cli import main
+
+    assert main(build_parser().parse_args(["bench", "replan", "--quick", "--out", str(tmp_path)])) == 0
+    results = json.load(open(tmp_path / "replan" / "results.json"))
+    static, dynamic = results["systems"]["static"], results["systems"]["replanned"]
+    assert static["exact"] and dynamic["exact"] and len(dynamic["batches"]) == 3
+    assert all(b["order"] == ["in_y", "in_z"] for b in static["batches"])
+    # batch 0 meets empty states (nothing measured); batch 1's Δx ⋈ y is large, ⋈ z small: batch 2 z first
+    assert [b["order"] for b in dynamic["batches"]] == [["in_y", "in_z"]] * 2 + [["in_z", "in_y"]]
+    assert "replanned / static" in (tmp_path / "replan" / "results.md").read_text()
