@@ -149,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     studio.add_argument("--host", default="127.0.0.1", metavar="H",
                         help="address to listen on (default 127.0.0.1: this machine only)")
     studio.add_argument("--master", metavar="URL", help="Spark master for runs (default local[*])")
+    studio.add_argument("--sink", action="append", default=[], metavar="ENDPOINT",
+                        help="every run also delivers each committed batch to postgres://USER@HOST:PORT/DB?table=NAME "
+                             "or PATH:delta (PATH inside the workspace); the control panel shows what each holds "
+                             "(docs/sinks.md)")
 
     settings = sub.add_parser("settings", help="the settings in effect (docs/tuning.md)",
                               description="Print every setting's value, from the environment or its default.")
@@ -217,7 +221,7 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.command == "studio":
         from .studio import serve
 
-        serve(args.workspace, port=args.port, host=args.host, master=args.master)
+        serve(args.workspace, port=args.port, host=args.host, master=args.master, sinks=args.sink)
         return EXIT_OK
     if args.command == "bench":
         from .bench.cli import main as bench

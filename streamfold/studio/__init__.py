@@ -42,7 +42,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(workspace: str, port: int = 8765, host: str = "127.0.0.1", master: str | None = None,
-          token: str | None = None, out: Any = None) -> None:
+          token: str | None = None, out: Any = None, sinks: Any = ()) -> None:
     """Serve the studio until interrupted, printing its URL (with the token) first."""
     import uvicorn
 
@@ -50,7 +50,7 @@ def serve(workspace: str, port: int = 8765, host: str = "127.0.0.1", master: str
     from .workspace import Workspace
 
     out = out or sys.stdout
-    studio = Studio(Workspace(workspace), token=token, master=master)
+    studio = Studio(Workspace(workspace), token=token, master=master, sinks=sinks)
     sock = listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

@@ -35,7 +35,7 @@ import asyncio
 import json
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qs
@@ -60,11 +60,12 @@ class Studio:
     use (None: streamfold's own, on ``master``), and the sessions of the queries opened so far."""
 
     def __init__(self, workspace: Workspace, token: str | None = None, spark: Any = None,
-                 master: str | None = None) -> None:
+                 master: str | None = None, sinks: Sequence[str] = ()) -> None:
         self.workspace = workspace
         self.token = token or secrets.token_urlsafe(32)
         self.spark = spark
         self.master = master
+        self.sinks = studio_sinks(workspace, sinks)
         self.compiler = CompileCache()
         self.sessions: dict[str, QuerySession] = {}
 
@@ -77,6 +78,24 @@ class Studio:
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sessions.values()))
+
+
+def studio_sinks(workspace: Workspace, specs: Sequence[str]) -> tuple[str, ...]:
+    """The sinks every run of the studio delivers to (``streamfold studio --sink``), checked now:
+    a Delta table's path is relative to the workspace and stays inside it; a PostgreSQL URL
+    names its table (its password comes from the studio's environment, never the URL)."""
+    from ..connectors import Endpoint
+    from ..connectors.sinks import check_sink
+
+    out = []
+    for spec in specs:
+        endpoint = check_sink(spec)
+        assert isinstance(endpoint, Endpoint)
+        if endpoint.kind == "delta":
+            out.append(workspace.resolve(endpoint.location, directory=False) + ":delta")
+        else:
+            out.append(spec)
+    return tuple(out)
 
 
 class TokenGuard:

@@ -75,14 +75,16 @@ class RunHandle:
     def start(cls, spec: RunSpec, output: str, root: str, spark: Any, master: str | None,
               on_failure: Callable[[BaseException], None],
               on_control: Callable[[dict[str, Any], list[dict[str, Any]]], None],
-              on_progress: Callable[[Progress], None], cancelled: threading.Event) -> RunHandle:
+              on_progress: Callable[[Progress], None], cancelled: threading.Event,
+              sinks: tuple[str, ...] = ()) -> RunHandle:
         """Start maintaining ``spec`` into ``output`` (resuming its checkpoint if it has one).
         Paths of ``spec.inputs`` are relative to ``root``. CSV and JSON columns are passed as the
         schema the editor compiled against, so the run's plan is the plan the page showed.
 
         The start reports its phases to ``on_progress`` (starting the JVM, planning, then the
         batches), and looks at ``cancelled`` after each: a Stop pressed meanwhile ends it there
-        (:class:`StartCancelled`), before any batch runs; the JVM's own start cannot be cut short."""
+        (:class:`StartCancelled`), before any batch runs; the JVM's own start cannot be cut short.
+        ``sinks``: the studio's (``--sink``), each committed batch delivered to them."""
         import os
 
         import streamfold
@@ -101,7 +103,8 @@ class RunHandle:
                 raise StartCancelled()
             poller.attach(session.sparkContext)
             query = streamfold.start(spec.sql, sources, output, tables=tables, formats=formats, schemas=schemas,
-                                     trigger=POLL_SECONDS, spark=session, background=False, progress=poller.step)
+                                     trigger=POLL_SECONDS, spark=session, background=False, progress=poller.step,
+                                     sinks=list(sinks))
             if cancelled.is_set():
                 raise StartCancelled()
             query.on_inputs = poller.inputs

@@ -42,12 +42,13 @@ from .workspace import Workspace
 
 class Shared(Protocol):
     """What a query's session uses of the studio (:class:`.app.Studio`): its workspace, its
-    compiler cache, and the Spark session (or master) runs use."""
+    compiler cache, the Spark session (or master) runs use, and the sinks they deliver to."""
 
     workspace: Workspace
     compiler: CompileCache
     spark: Any
     master: str | None
+    sinks: tuple[str, ...]
 
 COMPILE_DELAY = 0.08  # s after the last edit; edits arriving faster are compiled once
 SAVE_DELAY = 0.3
@@ -250,7 +251,7 @@ class QuerySession:
         try:
             handle = await asyncio.to_thread(RunHandle.start, spec, self.results.output, self.workspace.root,
                                              self.studio.spark, self.studio.master, failed, controlled, progressed,
-                                             cancel)
+                                             cancel, self.studio.sinks)
         except StartCancelled:
             self._set_progress(None)
             self._set_run(status="stopped")

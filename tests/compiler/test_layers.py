@@ -27,7 +27,7 @@ ALLOWED = {
     "linalg": {"runtime"},
     "bench": {"ir", "sql", "passes", "plan", "runtime", "verify", "control", "linalg", "settings"},
     "demo": {"bench", "runtime", "verify"},
-    "studio": {"__init__", "ir", "runtime", "control"},
+    "studio": {"__init__", "ir", "runtime", "control", "connectors"},
     "cli": {"plan", "sql", "runtime", "bench", "demo", "studio", "control", "linalg", "settings"},
     "__init__": {"ir", "plan", "sql", "runtime", "control", "settings"},
     "__main__": {"cli"},

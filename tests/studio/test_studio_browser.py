@@ -479,3 +479,21 @@ def test_while_a_run_starts_the_page_says_what_it_does_and_stop_ends_it_before_a
     assert any(t.startswith("batch 0: ") and "1 file" in t for t in seen), seen
     expect(ann.locator("#status")).to_contain_text("running · run 1 · after batch 0")  # the same run, resumed
     _stop([ann])
+
+
+@pytest.mark.spark
+def test_the_control_panel_shows_each_sink_and_the_batch_it_holds(server, open_page, spark, monkeypatch):
+    """A studio started with ``--sink answers/bysink:delta``: the control panel names the sink,
+    the last batch it holds and whether it is up to date, batch after batch."""
+    from playwright.sync_api import expect
+
+    from streamfold.studio.app import studio_sinks
+
+    monkeypatch.setattr(server.studio, "sinks", studio_sinks(server.studio.workspace, ["answers/bysink:delta"]))
+    qid, ann = _run_to_batch_0(server, open_page, spark, "bysink",
+                               "SELECT region, sum(amount) AS total FROM bysink GROUP BY region")
+    expect(ann.locator("#control-detail")).to_contain_text("answers/bysink", timeout=RUN_WAIT_MS)
+    expect(ann.locator("#control-detail")).to_contain_text("holds batch 0 · up to date", timeout=RUN_WAIT_MS)
+    _write(os.path.join(server.root, "bysink"), "0002.parquet", BATCHES[1])
+    expect(ann.locator("#control-detail")).to_contain_text("holds batch 1 · up to date", timeout=RUN_WAIT_MS)
+    _stop([ann])

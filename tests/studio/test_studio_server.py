@@ -388,3 +388,41 @@ def test_streamfold_studio_listens_on_loopback_prints_its_url_with_the_token_and
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 130  # as `streamfold run` exits when interrupted
     assert "interrupted" in proc.stderr.read()  # type: ignore[union-attr]
+
+
+def test_studio_sinks_stay_inside_the_workspace(workspace):
+    """``streamfold studio --sink``: a Delta table's path is the workspace's; one outside is
+    refused, as a source would be."""
+    from streamfold.errors import UsageError
+
+    studio = Studio(workspace, token=TOKEN, sinks=["answers/totals:delta"])
+    assert studio.sinks == (os.path.join(workspace.root, "answers", "totals") + ":delta",)
+    for outside in ("../elsewhere:delta", "/tmp/totals:delta"):
+        with pytest.raises(UsageError) as e:
+            Studio(workspace, token=TOKEN, sinks=[outside])
+        assert e.value.code == "PATH_OUTSIDE_WORKSPACE"
+
+
+@pytest.mark.spark
+def test_a_studio_run_delivers_to_its_sinks_and_every_viewer_sees_what_each_holds(workspace, spark):
+    """A run of a studio started with a Delta sink delivers each batch; the control state every
+    viewer gets names the sink and the last batch it holds; the table equals the answer."""
+    import time
+
+    from tests.sinks.oracle import delta_rows
+
+    studio = Studio(workspace, token=TOKEN, spark=spark, sinks=["answers/totals:delta"])
+    with TestClient(create_app(studio)) as client:
+        qid = new_query(client, "SELECT region, sum(amount) AS total FROM orders GROUP BY region")
+        client.post(f"/api/queries/{qid}/run", json={"actor": "ann"}, **auth())
+        deadline = time.monotonic() + 180
+        while True:
+            control = client.get(f"/api/queries/{qid}", **auth()).json().get("control") or {}
+            sinks = control.get("sinks") or []
+            if sinks and sinks[0]["delivered"] >= 0:
+                break
+            assert time.monotonic() < deadline, control
+            time.sleep(0.2)
+        assert "answers/totals" in sinks[0]["sink"] and not sinks[0]["failing"], sinks
+        assert sorted(delta_rows(os.path.join(workspace.root, "answers", "totals"))) == [("eu", 10), ("us", 20)]
+        client.post(f"/api/queries/{qid}/stop", json={"actor": "ann"}, **auth())

@@ -138,6 +138,12 @@ function detail(status, starting) {
     out.push(el('div', { class: 'muted', text: `pause took effect in ${Math.round(status.pause.latency_s * 1000)} ms` +
       (status.pause.cancelled_steps ? `, a running step cancelled (redone on resume)` : '') }));
   }
+  for (const s of status.sinks || []) {
+    const behind = status.last_committed - s.delivered;
+    out.push(el('div', { class: s.failing ? 'error-line sink' : 'muted sink',
+      text: `sink ${s.sink}: holds batch ${s.delivered}` + (behind > 0 ? ` · ${behind} behind` : ' · up to date') +
+        (s.failing ? ' · failing, retried after the next commit' : '') }));
+  }
   if (status.error) out.push(el('div', { class: 'error-line', text: status.error }));
   return out;
 }
