@@ -116,6 +116,38 @@ def test_with_prepared_plans_a_warm_batch_is_measured_before_a_recompute_and_is_
     assert resumed.predicted("incremental", 10, 1030) < 0.2
 
 
+def test_a_small_history_of_many_states_is_recomputed_and_lower_bounds_never_rebuild():
+    """Batch 0 under auto: a small history of a plan of many states is recomputed (a build is a
+    job per state at least); then the per-state floor is a lower bound on an increment and a
+    build, which may keep recomputing but never rebuilds at once; a cold first recompute is
+    replaced by the next one measured (issue 58)."""
+    model = CostModel("auto")
+    assert model.first(15, 34, 100_000, 8).strategy == "recompute"
+    assert model.first(15, 5, 100_000, 8).strategy == "incremental"  # few states: built
+    assert model.first(200_000, 34, 100_000, 8).strategy == "incremental"  # a large history: built
+    assert CostModel("incremental").first(15, 34, 100_000, 8).strategy == "incremental"
+    model.observe_states(34, 0.05)  # 1.7 s at least per increment
+    model.observe("recompute", True, 15, 15, 30.0)  # batch 0: cold
+    assert not model.builds  # a recompute is no build
+    choice = model.choose(True, 1, 15)
+    assert choice.strategy == "recompute", choice  # the rebuild is at least recompute + 1.7 s
+    assert choice.estimates["rebuild"] == pytest.approx(30.0 + 1.7)  # the history before the batch
+    model.observe("recompute", False, 1, 16, 1.0)  # warm: replaces the cold one
+    assert model.predicted("recompute", 0, 16) == pytest.approx(1.0)
+    assert model.choose(True, 1, 16).strategy == "recompute"  # 1.7 s > 1.0 s: no regret either
+    assert model.regret == 0.0
+    cheap = CostModel("auto")
+    cheap.observe_states(34, 0.001)  # increments could be cheap: recomputing accrues regret, and
+    cheap.observe("recompute", True, 15, 15, 1.0)  # the rebuild comes once it has paid for itself
+    taken = []
+    for i in range(12):
+        taken.append(cheap.choose(True, 1, 15 + i).strategy)
+        if taken[-1] == "rebuild":
+            break
+        cheap.observe("recompute", False, 1, 16 + i, 1.0)
+    assert taken[0] == "recompute" and taken[-1] == "rebuild", taken
+
+
 def test_a_measured_recompute_batch_replaces_the_probes():
     model = _built(CostModel("auto"))
     model.observe("incremental", False, 10, 1010, 0.5)
@@ -237,6 +269,9 @@ QUERIES = [
     ("join-static", "SELECT R.a, T.name, count(*), sum(S.v) FROM R JOIN S ON R.b = S.k JOIN T ON R.a = T.k "
                     "GROUP BY R.a, T.name", "RST", False),
     ("not-exists", "SELECT a, b FROM R WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v < R.b)", "RS", False),
+    # IN under OR: a join matrix and 22 states, so under auto batch 0 recomputes (issue 58)
+    ("in-or", "SELECT a, b FROM R WHERE (b > 0 AND a IN (SELECT k FROM S WHERE v IN (SELECT b FROM R WHERE a < 3))) "
+              "OR (a = 1 AND b IN (SELECT v FROM S WHERE k > 0))", "RS", False),
 ]
 
 
@@ -268,6 +303,7 @@ def test_random_strategies_equal_duckdb(spark, tmp_path_factory, monkeypatch, qi
     commits = os.path.join(tmp, "out", "commits")
     recorded = [streamfold_commit(commits, n)["strategy"] for n in sorted(os.listdir(commits))]
     assert recorded[1:] == scripted.taken[:len(recorded) - 1], (recorded, scripted.taken)
+    assert recorded[0] == ("recompute" if qid == "in-or" else "incremental"), recorded
 
 
 def streamfold_commit(directory: str, name: str) -> dict:
