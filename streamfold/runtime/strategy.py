@@ -91,6 +91,7 @@ class CostModel:
         # seconds the plan's states cost a batch at least, whatever their rows: one Spark job per
         # merged state, each timed as a job over one row on this machine (``observe_states``)
         self.states_floor: float | None = None
+        self.small: int | None = None  # batch 0 recomputed a history of fewer rows: recomputed while it stays so
 
     # -- observations -------------------------------------------------------------------------
     def observe(self, strategy: str, first: bool, batch_rows: int, history_rows: int, seconds: float,
@@ -123,7 +124,7 @@ class CostModel:
                 self._probes.append(seen)
                 return
             incremental = self._incremental(batch_rows)
-            if incremental is not None:
+            if incremental is not None and not self._still_small(history_rows):
                 self.regret += max(0.0, seconds - incremental)
 
     def observe_floor(self, seconds: float) -> None:
@@ -146,6 +147,7 @@ class CostModel:
         recompute is measured; batch 1, on stale states, then rebuilds them only when a build and
         an increment, at least a job per state each, cost less than recomputing."""
         if self.mode == "auto" and history_rows <= small_rows and states > many_states:
+            self.small = small_rows
             return Choice("recompute", f"a history of {history_rows} rows and {states} states: a build costs at "
                                        f"least a job per state, a recompute a few")
         return Choice("incremental", "batch 0 builds the states")
@@ -156,6 +158,13 @@ class CostModel:
             if "history_rows" in r:
                 self.observe(r.get("strategy", "incremental"), r["batch"] == 0, sum(r.get("rows", {}).values()),
                              int(r["history_rows"]), float(r.get("duration_s", 0.0)), r.get("prepared") == "replay")
+
+    def _still_small(self, history_rows: int) -> bool:
+        """Whether batch 0 recomputed a small history, no build was measured since, and the
+        history is still that small: a recompute's cost is then its fixed part, an increment's at
+        least a job per state (a lower bound, ``states_floor``, which would charge recomputing a
+        regret it did not cost); the rent-or-buy rule starts once the history outgrows it."""
+        return self.small is not None and not self.builds and history_rows <= self.small
 
     def _calibrated(self) -> bool:
         """Whether the only recompute measured is the probe right after the last build (the
@@ -244,6 +253,8 @@ class CostModel:
                 return Choice("incremental", f"incremental {inc:.3f} s ≤ recompute {rec:.3f} s, measured again after "
                                              "the commit (the first measure paid code generation)", est, probe=True)
             return Choice("incremental", f"incremental {inc:.3f} s ≤ recompute {rec:.3f} s", est)
+        if self._still_small(after):
+            return Choice("recompute", f"a history of {after} rows, still small: recomputed (batch 0 was)", est)
         if inc is None or rec is None or reb is None:
             return Choice("rebuild", "nothing measured to keep recomputing on", est)
         if reb + inc <= rec:

@@ -137,15 +137,23 @@ def test_a_small_history_of_many_states_is_recomputed_and_lower_bounds_never_reb
     assert model.choose(True, 1, 16).strategy == "recompute"  # 1.7 s > 1.0 s: no regret either
     assert model.regret == 0.0
     cheap = CostModel("auto")
-    cheap.observe_states(34, 0.001)  # increments could be cheap: recomputing accrues regret, and
-    cheap.observe("recompute", True, 15, 15, 1.0)  # the rebuild comes once it has paid for itself
+    assert cheap.first(15, 34, 100, 8).strategy == "recompute"
+    cheap.observe_states(34, 0.001)  # increments could be cheap, but while the history is small
+    cheap.observe("recompute", True, 15, 15, 1.0)  # (100 rows here) it is recomputed, no regret
     taken = []
     for i in range(12):
-        taken.append(cheap.choose(True, 1, 15 + i).strategy)
+        rows = 15 + 20 * i
+        taken.append(cheap.choose(True, 20, rows).strategy)
         if taken[-1] == "rebuild":
             break
-        cheap.observe("recompute", False, 1, 16 + i, 1.0)
-    assert taken[0] == "recompute" and taken[-1] == "rebuild", taken
+        cheap.observe("recompute", False, 20, rows + 20, 1.0 * (rows + 20) / 15)
+    # recomputed while the history is at most 100 rows (batches of 20: four), then rebuilt: the
+    # recompute grew with the rows, the increment and the build did not
+    assert taken == ["recompute"] * 4 + ["rebuild"], taken
+    small = CostModel("auto")
+    small.first(15, 34, 100, 8)
+    small.observe("recompute", True, 15, 15, 1.0)
+    assert "still small" in small.choose(True, 1, 15).reason
 
 
 def test_a_measured_recompute_batch_replaces_the_probes():
