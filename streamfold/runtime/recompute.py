@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 from ..plan.model import IncrementalPlan
 from ..sql import Catalog
-from . import netting
+from . import netting, shape
 from .inputs import BatchReader
 from .lowering.netting import projected
-from .sources import InputSpec, read_files, table_paths
+from .sources import InputSpec, parquet_rows, read_files, table_paths
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -77,6 +77,14 @@ class Recomputer:
             paths = [os.path.join(spec.path, n) for n in history.get(s.name, [])] if spec.format == "parquet" else None
             cached += netting.register_netted(spark, s.name, names, paths, functools.partial(read_files, spark, spec, s),
                                               view)
+            if paths is not None and sum(parquet_rows(p) for p in paths) <= shape.ONE_TASK_ROWS:
+                # A small history netted once and kept: a query that reads the stream in each of
+                # its subqueries (nine times, bench/small-states) netted it nine times, each a
+                # broadcast and an anti join of every file, and recomputed 5-15x slower.
+                kept = spark.table(s.name).cache()
+                kept.count()
+                kept.createOrReplaceTempView(s.name)
+                cached.append(kept)
         for t in self.plan.tables:
             if t.name not in self._tables:  # read once: a static table never changes
                 spec = self.specs[t.name.lower()]
