@@ -230,6 +230,26 @@ def test_a_restart_long_after_batch_0_still_predicts_a_recompute(tmp_path):
     assert strategies.history_rows == history and {"recompute", "rebuild"} <= choice.estimates.keys()
     assert choice.probe  # no recompute measured in this process: one is measured after the commit
 
+
+def test_a_restart_after_a_small_history_recomputed_keeps_recomputing_while_small(tmp_path):
+    """Batch 0 recomputed a small history (cost.first): after a restart the states are stale and
+    the model recomputes while the history stays small, as before the restart (issue 58)."""
+    from types import SimpleNamespace
+
+    from streamfold.runtime.checkpoint import OutputDir
+    from streamfold.runtime.features.strategies import Strategies
+
+    out = OutputDir(str(tmp_path))
+    for b in range(3):
+        out.commit(b, {"batch": b, "rows": {"S": 15 if b == 0 else 1}, "history_rows": 15 + b, "strategy": "recompute",
+                       "duration_s": 1.0})
+    ctx = SimpleNamespace(output=out, config=SimpleNamespace(strategy="auto"))
+    strategies = Strategies(ctx, can_recompute=True, stale=True)  # type: ignore[arg-type]
+    strategies.resume(2)
+    strategies.cost.observe_states(34, 0.0001)  # (else measured on Spark at the first stale choice)
+    choice = strategies.cost.choose(True, 1, 17)
+    assert choice.strategy == "recompute" and "still small" in choice.reason, choice
+
 def test_a_probe_does_not_count_the_probed_batchs_job():
     """A probe times what a recompute batch computes (the query, its outputs written to scratch)
     and adds the probed batch's file listing and commit — not its "write" phase, which in an

@@ -97,6 +97,8 @@ class Strategies:
         else:  # written by a streamfold without strategies: every batch's rows
             self.history_rows = sum(sum(output.read_commit(b).get("rows", {}).values()) for b in range(last + 1))
         self.cost.resume(records)
+        if records[0]["batch"] == 0 and records[0].get("strategy") == "recompute":  # a small history (cost.first)
+            self.cost.small = shape.ONE_TASK_ROWS
 
     def _measure_states(self, states: int) -> None:
         """What each of the plan's states costs a batch at least: a merge's job over one row — an
