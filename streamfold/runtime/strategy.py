@@ -30,6 +30,12 @@ is measured, so batch 1 can already be a recompute; that probe, the query's firs
 is measured again after batch 1 when the choice is within 2× of it, and replaced; the engine does
 not report batch 1, the plans' first replay, as warm (it pays their rows' JIT compilation).
 
+Big plans on small data (``first``): under ``auto`` a history of at most a task's rows, for a
+plan of more states than prepared plans are tried for, is recomputed at batch 0, and every batch
+while the history stays that small — each state costs a batch at least a Spark job whatever its
+rows (``states_floor``, measured on this machine), the recompute a few jobs; past it, the usual
+rules below, with the floor standing for the increment and (with the recompute) the build.
+
 The choice: with the states current, recompute when the predicted incremental cost exceeds the
 predicted recompute; an incremental batch after a build is always measured first. With the
 states stale, rebuild at once when the rebuild and an incremental batch together cost less than
