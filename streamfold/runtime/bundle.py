@@ -83,9 +83,11 @@ def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
 
 def recomputer_for(ctx: RunContext, plan: IncrementalPlan, catalog: Catalog) -> Recomputer | None:
     """The batch query as Spark runs it from scratch (the recompute strategy), where there is
-    one: not for iterations (their loops are interpreted) nor join matrices (their mapping is
-    state) nor time bounds (the batch query would read the wall clock, not the batch time)."""
-    if plan.matrices or plan.clocked or any(isinstance(s, LOOPS) for s in plan.delta):
+    one: not for iterations (their loops are interpreted) nor time bounds (the batch query would
+    read the wall clock, not the batch time). A join matrix's mapping is not needed by the batch
+    query; after a recompute (whose commit records no mapping) the states are rebuilt under the
+    mapping in effect, or, after a restart, the plan's own."""
+    if plan.clocked or any(isinstance(s, LOOPS) for s in plan.delta):
         return None
     return Recomputer(ctx.spark, plan, compilation_of(plan).spark_sql, ctx.specs, catalog)
 

@@ -10,7 +10,9 @@ grouped whole, their weights summed, each kept as many times as its net weight (
 bag again, :mod:`.netting`, as :func:`streamfold.verify.recompute` does for the bench's
 recompute). Only the rows that can meet a deletion are netted: a Parquet file whose footer
 statistics say each ``_weight`` is 1 (no deletion, no copy) has its other rows taken as they are,
-and when every file is such, nothing is netted (the statistics of a file are read once). Static tables
+and when every file is such, nothing is netted (the statistics of a file are read once). A
+history of at most ``shape.ONE_TASK_ROWS`` rows is netted whole (when a file may delete) and
+cached, once per recompute, whatever the number of subqueries that read it. Static tables
 are registered under theirs. The query is the text Spark analysed for the output schema
 (``spark_schema_sql``), so its answer has the snapshot's columns and types exactly.
 """
@@ -25,10 +27,10 @@ from typing import TYPE_CHECKING
 
 from ..plan.model import IncrementalPlan
 from ..sql import Catalog
-from . import netting
+from . import netting, shape
 from .inputs import BatchReader
 from .lowering.netting import projected
-from .sources import InputSpec, read_files, table_paths
+from .sources import InputSpec, parquet_rows, parquet_weights_all_one, read_files, table_paths
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -75,8 +77,19 @@ class Recomputer:
                 spark.sql(projected(view, names)).createOrReplaceTempView(s.name)
                 continue
             paths = [os.path.join(spec.path, n) for n in history.get(s.name, [])] if spec.format == "parquet" else None
-            cached += netting.register_netted(spark, s.name, names, paths, functools.partial(read_files, spark, spec, s),
-                                              view)
+            small = paths is not None and sum(parquet_rows(p) for p in paths) <= shape.ONE_TASK_ROWS
+            # A small history is netted whole (one grouping: the split's driver reads, broadcast
+            # and anti join cost more than grouping a task's worth of rows)...
+            whole = small and paths is not None and not all(parquet_weights_all_one(p) for p in paths)
+            cached += netting.register_netted(spark, s.name, names, None if whole else paths,
+                                              functools.partial(read_files, spark, spec, s), view)
+            if small:
+                # ... once, and kept: a query that reads the stream in each of its subqueries
+                # (nine times, bench/small-states) netted it nine times and recomputed 5-15x slower.
+                kept = spark.table(s.name).cache()
+                kept.count()
+                kept.createOrReplaceTempView(s.name)
+                cached.append(kept)
         for t in self.plan.tables:
             if t.name not in self._tables:  # read once: a static table never changes
                 spec = self.specs[t.name.lower()]

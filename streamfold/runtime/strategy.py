@@ -30,6 +30,12 @@ is measured, so batch 1 can already be a recompute; that probe, the query's firs
 is measured again after batch 1 when the choice is within 2× of it, and replaced; the engine does
 not report batch 1, the plans' first replay, as warm (it pays their rows' JIT compilation).
 
+Big plans on small data (``first``): under ``auto`` a history of at most a task's rows, for a
+plan of more states than prepared plans are tried for, is recomputed at batch 0, and every batch
+while the history stays that small — each state costs a batch at least a Spark job whatever its
+rows (``states_floor``, measured on this machine), the recompute a few jobs; past it, the usual
+rules below, with the floor standing for the increment and (with the recompute) the build.
+
 The choice: with the states current, recompute when the predicted incremental cost exceeds the
 predicted recompute; an incremental batch after a build is always measured first. With the
 states stale, rebuild at once when the rebuild and an incremental batch together cost less than
@@ -88,6 +94,10 @@ class CostModel:
         self.probed_at = 0  # history rows at the last recompute measured (by a probe or a recompute)
         self._probes: list[Observation] = []  # probes among the recomputes, until a real one is measured
         self.floor: float | None = None  # seconds of the prepared plans over no rows, since the last build
+        # seconds the plan's states cost a batch at least, whatever their rows: one Spark job per
+        # merged state, each timed as a job over one row on this machine (``observe_states``)
+        self.states_floor: float | None = None
+        self.small: int | None = None  # batch 0 recomputed a history of fewer rows: recomputed while it stays so
 
     # -- observations -------------------------------------------------------------------------
     def observe(self, strategy: str, first: bool, batch_rows: int, history_rows: int, seconds: float,
@@ -95,7 +105,7 @@ class CostModel:
         """A batch measured: ``first`` for batch 0 (a build, whatever it is called); ``warm`` for
         an incremental batch that ran prepared plans."""
         seen = Observation(batch_rows, history_rows, seconds, warm and strategy == "incremental" and not first)
-        if first or strategy == "rebuild":
+        if (first and strategy != "recompute") or strategy == "rebuild":
             self.builds.append(seen)
             self.incrementals.clear()  # the states changed size at once: measure them again
             self.floor = None
@@ -103,6 +113,11 @@ class CostModel:
         elif strategy == "incremental":
             self.incrementals.append(seen)
         elif strategy in ("recompute", "probe"):
+            if first:  # batch 0 recomputed: the query's first run in the JVM, replaced as a probe is
+                self.recomputes.append(seen)
+                self._probes.append(seen)
+                self.probed_at = history_rows
+                return
             if strategy == "recompute" and self._probes:  # a measured recompute batch replaces the probes
                 self.recomputes = deque((o for o in self.recomputes if o not in self._probes), maxlen=WINDOW)
                 self._probes.clear()
@@ -115,7 +130,7 @@ class CostModel:
                 self._probes.append(seen)
                 return
             incremental = self._incremental(batch_rows)
-            if incremental is not None:
+            if incremental is not None and not self._still_small(history_rows):
                 self.regret += max(0.0, seconds - incremental)
 
     def observe_floor(self, seconds: float) -> None:
@@ -124,12 +139,38 @@ class CostModel:
         fixed part until an incremental batch is measured."""
         self.floor = seconds
 
+    def observe_states(self, states: int, job_seconds: float) -> None:
+        """The plan's ``states`` merged per batch, each at least a Spark job of ``job_seconds``
+        (a job over one row, measured on this machine): a lower bound on an incremental batch,
+        and on a build, while none was measured."""
+        self.states_floor = states * job_seconds
+
+    def first(self, history_rows: int, states: int, small_rows: int, many_states: int) -> Choice:
+        """Batch 0 (the history, ``history_rows``): built incrementally, or, under ``auto``, a
+        recompute when the history is small (at most ``small_rows``: a task's worth, whose
+        recompute costs a few jobs) and the plan merges more than ``many_states`` states (each a
+        job of its own in every batch, as prepared plans are not tried for such a plan). The
+        recompute is measured; batch 1, on stale states, then rebuilds them only when a build and
+        an increment, at least a job per state each, cost less than recomputing."""
+        if self.mode == "auto" and history_rows <= small_rows and states > many_states:
+            self.small = small_rows
+            return Choice("recompute", f"a history of {history_rows} rows and {states} states: a build costs at "
+                                       f"least a job per state, a recompute a few")
+        return Choice("incremental", "batch 0 builds the states")
+
     def resume(self, records: list[dict[str, Any]]) -> None:
         """Calibrate again from committed batches' records (oldest first), after a restart."""
         for r in records:
             if "history_rows" in r:
                 self.observe(r.get("strategy", "incremental"), r["batch"] == 0, sum(r.get("rows", {}).values()),
                              int(r["history_rows"]), float(r.get("duration_s", 0.0)), r.get("prepared") == "replay")
+
+    def _still_small(self, history_rows: int) -> bool:
+        """Whether batch 0 recomputed a small history, no build was measured since, and the
+        history is still that small: a recompute's cost is then its fixed part, an increment's at
+        least a job per state (a lower bound, ``states_floor``, which would charge recomputing a
+        regret it did not cost); the rent-or-buy rule starts once the history outgrows it."""
+        return self.small is not None and not self.builds and history_rows <= self.small
 
     def _calibrated(self) -> bool:
         """Whether the only recompute measured is the probe right after the last build (the
@@ -146,7 +187,8 @@ class CostModel:
     def _incremental(self, batch_rows: int) -> float | None:
         rate = self._per_row(self.builds) or 0.0  # seconds per row when h runs over many
         if not self.incrementals:
-            return None if self.floor is None else self.floor + rate * batch_rows
+            floor = self.floor if self.floor is not None else self.states_floor
+            return None if floor is None else floor + rate * batch_rows
         # Warm batches are what the next incremental batch costs once the plans are prepared; the
         # ones that laid the states out and captured the plans cost more and are not repeated.
         seen = [o for o in self.incrementals if o.warm] or list(self.incrementals)
@@ -159,7 +201,11 @@ class CostModel:
 
     def _rebuild(self, history_rows: int) -> float | None:
         rate = self._per_row(self.builds)
-        return None if rate is None else rate * history_rows
+        if rate is not None:
+            return rate * history_rows
+        # never built (batch 0 recomputed): a build computes what a recompute does, and its states
+        recompute = self._recompute(history_rows)
+        return None if recompute is None or self.states_floor is None else recompute + self.states_floor
 
     def predicted(self, strategy: str, batch_rows: int, history_rows: int) -> float | None:
         """The model's seconds for ``strategy`` on a batch of ``batch_rows`` after ``history_rows``."""
@@ -213,6 +259,8 @@ class CostModel:
                 return Choice("incremental", f"incremental {inc:.3f} s ≤ recompute {rec:.3f} s, measured again after "
                                              "the commit (the first measure paid code generation)", est, probe=True)
             return Choice("incremental", f"incremental {inc:.3f} s ≤ recompute {rec:.3f} s", est)
+        if self._still_small(after):
+            return Choice("recompute", f"a history of {after} rows, still small: recomputed (batch 0 was)", est)
         if inc is None or rec is None or reb is None:
             return Choice("rebuild", "nothing measured to keep recomputing on", est)
         if reb + inc <= rec:

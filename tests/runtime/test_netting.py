@@ -111,9 +111,15 @@ def test_the_bench_recompute_nets_like_grouping_every_row(spark, tmp_path_factor
 
 
 @pytest.mark.spark
-def test_the_recompute_strategy_nets_only_what_a_deletion_meets(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("small", [False, True])
+def test_the_recompute_strategy_nets_only_what_a_deletion_meets(spark, tmp_path, monkeypatch, small):
     """Batches 0–1 plain, batch 2 deletes rows of both and copies one, batch 3 inserts a deleted
-    row again: every snapshot DuckDB's, and the batch with the deletion netted apart."""
+    row again: every snapshot DuckDB's, and the batch with the deletion netted apart — or, a
+    history of at most one task's rows (``small``), netted whole, once (issue 58)."""
+    from streamfold.runtime import shape
+
+    if not small:
+        monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
     base = [(i % 5, f"s{i % 3}", float(i % 4)) for i in range(40)] + [(None, None, None)] * 2
     batches = [
         {"R": [r + (1,) for r in base]},
@@ -127,6 +133,7 @@ def test_the_recompute_strategy_nets_only_what_a_deletion_meets(spark, tmp_path,
     monkeypatch.setattr(netting, "register", lambda spark, name, cols, weighted, plain=None, probe=None:
                         texts.append(plain) or real(spark, name, cols, weighted, plain, probe))
     check_stream(spark, str(tmp_path), sql, [R], batches, strategy="recompute")
-    assert texts == ["__plain_R", "__plain_R"]  # batches 2 and 3; 0 and 1 need no netting
+    # batches 2 and 3; 0 and 1 need no netting (a small history is netted whole: no plain part)
+    assert texts == ([None, None] if small else ["__plain_R", "__plain_R"]), texts
     files = sorted(os.path.join(tmp_path, "in", "R", n) for n in os.listdir(tmp_path / "in" / "R"))
     assert netting.split(files, 3) == (files[:2] + files[3:], files[2:3])

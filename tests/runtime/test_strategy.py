@@ -116,6 +116,46 @@ def test_with_prepared_plans_a_warm_batch_is_measured_before_a_recompute_and_is_
     assert resumed.predicted("incremental", 10, 1030) < 0.2
 
 
+def test_a_small_history_of_many_states_is_recomputed_and_lower_bounds_never_rebuild():
+    """Batch 0 under auto: a small history of a plan of many states is recomputed (a build is a
+    job per state at least); then the per-state floor is a lower bound on an increment and a
+    build, which may keep recomputing but never rebuilds at once; a cold first recompute is
+    replaced by the next one measured (issue 58)."""
+    model = CostModel("auto")
+    assert model.first(15, 34, 100_000, 8).strategy == "recompute"
+    assert model.first(15, 5, 100_000, 8).strategy == "incremental"  # few states: built
+    assert model.first(200_000, 34, 100_000, 8).strategy == "incremental"  # a large history: built
+    assert CostModel("incremental").first(15, 34, 100_000, 8).strategy == "incremental"
+    model.observe_states(34, 0.05)  # 1.7 s at least per increment
+    model.observe("recompute", True, 15, 15, 30.0)  # batch 0: cold
+    assert not model.builds  # a recompute is no build
+    choice = model.choose(True, 1, 15)
+    assert choice.strategy == "recompute", choice  # the rebuild is at least recompute + 1.7 s
+    assert choice.estimates["rebuild"] == pytest.approx(30.0 + 1.7)  # the history before the batch
+    model.observe("recompute", False, 1, 16, 1.0)  # warm: replaces the cold one
+    assert model.predicted("recompute", 0, 16) == pytest.approx(1.0)
+    assert model.choose(True, 1, 16).strategy == "recompute"  # 1.7 s > 1.0 s: no regret either
+    assert model.regret == 0.0
+    cheap = CostModel("auto")
+    assert cheap.first(15, 34, 100, 8).strategy == "recompute"
+    cheap.observe_states(34, 0.001)  # increments could be cheap, but while the history is small
+    cheap.observe("recompute", True, 15, 15, 1.0)  # (100 rows here) it is recomputed, no regret
+    taken = []
+    for i in range(12):
+        rows = 15 + 20 * i
+        taken.append(cheap.choose(True, 20, rows).strategy)
+        if taken[-1] == "rebuild":
+            break
+        cheap.observe("recompute", False, 20, rows + 20, 1.0 * (rows + 20) / 15)
+    # recomputed while the history is at most 100 rows (batches of 20: four), then rebuilt: the
+    # recompute grew with the rows, the increment and the build did not
+    assert taken == ["recompute"] * 4 + ["rebuild"], taken
+    small = CostModel("auto")
+    small.first(15, 34, 100, 8)
+    small.observe("recompute", True, 15, 15, 1.0)
+    assert "still small" in small.choose(True, 1, 15).reason
+
+
 def test_a_measured_recompute_batch_replaces_the_probes():
     model = _built(CostModel("auto"))
     model.observe("incremental", False, 10, 1010, 0.5)
@@ -190,6 +230,26 @@ def test_a_restart_long_after_batch_0_still_predicts_a_recompute(tmp_path):
     assert strategies.history_rows == history and {"recompute", "rebuild"} <= choice.estimates.keys()
     assert choice.probe  # no recompute measured in this process: one is measured after the commit
 
+
+def test_a_restart_after_a_small_history_recomputed_keeps_recomputing_while_small(tmp_path):
+    """Batch 0 recomputed a small history (cost.first): after a restart the states are stale and
+    the model recomputes while the history stays small, as before the restart (issue 58)."""
+    from types import SimpleNamespace
+
+    from streamfold.runtime.checkpoint import OutputDir
+    from streamfold.runtime.features.strategies import Strategies
+
+    out = OutputDir(str(tmp_path))
+    for b in range(3):
+        out.commit(b, {"batch": b, "rows": {"S": 15 if b == 0 else 1}, "history_rows": 15 + b, "strategy": "recompute",
+                       "duration_s": 1.0})
+    ctx = SimpleNamespace(output=out, config=SimpleNamespace(strategy="auto"))
+    strategies = Strategies(ctx, can_recompute=True, stale=True)  # type: ignore[arg-type]
+    strategies.resume(2)
+    strategies.cost.observe_states(34, 0.0001)  # (else measured on Spark at the first stale choice)
+    choice = strategies.cost.choose(True, 1, 17)
+    assert choice.strategy == "recompute" and "still small" in choice.reason, choice
+
 def test_a_probe_does_not_count_the_probed_batchs_job():
     """A probe times what a recompute batch computes (the query, its outputs written to scratch)
     and adds the probed batch's file listing and commit — not its "write" phase, which in an
@@ -237,6 +297,9 @@ QUERIES = [
     ("join-static", "SELECT R.a, T.name, count(*), sum(S.v) FROM R JOIN S ON R.b = S.k JOIN T ON R.a = T.k "
                     "GROUP BY R.a, T.name", "RST", False),
     ("not-exists", "SELECT a, b FROM R WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.k = R.a AND S.v < R.b)", "RS", False),
+    # IN under OR: a join matrix and 22 states, so under auto batch 0 recomputes (issue 58)
+    ("in-or", "SELECT a, b FROM R WHERE (b > 0 AND a IN (SELECT k FROM S WHERE v IN (SELECT b FROM R WHERE a < 3))) "
+              "OR (a = 1 AND b IN (SELECT v FROM S WHERE k > 0))", "RS", False),
 ]
 
 
@@ -268,6 +331,7 @@ def test_random_strategies_equal_duckdb(spark, tmp_path_factory, monkeypatch, qi
     commits = os.path.join(tmp, "out", "commits")
     recorded = [streamfold_commit(commits, n)["strategy"] for n in sorted(os.listdir(commits))]
     assert recorded[1:] == scripted.taken[:len(recorded) - 1], (recorded, scripted.taken)
+    assert recorded[0] == ("recompute" if qid == "in-or" else "incremental"), recorded
 
 
 def streamfold_commit(directory: str, name: str) -> dict:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import StreamfoldError
 from ..bundle import Bundle
+from .. import shape
 from ..checkpoint import batch_name
 from ..context import RunContext
 from ..hooks import Pending
@@ -50,12 +51,19 @@ class Strategies:
         self.stale = stale
 
     def choose(self, b: Bundle, batch: int, rows: Mapping[str, int], installing: bool, preparable: bool) -> Choice:
+        if batch == 0 and b.recomputer is not None and not installing:
+            states = sum(not s.static for s in b.plan.states)
+            if self.cost.mode == "auto" and states > shape.PREPARED_MAX_STATES:
+                self._measure_states(states)
+            return self.cost.first(sum(rows.values()), states, shape.ONE_TASK_ROWS, shape.PREPARED_MAX_STATES)
         if batch == 0:
             return Choice("incremental", "batch 0 builds the states")
         if installing:
             return Choice("incremental", "the first batch of a reconfigured plan")
         if b.recomputer is None:
             return Choice("incremental", "this plan cannot be recomputed from scratch (iteration or join matrix)")
+        if self.stale and self.cost.mode == "auto" and self.cost.states_floor is None:
+            self._measure_states(sum(not s.static for s in b.plan.states))  # (after a restart)
         choice = self.cost.choose(self.stale, sum(rows.values()), self.history_rows, preparable)
         if self.stale and choice.strategy == "incremental":  # stale states are never merged into
             return Choice("rebuild", choice.reason, choice.estimates, choice.probe)
@@ -89,6 +97,20 @@ class Strategies:
         else:  # written by a streamfold without strategies: every batch's rows
             self.history_rows = sum(sum(output.read_commit(b).get("rows", {}).values()) for b in range(last + 1))
         self.cost.resume(records)
+        if records[0]["batch"] == 0 and records[0].get("strategy") == "recompute":  # a small history (cost.first)
+            self.cost.small = shape.ONE_TASK_ROWS
+
+    def _measure_states(self, states: int) -> None:
+        """What each of the plan's states costs a batch at least: a merge's job over one row — an
+        aggregate kept as a state is, checkpointed on the executors — timed on this machine twice,
+        the lesser kept."""
+        spark = self.ctx.spark
+        times = []
+        for _ in range(2):
+            began = time.monotonic()
+            release(materialize(spark.range(1).groupBy("id").count()))
+            times.append(time.monotonic() - began)
+        self.cost.observe_states(states, min(times))
 
     # -- measuring a recompute -------------------------------------------------------------------
     def measure_recompute(self, b: Bundle, batch: int, batch_rows: int, history: dict[str, list[str]]) -> None:
