@@ -53,15 +53,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--missing", action="store_true", help="with --run: only queries proof.json has no outcome for")
     ap.add_argument("--sf", type=float, default=0.01)
     ap.add_argument("--increments", type=int, default=2, help="insert batches before the deleting one")
+    ap.add_argument("--out", default=proof.RESULTS, help="the outcomes file (default proof.json)")
     ap.add_argument("--markdown", action="store_true", help="print docs/sql.md's table from proof.json")
+    ap.add_argument("--docs", metavar="SQL_MD", help="rewrite the generated table in this docs/sql.md from proof.json")
     args = ap.parse_args(argv)
     chosen = [int(q.strip().lstrip("qQ")) for q in args.queries.split(",")] if args.queries else None
+    if args.docs:
+        proof.write_docs(args.docs)
+        return 0
     if args.markdown:
         print(proof.markdown())
         return 0
     if args.run:
-        found = proof.run(chosen, args.sf, args.increments, missing=args.missing)
-        print(f"{proof.count_exact()} of {len(ALL_QUERIES)} exact in proof.json")
+        found = proof.run(chosen, args.sf, args.increments, path=args.out, missing=args.missing)
+        print(f"{proof.count_exact(args.out)} of {len(ALL_QUERIES)} exact in proof.json")
         return 0 if all(o.status in ("exact", "refused") for o in found.values()) else 1
     rows = [status(nr) for nr in chosen or ALL_QUERIES]
     print(f"{sum(s.compiled for s in rows)} of {len(rows)} compile")
