@@ -112,6 +112,20 @@ def run(queries: list[int] | None, sf: float, increments: int, path: str = RESUL
     return found
 
 
+def merge(sources: list[str], path: str = RESULTS) -> None:
+    """Add the outcomes of other runners' files (``--out``, runs side by side over the same data)
+    to ``path``; a file over other data is refused."""
+    doc = load(path)
+    for src in sources:
+        other = load(src)
+        if doc.get("sf") is None:
+            doc.update(sf=other["sf"], batches=other["batches"], command=COMMAND)
+        if (other["sf"], other["batches"]) != (doc["sf"], doc["batches"]):
+            raise SystemExit(f"{src}: SF {other['sf']} with {other['batches']} batches, not {doc['sf']}/{doc['batches']}")
+        doc.setdefault("queries", {}).update(other["queries"])
+    _save(doc, path)
+
+
 def markdown(path: str = RESULTS) -> str:
     """The table docs/sql.md shows: each query's proven status (compiled ones) or refusal."""
     got = outcomes(path)

@@ -54,10 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sf", type=float, default=0.01)
     ap.add_argument("--increments", type=int, default=2, help="insert batches before the deleting one")
     ap.add_argument("--out", default=proof.RESULTS, help="the outcomes file (default proof.json)")
+    ap.add_argument("--merge", nargs="+", metavar="FILE", help="add other runners' outcomes (their --out) to --out")
     ap.add_argument("--markdown", action="store_true", help="print docs/sql.md's table from proof.json")
     ap.add_argument("--docs", metavar="SQL_MD", help="rewrite the generated table in this docs/sql.md from proof.json")
     args = ap.parse_args(argv)
     chosen = [int(q.strip().lstrip("qQ")) for q in args.queries.split(",")] if args.queries else None
+    if args.merge:
+        proof.merge(args.merge, args.out)
+        return 0
     if args.docs:
         proof.write_docs(args.docs)
         return 0
