@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..ir.expr import ROW, Agg, Call, Case, Cast, Column, Expr, Literal, SubqueryExpr, and_all
+from ..ir.expr import ROW, Agg, Call, Case, Cast, Column, Expr, Literal, SubqueryExpr, and_all, conjuncts
 from ..ir.rel import Aggregate, DeltaScan, Distinct, Filter, Join, JoinKind, Project, Rel, Scan, StateScan
 from ..ir.types import BIGINT, BOOLEAN, STRING
 from . import decorrelate
@@ -196,12 +196,37 @@ def aggregate_of(sub: Rel) -> tuple[Aggregate, Expr]:
             value, inner = value.substitute(dict(inner.exprs)), inner.input
         if isinstance(inner, Aggregate) and not inner.keys:
             return inner, value
+        if isinstance(inner, Aggregate) and _one_group(inner, value):
+            return Aggregate(inner.input, (), inner.aggs), value
     static = single_static_row(sub)
     if static is not None:
         return static
     raise unsupported("a scalar subquery that is not an aggregate without GROUP BY",
                       "make it return one aggregate value (e.g. SELECT max(x) …): Spark stops a query whose "
                       "scalar subquery returns two rows, which a continuous query cannot promise never happens")
+
+
+def _one_group(agg: Aggregate, value: Expr) -> bool:
+    """Whether a grouped scalar subquery is its aggregate without GROUP BY: every key is a column
+    its input's WHERE sets equal to a constant (TPC-DS Q44's ``… WHERE ss_store_sk = 4 … GROUP BY
+    ss_store_sk``), so there is one group at most, and its value reads only the aggregates and is
+    NULL over no rows (no ``count``), as a subquery with no row is."""
+    fixed: set[str] = set()
+    node = agg.input
+    while isinstance(node, Filter):
+        for c in conjuncts(node.condition):
+            if isinstance(c, Call) and c.op == "=" and len(c.args) == 2:
+                for col, other in (c.args, c.args[::-1]):
+                    constant = other.expr if isinstance(other, Cast) else other
+                    if isinstance(col, Column) and isinstance(constant, Literal) and constant.value is not None:
+                        fixed.add(col.name)
+        node = node.input
+    if not all(isinstance(e, Column) and e.name in fixed for _, e in agg.keys):
+        return False
+    if not value.columns() <= {n for n, _ in agg.aggs}:
+        return False
+    empty = over_no_rows(value, agg)
+    return isinstance(empty, Literal) and empty.value is None
 
 
 def single_static_row(sub: Rel) -> tuple[Aggregate, Expr] | None:

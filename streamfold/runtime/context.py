@@ -17,7 +17,8 @@ from .checkpoint import Checkpoint, OutputDir, batch_name
 from .config import QueryConfig
 from .hooks import BatchControl
 from .profile import Profiler, Waterfall
-from .sources import InputSpec, read_files, table_paths
+from .sources import InputSpec, parquet_rows, read_files, table_paths
+from .table_size import at_least_true_size
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -92,7 +93,10 @@ class RunContext:
         """A static table's rows (read once)."""
         if name not in self._tables:
             spec = self.specs[name.lower()]
-            self._tables[name] = read_files(self.spark, spec, catalog[name], table_paths(spec.path))
+            paths = table_paths(spec.path)
+            df = self._tables[name] = read_files(self.spark, spec, catalog[name], paths)
+            if spec.format == "parquet":  # the rows are in the footers; Spark estimates the bytes
+                at_least_true_size(df, sum(parquet_rows(p) for p in paths))
         return self._tables[name]
 
     def close(self) -> None:

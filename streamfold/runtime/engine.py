@@ -460,7 +460,7 @@ class Engine:
         finally:
             self.prepared.finish(prepared, committed)
             with clock.part("drop views, release"):
-                release_batch(views, temps, cached, None if committed else reads.merged)
+                release_batch(views, temps, cached, None if committed else reads.merged, failed=not committed)
         b.store.replace(current)
         if migration.states and self.prepared.plans is not None:  # plans prepared for the old mapping
             self.prepared.afresh()

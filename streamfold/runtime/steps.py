@@ -125,12 +125,20 @@ def reads_nothing_new(b: Bundle, batch: int, step: Step, reads: BatchReads) -> b
 
 
 def release_batch(views: Views, temps: list[DataFrame], cached: list[DataFrame],
-                  merged: Mapping[str, DataFrame] | None) -> None:
-    """What a batch held: its temp views, temp results, cached input; its merges if it failed."""
-    views.drop()
-    for df in temps:
-        release(df)
-    for df in cached:
-        df.unpersist()
-    for df in (merged or {}).values():
-        release(df)
+                  merged: Mapping[str, DataFrame] | None, failed: bool = False) -> None:
+    """What a batch held: its temp views, temp results, cached input; its merges if it failed.
+
+    ``failed``: the batch is failing with its own error, which must be the one reported — when
+    the JVM died of it (an ``OutOfMemoryError`` ends Spark's JVM), releasing fails too, and that
+    connection error raised from cleanup replaced the batch's ``BATCH_FAILED`` (issue 59, Q78)."""
+    try:
+        views.drop()
+        for df in temps:
+            release(df)
+        for df in cached:
+            df.unpersist()
+        for df in (merged or {}).values():
+            release(df)
+    except Exception:
+        if not failed:
+            raise

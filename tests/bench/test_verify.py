@@ -53,6 +53,15 @@ def test_positional_and_order_by_checks():
         ((1, False, True), (0, False, True))
 
 
+def test_decimals_of_one_answer_order_exactly():
+    """51.82 and 51.84 are equal under the tolerance rule (a last place either way) but not tied
+    in an ORDER BY: the rows below are in order (TPC-DS Q93, ``ORDER BY sumsales, ss_customer_sk``)."""
+    spec = OrderSpec(((1, False, True), (0, False, True)), True)
+    rows = [(767, Decimal("51.82")), (247, Decimal("51.84"))]
+    assert compare(rows, rows, order=spec).matches
+    assert not compare(rows[::-1], rows, order=spec).matches
+
+
 def test_the_oracle_nets_weighted_rows():
     t = pa.table({"a": [1, 1, 2], "_weight": [1, 2, 1]})
     d = pa.table({"a": [1, 2], "_weight": [-1, -1]})

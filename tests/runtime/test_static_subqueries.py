@@ -28,6 +28,9 @@ QUERIES = [
     # sources only inside subqueries: one row
     ("no-from", "SELECT 2 NOT IN (SELECT a FROM R) AS x, (SELECT count(*) FROM R WHERE b > 1) AS n, "
      "3 IN (SELECT k FROM T) AS s", "RT"),
+    # TPC-DS Q44: GROUP BY a key the WHERE fixes to a constant is one group at most (a stream's)
+    ("one-group", "SELECT a, b FROM R WHERE b > (SELECT avg(b) FROM R WHERE a = 1 GROUP BY a) - 1", "R"),
+    ("one-group-none", "SELECT a, (SELECT max(b) FROM R WHERE a = 99 AND b IS NULL GROUP BY a) AS m FROM R", "R"),
     ("no-from-stream-only", "SELECT EXISTS (SELECT 1 FROM R WHERE a = b) AS e, (SELECT max(a) FROM R) AS m", "R"),
 ]
 
@@ -51,6 +54,15 @@ def test_a_stream_scalar_subquery_that_is_no_aggregate_stays_refused():
     with pytest.raises(streamfold.SqlError) as e:
         streamfold.compile("SELECT k FROM T WHERE k = (SELECT a FROM R WHERE b = 1)",
                            {"R": R.schema_sql(), "T": "k INT, name STRING"}, tables=["T"])
+    assert e.value.code == "UNSUPPORTED_SUBQUERY"
+
+
+@pytest.mark.parametrize("sub", ["SELECT count(*) FROM R WHERE a = 1 GROUP BY a",  # 0 or no row: differ
+                                 "SELECT avg(b) FROM R WHERE a > 1 GROUP BY a",  # a key not fixed
+                                 "SELECT a FROM R WHERE a = 1 GROUP BY a"])  # a key, not an aggregate
+def test_a_grouped_stream_scalar_subquery_of_many_groups_or_a_count_stays_refused(sub):
+    with pytest.raises(streamfold.SqlError) as e:
+        streamfold.compile(f"SELECT a FROM R WHERE b > ({sub})", {"R": R.schema_sql()})
     assert e.value.code == "UNSUPPORTED_SUBQUERY"
 
 
