@@ -26,7 +26,7 @@ FACTOR = "spark.sql.sources.fileCompressionFactor"
 def true_bytes(df: DataFrame, rows: int) -> int:
     """``rows`` rows of ``df``'s columns at Spark's estimate of a row's width."""
     jvm: Any = df.sparkSession._jvm
-    utils = getattr(jvm.org.apache.spark.sql.catalyst.plans.logical.statsEstimation, "EstimationUtils")
+    utils = jvm.org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils
     plan = df._jdf.queryExecution().analyzed()
     return rows * int(str(utils.getSizePerRow(plan.output(), getattr(utils, "getSizePerRow$default$2")())))
 
