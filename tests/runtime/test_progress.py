@@ -87,9 +87,10 @@ def test_the_poller_reads_a_real_jobs_stages_tasks_and_rows(spark):
     done = threading.Event()
 
     def job() -> None:
-        # one row in 5,000 sleeps 150 ms, so the poller sees the stage running
-        spark.range(0, 40_000, numPartitions=8).selectExpr(
-            "id % 10 AS k", "reflect('java.lang.Thread', 'sleep', if(id % 5000 = 0, 150L, 0L)) AS s") \
+        # one row in 2,500 sleeps 300 ms (a task each), so the poller sees the stage running for
+        # seconds even on a busy machine
+        spark.range(0, 40_000, numPartitions=16).selectExpr(
+            "id % 10 AS k", "reflect('java.lang.Thread', 'sleep', if(id % 2500 = 0, 300L, 0L)) AS s") \
             .groupBy("k").count().collect()
         done.set()
 
