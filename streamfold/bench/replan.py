@@ -27,7 +27,6 @@ against DuckDB over the files so far. Results in ``OUT/replan/results.json`` and
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -37,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .report import write_json_and_markdown
 from ..verify import compare, duckdb_answer, python_value
 
 SQL = ("SELECT count(*) AS c, sum(x.v + y.v + z.v) AS s FROM X x JOIN Y y ON x.k = y.k "
@@ -146,11 +146,7 @@ def run(rows: int, batches: int, phase: int, out: str, master: str | None, say: 
     static, dynamic = results["systems"]["static"], results["systems"]["replanned"]
     results["mean_ratio"] = round(dynamic["mean_s"] / static["mean_s"], 3)
     results["p95_ratio"] = round(dynamic["p95_s"] / static["p95_s"], 3)
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "results.json"), "w", encoding="utf-8") as fh:
-        json.dump(results, fh, indent=2)
-    with open(os.path.join(directory, "results.md"), "w", encoding="utf-8") as fh:
-        fh.write(report(results))
+    write_json_and_markdown(results, directory, report(results))
     return results
 
 

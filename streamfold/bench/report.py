@@ -31,6 +31,15 @@ def write_outputs(results: dict[str, Any], directory: str) -> None:
         plot_memory(results, os.path.join(directory, "memory.png"))
 
 
+def write_json_and_markdown(results: dict[str, Any], directory: str, markdown_text: str) -> None:
+    """``results.json`` and ``results.md`` of a bench with a report of its own (replan, theta)."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "results.json"), "w", encoding="utf-8") as fh:
+        json.dump(results, fh, indent=2)
+    with open(os.path.join(directory, "results.md"), "w", encoding="utf-8") as fh:
+        fh.write(markdown_text)
+
+
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.3f}"
 

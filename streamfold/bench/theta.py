@@ -28,6 +28,7 @@ from typing import Any
 
 from ..verify import compare, duckdb_answer, read_rows
 from .data import write_pairs
+from .report import write_json_and_markdown
 
 # A band join of two streams of random pairs in [0, 10000], every pair counted and summed: each
 # input is kept on its whole rows (the sum reads a column of each), so both grow with every row.
@@ -139,11 +140,7 @@ def run(history: int, ratio: int, phases: int, out: str, master: str | None,
     rec = _recompute(spark, batches, work, say)
     rec["matches_duckdb"] = compare(rec.pop("answer"), expected).matches
     results["systems"]["recompute"] = rec
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "results.json"), "w", encoding="utf-8") as fh:
-        json.dump(results, fh, indent=2)
-    with open(os.path.join(directory, "results.md"), "w", encoding="utf-8") as fh:
-        fh.write(report(results))
+    write_json_and_markdown(results, directory, report(results))
     return results
 
 

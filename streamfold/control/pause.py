@@ -136,13 +136,7 @@ class Gate:
             self._closed = True
             self._changed()
             while self._working > 0 and time.monotonic() < deadline:  # a job may start just after
-                self._epoch += 1
-                self._cond.release()
-                try:
-                    self._cancel()
-                finally:
-                    self._cond.acquire()
-                self._cond.wait(CANCEL_EVERY)
+                self._cancel_round()
 
     # -- the engine's points ---------------------------------------------------------------------
     def batch(self, active: bool, batch: int) -> None:
@@ -227,13 +221,18 @@ class Gate:
             while self._pending(started) and time.monotonic() < deadline:
                 self._cond.wait(deadline - time.monotonic())
             while self._pending(started):
-                self._epoch += 1
-                self._cond.release()
-                try:
-                    self._cancel()
-                finally:
-                    self._cond.acquire()
-                self._cond.wait(CANCEL_EVERY)
+                self._cancel_round()
+
+    def _cancel_round(self) -> None:
+        """Cancel the running step's Spark jobs once, the lock released meanwhile (the step ends
+        through it), then wait a little for the next look. Called with the lock held."""
+        self._epoch += 1
+        self._cond.release()
+        try:
+            self._cancel()
+        finally:
+            self._cond.acquire()
+        self._cond.wait(CANCEL_EVERY)
 
     def _pending(self, started: float | None) -> bool:
         return self.requested_at == started and not self._closed and not self._is_paused()
