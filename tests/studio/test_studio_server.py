@@ -229,11 +229,11 @@ def test_every_viewer_gets_the_state_then_each_change_once(client):
     with client.websocket_connect(f"/ws/events/{qid}", **auth(name="ann")) as ann:
         state = ann.receive_json()
         assert state["type"] == "state" and state["compile"]["ok"] and state["run"]["status"] == "idle"
-        assert ann.receive_json() == {"type": "viewers", "viewers": ["ann"], "colors": {"ann": 0}}
+        assert viewers_of(ann) == {"type": "viewers", "viewers": ["ann"], "colors": {"ann": 0}}
         peer = YPeer(client, qid)
         peer.edit(len(str(peer.text)), " WHERE amont > 1")
-        compiled = ann.receive_json()
-        assert compiled["type"] == "compile" and compiled["compile"]["error"]["code"] == "UNKNOWN_COLUMN"
+        compiled = next_of(ann, "compile")
+        assert compiled["compile"]["error"]["code"] == "UNKNOWN_COLUMN"
         with client.websocket_connect(f"/ws/events/{qid}", **auth(name="bob")) as bob:
             joined = bob.receive_json()  # a late joiner: the current state, this compile included
             assert joined["compile"]["text"] == "SELECT * FROM orders WHERE amont > 1"
@@ -247,9 +247,15 @@ def test_every_viewer_gets_the_state_then_each_change_once(client):
 
 def viewers_of(ws) -> dict:
     """The next viewers message on an event channel (a log entry or a compile may come first)."""
+    return next_of(ws, "viewers")
+
+
+def next_of(ws, kind: str) -> dict:
+    """The next message of ``kind`` on an event channel: others (a log entry, the sources'
+    refresh, a waiting count) may come between, in any order."""
     while True:
         msg = ws.receive_json()
-        if msg["type"] == "viewers":
+        if msg["type"] == kind:
             return msg
 
 
