@@ -130,7 +130,10 @@ def decide(term: Term, start: str, edges: tuple[tuple[str, str], ...], tuning: T
     if len(order) + 1 > MAX_INPUTS or any(n not in term.fanout for n in order):
         return Term(order, term.fanout, None, 0, term.since, term.why), None
     current = cost(order, term.fanout)
-    best = min(connected_orders(start, order, edges), key=lambda o: (cost(o, term.fanout), o != order))
+    candidates = list(connected_orders(start, order, edges))
+    if not candidates:  # no order without a cross product (a join with no equality): keep this one
+        return Term(order, term.fanout, None, 0, term.since, term.why), None
+    best = min(candidates, key=lambda o: (cost(o, term.fanout), o != order))
     better = cost(best, term.fanout)
     if best == order or not better < (1 - tuning.margin) * current:
         return Term(order, term.fanout, None, 0, term.since, term.why), None
