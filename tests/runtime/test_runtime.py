@@ -498,7 +498,7 @@ def _profiled_sums(spark, tmp_path):
 
 
 def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, tmp_path, monkeypatch):
-    from streamfold.runtime.profile import Waterfall
+    from streamfold.runtime.profile import WAITED, Waterfall
     from streamfold.settings import env_name
 
     monkeypatch.setenv(env_name("prepared"), "0")  # batches planned one by one (next test: replayed)
@@ -514,7 +514,9 @@ def test_profile_gives_each_batch_its_waterfall_from_sparks_own_records(spark, t
         assert isinstance(q.engine.profiler._next_job_id(), int)
         names = [s.name for s in waterfall.spans]
         assert {"read", "write", "commit", "plan + job + Arrow"} <= set(names)
-        assert all(0 <= s.start_s <= s.end_s <= waterfall.total_s + 1e-3 for s in waterfall.spans)
+        # The wait from the file's arrival to the batch's start sits before it, ending at 0.
+        assert [(s.start_s < 0, s.end_s) for s in waterfall.spans if s.name == WAITED] == [(True, 0.0)]
+        assert all(0 <= s.start_s <= s.end_s <= waterfall.total_s + 1e-3 for s in waterfall.spans if s.name != WAITED)
         assert len(waterfall.jobs) >= 1  # this batch's jobs only, read from Spark's status store
         assert all(0 <= j.start_s <= j.end_s <= waterfall.total_s + 0.1 for j in waterfall.jobs)
         assert all(st.tasks >= 1 for j in waterfall.jobs for st in j.stages)
