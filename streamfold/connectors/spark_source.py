@@ -116,6 +116,14 @@ class SparkStreamSource:
                               code="SPARK_SOURCE_FAILED", params={"source": self.name},
                               hint="fix the cause and start the query again: Spark resumes from its checkpoint")
 
+    def busy(self) -> bool:
+        """Still staging: the stream has not finished a trigger yet, runs one, or its last one
+        found data (a source with more to read, as files beyond ``maxFilesPerTrigger``)."""
+        if self.query is None or not self.query.isActive:
+            return False
+        status = self.query.status
+        return self.query.lastProgress is None or bool(status.get("isTriggerActive") or status.get("isDataAvailable"))
+
     def stop(self) -> None:
         if self.query is not None:
             self.query.stop()
@@ -152,6 +160,9 @@ class SparkFeeds:
     def check(self) -> None:
         for s in self.sources:
             s.check()
+
+    def busy(self) -> bool:
+        return any(s.busy() for s in self.sources)
 
     def stop(self) -> None:
         for s in self.sources:

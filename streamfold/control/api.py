@@ -50,6 +50,11 @@ class ControlledQuery(Query):
             self.feeds.check()
         return super().process_available()
 
+    def feeding(self) -> bool:
+        """A Spark stream that has not run its first trigger, or runs one, or found data in its
+        last, is still staging input: ``until_idle`` does not count that time as quiet."""
+        return self.feeds is not None and self.feeds.busy()
+
     @property
     def control_url(self) -> str | None:
         """The endpoint's URL (its token is in OUTPUT/_control.json), or None without one."""

@@ -139,13 +139,19 @@ class Query:
                 if result is not None or self.engine.recovery.pending:
                     idle_since = time.monotonic()
                     continue
-                if until_idle is not None and time.monotonic() - idle_since >= until_idle:
+                if self.feeding():  # a source's own stream still stages input: not quiet
+                    idle_since = time.monotonic()
+                elif until_idle is not None and time.monotonic() - idle_since >= until_idle:
                     return
                 self.engine.control.idle(trigger, self._stop)
         except QueryStopped:
             return
         finally:
             watch.close()
+
+    def feeding(self) -> bool:
+        """Whether input is still on its way into the sources (a Spark stream staging it)."""
+        return False
 
     def start_background(self, trigger: float, until_idle: float | None = None) -> None:
         def loop() -> None:

@@ -52,8 +52,8 @@ def _file(directory: str, i: int, rng: random.Random, live: list) -> pa.Table:
 def _start(spark, sql, sources, out, **kw):
     import streamfold
 
-    return streamfold.start(sql, sources, out, spark=spark, background=False, partitions=2, endpoint=False,
-                            trigger=0.2, **kw)
+    kw.setdefault("trigger", 0.2)
+    return streamfold.start(sql, sources, out, spark=spark, background=False, partitions=2, endpoint=False, **kw)
 
 
 def _caught_up(q) -> None:
@@ -150,5 +150,23 @@ def test_a_rate_stream_and_a_file_stream_in_one_query_joined_with_a_static_dataf
         expected = duckdb_answer(RATE_SQL, {"R": [rate_rows], "E": written, "D": [_dim_arrow()]})
         result = compare(_rows(q.snapshot_pandas()), expected)
         assert result.matches, result.detail
+    finally:
+        q.stop()
+
+
+def test_until_idle_waits_for_a_spark_stream_that_still_stages_files(spark, tmp_path):
+    """Quiet means no input on its way: with one file per micro-batch and Spark triggering every
+    second, the engine sees nothing new for longer than ``until_idle`` between micro-batches —
+    the run still returns only once Spark has staged every file and the engine applied them."""
+    src, out = str(tmp_path / "in"), str(tmp_path / "out")
+    os.makedirs(src)
+    rng, live = random.Random(4), []
+    written = [_file(src, i, rng, live) for i in range(4)]
+    df = spark.readStream.schema("k INT, v BIGINT, _weight BIGINT").option("maxFilesPerTrigger", 1).parquet(src)
+    q = _start(spark, FILE_SQL, {"E": df}, out, tables={"D": _dim(spark)}, trigger=1.0)
+    try:
+        q.run(trigger=0.1, until_idle=0.3)
+        result = compare(_rows(q.snapshot_pandas()), duckdb_answer(FILE_SQL, {"E": written, "D": [_dim_arrow()]}))
+        assert result.matches, f"after the run: {result.detail}"
     finally:
         q.stop()
