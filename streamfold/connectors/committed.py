@@ -14,6 +14,7 @@ is read as ``timestamp[us, UTC]`` and every TIMESTAMP_NTZ as ``timestamp[us]``.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,15 @@ class CommittedBatch:
                                   params={"batch": self.batch},
                                   hint="a sink that is rewritten from snapshots needs them: raise --keep-snapshots")
         return read_parquet_dir(self.snapshot_path, list(self.shape.columns))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A batch a sink has applied but not yet made visible (a two-phase sink's ``prepare``):
+    ``commit`` makes it visible, ``abort`` drops it."""
+
+    commit: Callable[[], None]
+    abort: Callable[[], None]
 
 
 def read_parquet_dir(path: str, columns: list[tuple[str, str]]) -> pa.Table:

@@ -14,14 +14,15 @@ holds one row per (query, table): the last batch the table holds.
 One batch is one transaction:
 
 1. the progress row is locked and read: a batch it already holds is skipped (a replay);
-2. the batch's changes (Arrow, from the output directory) are streamed with ``COPY`` (CSV written
-   by Arrow, whole columns) into a temporary staging table, each row numbered;
-3. keyed: the staged rows with ``_weight`` > 0 are upserted (``INSERT … ON CONFLICT`` on the
-   key's unique index: an update in place) and the keys the batch leaves without a row deleted
-   (where the table lacks that index, every staged key's row is deleted and the rows with
-   ``_weight`` > 0 inserted); multiset: the staged rows' rows are deleted returning
-   their counts, and inserted back with count + ``_weight`` where that is not 0;
-4. with a changes table: the staged rows are appended to it with the batch's number;
+2. keyed, on a table with the key's unique index: the batch's changes (Arrow, from the output
+   directory) are split on their columns — the new rows (``_weight`` > 0) and the keys left
+   without a row (their weights sum to −1) — and only those are streamed with ``COPY`` (CSV
+   written by Arrow, whole columns) into temporary tables; the new rows are upserted
+   (``INSERT … ON CONFLICT`` on the index: an update in place), the gone keys deleted;
+3. otherwise the changes are staged whole, each row numbered: keyed, every staged key's row is
+   deleted and the rows with ``_weight`` > 0 inserted; multiset, the staged rows' rows are deleted
+   returning their counts, and inserted back with count + ``_weight`` where that is not 0;
+4. with a changes table: the changes are appended to it with ``COPY``, with the batch's number;
 5. the progress row is set to the batch; commit.
 
 Readers never see half a batch, and a crash anywhere leaves the table at one batch or the next.
@@ -40,7 +41,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import SinkError, UsageError
 from . import Endpoint
-from .committed import WEIGHT, AnswerShape, CommittedBatch
+from .committed import WEIGHT, AnswerShape, CommittedBatch, Prepared
 
 if TYPE_CHECKING:
     import psycopg
@@ -52,6 +53,7 @@ PROGRESS = "streamfold_sink_progress"
 COUNT = "_count"
 ROW = "_row"
 BATCH = "_batch"
+KEYED_FILLFACTOR = 75  # % of each page a keyed table fills, the rest kept for updates in place
 COPY_CHUNK_ROWS = 65536  # rows per CSV chunk handed to COPY (bounds the driver's memory)
 PG_TYPES = {"tinyint": "smallint", "smallint": "smallint", "int": "integer", "bigint": "bigint",
             "float": "real", "double": "double precision", "string": "text", "boolean": "boolean",
@@ -141,8 +143,11 @@ class PostgresSink:
             if self.changes is not None:
                 self._prepare_changes()
             if not found:
+                # Room on each page for a row's next version: an update in place then stays on
+                # its page and leaves the key's index alone (a HOT update).
+                room = f" WITH (fillfactor = {KEYED_FILLFACTOR})" if self.shape.key else ""
                 self.conn.execute(f"CREATE TABLE {self.table} ("
-                                  + ", ".join(f"{ident(c)} {t}" for c, t in columns) + ")")
+                                  + ", ".join(f"{ident(c)} {t}" for c, t in columns) + ")" + room)
                 key = list(self.shape.key) if self.shape.key is not None else self.shape.names
                 if key:
                     nulls = " NULLS NOT DISTINCT" if self.conn.info.server_version >= 150000 else ""
@@ -226,74 +231,136 @@ class PostgresSink:
         return -1 if row is None else row
 
     def write(self, committed: CommittedBatch) -> None:
+        self.prepare(committed).commit()
+
+    def prepare(self, committed: CommittedBatch) -> Prepared:
+        """Apply the batch in a transaction left open: visible once :meth:`Prepared.commit`
+        commits it (after streamfold's own commit), gone if :meth:`Prepared.abort` rolls it back
+        or the process dies (the server drops the connection's transaction)."""
         import psycopg
 
         changes = committed.changes()
         try:
             self._reconnect()
-            with self.conn.transaction():
-                self.conn.execute("SET LOCAL TIME ZONE 'UTC'")
-                # Taken first and held to the commit: two runs of the query cannot interleave.
-                self.conn.execute(f"INSERT INTO {PROGRESS} VALUES (%s, %s, -1) ON CONFLICT DO NOTHING",
-                                  (self.shape.query_id, self.target))
-                held = self._progress(lock=True)
-                if held is not None and held >= committed.batch:
-                    return
-                if changes.num_rows:
+            self._rollback()  # nothing of an earlier batch is left open
+            self.conn.execute("SET LOCAL TIME ZONE 'UTC'")
+            # Taken first and held to the commit: two runs of the query cannot interleave.
+            self.conn.execute(f"INSERT INTO {PROGRESS} VALUES (%s, %s, -1) ON CONFLICT DO NOTHING",
+                              (self.shape.query_id, self.target))
+            held = self._progress(lock=True)
+            if held is None or held < committed.batch:
+                if changes.num_rows and self.shape.key is not None and self.upsert:
+                    self._upsert(changes)
+                elif changes.num_rows:
                     self._stage(changes)
                     self._apply(self._has_null_key(changes))
-                    if self.changes is not None:
-                        cols = ", ".join(ident(c) for c in [*self.shape.names, WEIGHT])
-                        self.conn.execute(f"INSERT INTO {self.changes} ({cols}, {ident(BATCH)}) "
-                                          f"SELECT {cols}, %s FROM _stage ORDER BY {ROW}", (committed.batch,))
+                if changes.num_rows and self.changes is not None:
+                    import pyarrow as pa
+
+                    rows = changes.append_column(BATCH, pa.repeat(pa.scalar(committed.batch, pa.int64()),
+                                                                  changes.num_rows))
+                    self._copy(self.changes, [*self.shape.names, WEIGHT, BATCH], rows)
                 self.conn.execute(f"UPDATE {PROGRESS} SET batch = %s WHERE query_id = %s AND target = %s",
                                   (committed.batch, self.shape.query_id, self.target))
         except psycopg.Error as e:
+            self._rollback()
             raise self._refused(e, f"applying batch {committed.batch}") from e
+        except BaseException:
+            self._rollback()
+            raise
+        return Prepared(lambda: self._commit(committed.batch), self._rollback)
+
+    def _commit(self, batch: int) -> None:
+        import psycopg
+
+        try:
+            self.conn.commit()
+        except psycopg.Error as e:
+            self._rollback()
+            raise self._refused(e, f"committing batch {batch}") from e
+
+    def _rollback(self) -> None:
+        """End an open transaction without keeping it (quietly: a broken connection has none)."""
+        import psycopg
+
+        try:
+            if not self.conn.closed and self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                self.conn.rollback()
+        except psycopg.Error as e:
+            log.debug("rolling back on sink %s: %s", self.name, e)
 
     def close(self) -> None:
         self.conn.close()
 
     # -- one batch ----------------------------------------------------------------------------
+    def _copy(self, table: str, names: list[str], rows: pa.Table) -> None:
+        """``rows`` (columns ``names``, in that order) appended to ``table`` with ``COPY``."""
+        cols = ", ".join(ident(c) for c in names)
+        with self.conn.cursor().copy(f"COPY {table} ({cols}) FROM STDIN (FORMAT csv)") as copy:
+            for chunk in csv_chunks(rows.select(names)):
+                copy.write(chunk)
+
     def _stage(self, changes: pa.Table) -> None:
         cols = ", ".join(f"{ident(c)} {t}" for c, t in self.types)
         self.conn.execute(f"CREATE TEMPORARY TABLE _stage ({cols}, {WEIGHT} bigint, "
                           f"{ROW} bigint GENERATED ALWAYS AS IDENTITY) ON COMMIT DROP")
-        names = ", ".join(ident(c) for c in [*self.shape.names, WEIGHT])
-        with self.conn.cursor().copy(f"COPY _stage ({names}) FROM STDIN (FORMAT csv)") as copy:
-            for chunk in csv_chunks(changes):
-                copy.write(chunk)
+        self._copy("_stage", [*self.shape.names, WEIGHT], changes)
 
-    def _has_null_key(self, changes: pa.Table) -> bool:
+    def _upsert(self, changes: pa.Table) -> None:
+        """A keyed batch on a table with the key's unique index: the batch's new rows (``_weight``
+        > 0, at most one per key) inserted or updated in place (``INSERT … ON CONFLICT``, one index
+        probe each) and the keys it leaves without a row deleted. Which keys those are is worked
+        out on the Arrow columns (a key's weights sum to −1: its old row went, no new one came),
+        so only the new rows and the gone keys cross to the server."""
         import pyarrow.compute as pc
 
-        key = self.shape.key if self.shape.key is not None else self.shape.names
-        return any(pc.any(pc.is_null(changes.column(c))).as_py() for c in key)
+        assert self.shape.key is not None
+        key, names = list(self.shape.key), self.shape.names
+        weight = changes.column(WEIGHT)
+        new = changes.filter(pc.greater(weight, 0))
+        net = changes.select([*key, WEIGHT]).group_by(key).aggregate([(WEIGHT, "sum")])
+        gone = net.filter(pc.less(net.column(f"{WEIGHT}_sum"), 0)).select(key)
+        if gone.num_rows:
+            types = dict(self.types)
+            self.conn.execute("CREATE TEMPORARY TABLE _gone (" + ", ".join(f"{ident(c)} {types[c]}" for c in key)
+                              + ") ON COMMIT DROP")
+            self._copy("_gone", key, gone)
+            for where in self._key_matches(key, self._has_null_key(gone)):
+                self.conn.execute(f"DELETE FROM {self.table} t USING _gone s WHERE {where}")
+        if new.num_rows:
+            cols = ", ".join(f"{ident(c)} {t}" for c, t in self.types)
+            self.conn.execute(f"CREATE TEMPORARY TABLE _stage ({cols}) ON COMMIT DROP")
+            self._copy("_stage", names, new)
+            others = [c for c in names if c not in key]
+            update = ("DO UPDATE SET " + ", ".join(f"{ident(c)} = EXCLUDED.{ident(c)}" for c in others)
+                      if others else "DO NOTHING")
+            listed = ", ".join(ident(c) for c in names)
+            self.conn.execute(f"INSERT INTO {self.table} ({listed}) SELECT {listed} FROM _stage "
+                              f"ON CONFLICT ({', '.join(ident(c) for c in key)}) {update}")
 
-    def _apply(self, null_keys: bool) -> None:
-        t, names = self.table, self.shape.names
-        key = list(self.shape.key) if self.shape.key is not None else names
+    @staticmethod
+    def _key_matches(key: list[str], null_keys: bool) -> list[str]:
+        """The conditions that pair a table row ``t`` with a staged row ``s`` of the same key: by
+        ``=`` for staged keys without a NULL (an index or hash join), and, when some have one, as
+        text with a NULL flag (still a hash join), so NULL keys match as GROUP BY groups them."""
         equal = " AND ".join(f"t.{ident(c)} = s.{ident(c)}" for c in key) or "TRUE"
         no_null = " AND ".join(f"s.{ident(c)} IS NOT NULL" for c in key) or "TRUE"
         some_null = " OR ".join(f"s.{ident(c)} IS NULL" for c in key) or "FALSE"
         same = " AND ".join(f"(t.{ident(c)} IS NULL) = (s.{ident(c)} IS NULL) AND "
                             f"coalesce(t.{ident(c)}::text, '') = coalesce(s.{ident(c)}::text, '')" for c in key)
-        passes = [f"{no_null} AND {equal}"] + ([f"({some_null}) AND {same}"] if null_keys else [])
+        return [f"{no_null} AND {equal}"] + ([f"({some_null}) AND {same}"] if null_keys else [])
+
+    def _has_null_key(self, rows: pa.Table) -> bool:
+        import pyarrow.compute as pc
+
+        key = self.shape.key if self.shape.key is not None else self.shape.names
+        return any(pc.any(pc.is_null(rows.column(c))).as_py() for c in key)
+
+    def _apply(self, null_keys: bool) -> None:
+        t, names = self.table, self.shape.names
+        key = list(self.shape.key) if self.shape.key is not None else names
+        passes = self._key_matches(key, null_keys)
         cols = ", ".join(ident(c) for c in names)
-        if self.shape.key is not None and self.upsert:
-            # Keys the batch inserts a row for are updated in place (one index probe each); only
-            # keys the batch leaves without a row are deleted.
-            keys = ", ".join(ident(c) for c in key)
-            self.conn.execute(f"CREATE TEMPORARY TABLE _gone ON COMMIT DROP AS SELECT {keys} FROM _stage "
-                              f"WHERE {WEIGHT} < 0 EXCEPT SELECT {keys} FROM _stage WHERE {WEIGHT} > 0")
-            for where in passes:
-                self.conn.execute(f"DELETE FROM {t} t USING _gone s WHERE {where}")
-            others = [c for c in names if c not in key]
-            update = ("DO UPDATE SET " + ", ".join(f"{ident(c)} = EXCLUDED.{ident(c)}" for c in others)
-                      if others else "DO NOTHING")
-            self.conn.execute(f"INSERT INTO {t} ({cols}) SELECT {cols} FROM _stage WHERE {WEIGHT} > 0 "
-                              f"ON CONFLICT ({', '.join(ident(c) for c in key)}) {update}")
-            return
         if self.shape.key is not None:
             for where in passes:
                 self.conn.execute(f"DELETE FROM {t} t USING _stage s WHERE {where}")

@@ -430,6 +430,7 @@ class Engine:
             b.store.rows.update(migration.rows)  # the merges' counts were of the states before the migration
             stats = batch_stats(b.plan, rows, before, b.store.rows, b.store.touched)
             extra = control.before_commit(_pending(b, batch, inputs, reads, views, ctx.output))
+            self.sinks.prepare(batch)  # the sinks' transactions done beside the commit, committed after it
             extra.update(self.strategies.record(choice, rows))
             extra.update(self.adaptive.record(b))
             if not read.answer_only:
@@ -453,6 +454,8 @@ class Engine:
             committed_at = time.monotonic()
             current = _next_states(ctx, b, reads, views, migration, prepared, shape.mode)
         except BaseException:
+            if not committed:
+                self.sinks.abandon()
             if hashed is not None and not committed:  # the switch is undone with the batch
                 self.adaptive.undo_switch(self.b, hashed)
                 self.b = hashed

@@ -18,6 +18,9 @@ from starlette.websockets import WebSocket
 QUEUE_LIMIT = 1000
 
 
+FINISH_S = 5.0  # seconds a leaving peer's queued messages may take to go out
+
+
 class Peer:
     def __init__(self, ws: WebSocket) -> None:
         self.ws = ws
@@ -57,8 +60,9 @@ class Peer:
             self.closed = True
             self._queue.put_nowait(None)
 
-    async def finish(self) -> None:
-        """Stop writing (after what is queued) and wait for the writer."""
+    async def finish(self, timeout: float = FINISH_S) -> None:
+        """Stop writing (after what is queued) and wait for the writer — a bounded time: a peer
+        gone without closing its socket cannot hold up the others."""
         self.close()
         with contextlib.suppress(Exception):
-            await self._writer
+            await asyncio.wait_for(self._writer, timeout)

@@ -144,8 +144,8 @@ class QuerySession:
             self.viewers.pop(peer, None)
             if name not in self.viewers.values():
                 self.seats.pop(name, None)
+            self._publish_viewers()  # the others learn of it first: this peer's socket may be slow to end
             await peer.finish()
-            self._publish_viewers()
 
     def _publish_viewers(self) -> None:
         """The viewers' names, and each one's seat: two viewers never share a colour (up to the

@@ -186,3 +186,52 @@ def test_keyed_tables_upsert_only_on_their_unique_key_index(postgres):
     assert not one_row.upsert
     one_row.close()
     conn.close()
+
+
+def test_a_prepared_batch_is_invisible_until_committed_and_gone_when_aborted(postgres, tmp_path):
+    """The two phases the engine runs beside its commit: ``prepare`` applies a batch in an open
+    transaction (readers see the batch before), ``commit`` shows it whole, ``abort`` leaves the
+    table and the progress row as they were — the batch is then delivered again, once. The
+    batches update a key in place, delete a NULL key's row and a key's, and add one."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    from streamfold.connectors import parse_endpoint
+    from streamfold.connectors.committed import AnswerShape, CommittedBatch
+    from streamfold.connectors.postgres_sink import PostgresSink
+
+    shape = AnswerShape((("k", "int"), ("n", "bigint")), ("k",), "q-prepare")
+    table = f"p_{uuid.uuid4().hex[:8]}"
+    schema = pa.schema([("k", pa.int32()), ("n", pa.int64()), ("_weight", pa.int64())])
+
+    def batch(i: int, rows: list[tuple]) -> CommittedBatch:
+        changes = tmp_path / "changes" / f"{i:06d}"
+        os.makedirs(changes)
+        pq.write_table(pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema),
+                       changes / "part-0.parquet")
+        return CommittedBatch(i, str(tmp_path / "snapshots" / f"{i:06d}"), str(changes), shape)
+
+    sink = PostgresSink(parse_endpoint(postgres.url(table) + f"&changes={table}_c", role="sink"), shape)
+    reader = postgres.connect()
+
+    def seen() -> tuple[list[tuple], int | None]:
+        held = reader.execute("SELECT batch FROM streamfold_sink_progress WHERE target = %s", (table,)).fetchall()
+        return sorted(reader.execute(f'SELECT k, n FROM "{table}"').fetchall(), key=repr), max(held or [(None,)])[0]
+
+    try:
+        assert sink.upsert
+        first = sink.prepare(batch(0, [(1, 1, 1), (None, 2, 1), (3, 1, 1)]))
+        assert seen() == ([], None)
+        first.commit()
+        assert seen() == ([(1, 1), (3, 1), (None, 2)], 0)
+        second = batch(1, [(1, 1, -1), (1, 5, 1), (None, 2, -1), (3, 1, -1), (4, 7, 1)])
+        sink.prepare(second).abort()
+        assert seen() == ([(1, 1), (3, 1), (None, 2)], 0) and sink.applied() == 0
+        sink.write(second)
+        sink.write(second)  # a replay: held already, skipped
+        assert seen() == ([(1, 5), (4, 7)], 1)
+        assert compare(changes_netted(reader, f"{table}_c", ["k", "n"]), [(1, 5), (4, 7)]).matches
+    finally:
+        sink.close()
+        reader.close()

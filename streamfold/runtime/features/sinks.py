@@ -8,6 +8,11 @@ Delta's application transaction id; a hook's record once it returns), so deliver
 "every committed batch after the sink's last, in order": a restart, an outage, a kill between the
 commit and the sink's write all end with the sink catching up, never applying a batch twice.
 
+A two-phase sink (PostgreSQL) does the batch's work beside the engine's commit: once the
+batch's changes are written, :meth:`Sinks.prepare` applies them in the sink's transaction in a
+thread, and after the commit :meth:`Sinks.deliver` only commits that transaction. The sink's
+rows become visible after the output's commit either way.
+
 A sink that fails while the run goes on (its server down, a disk full) delays delivery, never a
 commit: the coded error is logged with its hint, the sink is retried after the next commit, and
 each batch's line reports how many batches it lags. What is wrong from the start (a wrong
@@ -18,9 +23,10 @@ batch, with a coded error.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from ...connectors.committed import AnswerShape, CommittedBatch
+from ...connectors.committed import AnswerShape, CommittedBatch, Prepared
 from ...connectors.sinks import open_sink
 from ...errors import SinkError, StreamfoldError, UsageError
 from ...plan.answer_key import answer_key
@@ -49,6 +55,8 @@ class Sinks:
         self.sinks: list[SinkConnector] = []
         self.held: dict[str, int] = {}
         self.unsure: set[str] = set()  # failed: may or may not hold the batch it was given
+        self._worker: ThreadPoolExecutor | None = None
+        self._prepared: tuple[int, Future[dict[str, Prepared | BaseException]]] | None = None
         try:
             for i, spec in enumerate(ctx.config.sinks):
                 sink = open_sink(spec, i, self.shape, ctx.spark, f"{ctx.checkpoint.root}/sinks")
@@ -65,8 +73,66 @@ class Sinks:
             self.close()
             raise
 
+    def prepare(self, batch: int) -> None:
+        """Start applying ``batch`` — written, not yet committed — to each two-phase sink that holds
+        the batch before it, in a thread beside the engine's commit; :meth:`deliver` commits
+        what it prepared once streamfold's commit is on disk, :meth:`abandon` drops it. The sink's
+        transaction is open meanwhile and becomes visible only after the output's commit, so a
+        sink is never ahead of the output (a kill in between: the server rolls it back)."""
+        ready = [s for s in self.sinks if hasattr(s, "prepare") and s.name not in self.unsure
+                 and self.held[s.name] == batch - 1]
+        if not ready:
+            return
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamfold-sinks")
+
+        def run() -> dict[str, Prepared | BaseException]:
+            done: dict[str, Prepared | BaseException] = {}
+            for sink in ready:
+                try:
+                    done[sink.name] = sink.prepare(self._committed(batch))  # type: ignore[attr-defined]
+                except Exception as e:  # noqa: BLE001 - reported by deliver, which retries the batch
+                    done[sink.name] = e
+            return done
+
+        self._prepared = (batch, self._worker.submit(run))
+
+    def abandon(self) -> None:
+        """The batch :meth:`prepare` started was not committed: its sinks' transactions dropped."""
+        pending, self._prepared = self._prepared, None
+        if pending is not None:
+            for staged in pending[1].result().values():
+                if isinstance(staged, Prepared):
+                    staged.abort()
+
+    def _committed(self, batch: int) -> CommittedBatch:
+        return CommittedBatch(batch, self.ctx.output.snapshot_path(batch), self.ctx.output.changes_path(batch),
+                              self.shape)
+
+    def _finish_prepared(self, upto: int) -> None:
+        """Commit what :meth:`prepare` applied of a batch now committed (a failure: the sink is
+        retried as any failed sink is)."""
+        pending, self._prepared = self._prepared, None
+        if pending is None:
+            return
+        batch, future = pending
+        for name, staged in future.result().items():
+            if isinstance(staged, BaseException):  # rolled back: written again below, as any batch
+                log.debug("sink %s could not prepare batch %d: %s", name, batch, staged)
+                continue
+            if batch > upto:
+                staged.abort()
+                continue
+            try:
+                staged.commit()
+                self.held[name] = batch
+            except StreamfoldError as e:  # it may or may not hold the batch now: asked before the next
+                self.unsure.add(name)
+                log.warning("%s (retried after the next commit)", e)
+
     def deliver(self, upto: int) -> dict[str, int]:
         """Every committed batch up to ``upto`` each sink lacks, in order; how many each lags after."""
+        self._finish_prepared(upto)
         for sink in self.sinks:
             try:
                 if sink.name in self.unsure:
@@ -75,8 +141,7 @@ class Sinks:
                 held = self.held[sink.name]
                 for batch in range(held + 1, upto + 1):
                     self.ctx.progress(f"batch {batch_name(batch)}: delivering to {sink.name}")
-                    sink.write(CommittedBatch(batch, self.ctx.output.snapshot_path(batch),
-                                              self.ctx.output.changes_path(batch), self.shape))
+                    sink.write(self._committed(batch))
                     self.held[sink.name] = batch
             except StreamfoldError as e:
                 self.unsure.add(sink.name)
@@ -113,6 +178,13 @@ class Sinks:
                 for s in self.sinks]
 
     def close(self) -> None:
+        try:
+            self.abandon()
+        except Exception as e:  # noqa: BLE001 - closing is best effort
+            log.debug("abandoning prepared sink writes: %s", e)
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
         for sink in self.sinks:
             try:
                 sink.close()
