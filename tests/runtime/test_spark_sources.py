@@ -45,6 +45,10 @@ def _file(directory: str, i: int, rng: random.Random, live: list) -> pa.Table:
     live.extend(r[:2] for r in rows if r[2] == 1)
     table = pa.Table.from_pylist([dict(zip(E_SCHEMA.names, r)) for r in rows], schema=E_SCHEMA)
     pq.write_table(table, os.path.join(directory, f".{i:04d}.parquet"))
+    # Spark's file source takes files in the order of their modification times (ties in any
+    # order): file i is dated i ms after the epoch's second 10^9, so deletions follow the
+    # insertions they delete, as a stream brings them.
+    os.utime(os.path.join(directory, f".{i:04d}.parquet"), ns=(0, (10**9 * 1000 + i) * 10**6))
     os.rename(os.path.join(directory, f".{i:04d}.parquet"), os.path.join(directory, f"{i:04d}.parquet"))
     return table
 
