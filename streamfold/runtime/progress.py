@@ -26,6 +26,7 @@ from typing import Any
 
 INTERVAL_S = 1.0  # how often the tracker is read
 ETA_MIN_TASKS = 3  # tasks of a stage finished before its time left is estimated
+LINGER_S = 2.0  # a finished job is still looked at this long, for its last figures
 _BATCH_MESSAGE = re.compile(r"^batch (\d+): (.*)$")
 
 
@@ -124,7 +125,7 @@ class ProgressPoller:
         self._sc: Any = None
         self._current = Progress("starting")
         self._since = clock()
-        self._jobs: list[int] = []  # active at the last look
+        self._jobs: dict[int, float] = {}  # job -> looked at until then: active ones, and just finished ones
         self._rows: dict[int, int] = {}  # rows read per stage of this batch
         self._first_seen: dict[int, tuple[float, int]] = {}  # stage -> (when, tasks done then)
         self._shown: Progress | None = None
@@ -197,7 +198,11 @@ class ProgressPoller:
         if sc is not None and current.phase == "batch":
             active = list(sc.statusTracker().getActiveJobsIds())
             looks = self._look(sc, sorted(set(active) | set(self._jobs)))
-            self._jobs = active
+            # a job that just finished is looked at a while longer: the status store takes in a
+            # stage's last task figures a moment after the tracker stops listing the job
+            now = self._clock()
+            self._jobs = {job: until for job, until in self._jobs.items() if until > now}
+            self._jobs.update((job, now + LINGER_S) for job in active)
             with self._lock:
                 if self._current.batch == current.batch:
                     self._current = self._merge(self._current, looks, set(active))

@@ -96,7 +96,10 @@ def test_the_poller_reads_a_real_jobs_stages_tasks_and_rows(spark):
 
     threading.Thread(target=job, daemon=True).start()
     assert done.wait(120)
-    time.sleep(0.3)
+    # the last stage's figures reach Spark's status store a moment after the job ends
+    deadline = time.monotonic() + 10
+    while not any(p.rows_read for p in shown) and time.monotonic() < deadline:
+        time.sleep(0.1)
     poller.close()
     running = [p for p in shown if p.tasks]
     assert running, shown
