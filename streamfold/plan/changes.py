@@ -26,7 +26,10 @@ def merged_fields(fields: tuple[Field, ...], keys: tuple[str, ...]) -> tuple[Fie
 
 
 def flatten_per_key(rel: Rel) -> tuple[StateScan, list[Expr], list[tuple[str, Expr]]]:
-    """A row-wise answer as (its state, conditions, output expressions over the state's columns)."""
+    """A row-wise answer as (its state, conditions, output expressions over the state's columns).
+
+    The condition that a row's count is not zero is left out: whoever reads a row of a merge
+    tests that first (``_weight <> 0`` after, ``__old::_weight <> 0`` before)."""
     if isinstance(rel, StateScan):
         return rel, [], [(f.name, f.ref()) for f in rel.schema]
     if isinstance(rel, Project):
@@ -35,7 +38,8 @@ def flatten_per_key(rel: Rel) -> tuple[StateScan, list[Expr], list[tuple[str, Ex
         return state, conds, [(n, e.substitute(mapping)) for n, e in rel.exprs]
     if isinstance(rel, Filter):
         state, conds, outputs = flatten_per_key(rel.input)
-        return state, conds + [rel.condition.substitute(dict(outputs))], outputs
+        cond = rel.condition.substitute(dict(outputs))
+        return state, conds + ([] if cond == nonzero(weight()) else [cond]), outputs
     raise TypeError(f"a per-key answer is projections and filters over one state, not {type(rel).__name__}")
 
 
@@ -47,8 +51,7 @@ def per_key_delta(per_key: Rel, keys: tuple[str, ...], output: tuple[str, ...]) 
     shown = [(n, e) for n, e in outputs if n in output]
 
     def present(over_old: bool) -> Expr:
-        exists: Expr = (Call("IS NOT NULL", (Column(OLD + WEIGHT, BIGINT),), BOOLEAN) if over_old else
-                        nonzero(weight()))
+        exists: Expr = or_false(nonzero(Column(OLD + WEIGHT, BIGINT))) if over_old else nonzero(weight())
         parts = [exists] + [or_false(c.rename(old) if over_old else c) for c in conds]
         cond = and_all(parts)
         assert cond is not None

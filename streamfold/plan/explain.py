@@ -15,7 +15,7 @@ from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import WEIGHT, DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan, written_name
 from .runs import candidates
-from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, StateRole, Step, Temp
+from .model import FIXPOINT_MAX_ROUNDS, FLOAT_ZERO, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, StateRole, Step, Temp
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -64,7 +64,7 @@ def explain_text(plan: IncrementalPlan) -> str:
         if st.static:
             continue
         out.append(f"  {st.name}: " + "; ".join(_merge_column(st, c.name, c.monoid.value) for c in st.columns)
-                   + ("" if st.keep_empty else f"; a key leaves when {WEIGHT} = 0"))
+                   + (f"; a key leaves when {_leaves(st)}" if st.leaves_when_zero else ""))
     out.append("")
     a = plan.answer
     out.append("a — the answer, over the states after the merge (X' is state X after this batch)")
@@ -112,7 +112,7 @@ def explain_dict(plan: IncrementalPlan) -> dict[str, Any]:
             {"state": st.name, "key": list(st.key_names),
              "columns": [{"name": c.name, "monoid": c.monoid.value, "sql": _merge_column(st, c.name, c.monoid.value)}
                          for c in st.columns],
-             "drop_when": None if st.keep_empty else f"{WEIGHT} = 0"}
+             "drop_when": _leaves(st) if st.leaves_when_zero else None}
             for st in plan.states if not st.static
         ],
         "answer": {
@@ -280,6 +280,13 @@ def _state_text(st: State, runs: bool = False) -> list[str]:
                  "read by inner joins, as its delta, on the keys a batch touched, or looked up and added up per key")
         lines.append(f"      — {reads}: kept as a base and a tail once large (runtime/runs.py)")
     return lines
+
+
+def _leaves(st: State) -> str:
+    """When a key leaves ``st``: its row count is zero (a group's sums too: ``State.leaves_when_zero``)."""
+    floating = {c.name for c in st.columns if c.type.name in ("FLOAT", "DOUBLE")}
+    return " and ".join(f"abs({display_name(n)}) <= {FLOAT_ZERO}" if n in floating else f"{display_name(n)} = 0"
+                        for n in st.leaves_when_zero)
 
 
 def _merge_column(st: State, name: str, monoid: str) -> str:

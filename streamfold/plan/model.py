@@ -46,6 +46,11 @@ class Monoid(str, Enum):
         return {"+": "sum", "min": "min", "max": "max"}[self.value]
 
 
+# A floating-point sum of a key no larger than this is zero when the key's other columns are: the
+# residue of adding and removing the same values in another order (``State.leaves_when_zero``).
+FLOAT_ZERO = 1e-9
+
+
 class StateRole(StrEnum):
     """What a state holds (shown by ``explain``)."""
 
@@ -110,6 +115,22 @@ class State:
     @property
     def partition_names(self) -> tuple[str, ...]:
         return self.key_names if self.partition is None else self.partition
+
+    @property
+    def leaves_when_zero(self) -> tuple[str, ...]:
+        """The columns that are all zero when a key leaves the state (none: its keys never leave):
+        its row count ``_weight`` and the sums it keeps beside it (a group's partial aggregates, a
+        join input's partials, a set operation's copies on the left).
+
+        A source's deletions may come before the insertions they delete (the files of one poll, a
+        topic's partitions), so a key's count may pass through zero while the rest of its rows add
+        up to something the insertions still to come cancel: the key is kept — an aggregate's
+        answer shows a group only while its count is not zero. A floating-point sum counts as
+        zero within :data:`FLOAT_ZERO`: rows deleted in another order than they were added leave
+        a rounding residue, which would otherwise keep a gone key for ever."""
+        if self.keep_empty:
+            return ()
+        return (WEIGHT,) + tuple(c.name for c in self.columns if c.monoid == Monoid.SUM and c.name != WEIGHT)
 
 
 # A recursive CTE whose step still finds new rows after this many rounds of one batch is stopped

@@ -25,7 +25,7 @@ from .context import PlanContext
 from .joins import JoinTerms
 from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .rules_joins import note_joins
-from .terms import coalesce0, sum_weights, weight
+from .terms import coalesce0, nonzero, sum_weights, weight
 
 
 
@@ -154,8 +154,10 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
             k = multisets.index(spec.multiset)
             merged.append((f"_ms{i}", multiset_final(spec.agg, Column(f"v{k}", spec.multiset.type))))
     source: Rel = branches[0] if len(branches) == 1 else Union(tuple(branches))
-    grouped = Aggregate(source, tuple((n, Column(g, e.type)) for (n, e), (g, _) in zip(key_refs, grouped_keys)),
-                        tuple(merged))
+    grouped: Rel = Aggregate(source, tuple((n, Column(g, e.type)) for (n, e), (g, _) in zip(key_refs, grouped_keys)),
+                             tuple(merged))
+    if keys:  # a group whose count passed through zero is kept while its sums are not (StateTable.kept)
+        grouped = Filter(grouped, nonzero(weight()))
     exprs: list[tuple[str, Expr]] = list(key_refs)
     for i, (out, spec) in enumerate(specs):
         if spec.multiset is not None:
@@ -174,7 +176,8 @@ def _per_key(name: str, above: list[Rel], keys: list[tuple[str, Expr]], specs: l
     state_fields = key_fields + (Field(WEIGHT, BIGINT),) + tuple(Field(p.name, p.type) for p in partials)
     exprs: list[tuple[str, Expr]] = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
     exprs += [(out, spec.final(weight())) for out, spec in specs]
-    return _above(Project(StateScan(name, StateVersion.NEW, state_fields), tuple(exprs)), above)
+    groups = Filter(StateScan(name, StateVersion.NEW, state_fields), nonzero(weight()))  # as in _answer
+    return _above(Project(groups, tuple(exprs)), above)
 
 
 def _above(rows: Rel, above: list[Rel]) -> Rel:

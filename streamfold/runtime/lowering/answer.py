@@ -113,7 +113,7 @@ class AnswerLowering:
 
         def cond(over_old: bool) -> str:
             parts = [f"coalesce({sql(c.rename(old) if over_old else c, spark=True)}, false)" for c in conds]
-            parts.insert(0, f"{quote(OLD + WEIGHT)} IS NOT NULL" if over_old else f"{WEIGHT} <> 0")
+            parts.insert(0, f"coalesce({quote(OLD + WEIGHT)} <> 0, false)" if over_old else f"{WEIGHT} <> 0")
             return "(" + " AND ".join(parts) + ")"
 
         def select(over_old: bool) -> str:

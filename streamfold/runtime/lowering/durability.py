@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...ir.printer import quote
-from ...ir.rel import WEIGHT
 from .states import StateTable, conform, summed
 from .text import subquery
 
@@ -43,14 +42,15 @@ def changelogs(logs: Sequence[tuple[int, str]]) -> str:
 
 def latest(t: StateTable, logs: str) -> str:
     """A state rebuilt from the packed changelogs ``logs`` (a view): each key's latest row, and
-    no key whose latest row has ``_weight`` 0 (it left) — unless the state keeps empty keys."""
+    no key whose latest row the state does not keep (it left: ``StateTable.kept``)."""
     keys = [quote(t.name + "::" + k) for k in t.keys]
     cols = ", ".join(f"{quote(t.name + '::' + n)} AS {quote(n)}" for n, _ in t.columns)
     order = "PARTITION BY " + ", ".join(keys) + " " if keys else ""
     text = (f"SELECT {cols} FROM (SELECT *, row_number() OVER ({order}ORDER BY __batch DESC) AS __n "
             f"FROM {logs} WHERE __state = '{t.name}') _l WHERE __n = 1")
-    if not t.state.keep_empty:
-        text += f" AND {quote(t.name + '::' + WEIGHT)} <> 0"
+    kept = t.kept(lambda n: quote(t.name + "::" + n))
+    if kept:
+        text += f" AND {kept}"
     return conform(t, text)
 
 

@@ -8,12 +8,12 @@ key, so only the batch's rows move. Every view of a merge's result reads that on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ...ir.printer import quote
 from ...ir.rel import WEIGHT
-from ...plan.model import OLD, TOUCHED, Monoid, State
+from ...plan.model import FLOAT_ZERO, OLD, TOUCHED, Monoid, State
 from .programs import small_side
 from .text import indent, subquery
 
@@ -41,6 +41,23 @@ class StateTable:
     @property
     def names(self) -> list[str]:
         return [quote(n) for n, _ in self.columns]
+
+    def kept(self, column: Callable[[str], str] = quote) -> str | None:
+        """The condition for the state to keep a row (``column`` names a column), None for every
+        row: not all of ``State.leaves_when_zero`` are zero."""
+        zero = self.state.leaves_when_zero
+        if not zero:
+            return None
+        if zero == (WEIGHT,):
+            return f"{column(WEIGHT)} <> 0"
+        types = dict(self.columns)
+
+        def is_zero(n: str) -> str:
+            if types[n].lower() in ("double", "float"):
+                return f"abs(coalesce({column(n)}, 0)) <= {FLOAT_ZERO}"
+            return f"coalesce({column(n)}, 0) = 0"
+
+        return "NOT (" + " AND ".join(is_zero(n) for n in zero) + ")"
 
 
 def conform(t: StateTable, inner: str, single: bool = False) -> str:
@@ -103,8 +120,8 @@ def _of_merge(merged: str, select: list[str], where: str | None) -> str:
 
 
 def new_rows(t: StateTable, merged: str) -> str:
-    """The state after the merge: every key whose row count is not zero."""
-    return _of_merge(merged, t.names, None if t.state.keep_empty else f"{WEIGHT} <> 0")
+    """The state after the merge: every key it keeps (:meth:`StateTable.kept`)."""
+    return _of_merge(merged, t.names, t.kept())
 
 
 def tail_rows(t: StateTable, merged: str) -> str:
@@ -136,11 +153,12 @@ def runs(t: StateTable, base: str, merged: str) -> str:
 
 def summed(t: StateTable, relation: str) -> str:
     """The rows of ``relation`` (a state's runs, or its logged deltas) added up per key: the
-    state's rows, without the keys whose row count is zero."""
+    state's rows, the keys it keeps (:meth:`StateTable.kept`)."""
     keys = [quote(k) for k in t.keys]
     items = keys + [f"CAST(sum({quote(n)}) AS {ty}) AS {quote(n)}" for n, ty in t.values]
-    return (f"SELECT {', '.join(items)} FROM {relation} _s GROUP BY {', '.join(keys)} "
-            f"HAVING sum({WEIGHT}) <> 0")
+    text = f"SELECT {', '.join(items)} FROM {relation} _s GROUP BY {', '.join(keys)}"
+    kept = t.kept(lambda n: f"sum({quote(n)})")
+    return text + f" HAVING {kept}" if kept else text
 
 
 def runs_touched(t: StateTable, base: str, merged: str) -> str:
@@ -163,8 +181,8 @@ def runs_merged(t: StateTable, base: str, merged: str, nulls: bool = True) -> st
     is scanned where it lies, neither shuffled nor sorted. A key with a NULL, which ``=`` does not
     match, is looked up null-safely apart among the base's rows with one — a second scan of the
     base, so only when ``nulls`` (the base holds such a key: ``StateStore.base_nulls``). A key
-    existed before the batch when its old row count adds up to other than zero: otherwise its old
-    values are NULL, as a whole merge gives for a key it did not hold."""
+    existed before the batch when the state kept its old rows added up: otherwise its old
+    values are NULL, as a whole merge gives for a key it did not hold (kept: :meth:`StateTable.kept`)."""
     keys = [quote(k) for k in t.keys]
     nullable = [quote(f.name) for f in t.state.key if f.nullable] if nulls else []
     keys_touched = _of_merge(merged, keys, f"{TOUCHED} = 1")
@@ -180,7 +198,7 @@ def runs_merged(t: StateTable, base: str, merged: str, nulls: bool = True) -> st
                       + any_null.replace("_b.", "") + f") _b LEFT SEMI JOIN ({keys_touched}) _k ON "
                       + " AND ".join(f"_b.{k} <=> _k.{k}" for k in keys))
     tail_rows = _of_merge(merged, keys + values + [quote(OLD + n) for n, _ in t.values], f"{TOUCHED} = 1")
-    existed = f"coalesce(sum({quote(OLD + WEIGHT)}), 0) <> 0"
+    existed = t.kept(lambda n: f"sum({quote(OLD + n)})") or "TRUE"
     items = keys + [f"CAST(sum({v}) AS {ty}) AS {v}" for v, (_, ty) in zip(values, t.values)]
     items += [f"CASE WHEN {existed} THEN CAST(sum({quote(OLD + n)}) AS {ty}) END AS {quote(OLD + n)}"
               for n, ty in t.values]
@@ -208,9 +226,11 @@ def touched_new(t: StateTable, merged: str) -> str:
 
 
 def touched_old(t: StateTable, merged: str) -> str:
-    """The old rows of the keys the batch touched (those that existed before it)."""
+    """The old rows of the keys the batch touched (those that existed before it: held, and with a
+    row count other than zero unless the state keeps empty keys)."""
     cols = [quote(k) for k in t.keys] + [f"{quote(OLD + n)} AS {quote(n)}" for n, _ in t.values]
-    return _of_merge(merged, cols, f"{TOUCHED} = 1 AND {quote(OLD + WEIGHT)} IS NOT NULL")
+    existed = "IS NOT NULL" if t.state.keep_empty else "<> 0"
+    return _of_merge(merged, cols, f"{TOUCHED} = 1 AND {quote(OLD + WEIGHT)} {existed}")
 
 
 def multiplicity_change(t: StateTable, merged: str) -> str:
