@@ -223,6 +223,12 @@ class Settings:
         0.6, env="STREAMFOLD_JOIN_ORDER_SMOOTHING", kind="tuning", type=FRACTION,
         doc="the weight of the last batch's measured selectivity in its moving average (1: the last batch "
             "alone).")
+    spark_trigger: float = _setting(
+        0.1, env="STREAMFOLD_SPARK_TRIGGER", kind="tuning", type=FRACTION,
+        doc="seconds between the looks of a streaming DataFrame source's Spark stream for new input (its "
+            "processing-time trigger; 0: Spark's as fast as it can). A Spark source has no change "
+            "notification, so half of this is added to its batches' latency on average; each look that "
+            "finds nothing costs Spark a listing or an offsets request.")
     # -- A/B switches ---------------------------------------------------------------------------
     watch: bool = _setting(
         True, env="STREAMFOLD_WATCH", kind="ab", type=FLAG,

@@ -156,7 +156,7 @@ def start(sql: str | Compilation, sources: Mapping[str, Any], output: str, *,
                    endpoint=endpoint, control_host=control_host, control_port=control_port, pause_grace=pause_grace)
     query.feeds = feeds
     try:
-        feeds.start(trigger)
+        feeds.start(config.settings.spark_trigger)
     except BaseException:
         query.stop()
         raise

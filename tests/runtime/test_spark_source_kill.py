@@ -39,7 +39,7 @@ PROGRAM = textwrap.dedent('''
     df = (spark.readStream.schema("k INT, v BIGINT, _weight BIGINT").option("maxFilesPerTrigger", 1)
           .parquet(src))
     q = streamfold.start(sys.argv[4], {"E": df}, out, spark=spark, background=False, partitions=2,
-                         endpoint=False, trigger=0.2)
+                         endpoint=False)
     q.run(trigger=0.2, until_idle=idle)
     q.stop()
 ''')

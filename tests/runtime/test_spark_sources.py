@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from streamfold.settings import Settings
 from streamfold.verify import compare, duckdb_answer
 
 from ..streams import _rows
@@ -56,7 +57,6 @@ def _file(directory: str, i: int, rng: random.Random, live: list) -> pa.Table:
 def _start(spark, sql, sources, out, **kw):
     import streamfold
 
-    kw.setdefault("trigger", 0.2)
     return streamfold.start(sql, sources, out, spark=spark, background=False, partitions=2, endpoint=False, **kw)
 
 
@@ -167,10 +167,26 @@ def test_until_idle_waits_for_a_spark_stream_that_still_stages_files(spark, tmp_
     rng, live = random.Random(4), []
     written = [_file(src, i, rng, live) for i in range(4)]
     df = spark.readStream.schema("k INT, v BIGINT, _weight BIGINT").option("maxFilesPerTrigger", 1).parquet(src)
-    q = _start(spark, FILE_SQL, {"E": df}, out, tables={"D": _dim(spark)}, trigger=1.0)
+    q = _start(spark, FILE_SQL, {"E": df}, out, tables={"D": _dim(spark)}, settings=Settings(spark_trigger=1.0))
     try:
         q.run(trigger=0.1, until_idle=0.3)
         result = compare(_rows(q.snapshot_pandas()), duckdb_answer(FILE_SQL, {"E": written, "D": [_dim_arrow()]}))
         assert result.matches, f"after the run: {result.detail}"
+    finally:
+        q.stop()
+
+
+@pytest.mark.parametrize("given,ms", [(None, 100), (0.25, 250)])
+def test_a_spark_sources_stream_looks_for_input_every_spark_trigger_seconds(spark, tmp_path, given, ms):
+    """A Spark stream has no change notification: its trigger is its latency, 0.1 s unless
+    ``spark_trigger`` says otherwise — not the query's ``trigger``, the poll of directories."""
+    os.makedirs(tmp_path / "in")
+    df = spark.readStream.schema("k INT, v BIGINT, _weight BIGINT").parquet(str(tmp_path / "in"))
+    settings = Settings() if given is None else Settings(spark_trigger=given)
+    q = _start(spark, FILE_SQL, {"E": df}, str(tmp_path / "out"), tables={"D": _dim(spark)}, trigger=5.0,
+               settings=settings)
+    try:
+        (source,) = q.feeds.sources
+        assert str(source.query._jsq.streamingQuery().trigger()) == f"ProcessingTimeTrigger({ms})"
     finally:
         q.stop()
