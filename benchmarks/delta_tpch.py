@@ -2,7 +2,7 @@
 place per version: each batch maintained vs recomputed over the tables' current version (issue 54).
 
     PYTHONPATH=. .venv/bin/python benchmarks/delta_tpch.py [--sf 1] [--queries q03,q18] [--versions 3]
-                                                           [--layout spread|clustered]
+                                                           [--layout spread|clustered] [--change-feed]
 
 The tables are written by delta-rs from ``tpchgen-cli``'s data (the first version: all of it);
 each later version UPDATEs 1 % of the orders (their ship priority, Q3's GROUP BY key) and the
@@ -29,6 +29,8 @@ def main() -> None:
     ap.add_argument("--queries", default="q03,q18")
     ap.add_argument("--versions", type=int, default=3)
     ap.add_argument("--layout", choices=("spread", "clustered"), default="spread")
+    ap.add_argument("--change-feed", action="store_true",
+                    help="tables written with delta.enableChangeDataFeed, read with STREAMFOLD_DELTA_CHANGE_FEED=1")
     ap.add_argument("--dir", default="bench-out/delta-tpch")
     args = ap.parse_args()
 
@@ -41,6 +43,8 @@ def main() -> None:
     from streamfold.runtime.session import get_spark
     from streamfold.verify import compare, python_value
 
+    if args.change_feed:
+        os.environ["STREAMFOLD_DELTA_CHANGE_FEED"] = "1"  # read by each query as it starts
     ds = tpch_data.ensure(os.path.join(args.dir, "tpch-data"), sf=args.sf, batches=1, log=print)
     spark = get_spark("local[2]", app_name="bench-delta-tpch")
     orders_n = pq.ParquetFile(ds.batch_path("orders", 0)).metadata.num_rows
@@ -50,7 +54,8 @@ def main() -> None:
         paths = {t: os.path.join(root, t) for t in ("orders", "lineitem")}
         for t, p in paths.items():
             rows = pq.read_table(ds.batch_path(t, 0))
-            write_deltalake(p, rows.drop_columns(["_weight"]) if "_weight" in rows.column_names else rows)
+            write_deltalake(p, rows.drop_columns(["_weight"]) if "_weight" in rows.column_names else rows,
+                            configuration={"delta.enableChangeDataFeed": "true"} if args.change_feed else None)
         sql = tpch.load_query(name)
         statics = sorted(tpch.tables_read(sql) - set(paths))
         qs = {s: streamfold.start(sql, paths, os.path.join(root, s), formats={t: "delta" for t in paths},
@@ -88,7 +93,7 @@ def main() -> None:
             for q in qs.values():
                 q.stop()
         inc, rec = statistics.median(times["incremental"]), statistics.median(times["recompute"])
-        print(f"{name} sf={args.sf:g} layout={args.layout}: maintained {inc:.2f} s/batch, recomputed {rec:.2f} "
+        print(f"{name} sf={args.sf:g} layout={args.layout} change feed={'on' if args.change_feed else 'off'}: maintained {inc:.2f} s/batch, recomputed {rec:.2f} "
               f"s/batch, ratio {inc / rec:.2f} ({[round(x, 2) for x in times['incremental']]} vs "
               f"{[round(x, 2) for x in times['recompute']]}); load {os.getloadavg()[0]:.1f}", flush=True)
 
