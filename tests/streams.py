@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from streamfold.verify import WEIGHT, changes_difference, compare, duckdb_answer, python_value
@@ -145,7 +146,7 @@ def _negative(prefix: dict[str, list[pa.Table]]) -> bool:
             continue
         keys = [c for c in table.column_names if c != WEIGHT]
         summed = table.group_by(keys, use_threads=False).aggregate([(WEIGHT, "sum")])
-        if pa.compute.any(pa.compute.less(summed[WEIGHT + "_sum"], 0)).as_py():
+        if pc.any(pc.less(summed[WEIGHT + "_sum"], 0)).as_py():
             return True
     return False
 
