@@ -15,7 +15,7 @@ from ..ir.printer import display_name, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import WEIGHT, DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan, written_name
 from .runs import candidates
-from .model import FIXPOINT_MAX_ROUNDS, FLOAT_ZERO, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, StateRole, Step, Temp
+from .model import FIXPOINT_MAX_ROUNDS, Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Merge, State, StateRole, Step, Temp
 
 
 def explain_text(plan: IncrementalPlan) -> str:
@@ -284,8 +284,7 @@ def _state_text(st: State, runs: bool = False) -> list[str]:
 
 def _leaves(st: State) -> str:
     """When a key leaves ``st``: its row count is zero (a group's sums too: ``State.leaves_when_zero``)."""
-    floating = {c.name for c in st.columns if c.type.name in ("FLOAT", "DOUBLE")}
-    return " and ".join(f"abs({display_name(n)}) <= {FLOAT_ZERO}" if n in floating else f"{display_name(n)} = 0"
+    return " and ".join(f"abs({display_name(n)}) <= {st.zero_within(n)}" if st.zero_within(n) else f"{display_name(n)} = 0"
                         for n in st.leaves_when_zero)
 
 

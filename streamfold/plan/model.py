@@ -132,6 +132,12 @@ class State:
             return ()
         return (WEIGHT,) + tuple(c.name for c in self.columns if c.monoid == Monoid.SUM and c.name != WEIGHT)
 
+    def zero_within(self, name: str) -> float:
+        """How far from 0 column ``name`` of :attr:`leaves_when_zero` counts as 0: :data:`FLOAT_ZERO`
+        for a floating-point sum, else exactly 0."""
+        column = next(c for c in self.columns if c.name == name)
+        return FLOAT_ZERO if column.type.name in ("FLOAT", "DOUBLE") else 0.0
+
 
 # A recursive CTE whose step still finds new rows after this many rounds of one batch is stopped
 # (``NO_FIXPOINT``): its step generates values without end (``SELECT n + 1 FROM r``), or a path

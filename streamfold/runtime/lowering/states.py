@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ...ir.printer import quote
 from ...ir.rel import WEIGHT
-from ...plan.model import FLOAT_ZERO, OLD, TOUCHED, Monoid, State
+from ...plan.model import OLD, TOUCHED, Monoid, State
 from .programs import small_side
 from .text import indent, subquery
 
@@ -50,12 +50,10 @@ class StateTable:
             return None
         if zero == (WEIGHT,):
             return f"{column(WEIGHT)} <> 0"
-        types = dict(self.columns)
 
         def is_zero(n: str) -> str:
-            if types[n].lower() in ("double", "float"):
-                return f"abs(coalesce({column(n)}, 0)) <= {FLOAT_ZERO}"
-            return f"coalesce({column(n)}, 0) = 0"
+            within = self.state.zero_within(n)
+            return f"abs(coalesce({column(n)}, 0)) <= {within}" if within else f"coalesce({column(n)}, 0) = 0"
 
         return "NOT (" + " AND ".join(is_zero(n) for n in zero) + ")"
 
