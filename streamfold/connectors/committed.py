@@ -1,10 +1,12 @@
 """A committed batch as a sink reads it: its snapshot and its changes, from streamfold's output.
 
-Sinks never receive the batch's rows from the Spark job that computed them: they read the
-Parquet directories ``snapshots/<batch>/`` and ``changes/<batch>/`` the commit published. The
-output is the source of truth, so a sink delivering the batch just committed and a sink catching
-up after an outage (or a restart) read the same rows, and nothing a sink does can delay or change
-a commit. The rows are read as Arrow (pyarrow, whole columns) and handed on as Arrow.
+Sinks read the Parquet directories ``snapshots/<batch>/`` and ``changes/<batch>/`` the commit
+published. The output is the source of truth, so a sink delivering the batch just committed and a
+sink catching up after an outage (or a restart) read the same rows, and nothing a sink does can
+delay or change a commit. The rows are read as Arrow (pyarrow, whole columns) and handed on as
+Arrow. One shortcut: a small batch's changes, collected to the driver and split there before they
+are written (:func:`streamfold.runtime.emit.write_parts`), are handed to a two-phase sink as the
+very table written to ``changes/<batch>/`` (``held``), conformed to the same types.
 
 Spark writes TIMESTAMP as INT96 (nanoseconds, no zone) where a small output written from Arrow
 carries microseconds in the session's zone; both are the same instants, so every TIMESTAMP column
@@ -47,10 +49,14 @@ class CommittedBatch:
     snapshot_path: str
     changes_path: str
     shape: AnswerShape
+    held: pa.Table | None = None  # the changes as written, still in memory
 
     def changes(self) -> pa.Table:
         """The rows whose multiplicity changed, with ``_weight`` (new − old multiplicity)."""
-        return read_parquet_dir(self.changes_path, [*self.shape.columns, (WEIGHT, "bigint")])
+        columns = [*self.shape.columns, (WEIGHT, "bigint")]
+        if self.held is not None:
+            return conform([self.held], columns)
+        return read_parquet_dir(self.changes_path, columns)
 
     def snapshot(self) -> pa.Table:
         """The whole answer after the batch (a multiset's rows repeated)."""
@@ -74,11 +80,16 @@ class Prepared:
 
 def read_parquet_dir(path: str, columns: list[tuple[str, str]]) -> pa.Table:
     """The Parquet files of ``path`` (hidden ones left out) as one table with ``columns``."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     names = sorted(n for n in os.listdir(path) if n.endswith(".parquet") and not n.startswith((".", "_")))
-    tables = [pq.read_table(os.path.join(path, n)) for n in names]
+    return conform([pq.read_table(os.path.join(path, n)) for n in names], columns)
+
+
+def conform(tables: list[pa.Table], columns: list[tuple[str, str]]) -> pa.Table:
+    """``tables`` (parts of one output) as one table with ``columns``, typed as a sink reads them."""
+    import pyarrow as pa
+
     target = pa.schema([(c, arrow_type(t)) for c, t in columns])
     if not tables:
         return target.empty_table()

@@ -15,10 +15,11 @@ One batch is one transaction:
 
 1. the progress row is locked and read: a batch it already holds is skipped (a replay);
 2. keyed, on a table with the key's unique index: the batch's changes (Arrow, from the output
-   directory) are split on their columns — the new rows (``_weight`` > 0) and the keys left
-   without a row (their weights sum to −1) — and only those are streamed with ``COPY`` (CSV
-   written by Arrow, whole columns) into temporary tables; the new rows are upserted
-   (``INSERT … ON CONFLICT`` on the index: an update in place), the gone keys deleted;
+   directory or as the batch handed them over) are split on their columns — the new rows
+   (``_weight`` > 0) and the keys left without a row (their weights sum to −1) — and only those
+   are streamed with ``COPY`` (CSV written by Arrow, whole columns) into a temporary table, the
+   gone keys flagged; one ``MERGE`` on the key updates a new row's key in place, inserts it,
+   or deletes a gone key's row;
 3. otherwise the changes are staged whole, each row numbered: keyed, every staged key's row is
    deleted and the rows with ``_weight`` > 0 inserted; multiset, the staged rows' rows are deleted
    returning their counts, and inserted back with count + ``_weight`` where that is not 0;
@@ -53,6 +54,7 @@ PROGRESS = "streamfold_sink_progress"
 COUNT = "_count"
 ROW = "_row"
 BATCH = "_batch"
+GONE = "_gone"  # a staged key whose row the batch deletes (a keyed MERGE)
 KEYED_FILLFACTOR = 75  # % of each page a keyed table fills, the rest kept for updates in place
 COPY_CHUNK_ROWS = 65536  # rows per CSV chunk handed to COPY (bounds the driver's memory)
 PG_TYPES = {"tinyint": "smallint", "smallint": "smallint", "int": "integer", "bigint": "bigint",
@@ -92,8 +94,8 @@ class PostgresSink:
         self.table, self.target = qualified(table), table
         changes = endpoint.option("changes")
         self.changes = qualified(changes) if changes else None
-        if {COUNT, ROW, WEIGHT, BATCH} & set(shape.names):
-            raise UsageError(f"the answer has a column named {COUNT}, {ROW}, {WEIGHT} or {BATCH}",
+        if {COUNT, ROW, WEIGHT, BATCH, GONE} & set(shape.names):
+            raise UsageError(f"the answer has a column named {COUNT}, {ROW}, {WEIGHT}, {BATCH} or {GONE}",
                              code="SINK_COLUMN", params={"sink": self.name}, hint="alias the column to another name")
         self.types = [(c, pg_type(t)) for c, t in shape.columns]
         self.upsert = False  # set by _prepare: the table has the unique index ON CONFLICT needs
@@ -307,48 +309,58 @@ class PostgresSink:
         self._copy("_stage", [*self.shape.names, WEIGHT], changes)
 
     def _upsert(self, changes: pa.Table) -> None:
-        """A keyed batch on a table with the key's unique index: the batch's new rows (``_weight``
-        > 0, at most one per key) inserted or updated in place (``INSERT … ON CONFLICT``, one index
-        probe each) and the keys it leaves without a row deleted. Which keys those are is worked
-        out on the Arrow columns (a key's weights sum to −1: its old row went, no new one came),
-        so only the new rows and the gone keys cross to the server."""
+        """A keyed batch on a table with the key's unique index, as one ``MERGE``: the batch's new
+        rows (``_weight`` > 0, at most one per key) update their key's row or are inserted, and
+        the keys it leaves without a row are deleted. Which keys those are is worked out on the
+        Arrow columns (a key's weights sum to −1: its old row went, no new one came), so only the
+        new rows and the gone keys (flagged ``_gone``, their other columns NULL) cross to the
+        server, in one ``COPY``. ``MERGE`` joins them to the table by the key (an index probe
+        each for a few rows, a hash join for many); an ``INSERT … ON CONFLICT`` took about twice
+        the server's time for the same rows (docs/benchmarks.md, "Sinks")."""
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         assert self.shape.key is not None
         key, names = list(self.shape.key), self.shape.names
         weight = changes.column(WEIGHT)
-        new = changes.filter(pc.greater(weight, 0))
+        new = changes.filter(pc.greater(weight, 0)).select(names)
         net = changes.select([*key, WEIGHT]).group_by(key).aggregate([(WEIGHT, "sum")])
-        gone = net.filter(pc.less(net.column(f"{WEIGHT}_sum"), 0)).select(key)
-        if gone.num_rows:
-            types = dict(self.types)
-            self.conn.execute("CREATE TEMPORARY TABLE _gone (" + ", ".join(f"{ident(c)} {types[c]}" for c in key)
-                              + ") ON COMMIT DROP")
-            self._copy("_gone", key, gone)
-            for where in self._key_matches(key, self._has_null_key(gone)):
-                self.conn.execute(f"DELETE FROM {self.table} t USING _gone s WHERE {where}")
-        if new.num_rows:
-            cols = ", ".join(f"{ident(c)} {t}" for c, t in self.types)
-            self.conn.execute(f"CREATE TEMPORARY TABLE _stage ({cols}) ON COMMIT DROP")
-            self._copy("_stage", names, new)
-            others = [c for c in names if c not in key]
-            update = ("DO UPDATE SET " + ", ".join(f"{ident(c)} = EXCLUDED.{ident(c)}" for c in others)
-                      if others else "DO NOTHING")
-            listed = ", ".join(ident(c) for c in names)
-            self.conn.execute(f"INSERT INTO {self.table} ({listed}) SELECT {listed} FROM _stage "
-                              f"ON CONFLICT ({', '.join(ident(c) for c in key)}) {update}")
+        keys = net.filter(pc.less(net.column(f"{WEIGHT}_sum"), 0))
+        gone = pa.table([keys.column(c) if c in key else pa.nulls(keys.num_rows, new.schema.field(c).type)
+                         for c in names], schema=new.schema)
+        staged = pa.concat_tables([new.append_column(GONE, pa.repeat(pa.scalar(False), new.num_rows)),
+                                   gone.append_column(GONE, pa.repeat(pa.scalar(True), gone.num_rows))])
+        cols = ", ".join(f"{ident(c)} {t}" for c, t in self.types)
+        self.conn.execute(f"CREATE TEMPORARY TABLE _stage ({cols}, {GONE} boolean) ON COMMIT DROP")
+        self._copy("_stage", [*names, GONE], staged)
+        others = [c for c in names if c not in key]
+        update = ("WHEN MATCHED THEN UPDATE SET " + ", ".join(f"{ident(c)} = s.{ident(c)}" for c in others) + " "
+                  if others else "")
+        listed = ", ".join(ident(c) for c in names)
+        for rows, on in self._key_passes(key, self._has_null_key(staged)):
+            self.conn.execute(f"MERGE INTO {self.table} t USING (SELECT * FROM _stage WHERE {rows}) s ON {on} "
+                              f"WHEN MATCHED AND s.{GONE} THEN DELETE {update}"
+                              f"WHEN NOT MATCHED AND NOT s.{GONE} THEN INSERT ({listed}) "
+                              f"VALUES ({', '.join(f's.{ident(c)}' for c in names)})")
 
     @staticmethod
-    def _key_matches(key: list[str], null_keys: bool) -> list[str]:
-        """The conditions that pair a table row ``t`` with a staged row ``s`` of the same key: by
-        ``=`` for staged keys without a NULL (an index or hash join), and, when some have one, as
-        text with a NULL flag (still a hash join), so NULL keys match as GROUP BY groups them."""
+    def _key_passes(key: list[str], null_keys: bool, staged: str = "") -> list[tuple[str, str]]:
+        """How a table row ``t`` is paired with a staged row ``s`` of the same key, as (which
+        staged rows, their columns prefixed with ``staged``; the pairing condition): by ``=`` for
+        staged keys without a NULL (an index or hash join), and, when some have one, as text with
+        a NULL flag (still a hash join, no nested loop over the table), so NULL keys match as
+        GROUP BY groups them."""
         equal = " AND ".join(f"t.{ident(c)} = s.{ident(c)}" for c in key) or "TRUE"
-        no_null = " AND ".join(f"s.{ident(c)} IS NOT NULL" for c in key) or "TRUE"
-        some_null = " OR ".join(f"s.{ident(c)} IS NULL" for c in key) or "FALSE"
+        no_null = " AND ".join(f"{staged}{ident(c)} IS NOT NULL" for c in key) or "TRUE"
+        some_null = " OR ".join(f"{staged}{ident(c)} IS NULL" for c in key) or "FALSE"
         same = " AND ".join(f"(t.{ident(c)} IS NULL) = (s.{ident(c)} IS NULL) AND "
                             f"coalesce(t.{ident(c)}::text, '') = coalesce(s.{ident(c)}::text, '')" for c in key)
-        return [f"{no_null} AND {equal}"] + ([f"({some_null}) AND {same}"] if null_keys else [])
+        return [(no_null, equal)] + ([(some_null, same)] if null_keys else [])
+
+    @classmethod
+    def _key_matches(cls, key: list[str], null_keys: bool) -> list[str]:
+        """:meth:`_key_passes` as one condition on ``t`` and ``s`` each (a ``DELETE … USING``)."""
+        return [f"({rows}) AND {on}" for rows, on in cls._key_passes(key, null_keys, "s.")]
 
     def _has_null_key(self, rows: pa.Table) -> bool:
         import pyarrow.compute as pc

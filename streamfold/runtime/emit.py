@@ -41,7 +41,8 @@ def emit(df: DataFrame, final: str, small: bool, ordered: bool = False) -> int:
 
 def emit_together(spark: object, parts: Sequence[tuple[str, str, Columns]],
                   tasks: int | None = None, part: Part = no_part,
-                  collect: Callable[[DataFrame], pa.Table] | None = None, ordered: bool = False) -> list[int]:
+                  collect: Callable[[DataFrame], pa.Table] | None = None, ordered: bool = False,
+                  ready: Callable[[list[pa.Table]], None] | None = None) -> list[int]:
     """Write several small results computed by one Spark job (of ``tasks`` tasks, if given).
 
     ``parts`` are (SQL, target directory, its (column, Spark type) pairs). The results are stacked into one
@@ -52,14 +53,15 @@ def emit_together(spark: object, parts: Sequence[tuple[str, str, Columns]],
     inputs' partitions in order (with more tasks, partitions are grouped by locality: with
     ``ordered``, the first part — an ordered snapshot — gets one task of its own, the other parts
     ``tasks``). ``part`` names the steps for a profile; ``collect``, if given, runs the stacked
-    frame instead of ``toArrow`` (prepared plans: prepared.py).
+    frame instead of ``toArrow`` (prepared plans: prepared.py); ``ready`` receives the parts
+    before they are written (:func:`write_parts`).
     """
     with part("analyse outputs"):
         stacked = stacked_frame(spark, [(sql, cols) for sql, _, cols in parts], tasks, ordered)
     with part("plan + job + Arrow"):
         table = stacked.toArrow() if collect is None else collect(stacked)
     with part("write files"):
-        return write_parts(table, [(final, cols) for _, final, cols in parts])
+        return write_parts(table, [(final, cols) for _, final, cols in parts], ready)
 
 
 def stacked_frame(spark: object, parts: list[tuple[str, Columns]], tasks: int | None = None,
@@ -81,20 +83,25 @@ def stacked_frame(spark: object, parts: list[tuple[str, Columns]], tasks: int | 
     return head.unionAll(spark.sql(union_all(statements[1:])).coalesce(tasks))  # type: ignore[attr-defined]
 
 
-def write_parts(table: pa.Table, parts: Sequence[tuple[str, Columns]]) -> list[int]:
+def write_parts(table: pa.Table, parts: Sequence[tuple[str, Columns]],
+                ready: Callable[[list[pa.Table]], None] | None = None) -> list[int]:
     """Split a stacked table (:func:`emit_together`) into its parts' directories (target, its
-    (column, Spark type) pairs)."""
-    names = stacked([cols for _, cols in parts])
-    return [_write_part(table, k, names[k], [c for c, _ in cols], final) for k, (final, cols) in enumerate(parts)]
-
-
-def _write_part(table: pa.Table, k: int, stacked_names: list[str], cols: list[str], final: str) -> int:
-    """Part ``k`` of a stacked table as the Parquet directory ``final``; its rows."""
+    (column, Spark type) pairs). ``ready``, if given, receives the split parts before they are
+    written (a two-phase sink starts on the changes while the files are written)."""
     import pyarrow.compute as pc
+
+    names = stacked([cols for _, cols in parts])
+    split = [table.filter(pc.equal(table.column("__part"), k)).select(names[k]).rename_columns([c for c, _ in cols])
+             for k, (_, cols) in enumerate(parts)]
+    if ready is not None:
+        ready(split)
+    return [_write_part(part, final) for part, (final, _) in zip(split, parts)]
+
+
+def _write_part(part: pa.Table, final: str) -> int:
+    """One part of a stacked table as the Parquet directory ``final``; its rows."""
     import pyarrow.parquet as pq
 
-    part = table.filter(pc.equal(table.column("__part"), k)).select(stacked_names)
-    part = part.rename_columns(cols)
     tmp = files.temp_dir_for(final)
     os.makedirs(tmp)
     pq.write_table(part, os.path.join(tmp, "part-00000.parquet"))

@@ -411,14 +411,16 @@ class Engine:
                     self.b, restate = migration.bundle, True
             ctx.progress(f"batch {batch_name(batch)}: answer")
             installed = self.installed
+            early = self.sinks.early(batch)  # a two-phase sink starts on the changes once on the driver
             with clock.phase("write"):
                 if shape.mode == "replay":
                     snap_rows, change_rows = control.guard(batch, "answer",
-                                                           lambda: self.prepared.replay(b, batch, reads))
+                                                           lambda: self.prepared.replay(b, batch, reads, early))
                 else:
                     snap_rows, change_rows = control.guard(batch, "answer", lambda: write(
                         ctx, b, batch, reads.merged, reads.new, views, shape.eager, held + sum(rows.values()),
-                        restate or (installed is not None and installed.whole), installed, self.prepared.collect()))
+                        restate or (installed is not None and installed.whole), installed, self.prepared.collect(),
+                        early))
             b.store.count_rows()
             if adapts and not AdaptiveJoins.counts_before_outputs(b.plan):
                 with clock.phase("join matrix"):
@@ -430,7 +432,7 @@ class Engine:
             b.store.rows.update(migration.rows)  # the merges' counts were of the states before the migration
             stats = batch_stats(b.plan, rows, before, b.store.rows, b.store.touched)
             extra = control.before_commit(_pending(b, batch, inputs, reads, views, ctx.output))
-            self.sinks.prepare(batch)  # the sinks' transactions done beside the commit, committed after it
+            self.sinks.prepare(batch)  # unless started early: the sinks' transactions beside the commit
             extra.update(self.strategies.record(choice, rows))
             extra.update(self.adaptive.record(b))
             if not read.answer_only:

@@ -8,9 +8,10 @@ Delta's application transaction id; a hook's record once it returns), so deliver
 "every committed batch after the sink's last, in order": a restart, an outage, a kill between the
 commit and the sink's write all end with the sink catching up, never applying a batch twice.
 
-A two-phase sink (PostgreSQL) does the batch's work beside the engine's commit: once the
-batch's changes are written, :meth:`Sinks.prepare` applies them in the sink's transaction in a
-thread, and after the commit :meth:`Sinks.deliver` only commits that transaction. The sink's
+A two-phase sink (PostgreSQL) does the batch's work beside the engine's commit: as soon as the
+batch's changes are on the driver (a small batch's, before they are written) or once they are
+written, :meth:`Sinks.prepare` applies them in the sink's transaction in a thread, and after the
+commit :meth:`Sinks.deliver` only commits that transaction. The sink's
 rows become visible after the output's commit either way.
 
 A sink that fails while the run goes on (its server down, a disk full) delays delivery, never a
@@ -23,6 +24,7 @@ batch, with a coded error.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -33,6 +35,8 @@ from ...plan.answer_key import answer_key
 from ..checkpoint import batch_name, fingerprint
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ...connectors import SinkConnector
     from ...plan.model import IncrementalPlan
     from ..context import RunContext
@@ -73,24 +77,43 @@ class Sinks:
             self.close()
             raise
 
-    def prepare(self, batch: int) -> None:
-        """Start applying ``batch`` — written, not yet committed — to each two-phase sink that holds
-        the batch before it, in a thread beside the engine's commit; :meth:`deliver` commits
-        what it prepared once streamfold's commit is on disk, :meth:`abandon` drops it. The sink's
-        transaction is open meanwhile and becomes visible only after the output's commit, so a
-        sink is never ahead of the output (a kill in between: the server rolls it back)."""
-        ready = [s for s in self.sinks if hasattr(s, "prepare") and s.name not in self.unsure
-                 and self.held[s.name] == batch - 1]
+    def early(self, batch: int) -> Callable[[pa.Table], None] | None:
+        """Where the batch's changes go when they reach the driver before they are written (a
+        small batch's outputs): :meth:`prepare` with them in hand, or None without a two-phase
+        sink to start."""
+        if not self._ready(batch):
+            return None
+        return lambda changes: self.prepare(batch, changes)
+
+    def _ready(self, batch: int) -> list[SinkConnector]:
+        """The two-phase sinks that can take ``batch`` now: they hold the batch before it."""
+        return [s for s in self.sinks if hasattr(s, "prepare") and s.name not in self.unsure
+                and self.held[s.name] == batch - 1]
+
+    def prepare(self, batch: int, changes: pa.Table | None = None) -> None:
+        """Start applying ``batch`` — computed, not yet committed — to each two-phase sink that
+        holds the batch before it, in a thread beside the rest of the batch; :meth:`deliver`
+        commits what it prepared once streamfold's commit is on disk, :meth:`abandon` drops it.
+        The sink's transaction is open meanwhile and becomes visible only after the output's
+        commit, so a sink is never ahead of the output (a kill in between: the server rolls it
+        back). Started once per batch: as soon as its changes are on the driver (``changes``,
+        through :meth:`early`), else once they are written (read back from ``changes/``)."""
+        if self._prepared is not None and self._prepared[0] == batch:
+            if changes is None:
+                return
+            self.abandon()  # the step ran again (a pause cancelled it): its changes anew
+        ready = self._ready(batch)
         if not ready:
             return
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamfold-sinks")
+        committed = self._committed(batch, changes)
 
         def run() -> dict[str, Prepared | BaseException]:
             done: dict[str, Prepared | BaseException] = {}
             for sink in ready:
                 try:
-                    done[sink.name] = sink.prepare(self._committed(batch))  # type: ignore[attr-defined]
+                    done[sink.name] = sink.prepare(committed)  # type: ignore[attr-defined]
                 except Exception as e:  # noqa: BLE001 - reported by deliver, which retries the batch
                     done[sink.name] = e
             return done
@@ -105,9 +128,9 @@ class Sinks:
                 if isinstance(staged, Prepared):
                     staged.abort()
 
-    def _committed(self, batch: int) -> CommittedBatch:
+    def _committed(self, batch: int, changes: pa.Table | None = None) -> CommittedBatch:
         return CommittedBatch(batch, self.ctx.output.snapshot_path(batch), self.ctx.output.changes_path(batch),
-                              self.shape)
+                              self.shape, changes)
 
     def _finish_prepared(self, upto: int) -> None:
         """Commit what :meth:`prepare` applied of a batch now committed (a failure: the sink is
