@@ -4,9 +4,10 @@ Sinks read the Parquet directories ``snapshots/<batch>/`` and ``changes/<batch>/
 published. The output is the source of truth, so a sink delivering the batch just committed and a
 sink catching up after an outage (or a restart) read the same rows, and nothing a sink does can
 delay or change a commit. The rows are read as Arrow (pyarrow, whole columns) and handed on as
-Arrow. One shortcut: a small batch's changes, collected to the driver and split there before they
-are written (:func:`streamfold.runtime.emit.write_parts`), are handed to a two-phase sink as the
-very table written to ``changes/<batch>/`` (``held``), conformed to the same types.
+Arrow. One shortcut: a small batch's snapshot and changes, collected to the driver and split there
+before they are written (:func:`streamfold.runtime.emit.write_parts`), are handed to a two-phase
+sink as the very tables written to ``snapshots/<batch>/`` and ``changes/<batch>/`` (``held``),
+conformed to the same types.
 
 Spark writes TIMESTAMP as INT96 (nanoseconds, no zone) where a small output written from Arrow
 carries microseconds in the session's zone; both are the same instants, so every TIMESTAMP column
@@ -49,17 +50,19 @@ class CommittedBatch:
     snapshot_path: str
     changes_path: str
     shape: AnswerShape
-    held: pa.Table | None = None  # the changes as written, still in memory
+    held: tuple[pa.Table, pa.Table] | None = None  # the snapshot and changes as written, in memory
 
     def changes(self) -> pa.Table:
         """The rows whose multiplicity changed, with ``_weight`` (new − old multiplicity)."""
         columns = [*self.shape.columns, (WEIGHT, "bigint")]
         if self.held is not None:
-            return conform([self.held], columns)
+            return conform([self.held[1]], columns)
         return read_parquet_dir(self.changes_path, columns)
 
     def snapshot(self) -> pa.Table:
         """The whole answer after the batch (a multiset's rows repeated)."""
+        if self.held is not None:
+            return conform([self.held[0]], list(self.shape.columns))
         if not os.path.isdir(self.snapshot_path):
             from ..errors import SinkError
 

@@ -411,7 +411,7 @@ class Engine:
                     self.b, restate = migration.bundle, True
             ctx.progress(f"batch {batch_name(batch)}: answer")
             installed = self.installed
-            early = self.sinks.early(batch)  # a two-phase sink starts on the changes once on the driver
+            early = self.sinks.early(batch)  # a two-phase sink starts on the answer once on the driver
             with clock.phase("write"):
                 if shape.mode == "replay":
                     snap_rows, change_rows = control.guard(batch, "answer",

@@ -76,14 +76,15 @@ def outputs_sql(ctx: RunContext, b: Bundle, batch: int, merged: dict[str, DataFr
 def write(ctx: RunContext, b: Bundle, batch: int, merged: dict[str, DataFrame], new: Mapping[str, DataFrame | str],
           views: Views, eager: bool, lazy_reads: int, whole: bool, installed: AnswerBefore | None,
           collect: Callable[[DataFrame], pa.Table] | None = None,
-          changes_ready: Callable[[pa.Table], None] | None = None) -> tuple[int, int]:
+          answer_ready: Callable[[pa.Table, pa.Table], None] | None = None) -> tuple[int, int]:
     """The changelog, snapshot and changes of the batch, written side by side; the snapshot's and
     the changes' rows.
 
     ``lazy_reads`` bounds what the job reads when the merges are lazy (the states before the
     batch and its rows); eager merges are read from their checkpoints. ``collect`` runs the job
-    that collects small outputs (a capture of prepared plans keeps it); ``changes_ready``
-    receives small outputs' changes as soon as they are on the driver, before they are written."""
+    that collects small outputs (a capture of prepared plans keeps it); ``answer_ready``
+    receives small outputs' snapshot and changes as soon as they are on the driver, before they
+    are written."""
     store = b.store
     try:
         outputs = outputs_sql(ctx, b, batch, merged, new, views, whole, installed)
@@ -95,7 +96,7 @@ def write(ctx: RunContext, b: Bundle, batch: int, merged: dict[str, DataFrame], 
         ordered = bool(b.plan.answer.order)
         if not eager or bound <= shape.SMALL_ROWS:
             written = emit_together(ctx.spark, outputs, tasks(bound if eager else lazy_reads, ctx.cores),
-                                    ctx.clock.part, collect, ordered, _changes_of(changes_ready))
+                                    ctx.clock.part, collect, ordered, _answer_of(answer_ready))
         else:
             written = [emit(ctx.spark.sql(outputs[0][0]), outputs[0][1], False, ordered=ordered)]
             written += parallel(ctx.spark, [partial(_emit, ctx.spark, sql, target) for sql, target, _ in outputs[1:]])
@@ -104,9 +105,10 @@ def write(ctx: RunContext, b: Bundle, batch: int, merged: dict[str, DataFrame], 
     return written[0], written[1]
 
 
-def _changes_of(changes_ready: Callable[[pa.Table], None] | None) -> Callable[[list[pa.Table]], None] | None:
-    """The changes (the second output) of a batch's split outputs, handed to ``changes_ready``."""
-    return None if changes_ready is None else lambda parts: changes_ready(parts[1])
+def _answer_of(answer_ready: Callable[[pa.Table, pa.Table], None] | None) -> Callable[[list[pa.Table]], None] | None:
+    """The snapshot and the changes (the first two outputs) of a batch's split outputs, handed to
+    ``answer_ready``."""
+    return None if answer_ready is None else lambda parts: answer_ready(parts[0], parts[1])
 
 
 def _emit(spark: SparkSession, sql: str, target: str) -> int:
@@ -114,15 +116,15 @@ def _emit(spark: SparkSession, sql: str, target: str) -> int:
 
 
 def write_collected(ctx: RunContext, b: Bundle, batch: int, table: pa.Table,
-                    changes_ready: Callable[[pa.Table], None] | None = None) -> tuple[int, int]:
+                    answer_ready: Callable[[pa.Table, pa.Table], None] | None = None) -> tuple[int, int]:
     """A batch's outputs collected as one stacked Arrow table (a prepared plans' job), written;
-    ``changes_ready`` receives the changes before they are."""
+    ``answer_ready`` receives the snapshot and the changes before they are."""
     parts = [(ctx.output.snapshot_path(batch), b.answer.columns()),
              (ctx.output.changes_path(batch), b.answer.columns(weight=True))]
     if b.store.durable():
         parts.append((ctx.checkpoint.delta_dir(batch), b.store.pack_columns()))
     with ctx.clock.part("write files"):
-        written = write_parts(table, parts, _changes_of(changes_ready))
+        written = write_parts(table, parts, _answer_of(answer_ready))
     return written[0], written[1]
 
 

@@ -1,8 +1,10 @@
-"""Exactly once across SIGKILL: ``streamfold run --sink postgres://…`` killed after its commit,
-inside the sink's transaction, and at a random instant while batches commit and are delivered;
-each rerun catches the table up, and after more than 20 batches it equals the last committed
-snapshot (and DuckDB's answer) with its progress row at the last batch — no batch applied twice,
-none skipped; the changes table beside it nets to the same answer.
+"""Exactly once across SIGKILL: ``streamfold run --sink postgres://… --sink PATH:delta`` killed
+after its commit, inside the PostgreSQL sink's transaction (the Delta sink's files written, not
+yet in its log), and at a random instant while batches commit and are delivered; each rerun
+catches both sinks up, and after more than 20 batches the PostgreSQL table and the Delta table
+equal the last committed snapshot (and DuckDB's answer), the progress row and Delta's transaction
+id at the last batch — no batch applied twice, none skipped; the changes tables beside them net
+to the same answer, each batch in them once.
 
 The first instant is made, not hoped for: the test holds a lock on the table (reads pass, writes
 wait), so the run is provably past its commit, its rows staged inside the sink's transaction,
@@ -25,13 +27,43 @@ import pytest
 
 from streamfold.verify import compare, duckdb_answer
 
-from .oracle import postgres_rows
+from .oracle import delta_rows, postgres_rows
 from .test_postgres_sink import changes_netted
 
 pytestmark = [pytest.mark.spark]
 
 SQL = "SELECT k, count(*) AS n, sum(v) AS total FROM S GROUP BY k"
 SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
+
+
+def _check_delta(path: str, rows: list[tuple], last: int) -> None:
+    """The Delta sink's answer table equals ``rows`` and its transaction id is at ``last``; its
+    changes table nets to the same answer, each batch's changes one Delta commit (one file per
+    batch: no batch written twice)."""
+    from collections import Counter
+
+    from deltalake import DeltaTable
+
+    from streamfold.connectors.delta_sink import changes_path
+
+    assert sorted(delta_rows(path), key=repr) == sorted(rows, key=repr)
+    answer, changes = DeltaTable(path), DeltaTable(changes_path(path))
+    (app,) = _app_ids(path)
+    assert answer.transaction_version(app) == last == changes.transaction_version(app)
+    net: Counter = Counter()
+    for r in delta_rows(changes_path(path)):
+        net[r[:-2]] += r[-2]  # (…, _weight, _batch)
+    assert +net == Counter(rows)
+    per_batch = Counter(os.path.basename(uri).split("-")[1] for uri in changes.file_uris())
+    assert all(n == 1 for n in per_batch.values()), per_batch
+
+
+def _app_ids(path: str) -> set[str]:
+    import json
+
+    log = os.path.join(path, "_delta_log")
+    return {json.loads(line)["txn"]["appId"] for name in os.listdir(log) if name.endswith(".json")
+            for line in open(os.path.join(log, name)) if '"txn"' in line}
 
 
 def _files(n: int, seed: int) -> list[pa.Table]:
@@ -76,12 +108,13 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
     os.makedirs(src)
     files = _files(28, seed=5)
     table = f"k_{uuid.uuid4().hex[:8]}"
+    delta = str(tmp_path / "delta" / "answer")
     env = {**os.environ, "STREAMFOLD_DRIVER_MEMORY": "1g"}  # PGPASSWORD comes from the fixture
 
     def command(idle: float) -> list[str]:
         return [sys.executable, "-m", "streamfold", "run", SQL, "--source", f"S={src}", "--output", out,
                 "--trigger", "0.2", "--until-idle", str(idle), "--partitions", "2", "--quiet",
-                "--sink", postgres.url(table) + f"&changes={table}_changes"]
+                "--sink", postgres.url(table) + f"&changes={table}_changes", "--sink", f"{delta}:delta"]
 
     logs, procs = [], []
 
@@ -164,6 +197,7 @@ def test_sigkill_around_the_sinks_transaction_delivers_every_batch_once(tmp_path
         assert compare(changes_netted(conn, f"{table}_changes", ["k", "n", "total"]), rows).matches
         batches = [b for (b,) in conn.execute(f'SELECT DISTINCT _batch FROM "{table}_changes" ORDER BY 1')]
         assert batches == sorted(set(batches)) and batches[-1] <= last
+        _check_delta(delta, rows, last)
         conn.close()
         blocker.close()
     finally:

@@ -144,9 +144,9 @@ class PreparedBatches:
             self.afresh()
 
     def replay(self, b: Bundle, batch: int, reads: BatchReads,
-               changes_ready: Callable[[pa.Table], None] | None = None) -> tuple[int, int]:
+               answer_ready: Callable[[pa.Table, pa.Table], None] | None = None) -> tuple[int, int]:
         """A batch run by the prepared plans: slots pointed at its rows and the kept states, one
-        job for every merge and the outputs, its parts written (``changes_ready``: as in
+        job for every merge and the outputs, its parts written (``answer_ready``: as in
         :func:`..outputs.write`)."""
         p = self.plans
         assert p is not None
@@ -156,7 +156,7 @@ class PreparedBatches:
                 p.bind(reads.frames)
             with clock.part("prepared: the job + Arrow"):
                 table = p.run()
-            written = write_collected(self.ctx, b, batch, table, changes_ready)
+            written = write_collected(self.ctx, b, batch, table, answer_ready)
         except Exception as e:  # noqa: BLE001
             raise batch_failure(batch, "write", "writing its answer", e, self.ctx.local, self.ctx.config.settings) from e
         for name, (_, frame) in p.keeps.items():

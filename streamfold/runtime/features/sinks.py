@@ -1,18 +1,18 @@
 """After a commit: each sink receives the committed batches it does not hold yet, in order.
 
 Streamfold's own output is the source of truth. A batch is committed first (``commits/<batch>.json``);
-only then is it delivered, read back from ``snapshots/`` and ``changes/``
-(:class:`streamfold.connectors.committed.CommittedBatch`). Each sink remembers the last batch it
+only then does a sink show it, read back from ``snapshots/`` and ``changes/``
+(:class:`streamfold.connectors.committed.CommittedBatch`) or handed over as written. Each sink remembers the last batch it
 holds, in the same atomic write as the rows (a PostgreSQL progress row in the batch's transaction,
 Delta's application transaction id; a hook's record once it returns), so delivering is
 "every committed batch after the sink's last, in order": a restart, an outage, a kill between the
 commit and the sink's write all end with the sink catching up, never applying a batch twice.
 
-A two-phase sink (PostgreSQL) does the batch's work beside the engine's commit: as soon as the
-batch's changes are on the driver (a small batch's, before they are written) or once they are
-written, :meth:`Sinks.prepare` applies them in the sink's transaction in a thread, and after the
-commit :meth:`Sinks.deliver` only commits that transaction. The sink's
-rows become visible after the output's commit either way.
+A two-phase sink (PostgreSQL, Delta) does the batch's work beside the engine's commit: as soon
+as the batch's answer is on the driver (a small batch's, before it is written) or once it is
+written, :meth:`Sinks.prepare` applies it in a thread — in the sink's open transaction, or as
+files no Delta log names yet — and after the commit :meth:`Sinks.deliver` only commits that
+transaction or log entry. The sink's rows become visible after the output's commit either way.
 
 A sink that fails while the run goes on (its server down, a disk full) delays delivery, never a
 commit: the coded error is logged with its hint, the sink is retried after the next commit, and
@@ -77,37 +77,37 @@ class Sinks:
             self.close()
             raise
 
-    def early(self, batch: int) -> Callable[[pa.Table], None] | None:
-        """Where the batch's changes go when they reach the driver before they are written (a
-        small batch's outputs): :meth:`prepare` with them in hand, or None without a two-phase
-        sink to start."""
+    def early(self, batch: int) -> Callable[[pa.Table, pa.Table], None] | None:
+        """Where the batch's snapshot and changes go when they reach the driver before they are
+        written (a small batch's outputs): :meth:`prepare` with them in hand, or None without a
+        two-phase sink to start."""
         if not self._ready(batch):
             return None
-        return lambda changes: self.prepare(batch, changes)
+        return lambda snapshot, changes: self.prepare(batch, (snapshot, changes))
 
     def _ready(self, batch: int) -> list[SinkConnector]:
         """The two-phase sinks that can take ``batch`` now: they hold the batch before it."""
         return [s for s in self.sinks if hasattr(s, "prepare") and s.name not in self.unsure
                 and self.held[s.name] == batch - 1]
 
-    def prepare(self, batch: int, changes: pa.Table | None = None) -> None:
+    def prepare(self, batch: int, answer: tuple[pa.Table, pa.Table] | None = None) -> None:
         """Start applying ``batch`` — computed, not yet committed — to each two-phase sink that
         holds the batch before it, in a thread beside the rest of the batch; :meth:`deliver`
         commits what it prepared once streamfold's commit is on disk, :meth:`abandon` drops it.
         The sink's transaction is open meanwhile and becomes visible only after the output's
         commit, so a sink is never ahead of the output (a kill in between: the server rolls it
-        back). Started once per batch: as soon as its changes are on the driver (``changes``,
-        through :meth:`early`), else once they are written (read back from ``changes/``)."""
+        back). Started once per batch: as soon as its snapshot and changes are on the driver
+        (``answer``, through :meth:`early`), else once they are written (read back)."""
         if self._prepared is not None and self._prepared[0] == batch:
-            if changes is None:
+            if answer is None:
                 return
-            self.abandon()  # the step ran again (a pause cancelled it): its changes anew
+            self.abandon()  # the step ran again (a pause cancelled it): its answer anew
         ready = self._ready(batch)
         if not ready:
             return
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamfold-sinks")
-        committed = self._committed(batch, changes)
+        committed = self._committed(batch, answer)
 
         def run() -> dict[str, Prepared | BaseException]:
             done: dict[str, Prepared | BaseException] = {}
@@ -128,9 +128,9 @@ class Sinks:
                 if isinstance(staged, Prepared):
                     staged.abort()
 
-    def _committed(self, batch: int, changes: pa.Table | None = None) -> CommittedBatch:
+    def _committed(self, batch: int, answer: tuple[pa.Table, pa.Table] | None = None) -> CommittedBatch:
         return CommittedBatch(batch, self.ctx.output.snapshot_path(batch), self.ctx.output.changes_path(batch),
-                              self.shape, changes)
+                              self.shape, answer)
 
     def _finish_prepared(self, upto: int) -> None:
         """Commit what :meth:`prepare` applied of a batch now committed (a failure: the sink is
