@@ -1,12 +1,14 @@
 """Two ways of moving a batch's changes into PostgreSQL, timed side by side (issue 55):
 
-* ``driver``: the sink as it ships — the driver reads the batch's changes (Arrow) and streams
-  them with ``COPY`` into a temporary staging table, then applies them in the same transaction
-  (upserting on the key's unique index); ``delete-insert`` the same, applying them as it did
-  before (deleting every changed key's row, inserting the new rows);
+* ``driver``: the sink as it ships — the driver reads the batch's changes (Arrow), keeps the new
+  rows and the gone keys, streams them with ``COPY`` into a temporary staging table and applies
+  them with one ``MERGE`` on the key in the same transaction; ``delete-insert`` the same,
+  applying them as a table without the key's unique index gets them (deleting every changed
+  key's row, inserting the new rows);
 * ``executors``: Spark's executors write the changes through JDBC (Debian's PostgreSQL JDBC
   driver, ``/usr/share/java/postgresql.jar``) into an unlogged staging table, then the driver
-  applies them in one transaction — the same statements as the shipped sink's.
+  applies them in one transaction — the new rows and gone keys picked by the server, then the
+  shipped sink's ``MERGE``.
 
     PYTHONPATH=. .venv/bin/python scripts/bench_sink_paths.py [--sizes 2000,20000,200000,2000000] [--reps 3]
 
@@ -93,8 +95,11 @@ def main() -> None:
                         spark.read.parquet(changes).write.jdbc(jdbc, f"stage_{table}", mode="overwrite",
                                                                properties={**props, "truncate": "true"})
                         with sink.conn.transaction():
-                            sink.conn.execute(f"CREATE TEMPORARY VIEW _stage AS SELECT * FROM stage_{table}")
-                            sink._apply(False)
+                            sink.conn.execute(
+                                f"CREATE TEMPORARY VIEW _stage AS SELECT k, n, total, false AS _gone FROM stage_{table} "
+                                f"WHERE _weight > 0 UNION ALL SELECT k, NULL, NULL, true FROM stage_{table} GROUP BY k "
+                                "HAVING sum(_weight) < 0")
+                            sink._merge(False)
                             sink.conn.execute("DROP VIEW _stage")
                             sink.conn.execute("UPDATE streamfold_sink_progress SET batch = %s WHERE query_id = %s "
                                               "AND target = %s", (rep, "bench", table))

@@ -63,7 +63,9 @@ class DeltaSink:
         if path not in self._held:
             from deltalake import DeltaTable
 
-            if not DeltaTable.is_deltatable(path):
+            if os.path.exists(path) and not os.path.isdir(path):
+                raise NotADirectoryError(f"{path} is not a directory")
+            if not DeltaTable.is_deltatable(path):  # none yet (or only files of a batch never committed)
                 return -1
             table = DeltaTable(path)
             version = table.transaction_version(self.app_id)

@@ -333,11 +333,18 @@ class PostgresSink:
         cols = ", ".join(f"{ident(c)} {t}" for c, t in self.types)
         self.conn.execute(f"CREATE TEMPORARY TABLE _stage ({cols}, {GONE} boolean) ON COMMIT DROP")
         self._copy("_stage", [*names, GONE], staged)
+        self._merge(self._has_null_key(staged))
+
+    def _merge(self, null_keys: bool) -> None:
+        """The staged rows of a keyed batch (``_stage``: the answer's columns and ``_gone``)
+        merged into the table on the key."""
+        assert self.shape.key is not None
+        key, names = list(self.shape.key), self.shape.names
         others = [c for c in names if c not in key]
         update = ("WHEN MATCHED THEN UPDATE SET " + ", ".join(f"{ident(c)} = s.{ident(c)}" for c in others) + " "
                   if others else "")
         listed = ", ".join(ident(c) for c in names)
-        for rows, on in self._key_passes(key, self._has_null_key(staged)):
+        for rows, on in self._key_passes(key, null_keys):
             self.conn.execute(f"MERGE INTO {self.table} t USING (SELECT * FROM _stage WHERE {rows}) s ON {on} "
                               f"WHEN MATCHED AND s.{GONE} THEN DELETE {update}"
                               f"WHEN NOT MATCHED AND NOT s.{GONE} THEN INSERT ({listed}) "

@@ -1,7 +1,7 @@
 """A sink that fails: refused at start with a coded error (wrong password, a table with other
 columns, nothing listening); down while the run goes on, it delays delivery, never a commit —
-each batch reports its lag, and once the server takes connections again the next batch catches
-the table up, in order, exactly once."""
+each batch reports its lag, and once the server takes connections again (a Delta table's path is
+usable again) the next batch catches the table up, in order, exactly once."""
 
 from __future__ import annotations
 
@@ -110,3 +110,47 @@ def test_a_sink_down_lags_and_catches_up_when_it_is_back(spark, tmp_path, postgr
         assert conn.execute("SELECT batch FROM streamfold_sink_progress").fetchall() == [(3,)]
     admin.execute(f"DROP DATABASE {db}")
     admin.close()
+
+
+def test_a_delta_table_that_cannot_be_written_lags_and_catches_up(spark, tmp_path):
+    """The Delta sink's table path unusable (here a file in its place) while batches commit: each
+    batch reports its lag, its files are never named by a log; once the path is back the next
+    batch catches both tables up, each missed batch once."""
+    from collections import Counter
+
+    from deltalake import DeltaTable
+
+    from streamfold.connectors.delta_sink import changes_path
+
+    from .oracle import delta_rows
+
+    path = str(tmp_path / "lake" / "answer")
+    sink = f"{path}:delta"
+    src, start = _start(spark, tmp_path, sink)
+    _file(src, 0, [(1, 10), (2, 20)])
+    query = start()
+    try:
+        assert query.process_available().sink_lags == {sink: 0}
+        os.rename(path, path + ".away")
+        open(path, "w").close()
+        _file(src, 1, [(1, 5), (3, 7)])
+        second = query.process_available()
+        assert second.batch == 1 and second.sink_lags == {sink: 1} and "1 behind" in second.line()
+        _file(src, 2, [(None, 1)])
+        assert query.process_available().sink_lags == {sink: 2}
+        assert query.status()["sinks"] == [{"sink": sink, "delivered": 0, "failing": True}]
+        os.remove(path)
+        os.rename(path + ".away", path)
+        _file(src, 3, [(2, -20)])
+        assert query.process_available().sink_lags == {sink: 0}
+        assert query.status()["sinks"] == [{"sink": sink, "delivered": 3, "failing": False}]
+    finally:
+        query.stop()
+    expected = [(1, 2, 15), (2, 2, 0), (3, 1, 7), (None, 1, 1)]
+    assert sorted(delta_rows(path), key=repr) == sorted(expected, key=repr)
+    net: Counter = Counter()
+    for r in delta_rows(changes_path(path)):
+        net[r[:-2]] += r[-2]
+    assert +net == Counter(expected)
+    batches = Counter(os.path.basename(uri).split("-")[1] for uri in DeltaTable(changes_path(path)).file_uris())
+    assert sorted(batches) == ["000000", "000001", "000002", "000003"] and set(batches.values()) == {1}
