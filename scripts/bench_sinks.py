@@ -8,8 +8,9 @@ Without ``--postgres`` a throw-away server is started on loopback (fsync on, as 
 has it: ``streamfold.bench.pgserver``); with it, the password comes from PGPASSWORD or ~/.pgpass.
 
 Prints one line per configuration and round: the median increment (the batch's whole time, delivery
-included) and the median delivery alone; the ratio to the run without a sink is the issue's
-target (≤ 1.3×). Figures go to docs/benchmarks.md with the machine's load.
+included) and the median delivery alone; then, over every round after the first (a warm-up), the
+median of all their increments per configuration and its ratio to the run without a sink — the
+issue's target (≤ 1.3×). Figures go to docs/benchmarks.md with the machine's load.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def _run(args: argparse.Namespace) -> None:
         configs.append(("postgres", [f"{args.postgres}?table=w1"]))
     configs.append(("delta", [os.path.abspath(os.path.join(args.out, "delta", "answer")) + ":delta"]))
     base = None
+    pooled: dict[str, list[float]] = {name: [] for name, _ in configs}
     for round_, (name, sinks) in enumerate(configs * args.rounds):
         if round_ == len(configs) * (args.rounds - 1):
             base = None  # ratios within the last round
@@ -81,9 +83,17 @@ def _run(args: argparse.Namespace) -> None:
         finally:
             query.stop()
         median = statistics.median(totals)
+        if round_ >= len(configs):
+            pooled[name] += totals
         base = base or median
         print(f"round {round_ // len(configs) + 1} {name:9s} increment median {median:.3f} s  (×{median / base:.2f})  delivery median "
               f"{statistics.median(delivery):.3f} s  changes/increment {result.change_rows}", flush=True)
+    if args.rounds > 1:
+        none = statistics.median(pooled["none"])
+        for name, totals in pooled.items():
+            median = statistics.median(totals)
+            print(f"rounds 2-{args.rounds} {name:9s} increment median {median:.3f} s  (×{median / none:.2f})  "
+                  f"over {len(totals)} increments", flush=True)
 
 
 if __name__ == "__main__":
