@@ -65,6 +65,44 @@ def test_table_equals_duckdb_after_every_batch(spark, tmp_path, postgres, qid, s
     conn.close()
 
 
+@pytest.mark.parametrize("handed", [True, False], ids=["answer-handed-over", "answer-read-back"])
+def test_both_sinks_start_on_the_answer_handed_over_or_read_back(spark, tmp_path, postgres, monkeypatch, handed):
+    """A small batch's answer reaches the two-phase sinks as the engine collected it, before its
+    files are written; a large one (here every output counts as large) once Spark wrote it, read
+    back. Either way, after every batch both tables equal DuckDB's answer."""
+    from streamfold.runtime import shape
+    from streamfold.runtime.features.sinks import Sinks
+
+    from .oracle import delta_rows
+
+    if not handed:
+        monkeypatch.setattr(shape, "SMALL_ROWS", 0)
+    started: list[bool] = []
+    prepare = Sinks.prepare
+
+    def spied(self, batch, answer=None):
+        if self._prepared is None or self._prepared[0] != batch:
+            started.append(answer is not None)
+        return prepare(self, batch, answer)
+
+    monkeypatch.setattr(Sinks, "prepare", spied)
+    sql = QUERIES[0][1]
+    batches = random_stream(random.Random("handed"), [R], batches=4, max_rows=10, min_rows=2)
+    table, delta = f"t_{uuid.uuid4().hex[:8]}", str(tmp_path / "lake" / "answer")
+    conn = postgres.connect()
+
+    def check(batch, snapshot, prefix):
+        expected = [tuple(plain(v) for v in r) for r in duckdb_answer(sql, prefix)]
+        result = compare(postgres_rows(conn, table, ["a", "s", "n", "t", "first"], False), expected)
+        assert result.matches, f"batch {batch}: the PostgreSQL table differs from DuckDB: {result.detail}"
+        result = compare(delta_rows(delta), expected)
+        assert result.matches, f"batch {batch}: the Delta table differs from DuckDB: {result.detail}"
+
+    check_stream(spark, str(tmp_path), sql, [R], batches, check=check, sinks=[postgres.url(table), f"{delta}:delta"])
+    assert len(started) == 4 and set(started) == {handed}
+    conn.close()
+
+
 def changes_netted(conn, changes: str, names: list[str]) -> list[tuple]:
     """The rows of a changes table summed by ``_weight`` over its batches, each row repeated as
     often as its net weight (a negative net is a row deleted more often than inserted: kept,
