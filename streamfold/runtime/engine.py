@@ -44,7 +44,7 @@ from .features.sinks import Sinks
 from .features.strategies import Strategies, not_maintained
 from .hooks import BatchControl, NoControl, Pending, RedoBatch
 from .installed import Installed
-from .outputs import state_rows, write
+from .outputs import output_row_bytes, state_rows, write
 from .prepared import Prepared
 from .profile import Profiler
 from .rebuild import rebuild_states
@@ -379,7 +379,7 @@ class Engine:
             install_whole=self.installed is not None and self.installed.whole, restate=restate, reshaped=reshaped,
             counts_matrices=AdaptiveJoins.counts_before_outputs(b.plan), outputs_seen=self._outputs_seen,
             one_partition=ctx.one_partition, every_stream=all(rows.get(s.name, 0) for s in b.plan.streams),
-            prepared=self.prepared.facts(b)))
+            prepared=self.prepared.facts(b), output_row_bytes=output_row_bytes(b)))
         if shape.afresh:
             self.prepared.afresh()
         prepared = self.prepared.plans if shape.mode is not None else None

@@ -94,7 +94,7 @@ def write(ctx: RunContext, b: Bundle, batch: int, merged: dict[str, DataFrame], 
             store.count_rows()
         bound = rows_bound(b, merged if not whole and (installed is None or merged) else store.durable())
         ordered = bool(b.plan.answer.order)
-        if not eager or bound <= shape.SMALL_ROWS:
+        if not eager or shape.collects(bound, output_row_bytes(b)):
             written = emit_together(ctx.spark, outputs, tasks(bound if eager else lazy_reads, ctx.cores),
                                     ctx.clock.part, collect, ordered, _answer_of(answer_ready))
         else:
@@ -141,9 +141,8 @@ def write_recomputed(ctx: RunContext, b: Bundle, batch: int, answer: DataFrame, 
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     try:
         rows = output_rows(answer)
-        if rows is not None and rows <= shape.SMALL_ROWS:
-            outputs: Outputs = [(snapshot, paths[0], b.answer.columns()),
-                                (changes, paths[1], b.answer.columns(weight=True))]
+        outputs: Outputs = [(snapshot, paths[0], b.answer.columns()), (changes, paths[1], b.answer.columns(weight=True))]
+        if rows is not None and shape.collects(rows, lowering.stacked_width([cols for _, _, cols in outputs])):
             written = emit_together(spark, outputs, 1 if rows <= shape.ONE_TASK_ROWS else None, ctx.clock.part)
         else:
             written = [emit(answer, paths[0], False, ordered=bool(b.plan.answer.order)),
@@ -153,6 +152,13 @@ def write_recomputed(ctx: RunContext, b: Bundle, batch: int, answer: DataFrame, 
     finally:
         spark.conf.set("spark.sql.adaptive.enabled", "true")
     return written[0], written[1]
+
+
+def output_row_bytes(b: Bundle) -> int:
+    """The bytes of one row of the batch's outputs (snapshot, changes, changelog) stacked into
+    one relation, as Arrow: what collecting them costs per row (:func:`.shape.collects`)."""
+    parts = [b.answer.columns(), b.answer.columns(weight=True)]
+    return lowering.stacked_width(parts + ([b.store.pack_columns()] if b.store.durable() else []))
 
 
 def rows_bound(b: Bundle, names: Iterable[str]) -> int:

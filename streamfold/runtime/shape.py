@@ -14,7 +14,8 @@ The thresholds are module constants, read when a function runs (tests set them t
   partition: one stage of one task, no shuffle (``state.py``).
 * ``SMALL_ROWS`` — outputs expected to hold at most this many rows are collected and written on the
   driver, and the batch's merges are lazy (computed by the job that writes the outputs); above it
-  each merge is a job of its own and the outputs are written by Spark.
+  each merge is a job of its own and the outputs are written by Spark. ``SMALL_BYTES`` bounds the
+  same outputs' bytes as the one Arrow table they are collected as (:func:`collects`).
 * ``AHEAD_MIN_ROWS``, ``AHEAD_ROOM``, ``WARM_ROWS`` — the capture of batch 1's plans after the
   history's commit (``features/prepared.py``).
 * ``PREPARED_MAX_STATES`` — plans that merge more states per batch are planned batch by batch.
@@ -30,6 +31,9 @@ from dataclasses import dataclass
 ONE_TASK_ROWS = 100_000
 # Results up to this many rows are collected and written on the driver.
 SMALL_ROWS = 1_000_000
+# … and up to this many bytes as Arrow: outputs stacked into one relation carry every part's
+# columns in every row, and the tasks that convert them hold their share whole until it is sent.
+SMALL_BYTES = 128 << 20
 # Batch 1's plans are captured ahead of it only after a history of at least this many rows: after a
 # small one the capture costs more than it saves where batch 1 then lacks a stream's rows (the plans
 # are given up and the first batch that fits captures again), common where sources trickle in.
@@ -93,6 +97,7 @@ class Facts:
     one_partition: bool = True  # small batches may run in one partition
     every_stream: bool = True  # every stream brought rows
     prepared: PreparedFacts | None = None  # None: no prepared plans for this plan
+    output_row_bytes: int = 0  # one row of the batch's outputs stacked, as Arrow (outputs.output_row_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +134,12 @@ def outputs_estimate(held: int, rows: int, whole: bool, seen: tuple[int, int, in
     return snapshot + -(-changed * rows // max(before, 1)) + 4 * rows
 
 
+def collects(rows: int, row_bytes: int) -> bool:
+    """Whether outputs of ``rows`` rows of ``row_bytes`` bytes each (stacked, as Arrow) are
+    collected and written on the driver rather than written by Spark."""
+    return rows <= SMALL_ROWS and rows * row_bytes <= SMALL_BYTES
+
+
 def tasks(reads: int, cores: int) -> int:
     """The tasks of the job that collects a batch's outputs, which reads ``reads`` rows."""
     return 1 if reads <= ONE_TASK_ROWS else cores
@@ -150,7 +161,7 @@ def decide(f: Facts) -> Shape:
     """The batch's shape (see :class:`Shape`)."""
     whole = f.restate or f.counts_matrices or f.strategy == "rebuild" or (f.installing and f.install_whole)
     estimate = outputs_estimate(f.held, f.rows, whole, f.outputs_seen)
-    eager = f.batch == 0 or not f.states_counted or estimate > SMALL_ROWS
+    eager = f.batch == 0 or not f.states_counted or not collects(estimate, f.output_row_bytes)
     single = not eager and f.one_partition and f.held + f.rows <= ONE_TASK_ROWS
     mode, afresh = _prepared_mode(f, eager, single)
     p = f.prepared

@@ -25,6 +25,10 @@ CASES = [
      {"states_counted": False}, Shape(eager=True, single=False, whole=False, estimate=11_000)),
     ("outputs expected above SMALL_ROWS: eager",
      {"outputs_seen": (2_000_000, 0, 1_000)}, Shape(eager=True, single=False, whole=False, estimate=2_004_000)),
+    ("outputs expected above SMALL_BYTES as one Arrow table (wide stacked rows): eager",
+     {"output_row_bytes": 20_000}, Shape(eager=True, single=False, whole=False, estimate=11_000)),
+    ("narrow stacked rows of the same outputs: collected",
+     {"output_row_bytes": 200}, Shape(eager=False, single=True, whole=False, estimate=11_000)),
     ("states and rows past one task: hash-partitioned",
      {"held": 150_000}, Shape(eager=False, single=False, whole=False, estimate=11_000)),
     ("one partition turned off",
@@ -81,6 +85,20 @@ def test_thresholds_are_read_when_deciding(monkeypatch: pytest.MonkeyPatch) -> N
     assert not decide(WARM).single
     monkeypatch.setattr(shape, "SMALL_ROWS", 100)
     assert decide(WARM).eager
+
+
+def test_a_stacked_row_carries_every_slot_of_every_part() -> None:
+    """Outputs stacked into one relation share columns by type, so a row's width is every type's
+    most columns in any part (NULLs take their width in Arrow too), plus the part's tag."""
+    from streamfold.runtime.lowering import stacked_width
+
+    snapshot = [("k", "bigint"), ("s", "string"), ("t", "decimal(38,2)")]
+    changes = [*snapshot, ("_weight", "bigint")]
+    log = [("k", "bigint"), ("a", "bigint"), ("b", "bigint"), ("d", "date"), ("_weight", "bigint")]
+    # bigint slots: 4 (the log's), string 1, decimal 1, date 1
+    assert stacked_width([snapshot, changes, log]) == 4 + 4 * 8 + 32 + 16 + 4
+    assert shape.collects(1_000, 1_000) and not shape.collects(1_000_000, 1_000)
+    assert not shape.collects(shape.SMALL_ROWS + 1, 1)
 
 
 def test_outputs_are_estimated_from_the_last_batch_scaled_to_this_ones_rows() -> None:

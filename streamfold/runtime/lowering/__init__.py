@@ -37,7 +37,7 @@ from .control import breakpoint_rows
 from .durability import changelogs, latest, pack, pack_columns, summed_logs
 from .loops import DIFFUSION_KEY, DiffusionLowering, exact_change, fixpoint_found, fixpoint_old, fixpoint_rows, weighted
 from .matrices import HybridLayout, canonical, key_frequencies, matrix_sizes, migrate, state_sizes
-from .outputs import snapshot_of, stack, stack_parts, stacked
+from .outputs import snapshot_of, stack, stack_parts, stacked, stacked_width
 from .programs import is_delta_side, join_hint, once, program, without_broadcasts
 from .states import (StateTable, carried_over, changelog, conform, delta_rows, has_rows_where, merge,
                      multiplicity_change, new_rows, no_rows, runs, runs_merged, runs_touched, summed, tail_rows,
@@ -50,7 +50,7 @@ __all__ = [
     "exact_change", "fixpoint_found", "fixpoint_old", "fixpoint_rows", "has_rows_where", "is_delta_side",
     "join_hint", "key_frequencies", "latest", "matrix_sizes", "merge", "migrate", "multiplicity_change",
     "new_rows", "no_rows", "once", "pack", "pack_columns", "program", "runs", "runs_merged", "runs_touched",
-    "select_all", "snapshot_of", "stack", "stack_parts", "stacked", "state_sizes", "subquery", "summed",
+    "select_all", "snapshot_of", "stack", "stack_parts", "stacked", "stacked_width", "state_sizes", "subquery", "summed",
     "summed_logs", "tail_rows", "touched_new", "touched_old", "unchanged", "union_all", "weighted",
     "whole_merge", "without_broadcasts",
 ]

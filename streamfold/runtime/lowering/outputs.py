@@ -45,6 +45,19 @@ def stacked(parts: Sequence[Columns]) -> list[list[str]]:
     return out
 
 
+# Bytes a value of each type takes in an Arrow column (strings, binaries and nested values: a guess).
+ARROW_BYTES = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "date": 4, "float": 4, "bigint": 8, "double": 8,
+               "timestamp": 8, "timestamp_ntz": 8}
+OTHER_BYTES = 32
+
+
+def stacked_width(parts: Sequence[Columns]) -> int:
+    """The bytes of one row of :func:`stack`'s relation as Arrow: every slot of every type, as
+    each row carries all of them (NULL where its part has none), plus the part's tag."""
+    slots = {(n, t) for names, cols in zip(stacked(parts), parts) for n, (_, t) in zip(names, cols)}
+    return 4 + sum(16 if t.startswith("decimal") else ARROW_BYTES.get(t, OTHER_BYTES) for _, t in slots)
+
+
 def snapshot_of(relation: str) -> str:
     """A computed answer (a recompute's, held as ``relation``) as the snapshot's statement."""
     return f"SELECT * FROM {relation}"
