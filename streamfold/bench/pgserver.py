@@ -55,10 +55,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def throwaway_postgres(durable: bool = False) -> Iterator[Postgres]:
+def throwaway_postgres(durable: bool = False, settings: dict[str, str] | None = None) -> Iterator[Postgres]:
     """A server for the duration of the ``with``, ``PGPASSWORD`` set to its password meanwhile.
     ``durable=False`` turns fsync and synchronous commit off (tests); a bench that measures a
-    sink's delivery keeps them on, as a user's server has them."""
+    sink's delivery keeps them on, as a user's server has them. ``settings``: more server
+    settings (``track_commit_timestamp``: when a bench reads the instant a batch became visible)."""
     where = bin_dir()
     if where is None:
         raise RuntimeError("PostgreSQL is not installed (make setup installs Debian's postgresql)")
@@ -82,6 +83,7 @@ def throwaway_postgres(durable: bool = False) -> Iterator[Postgres]:
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1"
     if not durable:
         options += " -c fsync=off -c synchronous_commit=off"
+    options += "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
     subprocess.run([*as_user, f"{where}/pg_ctl", "-D", data, "-o", options, "-w", "-l",
                     os.path.join(root, "log"), "start"], check=True, capture_output=True)
     before = os.environ.get("PGPASSWORD")
