@@ -13,7 +13,7 @@ from streamfold.verify import compare, duckdb_answer
 
 from ..streams import Source, check_stream
 from ..strategies import random_stream
-from .oracle import delta_rows, plain
+from .oracle import delta_app_ids, delta_changes_netted, delta_rows, plain
 
 pytestmark = [pytest.mark.spark]
 
@@ -41,34 +41,16 @@ def test_delta_tables_equal_duckdb_after_every_batch(spark, tmp_path, qid, sql, 
         expected = [tuple(plain(v) for v in r) for r in duckdb_answer(sql, prefix)]
         result = compare(delta_rows(path), expected)
         assert result.matches, f"batch {batch}: the Delta table differs from DuckDB: {result.detail}"
-        net: Counter = Counter()
-        for r in delta_rows(changes_path(path)):
-            net[r[:-2]] += r[-2]  # (…, _weight, _batch)
+        net = delta_changes_netted(changes_path(path))
         counted = Counter(tuple(plain(v) for v in r) for r in snapshot)
         assert +net == counted, f"batch {batch}: the changes table does not add up to the answer"
         answer, changes = DeltaTable(path), DeltaTable(changes_path(path))
-        (app,) = [a for a in [t for t in _apps(answer)]]
+        (app,) = delta_app_ids(path)
         assert answer.transaction_version(app) == batch == changes.transaction_version(app)
         seen.append(answer.version())
 
     run = check_stream(spark, str(tmp_path), sql, sources, batches, check=check, sinks=[f"{path}:delta"])
     assert run.batches == 4 and seen == sorted(set(seen))  # one commit per batch
-
-
-def _apps(table) -> list[str]:
-    """The application ids in a Delta table's transaction actions."""
-    import json
-    import os
-
-    apps = set()
-    log = os.path.join(table.table_uri.removeprefix("file://"), "_delta_log")
-    for name in os.listdir(log):
-        if name.endswith(".json"):
-            for line in open(os.path.join(log, name)):
-                action = json.loads(line)
-                if "txn" in action:
-                    apps.add(action["txn"]["appId"])
-    return sorted(apps)
 
 
 def test_a_replayed_batch_is_skipped(tmp_path):

@@ -27,7 +27,7 @@ import pytest
 
 from streamfold.verify import compare, duckdb_answer
 
-from .oracle import delta_rows, postgres_rows
+from .oracle import delta_app_ids, delta_batch_files, delta_changes_netted, delta_rows, postgres_rows
 from .test_postgres_sink import changes_netted
 
 pytestmark = [pytest.mark.spark]
@@ -47,23 +47,11 @@ def _check_delta(path: str, rows: list[tuple], last: int) -> None:
     from streamfold.connectors.delta_sink import changes_path
 
     assert sorted(delta_rows(path), key=repr) == sorted(rows, key=repr)
-    answer, changes = DeltaTable(path), DeltaTable(changes_path(path))
-    (app,) = _app_ids(path)
-    assert answer.transaction_version(app) == last == changes.transaction_version(app)
-    net: Counter = Counter()
-    for r in delta_rows(changes_path(path)):
-        net[r[:-2]] += r[-2]  # (…, _weight, _batch)
-    assert +net == Counter(rows)
-    per_batch = Counter(os.path.basename(uri).split("-")[1] for uri in changes.file_uris())
+    (app,) = delta_app_ids(path)
+    assert DeltaTable(path).transaction_version(app) == last == DeltaTable(changes_path(path)).transaction_version(app)
+    assert +delta_changes_netted(changes_path(path)) == Counter(rows)
+    per_batch = delta_batch_files(changes_path(path))
     assert all(n == 1 for n in per_batch.values()), per_batch
-
-
-def _app_ids(path: str) -> set[str]:
-    import json
-
-    log = os.path.join(path, "_delta_log")
-    return {json.loads(line)["txn"]["appId"] for name in os.listdir(log) if name.endswith(".json")
-            for line in open(os.path.join(log, name)) if '"txn"' in line}
 
 
 def _files(n: int, seed: int) -> list[pa.Table]:
