@@ -149,3 +149,70 @@ def test_a_delta_table_that_cannot_be_written_lags_and_catches_up(spark, tmp_pat
     assert +delta_changes_netted(changes_path(path)) == Counter(expected)
     batches = delta_batch_files(changes_path(path))
     assert sorted(batches) == ["000000", "000001", "000002", "000003"] and set(batches.values()) == {1}
+
+
+def test_a_full_disk_is_a_coded_error_and_the_batch_follows_once_there_is_room(spark, tmp_path, postgres, caplog):
+    """The sink's table on a tablespace whose disk (a 4 MB tmpfs) is full: the batch that needs
+    new pages fails with ``SINK_FULL`` and its hint, stays committed, and is delivered with the
+    next one once space is freed."""
+    import logging
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs for the tablespace needs root")
+    import pathlib
+    import tempfile
+
+    disk = pathlib.Path(tempfile.mkdtemp(prefix="streamfold-disk-"))  # a path the server's user can reach
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True).returncode:
+        os.rmdir(disk)
+        pytest.skip("this machine does not allow mounting a tmpfs")
+    admin = postgres.connect()
+    try:
+        os.chown(disk, *_uid_gid("postgres"))
+        admin.autocommit = True
+        space = f"small_{uuid.uuid4().hex[:6]}"
+        admin.execute(f"CREATE TABLESPACE {space} LOCATION '{disk}'")
+        table = f"full_{uuid.uuid4().hex[:6]}"
+        admin.execute(f"CREATE TABLE {table} (k integer, n bigint, total bigint) TABLESPACE {space}")
+        admin.execute(f"CREATE UNIQUE INDEX ON {table} (k) NULLS NOT DISTINCT TABLESPACE {space}")
+        url = postgres.url(table)
+        src, start = _start(spark, tmp_path, url)
+        _file(src, 0, [(1, 10), (2, 20)])
+        query = start()
+        try:
+            assert query.process_available().sink_lags == {url: 0}
+            filler = disk / "filler"
+            with open(filler, "wb") as fh:  # the disk filled to its last byte
+                try:
+                    while True:
+                        fh.write(b"\0" * 65536)
+                        fh.flush()
+                except OSError:
+                    pass
+            _file(src, 1, [(k, k) for k in range(3, 5003)])  # 5,000 new keys: new pages for table and index
+            with caplog.at_level(logging.WARNING, logger="streamfold"):
+                second = query.process_available()
+            assert second.batch == 1 and second.sink_lags == {url: 1}
+            assert "SINK_FULL" in caplog.text and "free space on the server" in caplog.text
+            os.remove(filler)
+            _file(src, 2, [(1, 5)])
+            assert query.process_available().sink_lags == {url: 0}
+        finally:
+            query.stop()
+        rows = postgres_rows(admin, table, ["k", "n", "total"], False)
+        expected = [(1, 2, 15), (2, 1, 20)] + [(k, 1, k) for k in range(3, 5003)]
+        assert sorted(rows, key=repr) == sorted(expected, key=repr)
+        admin.execute(f"DROP TABLE {table}")
+        admin.execute(f"DROP TABLESPACE {space}")
+    finally:
+        admin.close()
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+        os.rmdir(disk)
+
+
+def _uid_gid(user: str) -> tuple[int, int]:
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    return entry.pw_uid, entry.pw_gid
