@@ -219,6 +219,7 @@ class Endpoint:
                              hint="choose another --control-port, or 0 for a free one") from None
         sock.listen(64)
         self.host, self.port = host, sock.getsockname()[1]
+        self._fixed_port = port != 0
         if host not in (LOOPBACK, "::1", "localhost"):
             log.warning("the control endpoint listens on %s, beyond this machine (the token still guards it)", host)
         config = uvicorn.Config(make_app(controller, self.token), log_level="warning", access_log=False,
@@ -239,9 +240,15 @@ class Endpoint:
                                    "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
     def stop(self) -> None:
+        """Stop serving and remove ``_control.json``. uvicorn notices ``should_exit`` on its next
+        tick and then lets open connections finish (0.1–0.2 s; its shutdown closes the socket).
+        A port chosen by the system is never asked for again, so that happens in the server's
+        thread while the caller goes on; a port the user named is free when this returns, for a
+        query started on it next."""
         self._server.should_exit = True
-        self._thread.join(timeout=5)
-        self._sock.close()
+        if self._fixed_port:
+            self._thread.join(timeout=5)
+            self._sock.close()
         try:
             with open(self.path, encoding="utf-8") as fh:
                 ours = json.load(fh).get("token") == self.token
