@@ -33,6 +33,7 @@ from .checkpoint import Checkpoint, OutputDir, batch_name
 from .config import BatchResult, QueryConfig
 from .context import Clock, RunContext, size_on_disk
 from .features.adaptive_joins import AdaptiveJoins, Migration, with_mappings
+from .failures import batch_failure, lost_jvm
 from .features.executors import ExecutorWatch
 from .features.maintenance import MAX_DEFERRED, PostCommit, compact, compaction_due, fold_tails, write_base
 from .features.batch_time import BatchTime
@@ -294,6 +295,11 @@ class Engine:
                 self.b = installed.failed(self.b, e)
                 if installed.rebuild:  # the same plan: it would fail again
                     raise
+            except Exception as e:
+                if lost_jvm(e) is None:
+                    raise
+                # Spark's JVM is gone (out of memory): whatever call found it gone, the batch failed
+                raise batch_failure(batch, "run", "running", e, ctx.local, ctx.config.settings) from e
         for name, names in inputs.items():
             self.consumed.setdefault(name, set()).update(names)
         self.next_batch = batch + 1

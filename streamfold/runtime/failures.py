@@ -21,6 +21,10 @@ from typing import Any
 from ..errors import BatchError, Cause
 from ..settings import Settings, env_name, resolve
 
+# The exit codes of a JVM that ran out of memory: HotSpot's -XX:+ExitOnOutOfMemoryError, and
+# Spark's own handler of an uncaught OutOfMemoryError (SparkExitCode.OOM)
+OUT_OF_MEMORY_EXITS = (3, 52)
+JVM_EXIT_WAIT_S = 5.0  # how long a lost connection waits for the JVM's exit before it is reported as it is
 MAX_CAUSES = 20  # a chain longer than this is cut (cycles are guarded against separately)
 STACK_FRAMES = 25  # frames kept of the innermost Java throwable's stack
 OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "org.apache.spark.memory.SparkOutOfMemoryError")
@@ -110,11 +114,52 @@ def memory_hint(local: bool, driver: str) -> str:
             f"the run resumes from its checkpoint")
 
 
+def jvm_exit(wait: float = 0.0) -> int | None:
+    """The exit code of the Spark JVM this process started, once it has exited (waiting up to
+    ``wait`` seconds for it); None while it runs, or when no JVM was started here (a session
+    reached another way)."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is None:
+        return None
+    try:
+        return process.wait(timeout=wait) if wait > 0 else process.poll()
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def lost_jvm(error: BaseException) -> int | None:
+    """The exit code of Spark's JVM when ``error`` is how a call found it gone. A call can see
+    the connection close before the process has ended: then the exit is waited for, briefly."""
+    from py4j.protocol import Py4JNetworkError
+
+    current: BaseException | None = error
+    while current is not None:
+        if isinstance(current, (Py4JNetworkError, ConnectionError)):
+            return jvm_exit(wait=JVM_EXIT_WAIT_S)
+        current = current.__cause__ or current.__context__
+    return jvm_exit()
+
+
+def jvm_gone(code: int) -> Cause:
+    """What a batch whose JVM exited with ``code`` failed of (its causes can no longer be read)."""
+    if code in OUT_OF_MEMORY_EXITS:
+        return Cause("java", "java.lang.OutOfMemoryError", f"Spark's JVM ran out of memory and exited (code {code})")
+    return Cause("java", "JVM exit", f"Spark's JVM exited (code {code}) while the batch ran")
+
+
 def batch_failure(batch: int, step: str, doing: str, error: BaseException, local: bool = True,
                   settings: Settings | None = None) -> BatchError:
     """The ``BATCH_FAILED`` for ``error`` raised while ``doing`` step ``step`` of ``batch`` (its
-    hint from the run's ``settings``: the driver memory to raise)."""
+    hint from the run's ``settings``: the driver memory to raise). When the JVM has exited, what
+    it exited of is the innermost cause."""
     chain = causes(error)
+    code = lost_jvm(error)
+    if code is not None:
+        chain = [c for c in chain if c.language == "python"] + [jvm_gone(code)]
     inner = root(chain)
     summary = inner.summary if inner is not None else type(error).__name__
     params: dict[str, Any] = {"batch": batch, "step": step,

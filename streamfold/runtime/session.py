@@ -39,8 +39,13 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
     # answered the pause time by growing the heap batch after batch. With 16 MB regions they are
     # young objects, and with GCTimeRatio=4 the heap grows only when over a fifth of the time goes
     # to GC: the committed heap stays flat over a long run, latency unchanged.
+    #
+    # A heap that runs out ends the JVM at once (ExitOnOutOfMemoryError, exit code 3): Spark's own
+    # handler calls System.exit, whose shutdown hooks stop the SparkContext and can wait forever
+    # on the very job that ran out, leaving a process that neither answers nor exits (issue 59,
+    # TPC-DS Q78). Python then finds the JVM gone and reports the batch (failures.jvm_exit).
     java_options = (f"-Dlog4j2.configurationFile=file:{log_config} -XX:+ExplicitGCInvokesConcurrent "
-                    "-XX:G1HeapRegionSize=16m -XX:GCTimeRatio=4 " + settings.java_options)
+                    "-XX:G1HeapRegionSize=16m -XX:GCTimeRatio=4 -XX:+ExitOnOutOfMemoryError " + settings.java_options)
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .config("spark.driver.extraJavaOptions", java_options)
@@ -118,11 +123,25 @@ def _warn_unauthenticated(spark: SparkSession) -> None:
 def _quiet_python_loggers() -> None:
     """PySpark logs every failed SQL analysis from Python, with the whole plan (megabytes for an
     unrolled iteration); streamfold reports those errors itself (SPARK_REJECTED, a bench's
-    "Spark rejects the query"). The log4j settings do not reach these Python loggers."""
+    "Spark rejects the query"). The log4j settings do not reach these Python loggers. py4j logs
+    a call that finds the JVM gone with its traceback, on the root logger; once the JVM has
+    exited, streamfold reports that as the batch's failure, naming what the JVM exited of."""
     from pyspark.logger import PySparkLogger
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+    root = logging.getLogger()
+    if not any(isinstance(f, _AfterJvmExit) for f in root.filters):
+        root.addFilter(_AfterJvmExit())
+
+
+class _AfterJvmExit(logging.Filter):
+    """Drops py4j's "Exception while sending command." once Spark's JVM has exited."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from .failures import JVM_EXIT_WAIT_S, jvm_exit
+
+        return not (record.msg == "Exception while sending command." and jvm_exit(JVM_EXIT_WAIT_S) is not None)
 
 
 def engine_session(spark: SparkSession, partitions: int, settings: Settings | None = None) -> SparkSession:

@@ -115,3 +115,30 @@ def test_try_cast_is_null_where_cast_fails(spark, tmp_path):
         "SELECT a, try_cast('not a date' AS DATE) AS d, try_cast('2024-01-02' AS DATE) AS e FROM R",
     ]):
         check_stream(spark, str(tmp_path / str(i)), sql, [R], batches)
+
+
+@pytest.mark.slow
+def test_a_jvm_out_of_heap_ends_the_run_with_batch_failed_not_a_hang(tmp_path):
+    """`streamfold run` whose batch fills Spark's heap (a 512 MB driver, a string of 1G characters
+    per row): the JVM exits at once (ExitOnOutOfMemoryError) instead of lingering in
+    its shutdown hooks, and the run ends within a bound with ``BATCH_FAILED`` naming the
+    ``OutOfMemoryError`` and the setting to raise, not with py4j's ``ConnectionRefusedError``
+    from whichever call found the JVM gone; nothing of the batch is committed."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "S"
+    source.mkdir()
+    pq.write_table(pa.table({"k": pa.array([1, 2, 3], pa.int32()), "s": ["abcdefghij"] * 3}), source / "0.parquet")
+    out = tmp_path / "out"
+    sql = "SELECT k, max(length(repeat(s, 100000000))) AS m FROM S GROUP BY k"
+    run = subprocess.run([sys.executable, "-m", "streamfold", "run", sql, "--source", f"S={source}", "--output",
+                          str(out), "--driver-memory", "512m", "--until-idle", "1"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    error = next((line for line in run.stderr.splitlines() if line.startswith("error:")), run.stderr[-3000:])
+    assert error == ("error: [BATCH_FAILED] batch 0 failed running: java.lang.OutOfMemoryError: Spark's JVM ran "
+                     "out of memory and exited (code 3)"), run.stderr[-3000:]
+    assert "--driver-memory" in run.stderr and "is 512m" in run.stderr
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert not (out / "commits").exists() or not list((out / "commits").iterdir())
