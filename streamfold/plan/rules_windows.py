@@ -32,7 +32,7 @@ answers whatever their order.
 from __future__ import annotations
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, and_all
+from ..ir.expr import Call, Column, Expr, and_all
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
@@ -66,17 +66,37 @@ def _touched_partitions(rel: Window, state: str, fields: tuple[Field, ...], part
                         version: StateVersion) -> Rel:
     """The window over the rows of the partitions the batch touched (their PARTITION BY values
     are those of the state's delta), in ``version`` of the state: looked up by a semi join on
-    the partition key (null-safe: a NULL partition is a partition) and added up per row at once,
-    so the state may be kept as a base and a tail (plan/runs.py: a look-up added up per key)."""
+    the partition key and added up per row at once, so the state may be kept as a base and a
+    tail (plan/runs.py: a look-up added up per key).
+
+    The join compares with ``=``, as the state is hash-partitioned: Spark reads each partition
+    where it lies (and prepared plans look its keys up in an index of the base, ``Plans.lookups``),
+    where ``<=>`` would make it shuffle the whole state on coalesce(key), isnull(key). A NULL
+    partition is a partition, which ``=`` does not match: the rows with a NULL in a nullable
+    partition column are looked up null-safely apart."""
     by_name = {f.name: f for f in fields}
     delta = StateScan(state, StateVersion.DELTA, fields)
     renamed = tuple((f"{p}#t", Column(p, by_name[p].type)) for p in part)
     touched = Aggregate(Project(delta, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
-    cond = and_all([Call("<=>", (Column(p, by_name[p].type), Column(f"{p}#t", by_name[p].type)), BOOLEAN)
-                    for p in part])
-    found = Join(StateScan(state, version, fields), touched, JoinKind.SEMI, cond)
+
+    def matching(op: str) -> Expr:
+        return and_all([Call(op, (Column(p, by_name[p].type), Column(f"{p}#t", by_name[p].type)), BOOLEAN)
+                        for p in part])
+
     keys = tuple((f.name, f.ref()) for f in fields if f.name != WEIGHT)
-    return Window(Expand(Aggregate(found, keys, ((WEIGHT, sum_weights()),)), WEIGHT), rel.calls)
+
+    def summed(rows: Rel) -> Rel:
+        return Aggregate(rows, keys, ((WEIGHT, sum_weights()),))
+
+    found = summed(Join(StateScan(state, version, fields), touched, JoinKind.SEMI, matching("=")))
+    nullable = [p for p in part if by_name[p].nullable]
+    if nullable:  # (added up apart: the rows found by `=` keep the state's partitioning)
+        with_null = Call("IS NULL", (Column(nullable[0], by_name[nullable[0]].type),), BOOLEAN)
+        for p in nullable[1:]:
+            with_null = Call("OR", (with_null, Call("IS NULL", (Column(p, by_name[p].type),), BOOLEAN)), BOOLEAN)
+        found = Union((found, summed(Join(Filter(StateScan(state, version, fields), with_null), touched,
+                                          JoinKind.SEMI, matching("<=>")))))
+    return Window(Expand(found, WEIGHT), rel.calls)
 
 
 def _over(rel: Window, scan: StateScan) -> Rel:

@@ -41,12 +41,14 @@ def candidates(plan: IncrementalPlan) -> frozenset[str]:
     linear = {s.name for s in plan.states
               if s.role != StateRole.STATIC and s.key and not s.static and not s.keep_empty
               and all(c.monoid == Monoid.SUM for c in s.columns)}
+    keys = {s.name: {f.name for f in s.key} for s in plan.states}
     roots = [p for step in plan.init + plan.delta for p in step.reads()]
     answer = plan.answer
     roots += [r for r in (answer.rows, answer.per_key) if r is not None]
     for root in roots:
         for scan, parent, above in _scans(root, None, None):
-            if scan.state in linear and not _split_read(scan, parent, above):
+            if scan.state in linear and not _split_read(scan, *_past_key_filter(scan, parent, above, root,
+                                                                                 keys[scan.state])):
                 linear.discard(scan.state)
     for r in (answer.rows, answer.per_key):  # the answer reads whole rows of what it reads
         if r is not None:
@@ -62,6 +64,24 @@ def _scans(rel: Rel, parent: Rel | None, above: Rel | None) -> Iterator[tuple[St
         yield from _scans(child, rel, parent)
 
 
+def _past_key_filter(scan: StateScan, parent: Rel | None, above: Rel | None, root: Rel,
+                     keys: set[str]) -> tuple[Rel | None, Rel | None]:
+    """``scan``'s parent and the node above it, past a filter on key columns only (a key's rows
+    in the base and the tail are kept or dropped together: the window's NULL partitions, looked
+    up apart, ``rules_windows``)."""
+    if (isinstance(parent, Filter) and scan.version != StateVersion.MERGED and parent.condition is not None
+            and parent.condition.columns() <= keys and above is not None):
+        return above, _parent_of(root, above)
+    return parent, above
+
+
+def _parent_of(root: Rel, node: Rel) -> Rel | None:
+    for n in root.walk():
+        if any(child is node for child in n.inputs()):
+            return n
+    return None
+
+
 def _split_read(scan: StateScan, parent: Rel | None, above: Rel | None) -> bool:
     """Whether ``scan`` reads the state in a way that does not depend on its split into runs."""
     if scan.version == StateVersion.DELTA:
@@ -75,7 +95,8 @@ def _summed_lookup(scan: StateScan, parent: Rel | None, above: Rel | None) -> bo
     """Whether ``scan`` is looked up for some keys (the left side of a semi join) and the rows
     found are added up per key at once (an aggregate of sums): a semi join's matches for the
     batch's left rows (rules_matchjoins ``_matched``)."""
-    return (isinstance(parent, Join) and parent.kind == JoinKind.SEMI and parent.left is scan
+    return (isinstance(parent, Join) and parent.kind == JoinKind.SEMI
+            and (parent.left is scan or isinstance(parent.left, Filter) and parent.left.input is scan)
             and isinstance(above, Aggregate) and above.input is parent
             and all(a.fn == "sum" and not a.distinct for _, a in above.aggs))
 

@@ -75,3 +75,32 @@ def test_window_snapshots_equal_duckdb_with_deletions(spark, tmp_path, monkeypat
     check_stream(spark, str(tmp_path), sql, sources, batches, progress=said.append)
     if fold == 0.0:  # the window's state was kept in runs: its tail folded after a batch
         assert any(m.startswith("folding the tail of win") for m in said), said
+
+
+def test_touched_partitions_are_looked_up_in_an_index_of_the_base_and_null_ones_apart(spark, tmp_path, monkeypatch):
+    """A window kept as a base and a tail reads the partitions a batch touched through an index of
+    the base (``Plans.lookups``: the semi join on the partition key compares with ``=``, so the
+    hash-partitioned state is met where it lies, not shuffled), and the NULL partition — which
+    ``=`` does not match — null-safely apart: exact after every batch, NULL partitions touched."""
+    from streamfold.runtime.prepared import Prepared
+
+    monkeypatch.setenv(env_name("one_partition"), "0")  # hash-partitioned states
+    monkeypatch.setenv(env_name("runs_min_rows"), "0")
+    monkeypatch.setenv(env_name("runs_fold"), "1000.0")
+    monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
+    seen = {"lookups": 0}
+    look_up = Prepared._look_up
+
+    def counted(prepared: Prepared, plan):  # type: ignore[no-untyped-def]
+        before = prepared.lookups
+        look_up(prepared, plan)
+        seen["lookups"] += prepared.lookups - before
+
+    monkeypatch.setattr(Prepared, "_look_up", counted)
+    sources = [Source("R", R_COLS, weighted=True)]
+    batches = random_stream(random.Random("window look-ups"), sources, 6, max_rows=12, min_rows=4)
+    assert any(row[0] is None for batch in batches[1:] for row in batch["R"]), "a later batch touches the NULL partition"
+    sql = ("SELECT a, b, s FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn FROM R "
+           "WHERE b IS NOT NULL) x WHERE rn <= 2")
+    check_stream(spark, str(tmp_path), sql, sources, batches)
+    assert seen["lookups"] > 0, "the touched partitions were not looked up in the base's index"
