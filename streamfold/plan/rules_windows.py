@@ -79,7 +79,7 @@ def _touched_partitions(rel: Window, state: str, fields: tuple[Field, ...], part
     renamed = tuple((f"{p}#t", Column(p, by_name[p].type)) for p in part)
     touched = Aggregate(Project(delta, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
 
-    def matching(op: str) -> Expr:
+    def matching(op: str) -> Expr | None:
         return and_all([Call(op, (Column(p, by_name[p].type), Column(f"{p}#t", by_name[p].type)), BOOLEAN)
                         for p in part])
 
