@@ -16,13 +16,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..ir.rel import DeltaScan, Once, Rel, Scan, StateScan
+from ..ir.expr import Call, Column, Expr
+from ..ir.rel import DeltaScan, Filter, Once, Rel, Scan, StateScan
 from ..sql import Catalog
 from . import lowering
 from .views import Resolve, Views, to_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass(frozen=True, slots=True)
+class TailScan(StateScan):
+    """A version of a state kept as a base and a tail read only for its rows with a NULL in a key
+    column, while its base holds no such key: the tail's rows of that version, not the base's."""
 
 
 @dataclass
@@ -50,6 +57,9 @@ class BatchReads:
     # the states (and temps) this batch leaves as they were: nothing they read changed (steps.py)
     unchanged: set[str] = field(default_factory=set)
     merge_all: bool = False  # every step runs, changed or not (a capture of prepared plans)
+    # a state kept as a base and a tail: its key columns in which the base holds no NULL, and the
+    # SQL of its tail's rows in each version ("old", "new"): all its rows with a NULL in those
+    null_free: dict[str, tuple[frozenset[str], dict[str, str]]] = field(default_factory=dict)
 
     def with_loop(self, name: str, change: DataFrame) -> BatchReads:
         """A copy for one pass of a loop's body, reading ``change`` as the stream ``name``."""
@@ -66,6 +76,8 @@ class BatchReads:
                 return self.frames[self.catalog[rel.table].name]
             if isinstance(rel, Scan):
                 return self.table(self.catalog[rel.table].name)
+            if isinstance(rel, TailScan):
+                return self.null_free[rel.state][1][rel.version]
             if isinstance(rel, StateScan):
                 if rel.version == "delta":
                     return self.deltas[rel.state]
@@ -83,7 +95,21 @@ class BatchReads:
 
     def sql(self, rel: Rel, views: Views) -> str:
         """The statement of the program ``rel`` over this batch's leaves."""
-        return to_sql(rel, self.resolver(views), views)
+        return to_sql(rel.transform(self._null_keys_from_tail) if self.null_free else rel, self.resolver(views), views)
+
+    def _null_keys_from_tail(self, rel: Rel) -> Rel | None:
+        """A filter that keeps only rows with a NULL in a key column (a window's NULL partition,
+        ``plan/rules_windows.py``) over a version of a state whose base holds no NULL in that
+        column reads the tail's rows of that version: no scan of the base
+        (``StateStore.tail_versions``)."""
+        if not (isinstance(rel, Filter) and type(rel.input) is StateScan and rel.input.state in self.null_free
+                and rel.input.version in ("old", "new")):
+            return None
+        scan = rel.input
+        keys = self.null_free[scan.state][0]
+        if not _some_key_null(rel.condition, keys):
+            return None
+        return Filter(TailScan(scan.state, scan.version, scan.fields), rel.condition)
 
 
 def parallel(spark: SparkSession, jobs: list[Callable[[], Any]]) -> list[Any]:
@@ -101,3 +127,12 @@ def parallel(spark: SparkSession, jobs: list[Callable[[], Any]]) -> list[Any]:
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:  # each job in a copy of this thread's context
         futures = [pool.submit(contextvars.copy_context().run, carry(job)) for job in jobs]
         return [f.result() for f in futures]
+
+
+def _some_key_null(condition: Expr, keys: frozenset[str]) -> bool:
+    """Whether ``condition`` holds only of rows with a NULL in one of the columns ``keys``:
+    ``k IS NULL``, or a disjunction of such tests."""
+    if isinstance(condition, Call) and condition.op == "OR":
+        return all(_some_key_null(a, keys) for a in condition.args)
+    return (isinstance(condition, Call) and condition.op == "IS NULL" and isinstance(condition.args[0], Column)
+            and condition.args[0].name in keys)

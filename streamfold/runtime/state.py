@@ -44,7 +44,6 @@ from .lowering import StateTable
 from .profile import Part, no_part
 from .sources import empty_frame
 from .stats import DeltaRows, join_rows
-from ..ir.printer import quote
 from .views import Views, output_rows
 
 if TYPE_CHECKING:
@@ -171,7 +170,7 @@ class StateStore:
         self.bases: dict[str, tuple[DataFrame, DataFrame]] = {}
         self.base_rows: dict[str, int] = {}
         self.tails: dict[str, DataFrame | None] = {}
-        self.base_nulls: dict[str, bool] = {}  # whether a base holds a key with a NULL (runs_merged)
+        self.base_nulls: dict[str, frozenset[str]] = {}  # the key columns in which a base holds a NULL
         self.folds = 0  # tails folded into their bases so far
         self.schemas: dict[str, StructType] = {}
         self.current: dict[str, DataFrame] = {}  # the state as the next batch reads it
@@ -235,17 +234,19 @@ class StateStore:
                 started = True
         return started
 
-    def _null_keys(self, name: str, base: DataFrame) -> bool:
-        """Whether the base ``base`` of state ``name`` holds a key with a NULL in it: a scan of
-        it, once per base (a start, a fold), so that a batch's look-up of its touched keys in
-        the base needs no second, null-safe scan when none has (:func:`.lowering.runs_merged`)."""
+    def _null_keys(self, name: str, base: DataFrame) -> frozenset[str]:
+        """The key columns of state ``name`` in which the base ``base`` holds a NULL: a scan of it,
+        once per base (a start, a fold), so that a batch's look-up of its touched keys in the
+        base needs no second, null-safe scan when there are none (:func:`.lowering.runs_merged`),
+        and a read of the rows with a NULL in other key columns reads only the tail
+        (:meth:`tail_versions`)."""
         nullable = [f.name for f in self.defs[name].key if f.nullable]
         if not nullable:
-            return False
+            return frozenset()
         views = Views(self.spark, f"nulls_{name}")
         try:
-            cond = " OR ".join(f"{quote(n)} IS NULL" for n in nullable)
-            return bool(self.spark.sql(lowering.has_rows_where(views.relation(base, "base"), cond)).collect())
+            row = self.spark.sql(lowering.null_columns(views.relation(base, "base"), nullable)).collect()[0]
+            return frozenset(c for c, found in zip(nullable, row) if found)
         finally:
             views.drop()
 
@@ -306,6 +307,18 @@ class StateStore:
         if tail is None:
             return lowering.no_rows(views.relation(self.bases[name][0], f"base_{name}"))
         return lowering.subquery(lowering.tail_rows(self.table(name), views.name(tail, f"tail_{name}")))
+
+    def tail_versions(self, name: str, merged: DataFrame, views: Views) -> tuple[frozenset[str], dict[str, str]] | None:
+        """For a state kept as a base and a tail: its key columns in which the base holds no NULL,
+        and the SQL of its tail's rows before the batch (``old``) and after its merge ``merged``
+        (``new``) — every row of that version with a NULL in one of those columns is among
+        them. None for a state kept whole."""
+        nulls = self.base_nulls.get(name)
+        if not self._tail_merge(name) or nulls is None:
+            return None
+        t = self.table(name)
+        return (frozenset(t.keys) - nulls, {"old": lowering.select_all(self._tail(name, views)),
+                                    "new": lowering.tail_rows(t, views.name(merged, "merged_" + name))})
 
     def _base(self, name: str, views: Views) -> str:
         return views.relation(self.bases[name][0], f"base_{name}")
@@ -431,7 +444,7 @@ class StateStore:
         if not self._tail_merge(name):
             return None
         return lowering.runs_merged(self.table(name), self._base(name, views), views.name(merged, "merged_" + name),
-                                    self.base_nulls.get(name, True))
+                                    bool(self.base_nulls.get(name, True)))
 
     def touched_view(self, name: str, merged: DataFrame, views: Views) -> str:
         """The new rows of the keys the batch touched (what a state breakpoint looks at)."""

@@ -54,6 +54,9 @@ def apply_h(ctx: RunContext, b: Bundle, batch: int, reads: BatchReads, views: Vi
                 reads.merged[step.state] = df
                 reads.new[step.state] = b.store.new_view(step.state, df, views)
                 reads.deltas[step.state] = b.store.delta_view(step.state, df, views)
+                tails = b.store.tail_versions(step.state, df, views)
+                if tails is not None:
+                    reads.null_free[step.state] = tails
                 if step.state not in reads.unchanged:
                     _settle_merge(ctx, b, step.state, df, reads, views, eager, temps)
 

@@ -214,7 +214,7 @@ def runtime_lowered() -> str:
            lowering.key_frequencies([("k", "in_a", None), ("k", "in_b", None)], 4),
            "-- a hybrid's keys above a joiner's share, one copy of each row",
            lowering.key_frequencies([("k", "in_a", keep), ("k", "in_b", None)], 64, 12.5),
-           "-- whether a base has a NULL key", lowering.has_rows_where("base_agg", "`k` IS NULL"),
+           "-- the key columns in which a base has a NULL", lowering.null_columns("base_agg", ["k", "v"]),
            "-- an empty tail, laid out as its base", lowering.select_all(lowering.no_rows("base_agg")),
            "-- a recompute's snapshot", lowering.snapshot_of("recomputed")]
     return "\n".join(out) + "\n"

@@ -76,30 +76,46 @@ def test_window_snapshots_equal_duckdb_with_deletions(spark, tmp_path, monkeypat
         assert any(m.startswith("folding the tail of win") for m in said), said
 
 
-def test_touched_partitions_are_looked_up_in_an_index_of_the_base_and_null_ones_apart(spark, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fold", [1000.0, 0.0], ids=["tail-grows", "folds-every-batch"])
+def test_touched_partitions_are_looked_up_in_an_index_of_the_base_and_null_ones_apart(spark, tmp_path, monkeypatch,
+                                                                                      fold):
     """A window kept as a base and a tail reads the partitions a batch touched through an index of
     the base (``Plans.lookups``: the semi join on the partition key compares with ``=``, so the
     hash-partitioned state is met where it lies, not shuffled), and the NULL partition — which
-    ``=`` does not match — null-safely apart: exact after every batch, NULL partitions touched."""
+    ``=`` does not match — null-safely apart, from the tail alone while the base holds no NULL
+    partition key (``StateStore.tail_versions``). The history has no NULL partition; later batches
+    insert and delete rows of it: exact after every batch, whether the tail grows (the NULL
+    partition only in the tail) or folds into the base after every batch (the base then holds it,
+    and the plans read the base again)."""
     from streamfold.runtime.prepared import Prepared
+    from streamfold.runtime.state import StateStore
 
     monkeypatch.setenv(env_name("one_partition"), "0")  # hash-partitioned states
     monkeypatch.setenv(env_name("runs_min_rows"), "0")
-    monkeypatch.setenv(env_name("runs_fold"), "1000.0")
+    monkeypatch.setenv(env_name("runs_fold"), repr(fold))
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
-    seen = {"lookups": 0}
-    look_up = Prepared._look_up
+    seen = {"lookups": 0, "tail only": 0}
+    look_up, tails = Prepared._look_up, StateStore.tail_versions
 
     def counted(prepared: Prepared, plan):  # type: ignore[no-untyped-def]
         before = prepared.lookups
         look_up(prepared, plan)
         seen["lookups"] += prepared.lookups - before
 
+    def tail_only(store: StateStore, name, merged, views):  # type: ignore[no-untyped-def]
+        out = tails(store, name, merged, views)
+        seen["tail only"] += out is not None and "R.a" in out[0]
+        return out
+
     monkeypatch.setattr(Prepared, "_look_up", counted)
+    monkeypatch.setattr(StateStore, "tail_versions", tail_only)
     sources = [Source("R", R_COLS, weighted=True)]
-    batches = random_stream(random.Random("window look-ups"), sources, 6, max_rows=12, min_rows=4)
-    assert any(row[0] is None for batch in batches[1:] for row in batch["R"]), "a later batch touches the NULL partition"
+    history = random_stream(random.Random("window history"), sources, 1, max_rows=12, min_rows=8)[0]
+    history = {"R": [row for row in history["R"] if row[0] is not None]}
+    later = random_stream(random.Random("window look-ups"), sources, 6, max_rows=12, min_rows=4)
+    assert any(row[0] is None for batch in later for row in batch["R"]), "a later batch touches the NULL partition"
     sql = ("SELECT a, b, s FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn FROM R "
            "WHERE b IS NOT NULL) x WHERE rn <= 2")
-    check_stream(spark, str(tmp_path), sql, sources, batches)
+    check_stream(spark, str(tmp_path), sql, sources, [history] + later)
     assert seen["lookups"] > 0, "the touched partitions were not looked up in the base's index"
+    assert seen["tail only"] > 0, "the NULL partition was read from the base although it holds none"

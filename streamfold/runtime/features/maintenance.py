@@ -128,11 +128,11 @@ def compact(ctx: RunContext, b: Bundle, batch: int, restated: bool, stale: bool,
 def fold_tails(ctx: RunContext, b: Bundle, rebase: Callable[[str, DataFrame, bool], None]) -> None:
     """Fold each tail grown past its bound into its base (runs.py): the states' rows do not
     change, so neither does the checkpoint. ``rebase(name, base, nulls_appeared)`` tells the
-    prepared plans of the new base (a base that now holds NULL keys cannot be read by plans that
-    look keys up with ``=``)."""
+    prepared plans of the new base (a base that now holds NULLs in a key column cannot be read by
+    plans that look keys up with ``=``, or that read only the tail for rows with such a NULL)."""
     store = b.store
     for name in store.fold_due():
         ctx.progress(f"folding the tail of {name} into its base")
-        nulls = store.base_nulls.get(name)
+        nulls = store.base_nulls.get(name, frozenset())
         base = store.fold(name)
-        rebase(name, base, bool(store.base_nulls.get(name)) and not nulls)
+        rebase(name, base, bool(store.base_nulls.get(name, frozenset()) - nulls))

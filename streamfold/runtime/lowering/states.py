@@ -263,9 +263,9 @@ def whole_merge(t: StateTable, relation: str) -> str:
     return f"SELECT {', '.join(cols)}, 1 AS {TOUCHED} FROM {relation}"
 
 
-def has_rows_where(relation: str, condition: str) -> str:
-    """One row if some row of ``relation`` meets ``condition``, else none."""
-    return f"SELECT 1 FROM {relation} WHERE {condition} LIMIT 1"
+def null_columns(relation: str, columns: Sequence[str]) -> str:
+    """One row: for each of ``columns`` (in their order), whether some row of ``relation`` has a NULL there."""
+    return "SELECT " + ", ".join(f"bool_or({quote(c)} IS NULL) AS _n{i}" for i, c in enumerate(columns)) + f" FROM {relation}"
 
 
 def no_rows(relation: str) -> str:
