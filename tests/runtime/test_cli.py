@@ -100,7 +100,7 @@ def test_no_command_prints_help(capsys):
 def test_run_until_idle_end_to_end(spark, tmp_path, capsys, monkeypatch):
     # `streamfold run` in this process, on the suite's Spark session (as in test_failures.py): a
     # JVM of its own cost 10 s of the test's 16. `python -m streamfold run` in a process of its
-    # own, to its exit code, is run by test_kill_restart.py, test_control_restart.py and test_cluster.py.
+    # own, to its exit code, is run by test_kill_restart.py, test_control_restart.py and test_cluster_faults.py.
     src, out = tmp_path / "S", tmp_path / "out"
     src.mkdir()
     pq.write_table(pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [1.0, 2.0, 5.0]}), src / "0.parquet")

@@ -4,7 +4,9 @@
    a new worker started: the next batch reads the states back from the checkpoint and the run
    goes on by itself on the new worker, exact;
 2. SIGKILL of that last worker: the run waits for executors within its bound (``executor_wait``),
-   then exits with ``NO_EXECUTORS`` — it never hangs — and nothing of that batch is committed.
+   then exits with ``NO_EXECUTORS`` — it never hangs — and nothing of that batch is committed;
+3. a worker back, the same command again: it resumes on the cluster from the checkpoint and
+   applies the files of the failed batch and the new ones once each, exact.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SQL = "SELECT k, count(DISTINCT v) AS d, sum(v) AS s FROM S GROUP BY k"
 SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
-WAIT_S = 20
+WAIT_S = 15
 
 
 def _committed(out: str) -> int:
@@ -60,10 +62,9 @@ def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_p
         put()
         env = {**os.environ, "STREAMFOLD_DRIVER_MEMORY": "1g", "STREAMFOLD_EXECUTOR_WAIT": str(WAIT_S),
                "STREAMFOLD_ONE_PARTITION": "0"}
-        run = subprocess.Popen(
-            [sys.executable, "-m", "streamfold", "run", SQL, "--source", f"S={feed.directory}", "--output", out,
-             "--master", cluster.url, "--partitions", "4", "--trigger", "0.2"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        command = [sys.executable, "-m", "streamfold", "run", SQL, "--source", f"S={feed.directory}", "--output", out,
+                   "--master", cluster.url, "--partitions", "4", "--trigger", "0.2"]
+        run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
             _wait_commits(out, 1, run)
             for n in (2, 3):
@@ -84,9 +85,17 @@ def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_p
             if run.poll() is None:
                 run.kill()
                 run.wait()
-    assert run.returncode != 0 and "NO_EXECUTORS" in stderr, stderr[-4000:]
-    assert waited >= WAIT_S - 1, f"gave up after {waited:.0f} s, before its bound"
+        assert run.returncode != 0 and "NO_EXECUTORS" in stderr, stderr[-4000:]
+        assert waited >= WAIT_S - 1, f"gave up after {waited:.0f} s, before its bound"
+        records = check_every_commit(out, feed, SQL)
+        assert len(records) == 5, "the batch without executors committed nothing"
+        recovered = [r["batch"] for r in records if "recovered" in r]
+        assert recovered and min(recovered) == 3, [json.dumps(r.get("recovered")) for r in records]
+        # the cluster back: the same command resumes from the checkpoint
+        cluster.add_worker()
+        put()
+        again = subprocess.run(command + ["--until-idle", "2"], capture_output=True, text=True, timeout=600, env=env)
+    assert again.returncode == 0, again.stderr[-4000:]
     records = check_every_commit(out, feed, SQL)
-    assert len(records) == 5, "the batch without executors committed nothing"
-    recovered = [r["batch"] for r in records if "recovered" in r]
-    assert recovered and min(recovered) == 3, [json.dumps(r.get("recovered")) for r in records]
+    assert len(records) > 5
+    assert sum(len(r["inputs"]["S"]) for r in records) == 7, "each file applied once: the failed batch's and the new one"

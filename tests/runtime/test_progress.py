@@ -87,10 +87,11 @@ def test_the_poller_reads_a_real_jobs_stages_tasks_and_rows(spark):
     done = threading.Event()
 
     def job() -> None:
-        # one row in 2,500 sleeps 300 ms (a task each), so the poller sees the stage running for
-        # seconds even on a busy machine
+        # one row in 5,000 sleeps 1.5 s (every other task), so the stage runs for 6 s on 2 cores:
+        # the poller sees it running even when Spark's status store lags behind on a busy machine
+        # (its listener still working through an earlier test's events)
         spark.range(0, 40_000, numPartitions=16).selectExpr(
-            "id % 10 AS k", "reflect('java.lang.Thread', 'sleep', if(id % 2500 = 0, 300L, 0L)) AS s") \
+            "id % 10 AS k", "reflect('java.lang.Thread', 'sleep', if(id % 5000 = 0, 1500L, 0L)) AS s") \
             .groupBy("k").count().collect()
         done.set()
 
