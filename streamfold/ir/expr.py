@@ -269,6 +269,14 @@ def and_all(preds: Sequence[Expr]) -> Expr | None:
     return result
 
 
+def or_all(preds: Sequence[Expr]) -> Expr | None:
+    """Join predicates with OR; None for none."""
+    result: Expr | None = None
+    for p in preds:
+        result = p if result is None else Call("OR", (result, p), BOOLEAN)
+    return result
+
+
 def call(op: str, *args: Expr, type: DataType) -> Call:
     return Call(op, tuple(args), type)
 

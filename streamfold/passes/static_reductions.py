@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..ir.expr import Call, Column, Expr, and_all, conjuncts
+from ..ir.expr import Call, Column, Expr, and_all, conjuncts, or_all
 from ..ir.rel import Aggregate, Distinct, Filter, Join, JoinKind, Project, Rel, Scan, Union
 from ..ir.types import BOOLEAN
 
@@ -269,7 +269,9 @@ def _implied(conds: list[Expr], leaf: Rel) -> Expr | None:
                 break
             parts.append(and_all(own))
         else:
-            found.append(_or_all(parts))
+            either = or_all([p for p in parts if p is not None])
+            assert either is not None
+            found.append(either)
     return and_all(found)
 
 
@@ -277,15 +279,6 @@ def _disjuncts(e: Expr) -> list[Expr]:
     if isinstance(e, Call) and e.op == "OR":
         return [d for a in e.args for d in _disjuncts(a)]
     return [e]
-
-
-def _or_all(parts: list[Expr | None]) -> Expr:
-    out: Expr | None = None
-    for p in parts:
-        assert p is not None
-        out = p if out is None else Call("OR", (out, p), BOOLEAN)
-    assert out is not None
-    return out
 
 
 def _reads_stream(rel: Rel) -> bool:

@@ -32,7 +32,7 @@ answers whatever their order.
 from __future__ import annotations
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, Expr, and_all
+from ..ir.expr import Call, Column, Expr, and_all, or_all
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
@@ -91,9 +91,8 @@ def _touched_partitions(rel: Window, state: str, fields: tuple[Field, ...], part
     found = summed(Join(StateScan(state, version, fields), touched, JoinKind.SEMI, matching("=")))
     nullable = [p for p in part if by_name[p].nullable]
     if nullable:  # (added up apart: the rows found by `=` keep the state's partitioning)
-        with_null = Call("IS NULL", (Column(nullable[0], by_name[nullable[0]].type),), BOOLEAN)
-        for p in nullable[1:]:
-            with_null = Call("OR", (with_null, Call("IS NULL", (Column(p, by_name[p].type),), BOOLEAN)), BOOLEAN)
+        with_null = or_all([Call("IS NULL", (Column(p, by_name[p].type),), BOOLEAN) for p in nullable])
+        assert with_null is not None
         found = Union((found, summed(Join(Filter(StateScan(state, version, fields), with_null), touched,
                                           JoinKind.SEMI, matching("<=>")))))
     return Window(Expand(found, WEIGHT), rel.calls)

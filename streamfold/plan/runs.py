@@ -46,9 +46,8 @@ def candidates(plan: IncrementalPlan) -> frozenset[str]:
     answer = plan.answer
     roots += [r for r in (answer.rows, answer.per_key) if r is not None]
     for root in roots:
-        for scan, parent, above in _scans(root, None, None):
-            if scan.state in linear and not _split_read(scan, *_past_key_filter(scan, parent, above, root,
-                                                                                 keys[scan.state])):
+        for scan, up in _scans(root, ()):
+            if scan.state in linear and not _split_read(scan, up, keys[scan.state]):
                 linear.discard(scan.state)
     for r in (answer.rows, answer.per_key):  # the answer reads whole rows of what it reads
         if r is not None:
@@ -57,46 +56,34 @@ def candidates(plan: IncrementalPlan) -> frozenset[str]:
     return frozenset(linear)
 
 
-def _scans(rel: Rel, parent: Rel | None, above: Rel | None) -> Iterator[tuple[StateScan, Rel | None, Rel | None]]:
+def _scans(rel: Rel, up: tuple[Rel, ...]) -> Iterator[tuple[StateScan, tuple[Rel, ...]]]:
+    """Each state scan under ``rel``, with the nodes above it, nearest first."""
     if isinstance(rel, StateScan):
-        yield rel, parent, above
+        yield rel, up
     for child in rel.inputs():
-        yield from _scans(child, rel, parent)
+        yield from _scans(child, (rel, *up))
 
 
-def _past_key_filter(scan: StateScan, parent: Rel | None, above: Rel | None, root: Rel,
-                     keys: set[str]) -> tuple[Rel | None, Rel | None]:
-    """``scan``'s parent and the node above it, past a filter on key columns only (a key's rows
-    in the base and the tail are kept or dropped together: the window's NULL partitions, looked
-    up apart, ``rules_windows``)."""
-    if (isinstance(parent, Filter) and scan.version != StateVersion.MERGED and parent.condition is not None
-            and parent.condition.columns() <= keys and above is not None):
-        return above, _parent_of(root, above)
-    return parent, above
-
-
-def _parent_of(root: Rel, node: Rel) -> Rel | None:
-    for n in root.walk():
-        if any(child is node for child in n.inputs()):
-            return n
-    return None
-
-
-def _split_read(scan: StateScan, parent: Rel | None, above: Rel | None) -> bool:
-    """Whether ``scan`` reads the state in a way that does not depend on its split into runs."""
+def _split_read(scan: StateScan, up: tuple[Rel, ...], keys: set[str]) -> bool:
+    """Whether ``scan`` (below the nodes ``up``) reads the state in a way that does not depend on
+    its split into runs; ``keys``: the state's key columns."""
+    parent, above = (*up, None, None)[:2]
     if scan.version == StateVersion.DELTA:
         return True
     if scan.version == StateVersion.MERGED:
         return isinstance(parent, Filter) and touched() in conjuncts(parent.condition)
+    if isinstance(parent, Filter) and parent.condition.columns() <= keys:
+        # a filter on key columns keeps or drops a key's rows in the base and the tail together
+        # (the window's NULL partitions, looked up apart: rules_windows)
+        return _summed_lookup(parent, *(*up[1:], None, None)[:2])
     return _join_side(scan, parent, above) or _summed_lookup(scan, parent, above)
 
 
-def _summed_lookup(scan: StateScan, parent: Rel | None, above: Rel | None) -> bool:
-    """Whether ``scan`` is looked up for some keys (the left side of a semi join) and the rows
-    found are added up per key at once (an aggregate of sums): a semi join's matches for the
-    batch's left rows (rules_matchjoins ``_matched``)."""
-    return (isinstance(parent, Join) and parent.kind == JoinKind.SEMI
-            and (parent.left is scan or isinstance(parent.left, Filter) and parent.left.input is scan)
+def _summed_lookup(read: Rel, parent: Rel | None, above: Rel | None) -> bool:
+    """Whether ``read`` (a scan, or a filter over one) is looked up for some keys (the left side
+    of a semi join) and the rows found are added up per key at once (an aggregate of sums): a semi
+    join's matches for the batch's left rows (rules_matchjoins ``_matched``)."""
+    return (isinstance(parent, Join) and parent.kind == JoinKind.SEMI and parent.left is read
             and isinstance(above, Aggregate) and above.input is parent
             and all(a.fn == "sum" and not a.distinct for _, a in above.aggs))
 
