@@ -84,23 +84,26 @@ def test_the_poller_reads_a_real_jobs_stages_tasks_and_rows(spark):
     poller.attach(spark.sparkContext)
     poller.inputs(0, {"t": ["x"]})
     poller.start()
-    done = threading.Event()
+    sc = spark.sparkContext
 
     def job() -> None:
-        # one row in 5,000 sleeps 1.5 s (every other task), so the stage runs for 6 s on 2 cores:
-        # the poller sees it running even when Spark's status store lags behind on a busy machine
-        # (its listener still working through an earlier test's events)
-        spark.range(0, 40_000, numPartitions=16).selectExpr(
-            "id % 10 AS k", "reflect('java.lang.Thread', 'sleep', if(id % 5000 = 0, 1500L, 0L)) AS s") \
-            .groupBy("k").count().collect()
-        done.set()
+        # every task sleeps 1 s: 200 tasks on 2 cores would run for 100 s, so the job is still
+        # running however far Spark's status store lags behind (its listener working through an
+        # earlier test's events); the test cancels it once the poller has shown what it looks for
+        sc.setJobGroup("progress-test", "the poller's test job", interruptOnCancel=True)
+        try:
+            spark.range(0, 200, numPartitions=200).selectExpr(
+                "id % 10 AS k", "reflect('java.lang.Thread', 'sleep', 1000L) AS s").groupBy("k").count().collect()
+        except Exception:  # noqa: BLE001 - cancelled
+            pass
 
-    threading.Thread(target=job, daemon=True).start()
-    assert done.wait(120)
-    # the last stage's figures reach Spark's status store a moment after the job ends
-    deadline = time.monotonic() + 10
-    while not any(p.rows_read for p in shown) and time.monotonic() < deadline:
+    thread = threading.Thread(target=job, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 90
+    while not any(p.tasks_done and p.rows_read for p in shown) and time.monotonic() < deadline:
         time.sleep(0.1)
+    sc.cancelJobGroup("progress-test")
+    thread.join(30)
     poller.close()
     running = [p for p in shown if p.tasks]
     assert running, shown
