@@ -20,6 +20,7 @@ class PlanBuilder:
     matrices: list[JoinMatrix] = field(default_factory=list)
     watched: list[SkewWatch] = field(default_factory=list)  # hashed equi-joins the runtime may switch
     late: list[tuple[str, Rel]] = field(default_factory=list)  # a time bound's live rows, the rows it drops
+    expiring: list[tuple[str, Rel]] = field(default_factory=list)  # … and its live rows the bound no longer passes
     clocks: set[str] = field(default_factory=set)  # the kinds of clock the time bounds read
     event_time: Rel | None = None  # the event-time clock: the largest event time of a batch's rows
     # (n, m) per join matrix (named by its left state) to plan with instead of the square one:

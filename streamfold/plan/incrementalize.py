@@ -146,7 +146,7 @@ def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] 
     return IncrementalPlan(sql=bound.sql, sources=sources, logical=logical, states=tuple(p.states),
                            init=tuple(p.init), delta=tuple(p.delta), answer=a, notes=tuple(p.notes),
                            matrices=tuple(p.matrices), policy=policy, watched=tuple(p.watched),
-                           late=tuple(p.late), event_time=p.event_time,
+                           late=tuple(p.late), expiring=tuple(p.expiring), event_time=p.event_time,
                            delta_joins=delta_joins(p.delta_joins, p.delta),
                            orders=tuple(sorted((s, o) for d in p.delta_joins for s, o in d.terms
                                                if p.orders.get(s) == o)))

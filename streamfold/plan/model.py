@@ -421,6 +421,9 @@ class IncrementalPlan:
     watched: tuple[SkewWatch, ...] = ()  # hashed equi-joins that may become hybrids (policy "auto")
     # per time bound (its live rows' state): the batch's rows that arrive outside it, dropped (rules_expiry)
     late: tuple[tuple[str, Rel], ...] = ()
+    # per time bound: its live rows the bound no longer passes at the batch time (those a batch would
+    # remove); between batches the runtime asks whether the clock has passed one (features/batch_time.py)
+    expiring: tuple[tuple[str, Rel], ...] = ()
     event_time: Rel | None = None  # an event-time bound: one row, `now`, the batch's largest event time
     delta_joins: tuple[DeltaJoin, ...] = ()  # joins of 3+ inputs whose delta terms' order may be re-planned
     # the join order each delta term was planned with, other than the compile-time one (by its

@@ -54,14 +54,15 @@ def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
     fields = key + (Field(WEIGHT, BIGINT),)
     cols = tuple((f.name, f.ref()) for f in key)
     fresh = Project(Filter(child.program, bound), cols + ((WEIGHT, weight()),))
-    expired = Project(Filter(StateScan(name, StateVersion.OLD, fields), Call("NOT", (bound,), BOOLEAN)),
-                      cols + ((WEIGHT, Call("*", (weight(), MINUS_ONE), BIGINT)),))
+    passed = Filter(StateScan(name, StateVersion.OLD, fields), Call("NOT", (bound,), BOOLEAN))
+    expired = Project(passed, cols + ((WEIGHT, Call("*", (weight(), MINUS_ONE), BIGINT)),))
     ctx.plan.add_state(
         State(name, StateRole.LIVE, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
               note="the rows inside the time bound at the last batch; the batch time passing a row removes it"),
         Aggregate(Union((fresh, expired)), cols, ((WEIGHT, sum_weights()),)))
     arrived = Call(">", (weight(), Literal(0, BIGINT)), BOOLEAN)
     ctx.plan.late.append((name, Filter(child.program, Call("AND", (Call("NOT", (bound,), BOOLEAN), arrived), BOOLEAN))))
+    ctx.plan.expiring.append((name, passed))
     ctx.plan.note("a time bound (current_timestamp()) reads the batch's recorded time: rows it passes leave the "
                   "answer as deletions and leave the live rows' state")
     delta = StateScan(name, StateVersion.DELTA, fields)

@@ -171,6 +171,7 @@ class BatchResult:
     commit_s: float | None = None  # seconds from the batch's start to its commit (the latency a reader sees)
     sink_lags: dict[str, int] = field(default_factory=dict)  # per sink: committed batches it does not hold yet
     state_bytes: dict[str, int] = field(default_factory=dict)  # each state's bytes in Spark's block stores (storage.py)
+    clock_only: bool = False  # run with no file: the clock passed live rows of a time bound (batch_time.py)
 
     def waterfall(self) -> Waterfall | None:
         """Where the batch's time went (with ``profile``; :mod:`.profile`), built on first call."""
@@ -183,7 +184,7 @@ class BatchResult:
         return states_line(batch_name(self.batch), self.state_rows, self.state_bytes)
 
     def line(self) -> str:
-        ins = "  ".join(f"{n} +{r}" for n, r in self.rows.items())
+        ins = "clock: rows expired" if self.clock_only else "  ".join(f"{n} +{r}" for n, r in self.rows.items())
         states = " · ".join(f"{n} {r}" for n, r in self.state_rows.items())
         sinks = "".join(f" │ {n} {'delivered' if lag == 0 else f'{lag} behind'}" for n, lag in self.sink_lags.items())
         return (f"batch {batch_name(self.batch)}  {ins}  │ states {states} │ snapshot {self.snapshot_rows} rows, "

@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError, BatchError, StreamfoldError
@@ -250,14 +251,21 @@ class Engine:
         return found if any(found.values()) else None
 
     # -- one batch -------------------------------------------------------------------------------
-    def run_batch(self, inputs: dict[str, list[str]]) -> BatchResult | None:
+    def expiring(self) -> bool:
+        """Whether the clock has passed a live row of a time bound since the last commit: a batch
+        without files is due (features/batch_time.py)."""
+        return self.installed is None and self.batch_time.passed(self.b, self.ctx.config.trigger)
+
+    def run_batch(self, inputs: dict[str, list[str]], clock_only: bool = False) -> BatchResult | None:
         """Apply one batch; returns None if every file of it was quarantined or skipped. A batch
-        without files runs only as a newly installed plan's first."""
+        without files runs only as a newly installed plan's first, or ``clock_only``: to remove
+        the live rows the clock has passed (:meth:`expiring`)."""
         ctx = self.ctx
         batch = self.next_batch
         self._recovered = []
+        self.batch_time.clock_only = clock_only
         while True:
-            if not any(inputs.values()) and self.installed is None:
+            if not any(inputs.values()) and self.installed is None and not clock_only:
                 files.remove(ctx.checkpoint.offsets_path(batch))
                 return None
             ctx.checkpoint.write_offsets(batch, inputs)
@@ -303,7 +311,7 @@ class Engine:
         for name, names in inputs.items():
             self.consumed.setdefault(name, set()).update(names)
         self.next_batch = batch + 1
-        return result
+        return replace(result, clock_only=True) if clock_only and result is not None else result
 
     def _run(self, batch: int, inputs: dict[str, list[str]]) -> BatchResult:
         start = time.monotonic()

@@ -101,6 +101,9 @@ class Query:
                 inputs = self.engine.poll()
                 if inputs is None and decision is Boundary.RUN_EVEN_IF_EMPTY:
                     inputs = {s.name: [] for s in self.engine.plan.streams}
+                clock_only = inputs is None and self.engine.expiring()  # rows leave as time passes
+                if clock_only:
+                    inputs = {s.name: [] for s in self.engine.plan.streams}
                 if inputs is None:  # idle: the work after the last commit that gave way to a file
                     with self.engine.ctx.clock.aside():
                         self.engine.post_commit.run_pending()
@@ -109,7 +112,7 @@ class Query:
                 if self.on_inputs:
                     self.on_inputs(self.engine.next_batch, inputs)
                 control.started(self.engine.next_batch)
-                result = self.engine.run_batch(inputs)
+                result = self.engine.run_batch(inputs, clock_only)
             finally:
                 control.done()
             # The batch's frames are unreachable now; a collection gives way to a waiting file.
@@ -136,7 +139,8 @@ class Query:
                 if self.engine.control.wait_if_paused():
                     idle_since = time.monotonic()
                 result = self.process_available()
-                if result is not None or self.engine.recovery.pending:
+                # (a batch the clock ran, with no file, leaves the query quiet: rows only left it)
+                if (result is not None and not result.clock_only) or self.engine.recovery.pending:
                     idle_since = time.monotonic()
                     continue
                 if self.feeding():  # a source's own stream still stages input: not quiet

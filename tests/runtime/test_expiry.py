@@ -197,6 +197,68 @@ def _rows(frame):
     return [tuple(python_value(v) for v in row) for row in frame.itertuples(index=False, name=None)]
 
 
+def test_rows_leave_as_the_clock_passes_them_with_no_new_file(spark, tmp_path, monkeypatch):
+    """Between files, an idle query whose wall-clock bound has passed live rows runs a batch with no
+    files (``clock_only``) that removes them; a look that finds none passed makes no batch. After
+    every batch — files with deletions, or the clock alone — the snapshot equals DuckDB at the
+    recorded time and changes/ is the difference; ``run(until_idle=…)`` still returns when no file
+    comes, after the clock's batch."""
+    import pyarrow.parquet as pq
+
+    import streamfold
+    from streamfold.verify import changes_difference
+
+    src, out = tmp_path / "R", str(tmp_path / "out")
+    src.mkdir()
+    r = Source("R", R.columns, weighted=True)
+    files = random_stream(random.Random("clock-only"), [r], batches=3, max_rows=12, min_rows=6)
+    sql, oracle = QUERIES[0][1], QUERIES[0][2]
+    now = {"t": T0 + 8 * MINUTE}
+    monkeypatch.setattr(batch_time, "wall_clock", lambda: now["t"])
+    q = streamfold.start(sql, {"R": str(src)}, out, spark=spark, background=False, partitions=2, trigger=0.01,
+                         schemas={"R": r.schema_sql()})
+    fed: list = []
+    previous: list[tuple] = []
+    clock_batches = []
+
+    def checked(result) -> None:
+        nonlocal previous
+        record = q.commit(result.batch)
+        assert record.get("clock_only", False) is result.clock_only
+        snapshot = _rows(q.snapshot_pandas())
+        expected = duckdb_answer(sql, {"R": fed or [r.table([])]}, duckdb_sql=oracle(record))
+        check = compare(snapshot, expected)
+        assert check.matches, f"batch {result.batch} at {record['batch_time']}: {check.detail}"
+        assert changes_difference(previous, snapshot, _rows(q.changes_pandas())) is None
+        previous = snapshot
+        if result.clock_only:
+            clock_batches.append(result.batch)
+
+    # (minutes on the clock, the file fed then or None): the rows' times lie 7 minutes before T0
+    # to 30 after it, the bound is 10 minutes
+    steps = [(8, 0), (8, None), (12, None), (12.5, None), (14, None), (15, 1), (20, None), (26, 2), (33, None)]
+    try:
+        for minutes, file in steps:
+            now["t"] = T0 + int(minutes * MINUTE)
+            if file is not None:
+                pq.write_table(r.table(files[file]["R"]), str(src / f"{file:04d}.parquet"))
+                fed.append(r.table(files[file]["R"]))
+            result = q.process_available()
+            if file is None and minutes in (8, 12.5):  # the clock did not move, or passed no row
+                assert result is None, (minutes, result)
+                continue
+            assert result is not None and result.clock_only is (file is None), (minutes, result)
+            checked(result)
+        now["t"] = T0 + 60 * MINUTE  # every row passed: run() removes them and still goes idle
+        last = q.last_batch
+        q.run(trigger=0.01, until_idle=0.2)
+        assert q.last_batch == last + 1 and q.commit(last + 1)["clock_only"]
+        assert _rows(q.snapshot_pandas()) == []
+    finally:
+        q.stop()
+    assert len(clock_batches) >= 4, clock_batches
+
+
 def test_event_time_bound_equals_duckdb_at_the_largest_event_time(spark, tmp_path):
     """``max_event_time()``: each batch's time is the largest event time inserted so far (a
     deletion does not lower it, an older row does not move it), rows older than it by the

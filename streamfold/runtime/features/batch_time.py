@@ -14,6 +14,13 @@ For an event-time bound (``max_event_time()``) the time is instead the largest e
 stream has brought: the batch's rows' largest, never below the batch before's. A rerun of a
 killed batch reads the same rows, so it finds the same time.
 
+Between batches the clock moves on while no file arrives. A query with a ``current_timestamp()``
+bound asks :meth:`BatchTime.passed`, at most once per trigger interval while it is idle, whether the
+wall clock has passed one of its live rows (one small job per time bound: the live rows the bound
+at *now* no longer passes, ``IncrementalPlan.expiring``, limited to one row); if so it runs a batch
+with no files, which removes them as any batch would and commits ``"clock_only": true``. An
+event-time clock moves only with rows, so it never needs one.
+
 Plans without a time bound read no clock and record none.
 """
 
@@ -28,7 +35,9 @@ from ...ir.expr import CLOCK_VIEW, Agg, Call, Column
 from ...ir.rel import WEIGHT, Aggregate, Join, JoinKind, Project, Rel
 from ...ir.types import BIGINT, TIMESTAMP
 from ...plan.model import IncrementalPlan
+from ..bundle import Bundle
 from ..context import RunContext
+from ..views import Views
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 NO_EVENT = -62135596800000000  # 0001-01-01: the event-time clock before any event (every row is inside)
@@ -46,6 +55,8 @@ class BatchTime:
         self.ctx = ctx
         self.last = int(record["batch_time_us"]) if record is not None and "batch_time_us" in record else None
         self.current: int | None = None
+        self.clock_only = False  # the batch runs because the clock passed a live row, not for a file
+        self._looked: float | None = None  # time.monotonic() of the last look between batches
         self._show(self.last or 0)  # the view exists before the states' programs are analysed
 
     def begin(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> None:
@@ -66,6 +77,28 @@ class BatchTime:
         self.current = now if self.last is None else max(now, self.last)
         self._show(self.current)
 
+    def passed(self, b: Bundle, every: float) -> bool:
+        """Whether the wall clock has passed a live row since the last commit (a batch with no files
+        is due to remove it); looked at no more often than ``every`` seconds, and only for a
+        ``current_timestamp()`` bound after a first commit (see the module docstring)."""
+        plan = b.plan
+        if not plan.expiring or plan.event_time is not None or self.last is None:
+            return False
+        if self._looked is not None and time.monotonic() - self._looked < every:
+            return False
+        self._looked = time.monotonic()
+        now = wall_clock()
+        if now <= self.last:
+            return False
+        views = Views(self.ctx.spark, "expiry")
+        reads = b.reads(self.ctx, {}, {}, False)
+        self._show(now)
+        try:
+            return any(self.ctx.spark.sql(reads.sql(rows, views)).limit(1).collect() for _, rows in plan.expiring)
+        finally:
+            self._show(self.last)
+            views.drop()
+
     def record(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> dict[str, Any]:
         """What the commit records of the batch time (nothing for a plan without a clock), and
         the rows each time bound dropped as late (``late_rows``, by live state): one small job
@@ -74,6 +107,8 @@ class BatchTime:
             return {}
         at = EPOCH + dt.timedelta(microseconds=self.current)
         out: dict[str, Any] = {"batch_time": at.isoformat().replace("+00:00", "Z"), "batch_time_us": self.current}
+        if self.clock_only:
+            out["clock_only"] = True
         if sql is not None and plan.late:
             counts = [Aggregate(rows, (), ((n, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),))
                       for n, rows in plan.late]
