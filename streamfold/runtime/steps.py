@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import StreamfoldError
 from ..ir.rel import DeltaScan, LoopRef, Once, StateScan
-from ..plan.model import LOOPS, Step, Temp
+from ..plan.model import LOOPS, StateRole, Step, Temp
 from .batch import BatchReads, parallel
 from .bundle import Bundle
 from .checkpoint import batch_name
@@ -111,9 +111,13 @@ def reads_nothing_new(b: Bundle, batch: int, step: Step, reads: BatchReads) -> b
     so over none it gives nothing (or rows that merge as the identity): the state stays as it
     is, without a job — a source whose only file came in batch 0, a dimension table given as a
     source, costs no merge per batch. Loops decide for themselves; batch 0 reads ``Once``; a
-    capture of prepared plans merges every step.
+    capture of prepared plans merges every step. A time bound's live rows read the batch time,
+    which moves without any new row: their step always runs (the rows the clock passed leave).
     """
     if batch == 0 or isinstance(step, LOOPS) or reads.merge_all:
+        return False
+    live = b.store.defs.get(step.state)
+    if live is not None and live.role == StateRole.LIVE:
         return False
     for node in step.program.walk():
         if isinstance(node, DeltaScan) and reads.rows.get(b.catalog[node.table].name, 1):

@@ -56,7 +56,7 @@ class BatchTime:
         self.last = int(record["batch_time_us"]) if record is not None and "batch_time_us" in record else None
         self.current: int | None = None
         self.clock_only = False  # the batch runs because the clock passed a live row, not for a file
-        self._looked: float | None = None  # time.monotonic() of the last look between batches
+        self._looked: int | None = None  # the wall clock (µs) at the last look between batches
         self._show(self.last or 0)  # the view exists before the states' programs are analysed
 
     def begin(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> None:
@@ -84,12 +84,10 @@ class BatchTime:
         plan = b.plan
         if not plan.expiring or plan.event_time is not None or self.last is None:
             return False
-        if self._looked is not None and time.monotonic() - self._looked < every:
-            return False
-        self._looked = time.monotonic()
         now = wall_clock()
-        if now <= self.last:
+        if now <= self.last or (self._looked is not None and now - self._looked < every * 1_000_000):
             return False
+        self._looked = now
         views = Views(self.ctx.spark, "expiry")
         reads = b.reads(self.ctx, {}, {}, False)
         self._show(now)
