@@ -174,6 +174,11 @@ class Settings:
         doc="options added to the driver JVM: e.g. `-XX:FlightRecorderOptions:stackdepth=1024` to profile "
             "with JFR, or `-Dspark.streamfold.indexBytes=N`, the budget of the base indexes (default a "
             "quarter of the heap; a base too large for it is scanned).")
+    jvm_archive: bool = _setting(
+        True, env="STREAMFOLD_JVM_ARCHIVE", kind="tuning", type=FLAG,
+        doc="the driver JVM maps the archive of Spark's classes `make setup` made "
+            "(`python -m streamfold.runtime.jvm_archive`; runtime/jvm_archive.py): a JVM starts and runs its "
+            "first jobs faster. Off (0): it loads every class from the jars.")
     codegen_cache: int = _setting(
         1000, env="STREAMFOLD_CODEGEN_CACHE", kind="tuning", type=count(1),
         doc="classes of generated code Spark keeps (`spark.sql.codegen.cache.maxEntries`; Spark's own "

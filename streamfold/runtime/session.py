@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..settings import Settings, resolve
+from . import jvm_archive
 from .views import use_public_api
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ def get_spark(master: str | None = None, app_name: str = "streamfold", progress:
     # on the very job that ran out, leaving a process that neither answers nor exits (issue 59,
     # TPC-DS Q78). Python then finds the JVM gone and reports the batch (failures.jvm_exit).
     java_options = (f"-Dlog4j2.configurationFile=file:{log_config} -XX:+ExplicitGCInvokesConcurrent "
-                    "-XX:G1HeapRegionSize=16m -XX:GCTimeRatio=4 -XX:+ExitOnOutOfMemoryError " + settings.java_options)
+                    "-XX:G1HeapRegionSize=16m -XX:GCTimeRatio=4 -XX:+ExitOnOutOfMemoryError "
+                    + " ".join(o for o in (jvm_archive.java_options(settings), settings.java_options) if o))
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
         .config("spark.driver.extraJavaOptions", java_options)
