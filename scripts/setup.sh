@@ -96,7 +96,7 @@ fi
 # 4b. An archive of the classes Spark's driver loads (Java's class-data sharing), made once per
 #     PySpark version and Java runtime by a training run of about half a minute: every JVM
 #     streamfold starts maps it and reaches its first answer seconds sooner. A no-op when made.
-"$VENV/bin/python" -m streamfold.runtime.jvm_archive
+"$VENV/bin/python" -m streamfold.bench.jvm_training
 
 # 5. Chromium for the studio's browser tests (Debian's package; Playwright drives it, and never
 #    downloads a browser of its own).

@@ -177,7 +177,7 @@ class Settings:
     jvm_archive: bool = _setting(
         True, env="STREAMFOLD_JVM_ARCHIVE", kind="tuning", type=FLAG,
         doc="the driver JVM maps the archive of Spark's classes `make setup` made "
-            "(`python -m streamfold.runtime.jvm_archive`; runtime/jvm_archive.py): a JVM starts and runs its "
+            "(`python -m streamfold.bench.jvm_training`; runtime/jvm_archive.py): a JVM starts and runs its "
             "first jobs faster. Off (0): it loads every class from the jars.")
     codegen_cache: int = _setting(
         1000, env="STREAMFOLD_CODEGEN_CACHE", kind="tuning", type=count(1),

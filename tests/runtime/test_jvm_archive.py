@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from streamfold.bench import jvm_training
 from streamfold.runtime import jvm_archive
 from streamfold.settings import Settings
 
@@ -21,7 +22,7 @@ def test_the_options_name_the_archive_only_when_it_is_made_and_on(tmp_path):
     open(path, "wb").close()
     assert jvm_archive.java_options(settings) == f"-XX:SharedArchiveFile={path} -Xshare:auto {jvm_archive.QUIET}"
     assert jvm_archive.java_options(Settings(cache_dir=str(tmp_path), jvm_archive=False)) == ""
-    assert jvm_archive.make(settings) == path  # made already: nothing to do
+    assert jvm_training.make(settings) == path  # made already: nothing to do
 
 
 @pytest.mark.spark
