@@ -2,7 +2,8 @@
 ``make setup`` runs ``python -m streamfold.bench.jvm_training``, a no-op once the archive is made.
 
 The run is a small continuous query of a few batches — a join, groups, a distinct count,
-deletions, Parquet in and out, the snapshot read back — in a process and JVM of its own, which
+deletions, Parquet in and out, the snapshot read back, a restart from its checkpoint — in a
+process and JVM of its own, which
 writes the archive as it exits (``-XX:ArchiveClassesAtExit``); the archive is renamed into place
 only when whole, so a JVM never maps half of one.
 """
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from ..runtime.jvm_archive import QUIET, archive_path
+from ..runtime.jvm_archive import QUIET, archive_path, places
 from ..settings import Settings, resolve
 
 log = logging.getLogger("streamfold")
@@ -25,14 +26,18 @@ def make(settings: Settings | None = None, timeout: float = 600) -> str | None:
     """The archive, made by a training run in a process of its own if missing; None if it could
     not be made (the reason is logged: streamfold runs as well without it, only starts slower)."""
     settings = settings or resolve(None)
-    target = archive_path(settings.jar_cache)
-    if os.path.exists(target):
-        return target
+    made = archive_path(settings)
+    if made is not None:
+        return made
+    target = next((p for p in places(settings) if _writable(os.path.dirname(p))), None)
+    if target is None:
+        log.warning("streamfold: no JVM class archive (no place to write it: %s)", ", ".join(places(settings)))
+        return None
     os.makedirs(os.path.dirname(target), exist_ok=True)
     staged = f"{target}.{os.getpid()}.part"
     try:
-        done = subprocess.run([sys.executable, "-m", "streamfold.bench.jvm_training", "--train", staged], capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run([sys.executable, "-m", "streamfold.bench.jvm_training", "--train", staged],
+                              capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0 or not os.path.exists(staged):
             log.warning("streamfold: no JVM class archive (the training run failed: %s)",
                         (done.stderr.strip().splitlines() or ["no output"])[-1])
@@ -45,6 +50,16 @@ def make(settings: Settings | None = None, timeout: float = 600) -> str | None:
     finally:
         if os.path.exists(staged):
             os.remove(staged)
+
+
+def _writable(directory: str) -> bool:
+    """Whether ``directory`` can be made (or is) and written to."""
+    while not os.path.exists(directory):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return False
+        directory = parent
+    return os.access(directory, os.W_OK)
 
 
 def _train(staged: str) -> None:
@@ -79,16 +94,19 @@ def _train(staged: str) -> None:
             pq.write_table(users, os.path.join(dirs["users"], f"{batch}.parquet"))
 
         feed(0)
-        query = streamfold.start(sql, dirs, os.path.join(tmp, "out"), spark=spark, background=False)
-        try:
-            for batch in range(3):
-                if batch:
-                    feed(batch)
-                if query.process_available() is None:
-                    raise RuntimeError(f"the training run's batch {batch} did not run")
-                query.snapshot_pandas()
-        finally:
-            query.stop()
+        # three batches, then the query started again on its checkpoint (a restart reads the
+        # states back: classes of their own) for a fourth
+        for batches in (range(3), range(3, 4)):
+            query = streamfold.start(sql, dirs, os.path.join(tmp, "out"), spark=spark, background=False)
+            try:
+                for batch in batches:
+                    if batch:
+                        feed(batch)
+                    if query.process_available() is None:
+                        raise RuntimeError(f"the training run's batch {batch} did not run")
+                    query.snapshot_pandas()
+            finally:
+                query.stop()
     gateway = SparkContext._gateway
     assert gateway is not None
     spark.stop()

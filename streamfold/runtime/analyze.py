@@ -41,6 +41,8 @@ class Analyzed:
             late = ", ".join(f"{n} {c}" for n, c in (self.record.get("late_rows") or {}).items()) or "none counted"
             tail += (f"  batch time of batch {self.batch}: {self.record['batch_time']} (the time bounds read it; rows "
                      f"the bound passed left as deletions); late rows dropped: {late}\n")
+            if self.record.get("clock_only"):
+                tail += f"  batch {self.batch} ran for the clock alone: no file came, live rows passed their bound\n"
         strategy = self.record.get("strategy")
         if strategy:
             reason = (self.record.get("cost") or {}).get("reason")
@@ -54,6 +56,7 @@ class Analyzed:
                            "join_order": self.record.get("join_order"),
                            "positions": self.record.get("positions"),
                            "batch_time": self.record.get("batch_time"), "late_rows": self.record.get("late_rows"),
+                           "clock_only": bool(self.record.get("clock_only")),
                            "plan": json.loads(plan_json)}, indent=2)
 
 

@@ -9,8 +9,9 @@ the archive (``-XX:SharedArchiveFile``) maps those classes from it, already pars
 
 ``make setup`` makes the archive with a training run (``python -m streamfold.bench.jvm_training``):
 a continuous query of a few batches — a join, groups, a distinct count, Parquet in and out — in
-its own JVM, which writes the archive as it exits; it is renamed into place only when whole. Every
-session :func:`.session.get_spark` starts then maps it. The JVM checks that the archive matches
+its own JVM, which writes the archive as it exits; it is renamed into place only when whole, and kept in the Python environment (``.venv/share/streamfold``; the cache
+directory if that cannot be written), so it goes with the jars it was made of. Every session
+:func:`.session.get_spark` starts then maps it. The JVM checks that the archive matches
 itself and its class path (the jars, their sizes and times) and otherwise starts as it would
 without one (its report of the mismatch is silenced); the archive's name follows PySpark's version
 and the Java runtime, so an upgrade of either makes setup write a new one. Classes Spark compiles
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 
 from ..settings import Settings
 from .jvm import _java
@@ -31,20 +33,34 @@ from .jvm import _java
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def archive_path(cache: str) -> str:
-    """Where the archive for this PySpark and this Java runtime is (or would be)."""
+def archive_name() -> str:
+    """The archive's file name for this PySpark installation (its jars, where they are: the class
+    path the archive is valid for) and this Java runtime."""
     import pyspark
 
+    jars = os.path.realpath(os.path.join(os.path.dirname(pyspark.__file__), "jars"))
     java = os.path.realpath(_java())
     modules = os.path.join(os.path.dirname(os.path.dirname(java)), "lib", "modules")  # the JDK's own classes
     stamp = os.stat(modules) if os.path.exists(modules) else None
-    digest = hashlib.sha256(f"{pyspark.__version__}\0{java}\0{stamp and (stamp.st_size, stamp.st_mtime_ns)}".encode())
-    return os.path.join(cache, f"streamfold-jvm-{digest.hexdigest()[:16]}.jsa")
+    digest = hashlib.sha256(f"{pyspark.__version__}\0{jars}\0{java}\0{stamp and (stamp.st_size, stamp.st_mtime_ns)}"
+                            .encode())
+    return f"streamfold-jvm-{digest.hexdigest()[:16]}.jsa"
+
+
+def places(settings: Settings) -> list[str]:
+    """Where the archive is looked for, in order: beside the Python environment (``.venv/share/
+    streamfold``: it goes with the environment whose jars it holds), then the cache directory (an
+    environment that cannot be written to)."""
+    return [os.path.join(sys.prefix, "share", "streamfold", archive_name()),
+            os.path.join(settings.jar_cache, archive_name())]
+
+
+def archive_path(settings: Settings) -> str | None:
+    """The archive made for this installation, if any."""
+    return next((p for p in places(settings) if os.path.exists(p)), None)
 
 
 def java_options(settings: Settings) -> str:
     """The driver JVM's options to map the archive: none when it is off or not made."""
-    if not settings.jvm_archive:
-        return ""
-    path = archive_path(settings.jar_cache)
-    return f"-XX:SharedArchiveFile={path} -Xshare:auto {QUIET}" if os.path.exists(path) else ""
+    path = archive_path(settings) if settings.jvm_archive else None
+    return f"-XX:SharedArchiveFile={path} -Xshare:auto {QUIET}" if path is not None else ""

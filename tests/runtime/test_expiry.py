@@ -304,3 +304,7 @@ def test_explain_analyze_shows_the_batch_time_and_late_rows():
     text = Analyzed(4, record, plan).text("PLAN")
     assert "batch time of batch 4: 2024-01-01T00:31:00Z" in text and "late rows dropped: live 2" in text
     assert json.loads(Analyzed(4, record, plan).json("{}"))["late_rows"] == {"live": 2}
+    assert "ran for the clock alone" not in text
+    clock = {**record, "clock_only": True}
+    assert "batch 4 ran for the clock alone" in Analyzed(4, clock, plan).text("PLAN")
+    assert json.loads(Analyzed(4, clock, plan).json("{}"))["clock_only"] is True
