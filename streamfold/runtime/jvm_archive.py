@@ -7,16 +7,17 @@ thousands of classes in Spark's jars. Java (13 and later) can write every class 
 its class path into an archive when it exits (``-XX:ArchiveClassesAtExit``); a later JVM given
 the archive (``-XX:SharedArchiveFile``) maps those classes from it, already parsed and verified.
 
-``make setup`` makes the archive with a training run (``python -m streamfold.bench.jvm_training``):
-a continuous query of a few batches — a join, groups, a distinct count, Parquet in and out — in
-its own JVM, which writes the archive as it exits; it is renamed into place only when whole, and kept in the Python environment (``.venv/share/streamfold``; the cache
-directory if that cannot be written), so it goes with the jars it was made of. Every session
-:func:`.session.get_spark` starts then maps it. The JVM checks that the archive matches
-itself and its class path (the jars, their sizes and times) and otherwise starts as it would
-without one (its report of the mismatch is silenced); the archive's name follows PySpark's version
-and the Java runtime, so an upgrade of either makes setup write a new one. Classes Spark compiles
-at run time (generated code) and the helpers' jar (:mod:`.jvm`, loaded by Spark's own class loader)
-are not in it. The setting ``jvm_archive`` (``STREAMFOLD_JVM_ARCHIVE=0``) starts without it.
+``make setup`` makes the archive with a training run (``python -m streamfold.bench.jvm_training``:
+a continuous query of a few batches and a restart, in a JVM of its own, which writes the archive
+as it exits; renamed into place only when whole). It is kept in the Python environment
+(``.venv/share/streamfold``; the cache directory if that cannot be written), so it goes with the
+jars it was made of, and every session :func:`.session.get_spark` starts maps it. The JVM checks
+that the archive matches itself and its class path (the jars, their sizes and times) and
+otherwise starts as it would without one (its report of the mismatch is silenced); the archive's
+name follows PySpark's version, where its jars are and the Java runtime, so an upgrade of either
+makes setup write a new one. Classes Spark compiles at run time (generated code) and the helpers'
+jar (:mod:`.jvm`, loaded by Spark's own class loader) are not in it. The setting ``jvm_archive``
+(``STREAMFOLD_JVM_ARCHIVE=0``) starts without it.
 """
 
 from __future__ import annotations

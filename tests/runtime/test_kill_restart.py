@@ -1,12 +1,14 @@
 """Durability: SIGKILL ``streamfold run`` at random instants, rerun the same command, repeat.
 
 Afterwards every committed batch must be exactly what an uninterrupted run gives over the same
-files: the snapshot equals DuckDB over the files the commits list up to it, every file is
-listed by exactly one commit, and batches are numbered without gaps.
+files: the snapshot equals DuckDB over the files the commits list up to it (at the batch time the
+commit records: the query keeps the rows of the last minutes of event time, so rows expire across
+the kills), every file is listed by exactly one commit, and batches are numbered without gaps.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import random
@@ -24,24 +26,38 @@ from streamfold.verify import compare, duckdb_answer
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-SQL = "SELECT k, count(*) AS n, sum(v) AS total, count(DISTINCT v) AS d, min(v) AS lo FROM S GROUP BY k"
-SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
+SQL = ("SELECT k, count(*) AS n, sum(v) AS total, count(DISTINCT v) AS d, min(v) AS lo FROM S "
+       "WHERE ts > max_event_time() - INTERVAL 4 MINUTES GROUP BY k")
+SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("ts", pa.timestamp("us", tz="UTC")),
+                    pa.field("_weight", pa.int64())])
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+PLAIN_SQL = "SELECT k, count(*) AS n, sum(v) AS total FROM S GROUP BY k"
+PLAIN_SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
+MINUTE_US = 60_000_000
+
+
+def _oracle(record: dict) -> str:
+    """DuckDB's text for SQL at the batch time ``record`` gives."""
+    return ("SELECT k, count(*), sum(v), count(DISTINCT v), min(v) FROM S "
+            f"WHERE epoch_us(ts) > {int(record['batch_time_us'])} - {4 * MINUTE_US} GROUP BY k")
 
 
 def _files(n: int, seed: int) -> list[pa.Table]:
-    """Files of inserts and of deletions of rows inserted by earlier files."""
+    """Files of inserts and of deletions of rows inserted by earlier files; file i's event times
+    lie around minute i, some of them out of order (up to three minutes early: late for the bound
+    when the stream has moved on)."""
     rng = random.Random(seed)
-    live: list[tuple[int, int]] = []
+    live: list[tuple[int, int, dt.datetime]] = []
     out = []
-    for _ in range(n):
+    for i in range(n):
         rows = []
         for _ in range(rng.randint(5, 30)):
-            r = (rng.randint(0, 6), rng.randint(0, 20))
+            r = (rng.randint(0, 6), rng.randint(0, 20), T0 + dt.timedelta(seconds=60 * i + rng.randint(-180, 30)))
             rows.append(r + (1,))
         for r in rng.sample(live, k=min(len(live), rng.randint(0, 4))):
             rows.append(r + (-1,))
             live.remove(r)
-        live.extend(r[:2] for r in rows if r[2] == 1)
+        live.extend(r[:3] for r in rows if r[3] == 1)
         out.append(pa.Table.from_pylist([dict(zip(SCHEMA.names, r)) for r in rows], schema=SCHEMA))
     return out
 
@@ -115,9 +131,11 @@ def test_sigkill_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_pat
         prefix = [by_name[n] for n in consumed]
         snapshot = pq.read_table(os.path.join(out, "snapshots", f"{b:06d}")).to_pylist()
         actual = [tuple(r.values()) for r in snapshot]
-        result = compare(actual, duckdb_answer(SQL, {"S": prefix}))
+        result = compare(actual, duckdb_answer(SQL, {"S": prefix}, duckdb_sql=_oracle(record)))
         assert result.matches, f"batch {b} after restarts: {result.detail}"
     assert sorted(consumed) == sorted(by_name), "every file is applied exactly once"
+    # the bound kept only the last minutes: most rows (of 24 files, a minute apart) left by expiring
+    assert sum(r[1] for r in actual) < sum(t.column("_weight").to_pylist().count(1) for t in files) // 2
 
 
 class _Killed(BaseException):
@@ -134,13 +152,13 @@ def test_killed_right_after_quarantining_a_file_the_rerun_commits_the_batch_with
 
     src, out = str(tmp_path / "S"), str(tmp_path / "out")
     os.makedirs(src)
-    good = pa.Table.from_pylist([{"k": 1, "v": 5, "_weight": 1}, {"k": 2, "v": 7, "_weight": 1}], schema=SCHEMA)
+    good = pa.Table.from_pylist([{"k": 1, "v": 5, "_weight": 1}, {"k": 2, "v": 7, "_weight": 1}], schema=PLAIN_SCHEMA)
     _write(src, 0, good)
     with open(os.path.join(src, "0001.parquet"), "wb") as fh:
         fh.write(b"PAR1 not parquet")
 
     def run():
-        return streamfold.start(SQL, {"S": src}, out, spark=spark, background=False, partitions=2,
+        return streamfold.start(PLAIN_SQL, {"S": src}, out, spark=spark, background=False, partitions=2,
                                 on_bad_file="quarantine")
 
     real_move = shutil.move
@@ -162,7 +180,7 @@ def test_killed_right_after_quarantining_a_file_the_rerun_commits_the_batch_with
         assert q.commit(0)["inputs"] == {"S": ["0000.parquet"]}
         assert os.listdir(os.path.join(out, "quarantine", "S"))[:1] == ["0001.parquet"]
         check = compare(q.snapshot_pandas(0).itertuples(index=False, name=None),
-                        duckdb_answer(SQL, {"S": [good]}))
+                        duckdb_answer(PLAIN_SQL, {"S": [good]}))
         assert check.matches, check.detail
     finally:
         q.stop()
