@@ -45,6 +45,7 @@ class Cluster:
     def add_worker(self) -> None:
         """Start one more worker and wait until the master has registered it."""
         i = len(self.workers)
+        registered = open(self.logs[0], errors="replace").read().count("Registering worker")
         log = str(self.tmp / f"worker{i}.log")
         with open(log, "w") as out:
             self.workers.append(subprocess.Popen(
@@ -53,7 +54,7 @@ class Cluster:
                  "--work-dir", str(self.tmp / f"work{i}")],
                 stdout=out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True))
         self.logs.append(log)
-        wait_for(self.logs[0], "Registering worker", 90, count=i + 1)
+        wait_for(self.logs[0], "Registering worker", 90, count=registered + 1)
 
     def kill_worker(self, i: int) -> None:
         """SIGKILL worker ``i`` and its executors (its process group): a lost machine."""
@@ -64,19 +65,46 @@ class Cluster:
         self.workers[i].wait(timeout=30)
 
 
+    def restart_master(self) -> None:
+        """SIGKILL the master and start it again on its port (a master with recovery on reads
+        back its workers and applications from the recovery directory and asks them to re-register);
+        returns once its recovery is complete."""
+        try:
+            os.killpg(self.master.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.master.wait(timeout=30)
+        log = str(self.tmp / "master2.log")
+        self.master = _master(self.spark_class, self.url.rsplit(":", 1)[1], self.env, log)
+        self.logs.insert(0, log)  # the current master's log comes first
+        wait_for(log, "Recovery complete", 90)
+
+
+def _master(spark_class: str, port: str, env: dict[str, str], log: str) -> subprocess.Popen:
+    with open(log, "w") as out:
+        return subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", port,
+             "--webui-port", str(free_port())], stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
 @contextmanager
-def standalone(tmp: Path, workers: int = 1, cores: int = 2, memory: str = "1g") -> Iterator[Cluster]:
+def standalone(tmp: Path, workers: int = 1, cores: int = 2, memory: str = "1g",
+               recovery: bool = False) -> Iterator[Cluster]:
+    """A master and ``workers`` workers; with ``recovery`` the master keeps its state in a directory
+    (Spark's ``FILESYSTEM`` recovery mode), so a master started again takes its cluster back."""
     import pyspark
 
     home = os.path.dirname(pyspark.__file__)
     spark_class = os.path.join(home, "bin", "spark-class")
     port = free_port()
     env = {**os.environ, "SPARK_HOME": home}
+    if recovery:  # a worker that does not answer the recovered master within 20 s is dropped (default 60 s);
+        # the workers read the same timeout, since they send a heartbeat every quarter of it
+        env["SPARK_MASTER_OPTS"] = (f"-Dspark.deploy.recoveryMode=FILESYSTEM -Dspark.deploy.recoveryDirectory="
+                                    f"{tmp / 'recovery'} -Dspark.worker.timeout=20")
+        env["SPARK_WORKER_OPTS"] = "-Dspark.worker.timeout=20"
     master_log = str(tmp / "master.log")
-    with open(master_log, "w") as out:
-        master = subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(free_port())], stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    master = _master(spark_class, str(port), env, master_log)
     cluster = Cluster(f"spark://127.0.0.1:{port}", master, tmp, spark_class, env, cores, memory, logs=[master_log])
     try:
         wait_for(master_log, "ALIVE", 90)
@@ -84,12 +112,12 @@ def standalone(tmp: Path, workers: int = 1, cores: int = 2, memory: str = "1g") 
             cluster.add_worker()
         yield cluster
     finally:
-        for p in [master, *cluster.workers]:
+        for p in [cluster.master, *cluster.workers]:
             try:
                 os.killpg(p.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        for p in [master, *cluster.workers]:
+        for p in [cluster.master, *cluster.workers]:
             try:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:

@@ -1,5 +1,7 @@
 """Faults on a real standalone cluster (two workers on 127.0.0.1), injected into `streamfold run`:
 
+0. SIGKILL of the master, started again with Spark's FILESYSTEM recovery: the workers, their
+   executors and the application re-register, and the run goes on by itself, exact;
 1. SIGKILL of the workers (with their executors and the state blocks they kept) between batches,
    a new worker started: the next batch reads the states back from the checkpoint and the run
    goes on by itself on the new worker, exact;
@@ -58,7 +60,7 @@ def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_p
         alive.extend((k, v) for k, v, _ in rows)
         feed.put(rows + [(k, v, -1) for k, v in gone])
 
-    with standalone(tmp_path, workers=2, cores=1) as cluster:
+    with standalone(tmp_path, workers=2, cores=1, recovery=True) as cluster:
         put()
         env = {**os.environ, "STREAMFOLD_DRIVER_MEMORY": "1g", "STREAMFOLD_EXECUTOR_WAIT": str(WAIT_S),
                "STREAMFOLD_ONE_PARTITION": "0"}
@@ -67,13 +69,17 @@ def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_p
         run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
             _wait_commits(out, 1, run)
-            for n in (2, 3):
+            put()
+            _wait_commits(out, 2, run)
+            cluster.restart_master()  # the executors live on; the recovered master takes them back
+            assert "Application has been re-registered" in open(cluster.logs[0]).read()
+            for n in (3, 4):
                 put()
                 _wait_commits(out, n, run)
             cluster.add_worker()
             cluster.kill_worker(0)  # their executors' state blocks go with them
             cluster.kill_worker(1)
-            for n in (4, 5):
+            for n in (5, 6):
                 put()
                 _wait_commits(out, n, run)
             cluster.kill_worker(2)  # no executor left
@@ -88,14 +94,14 @@ def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_p
         assert run.returncode != 0 and "NO_EXECUTORS" in stderr, stderr[-4000:]
         assert waited >= WAIT_S - 1, f"gave up after {waited:.0f} s, before its bound"
         records = check_every_commit(out, feed, SQL)
-        assert len(records) == 5, "the batch without executors committed nothing"
+        assert len(records) == 6, "the batch without executors committed nothing"
         recovered = [r["batch"] for r in records if "recovered" in r]
-        assert recovered and min(recovered) == 3, [json.dumps(r.get("recovered")) for r in records]
+        assert recovered and min(recovered) == 4, [json.dumps(r.get("recovered")) for r in records]
         # the cluster back: the same command resumes from the checkpoint
         cluster.add_worker()
         put()
         again = subprocess.run(command + ["--until-idle", "2"], capture_output=True, text=True, timeout=600, env=env)
     assert again.returncode == 0, again.stderr[-4000:]
     records = check_every_commit(out, feed, SQL)
-    assert len(records) > 5
-    assert sum(len(r["inputs"]["S"]) for r in records) == 7, "each file applied once: the failed batch's and the new one"
+    assert len(records) > 6
+    assert sum(len(r["inputs"]["S"]) for r in records) == 8, "each file applied once: the failed batch's and the new one"
