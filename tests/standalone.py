@@ -65,19 +65,21 @@ class Cluster:
         self.workers[i].wait(timeout=30)
 
 
-    def restart_master(self) -> None:
-        """SIGKILL the master and start it again on its port (a master with recovery on reads
-        back its workers and applications from the recovery directory and asks them to re-register);
-        returns once its recovery is complete."""
+    def restart_master(self, recover: bool = True) -> None:
+        """SIGKILL the master and start it again on its port. With ``recover`` (the cluster
+        started with ``recovery``) it reads back its workers and applications and asks them to
+        re-register; without, it starts empty: the workers register anew and it has the executors
+        of applications it does not know killed. Returns once it is the leader again."""
         try:
             os.killpg(self.master.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.master.wait(timeout=30)
-        log = str(self.tmp / "master2.log")
-        self.master = _master(self.spark_class, self.url.rsplit(":", 1)[1], self.env, log)
+        log = str(self.tmp / f"master{len(self.logs)}.log")
+        env = self.env if recover else {k: v for k, v in self.env.items() if k != "SPARK_MASTER_OPTS"}
+        self.master = _master(self.spark_class, self.url.rsplit(":", 1)[1], env, log)
         self.logs.insert(0, log)  # the current master's log comes first
-        wait_for(log, "Recovery complete", 90)
+        wait_for(log, "Recovery complete" if recover else "New state: ALIVE", 90)
 
 
 def _master(spark_class: str, port: str, env: dict[str, str], log: str) -> subprocess.Popen:

@@ -290,11 +290,13 @@ class Engine:
                 if redo.inputs is not None:
                     inputs = redo.inputs
             except BatchError as e:
-                starved = self.watch.failure(batch, e) if self.watch is not None else None
-                if starved is not None:
-                    raise starved from e
+                self.starved(batch, e)
                 if self.installed is None and lost_state(e) and len(self._recovered) < ATTEMPTS:
-                    self._recovered.append(self._reload_states(batch, e))
+                    try:
+                        self._recovered.append(self._reload_states(batch, e))
+                    except Exception as again:
+                        self.starved(batch, again)
+                        raise
                     continue
                 if self.installed is None:
                     raise
@@ -304,6 +306,7 @@ class Engine:
                 if installed.rebuild:  # the same plan: it would fail again
                     raise
             except Exception as e:
+                self.starved(batch, e)
                 if lost_jvm(e) is None:
                     raise
                 # Spark's JVM is gone (out of memory): whatever call found it gone, the batch failed
@@ -312,6 +315,13 @@ class Engine:
             self.consumed.setdefault(name, set()).update(names)
         self.next_batch = batch + 1
         return replace(result, clock_only=True) if clock_only and result is not None else result
+
+    def starved(self, batch: int, error: BaseException) -> None:
+        """Raise ``NO_EXECUTORS`` if ``error`` came of the executors' watch giving up (a batch's job,
+        or a job between batches: the clock's check, the work after a commit)."""
+        starved = self.watch.failure(batch, error) if self.watch is not None else None
+        if starved is not None:
+            raise starved from error
 
     def _run(self, batch: int, inputs: dict[str, list[str]]) -> BatchResult:
         start = time.monotonic()

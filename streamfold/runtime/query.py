@@ -113,6 +113,9 @@ class Query:
                     self.on_inputs(self.engine.next_batch, inputs)
                 control.started(self.engine.next_batch)
                 result = self.engine.run_batch(inputs, clock_only)
+            except Exception as e:
+                self.engine.starved(self.engine.next_batch, e)
+                raise
             finally:
                 control.done()
             # The batch's frames are unreachable now; a collection gives way to a waiting file.

@@ -55,17 +55,21 @@ class ExecutorWatch:
             if self.starved_since is None:
                 self.starved_since = now
                 log.warning("the Spark application has no executors; waiting up to %.0f s for them", self.bound)
-            elif now - self.starved_since >= self.bound and not self.tripped:
-                self.tripped = True
-                log.error("no executors for %.0f s: cancelling the batch's jobs", now - self.starved_since)
+            elif now - self.starved_since >= self.bound:
+                if not self.tripped:
+                    self.tripped = True
+                    log.error("no executors for %.0f s: cancelling the batch's jobs", now - self.starved_since)
+                # Every tick, not once: a job the driver submits after the first cancel (the
+                # batch's next step, a read-back of the states) would wait for executors as well.
                 try:
                     self._sc.cancelAllJobs()
                 except Exception:  # noqa: BLE001 - a stopped context runs no job to cancel
                     pass
 
     def failure(self, batch: int, error: BaseException) -> BatchError | None:
-        """The run's error when a batch failed because the watch gave up on the executors."""
-        if not self.tripped:
+        """The run's error when a batch failed because the watch gave up on the executors (whatever
+        call of the batch found its job cancelled: a step, the states' read-back)."""
+        if not self.tripped or getattr(error, "code", None) == "NO_EXECUTORS":
             return None
         master = self._sc.master
         return BatchError(
@@ -77,3 +81,4 @@ class ExecutorWatch:
 
     def close(self) -> None:
         self._stop.set()
+        self._thread.join(timeout=2 * EVERY_S)  # no cancel after it returns
