@@ -102,7 +102,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     soak = p.add_argument_group("soak", "streamfold bench soak: long runs with deletions; the heap and the plans "
                                         "must stay flat (streamfold/bench/soak.py)")
     soak.add_argument("--queries", metavar="LIST", help="soak: q1 … q22, groupby, join-groupby, pagerank, kmeans, "
-                                                        "reachability, comma-separated (default: all)")
+                                                        "reachability, windowed, comma-separated (default: all)")
     soak.add_argument("--batches", type=int, metavar="N", help="soak: batches per workload (default 30; --quick 8)")
     soak.add_argument("--from", type=int, dest="from_batch", metavar="B",
                       help="soak: judge flatness from batch B on (default 5; --quick 3)")

@@ -9,7 +9,11 @@ Each workload runs for ``--batches`` batches (30) with deletions, one after the 
   arrives in batch 0, as in the issue (``--dimensions table`` gives them as static tables);
 * the seed's workloads: ``groupby``, ``join-groupby``, ``pagerank`` and ``kmeans`` (the examples'
   iterations, exact mode) and ``reachability`` (``WITH RECURSIVE``); after batch 0 every batch
-  inserts rows and deletes a tenth as many earlier ones.
+  inserts rows and deletes a tenth as many earlier ones;
+* ``windowed``: a sliding window's groupBy under an event-time bound (:data:`WINDOWED_SQL`, rows
+  out of order and late, the same churn): rows expire as the stream's time moves, so the states,
+  not only the heap, must stay flat (``state_rows`` per batch); DuckDB evaluates the bound at the
+  batch time each commit records.
 
 After every batch the soak records the JVM's live heap (a full collection, twice: the second
 after Spark's cleaner has dropped the blocks the first freed), the size of the batch's plans (the
@@ -46,11 +50,22 @@ from ..errors import StreamfoldError, UsageError
 from ..runtime.runs import FOLD_JOB
 from .machine import jvm_heap_mb, machine_info
 
-SEED_WORKLOADS = ("groupby", "join-groupby", "pagerank", "kmeans", "reachability")
+SEED_WORKLOADS = ("groupby", "join-groupby", "pagerank", "kmeans", "reachability", "windowed")
 TPCH_QUERIES = tuple(f"q{i:02d}" for i in range(1, 23))
 SEED = 17
+# A sliding window over event time, under a bound that expires rows as the stream's time moves:
+# the states must stay those of the last ten minutes while the history grows.
+WINDOWED_SQL = ("SELECT window.start AS ws, count(*) AS n, sum(v) AS t, max(v) AS m FROM E "
+                "WHERE ts > max_event_time() - INTERVAL 10 MINUTES GROUP BY window(ts, '10 minutes', '5 minutes')")
+WINDOWED_T0 = 1_704_067_200_000_000  # 2024-01-01 UTC, in microseconds
+_MIN = 60_000_000
+_LIVE = f"(SELECT * FROM E WHERE epoch_us(ts) > {{batch_time_us}} - {10 * _MIN})"
+_START = f"epoch_us(ts) - epoch_us(ts) % {5 * _MIN} - _n * {5 * _MIN}"
+WINDOWED_ORACLE = (f"SELECT make_timestamp(_s), count(*), sum(v), max(v) FROM (SELECT *, {_START} AS _s FROM {_LIVE}, "
+                   f"range(2) AS _r(_n)) WHERE _s <= epoch_us(ts) AND epoch_us(ts) < _s + {10 * _MIN} GROUP BY _s")
 HEAP_BAND = (0.15, 64.0)  # relative to the median, and at least this many MB
-PLAN_BAND = (0.10, 1_000)  # relative to the median, and at least this many characters (per execution)
+PLAN_BAND = (0.10, 1_000)
+STATE_BAND = (0.25, 100)  # a bounded workload's state rows: relative to the median, and at least this many rows  # relative to the median, and at least this many characters (per execution)
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,8 @@ class SoakInput:
     streams: dict[str, list[str | None]]
     tables: dict[str, str] = field(default_factory=dict)
     schemas: dict[str, str] = field(default_factory=dict)
+    oracle: str | None = None  # DuckDB's text, for a query of the batch's time: ``{batch_time_us}`` in it
+    bounded: bool = False  # the states' rows must stay flat too (a time bound expires rows)
 
 
 @dataclass
@@ -93,13 +110,16 @@ def _weighted(columns: dict[str, Any], weight: int) -> Any:
     import pyarrow as pa
 
     n = len(next(iter(columns.values())))
-    return pa.table({**{k: pa.array(v) for k, v in columns.items()}, "_weight": pa.array(np.full(n, weight, np.int64))})
+    arrays = {k: pa.array(v, pa.timestamp("us", tz="UTC")) if v.dtype.kind == "M" else pa.array(v)
+              for k, v in columns.items()}  # (event times are instants: TIMESTAMP in Spark, UTC)
+    return pa.table({**arrays, "_weight": pa.array(np.full(n, weight, np.int64))})
 
 
-def _churn(directory: str, draw: Callable[[Any, int], dict[str, Any]], first: int, increment: int,
+def _churn(directory: str, draw: Callable[[Any, int, int], dict[str, Any]], first: int, increment: int,
            batches: int, rng: Any) -> list[str | None]:
     """Batch 0: ``first`` rows of ``draw``; each later batch: ``increment`` new rows and the deletion
-    of a tenth as many rows still there (chosen at random): one file per batch."""
+    of a tenth as many rows still there (chosen at random): one file per batch. ``draw(rng, n, b)``
+    gives batch ``b``'s ``n`` new rows."""
     import numpy as np
     import pyarrow as pa
 
@@ -107,7 +127,7 @@ def _churn(directory: str, draw: Callable[[Any, int], dict[str, Any]], first: in
     alive: dict[str, Any] = {}
     paths: list[str | None] = []
     for b in range(batches):
-        new = draw(rng, first if b == 0 else increment)
+        new = draw(rng, first if b == 0 else increment, b)
         parts = [_weighted(new, 1)]
         if b > 0 and alive:
             n = len(next(iter(alive.values())))
@@ -132,13 +152,21 @@ def seed_input(name: str, root: str, batches: int, quick: bool) -> SoakInput:
     rng = np.random.default_rng(SEED)
     scale = 10 if quick else 1
 
-    def ints(*cols: str, high: int = 10_001) -> Callable[[Any, int], dict[str, Any]]:
-        return lambda r, n: {c: r.integers(0, high, n, dtype=np.int32) for c in cols}
+    def ints(*cols: str, high: int = 10_001) -> Callable[[Any, int, int], dict[str, Any]]:
+        return lambda r, n, b: {c: r.integers(0, high, n, dtype=np.int32) for c in cols}
 
-    def edges(nodes: int) -> Callable[[Any, int], dict[str, Any]]:
-        return lambda r, n: {"src": r.integers(0, nodes, n, dtype=np.int64), "dst": r.integers(0, nodes, n, dtype=np.int64)}
+    def edges(nodes: int) -> Callable[[Any, int, int], dict[str, Any]]:
+        return lambda r, n, b: {"src": r.integers(0, nodes, n, dtype=np.int64),
+                                "dst": r.integers(0, nodes, n, dtype=np.int64)}
 
-    def points(r: Any, n: int) -> dict[str, Any]:
+    def events(r: Any, n: int, b: int) -> dict[str, Any]:
+        """Batch ``b``'s events lie around minute ``b``: up to 3 minutes early (out of order, some
+        late for the 10-minute bound) and 30 s late."""
+        us = WINDOWED_T0 + b * 60_000_000 + r.integers(-180_000_000, 30_000_000, n)
+        return {"k": r.integers(0, 10, n, dtype=np.int32), "ts": us.astype("datetime64[us]"),
+                "v": r.integers(0, 1_000, n, dtype=np.int32)}
+
+    def points(r: Any, n: int, b: int) -> dict[str, Any]:
         p = iterative.kmeans_points(n, int(r.integers(1 << 30)))
         return {"x": p[:, 0], "y": p[:, 1]}
 
@@ -160,6 +188,10 @@ def seed_input(name: str, root: str, batches: int, quick: bool) -> SoakInput:
         write_points(f"{d}/centroids0/000000.parquet", iterative.kmeans_initial_centroids(seed=SEED))
         return SoakInput(name, example_sql("kmeans"), streams, tables={"centroids0": f"{d}/centroids0"},
                          schemas={"points": "x DOUBLE, y DOUBLE, _weight BIGINT"})
+    if name == "windowed":
+        streams = {"E": _churn(f"{d}/E", events, 2_000 // scale, 200 // scale, batches, rng)}
+        return SoakInput(name, WINDOWED_SQL, streams, schemas={"E": "k INT, ts TIMESTAMP, v INT, _weight BIGINT"},
+                         oracle=WINDOWED_ORACLE, bounded=True)
     if name == "reachability":
         streams = {"edges": _churn(f"{d}/edges", edges(150 // scale), 150 // scale, 5, batches, rng)}
         return SoakInput(name, example_sql("reachability"), streams,
@@ -308,9 +340,10 @@ def _place(src: str, directory: str, batch: int) -> None:
 
 
 def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], None] = print,
-                 measured: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                 measured: Callable[[dict[str, Any]], None] | None = None, measure_heap: bool = True) -> dict[str, Any]:
     """Stream ``soak`` batch by batch, measure and check each batch; the workload's record
-    (given to ``measured`` after every batch, with status ``running`` until the last)."""
+    (given to ``measured`` after every batch, with status ``running`` until the last). Without
+    ``measure_heap`` the live heap is not measured (two full collections a batch)."""
     import streamfold
 
     from ..sql.iterate import unrolled_sql
@@ -320,12 +353,12 @@ def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], No
     dirs = {s: os.path.join(work, "in", s) for s in soak.streams}
     for d in dirs.values():
         os.makedirs(d)
-    record: dict[str, Any] = {"workload": soak.name, "status": "running", "batches": []}
+    record: dict[str, Any] = {"workload": soak.name, "status": "running", "batches": [], "bounded": soak.bounded}
     query = oracle = None
     _, last, _ = executions_after(spark, -1)
     try:
         order = order_of(unrolled_sql(soak.sql))
-        oracle = DuckOracle(soak.sql)
+        oracle = DuckOracle(soak.sql, soak.oracle)
         for name, path in soak.tables.items():
             oracle.set_input(name, [path])
         for b in range(len(next(iter(soak.streams.values())))):
@@ -341,9 +374,11 @@ def run_workload(soak: SoakInput, spark: Any, work: str, say: Callable[[str], No
                 raise RuntimeError(f"batch {b} made no batch")
             plans, last, complete = executions_after(spark, last)
             estimates = state_estimates(query)
-            heap = live_heap_mb(spark)
+            heap = live_heap_mb(spark) if measure_heap else None
             for s, files in soak.streams.items():
                 oracle.set_input(s, [p for p in files[: b + 1] if p is not None])
+            if soak.oracle is not None:  # the query's time bound at the time the commit recorded
+                oracle.text = soak.oracle.format(batch_time_us=int(query.commit(b)["batch_time_us"]))
             actual = [tuple(python_value(v) for v in r) for r in query.snapshot_pandas().itertuples(index=False, name=None)]
             difference = compare(actual, oracle.answer(), order).detail
             every = query.engine.config.compact_every
@@ -382,9 +417,11 @@ def judge(record: dict[str, Any], start: int) -> dict[str, Any]:
     rows = record["batches"]
     heap = band([r["heap_mb"] for r in rows], start, *HEAP_BAND)
     plans = band([None if r.get("compacted") else per_execution(r) for r in rows], start, *PLAN_BAND)
+    states = band([r["state_rows"] for r in rows], start, *STATE_BAND) if record.get("bounded") else None
     exact = bool(rows) and all(r["exact"] for r in rows)
-    passed = record["status"] == "ok" and exact and bool(heap["flat"]) and bool(plans["flat"])
-    return {"exact": exact, "heap": heap, "plans": plans, "passed": passed,
+    passed = (record["status"] == "ok" and exact and bool(heap["flat"]) and bool(plans["flat"])
+              and (states is None or bool(states["flat"])))
+    return {"exact": exact, "heap": heap, "plans": plans, "states": states, "passed": passed,
             "median_s": round(statistics.median(r["seconds"] for r in rows), 2) if rows else None}
 
 
@@ -488,7 +525,13 @@ def markdown(results: dict[str, Any], start: int) -> str:
             f"{_n(heap[-1])} | {_within(h)}, {_trend(h['slope'])} | "
             f"{_n(plans[start])} → {_n(max(tail_plans) if tail_plans else None)} ({executions} executions) | "
             f"{_within(p)} | "
-            f"{'yes' if h['flat'] and p['flat'] else 'NO'} |")
+            f"{'yes' if h['flat'] and p['flat'] and (rec.get('states') or {'flat': True})['flat'] else 'NO'} |")
+    for name, rec in results["workloads"].items():
+        if rec.get("states") and rec["states"]["flat"] is not None:
+            rows = [r["state_rows"] for r in rec["batches"]]
+            lines.append(f"\n{name}: the states' rows, batch {start} → max → last: {_n(rows[start])} → "
+                         f"{_n(max(rows[start:]))} → {_n(rows[-1])} ({_within(rec['states'])}, "
+                         f"trend {rec['states']['slope']:+.1f} rows/batch) while the history grows")
     return "\n".join(lines) + "\n"
 
 

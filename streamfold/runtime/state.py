@@ -478,8 +478,11 @@ class StateStore:
             return
         every = views.name(self.spark.sql(lowering.changelogs(logs)), "logs")
         for name in self.durable():
-            restore = lowering.summed_logs if name in self.candidates else lowering.latest
-            df = self.spark.sql(restore(self.table(name), every))
+            if name in self.candidates:
+                text = lowering.summed_logs(self.table(name), every)
+            else:
+                text = lowering.latest(self.table(name), every, single=len(logs) == 1)
+            df = self.spark.sql(text)
             self.replace({name: (materialize(df), None)})
             self.rows[name] = output_rows(df)
 

@@ -42,6 +42,20 @@ def test_plans_are_judged_per_execution_so_a_loop_may_run_more_rounds():
     assert judge(record, 5)["plans"]["flat"]
 
 
+def test_a_bounded_workload_whose_states_grow_fails_and_the_table_says_so():
+    record = {**_record([100.0] * 30, [50_000] * 30), "bounded": True}
+    for b, row in enumerate(record["batches"]):
+        row["state_rows"] = 1_000 + 100 * b  # a time bound that expires nothing
+    verdict = judge(record, 5)
+    assert not verdict["passed"] and not verdict["states"]["flat"] and verdict["heap"]["flat"]
+    assert "the states' rows" in markdown({"workloads": {"windowed": {**record, **verdict}}}, 5)
+    for row in record["batches"]:
+        row["state_rows"] = 1_000 + row["batch"] % 3
+    assert judge(record, 5)["passed"]
+    unbounded = _record([100.0] * 30, [50_000] * 30)  # a growing history's states may grow
+    assert judge(unbounded, 5)["states"] is None
+
+
 def test_a_wrong_snapshot_fails_a_flat_workload():
     assert not judge(_record([100.0] * 30, [50_000] * 30, exact=False), 5)["passed"]
 
@@ -61,6 +75,6 @@ def test_the_table_shows_a_workload_one_batch_past_the_start_before_its_band_can
 
 def test_workloads_are_named_as_queries_or_seed_workloads():
     assert parse_workloads("q21, 2,groupby") == ("q21", "q02", "groupby")
-    assert len(parse_workloads(None)) == 27
+    assert len(parse_workloads(None)) == 28
     with pytest.raises(UsageError):
         parse_workloads("q23")

@@ -120,3 +120,17 @@ def test_garbage_is_collected_after_batches_that_paid_for_it():
     collector.collect()
     collector.cost = 0.05
     assert not collector.after_batch(0.5) and collector.after_batch(2.0)
+
+
+def test_the_soaks_windowed_workload_is_exact_against_its_oracle(spark, tmp_path):
+    """``streamfold bench soak --queries windowed`` at a small size: its DuckDB text (the bound at
+    each commit's batch time, a row once per sliding window) agrees with streamfold after every
+    batch, deletions and late rows among them. (That the states stay bounded is
+    ``test_expiry.py``'s; the soak measures it over a thousand batches.)"""
+    from streamfold.bench.soak import run_workload, seed_input
+
+    soak = seed_input("windowed", str(tmp_path / "data"), 6, quick=True)
+    record = run_workload(soak, spark, str(tmp_path / "work"), say=lambda m: None, measure_heap=False)
+    assert record["status"] == "ok", record.get("error")
+    rows = record["batches"]
+    assert len(rows) == 6 and all(r["exact"] for r in rows), [r["difference"] for r in rows if not r["exact"]]

@@ -40,14 +40,21 @@ def changelogs(logs: Sequence[tuple[int, str]]) -> str:
     return "\nUNION ALL\n".join(f"SELECT *, {batch} AS __batch FROM parquet.`{path}`" for batch, path in logs)
 
 
-def latest(t: StateTable, logs: str) -> str:
+def latest(t: StateTable, logs: str, single: bool = False) -> str:
     """A state rebuilt from the packed changelogs ``logs`` (a view): each key's latest row, and
-    no key whose latest row the state does not keep (it left: ``StateTable.kept``)."""
+    no key whose latest row the state does not keep (it left: ``StateTable.kept``).
+
+    A batch's changelog (or a whole copy) holds each key of a state once, so with ``single`` —
+    one changelog, as after a compaction — its rows are the latest ones already: no ranking (a
+    sort of every row) is needed."""
     keys = [quote(t.name + "::" + k) for k in t.keys]
     cols = ", ".join(f"{quote(t.name + '::' + n)} AS {quote(n)}" for n, _ in t.columns)
     order = "PARTITION BY " + ", ".join(keys) + " " if keys else ""
-    text = (f"SELECT {cols} FROM (SELECT *, row_number() OVER ({order}ORDER BY __batch DESC) AS __n "
-            f"FROM {logs} WHERE __state = '{t.name}') _l WHERE __n = 1")
+    if single:
+        text = f"SELECT {cols} FROM {logs} WHERE __state = '{t.name}'"
+    else:
+        text = (f"SELECT {cols} FROM (SELECT *, row_number() OVER ({order}ORDER BY __batch DESC) AS __n "
+                f"FROM {logs} WHERE __state = '{t.name}') _l WHERE __n = 1")
     kept = t.kept(lambda n: quote(t.name + "::" + n))
     if kept:
         text += f" AND {kept}"
