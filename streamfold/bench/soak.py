@@ -64,8 +64,8 @@ _START = f"epoch_us(ts) - epoch_us(ts) % {5 * _MIN} - _n * {5 * _MIN}"
 WINDOWED_ORACLE = (f"SELECT make_timestamp(_s), count(*), sum(v), max(v) FROM (SELECT *, {_START} AS _s FROM {_LIVE}, "
                    f"range(2) AS _r(_n)) WHERE _s <= epoch_us(ts) AND epoch_us(ts) < _s + {10 * _MIN} GROUP BY _s")
 HEAP_BAND = (0.15, 64.0)  # relative to the median, and at least this many MB
-PLAN_BAND = (0.10, 1_000)
-STATE_BAND = (0.25, 100)  # a bounded workload's state rows: relative to the median, and at least this many rows  # relative to the median, and at least this many characters (per execution)
+PLAN_BAND = (0.10, 1_000)  # relative to the median, and at least this many characters (per execution)
+STATE_BAND = (0.25, 100)  # a bounded workload's state rows: relative to the median, and at least this many rows
 
 
 @dataclass(frozen=True)
@@ -160,8 +160,8 @@ def seed_input(name: str, root: str, batches: int, quick: bool) -> SoakInput:
                                 "dst": r.integers(0, nodes, n, dtype=np.int64)}
 
     def events(r: Any, n: int, b: int) -> dict[str, Any]:
-        """Batch ``b``'s events lie around minute ``b``: up to 3 minutes early (out of order, some
-        late for the 10-minute bound) and 30 s late."""
+        """Batch ``b``'s events lie around minute ``b``: from 3 minutes before it (out of order,
+        some late for the 10-minute bound) to 30 s after."""
         us = WINDOWED_T0 + b * 60_000_000 + r.integers(-180_000_000, 30_000_000, n)
         return {"k": r.integers(0, 10, n, dtype=np.int32), "ts": us.astype("datetime64[us]"),
                 "v": r.integers(0, 1_000, n, dtype=np.int32)}
