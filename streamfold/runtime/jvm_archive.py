@@ -52,8 +52,8 @@ def places(settings: Settings) -> list[str]:
     """Where the archive is looked for, in order: beside the Python environment (``.venv/share/
     streamfold``: it goes with the environment whose jars it holds), then the cache directory (an
     environment that cannot be written to)."""
-    return [os.path.join(sys.prefix, "share", "streamfold", archive_name()),
-            os.path.join(settings.jar_cache, archive_name())]
+    name = archive_name()
+    return [os.path.join(sys.prefix, "share", "streamfold", name), os.path.join(settings.jar_cache, name)]
 
 
 def archive_path(settings: Settings) -> str | None:
