@@ -27,13 +27,13 @@ import pyarrow as pa
 import pytest
 
 from ..controlled import Feed, check_every_commit
-from ..standalone import standalone
+from ..standalone import Cluster, standalone
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SQL = "SELECT k, count(DISTINCT v) AS d, sum(v) AS s FROM S GROUP BY k"
 SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
-WAIT_S = 15
+WAIT_S = 40  # under a loaded CI machine the first executors took more than 15 s to register
 
 
 def _committed(out: str) -> int:
@@ -41,10 +41,16 @@ def _committed(out: str) -> int:
     return len([n for n in os.listdir(commits) if n.endswith(".json")]) if os.path.isdir(commits) else 0
 
 
-def _wait_commits(out: str, n: int, run: subprocess.Popen, timeout: float = 300) -> None:
+def _logs(cluster: Cluster) -> str:
+    """The tails of the cluster's logs and of its executors' stderr, for a failure's message."""
+    paths = [*cluster.logs, *(str(p) for p in cluster.tmp.glob("work*/*/*/stderr"))]
+    return "".join(f"\n--- {p}\n" + open(p, errors="replace").read()[-1500:] for p in paths if os.path.exists(p))
+
+
+def _wait_commits(out: str, n: int, run: subprocess.Popen, cluster: Cluster, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while _committed(out) < n:
-        assert run.poll() is None, run.communicate()[1][-4000:]
+        assert run.poll() is None, run.communicate()[1][-4000:] + _logs(cluster)
         assert time.monotonic() < deadline, f"commit {n - 1} did not come"
         time.sleep(0.3)
 
@@ -71,20 +77,20 @@ def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_p
                    "--master", cluster.url, "--partitions", "4", "--trigger", "0.2"]
         run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
-            _wait_commits(out, 1, run)
+            _wait_commits(out, 1, run, cluster)
             put()
-            _wait_commits(out, 2, run)
+            _wait_commits(out, 2, run, cluster)
             cluster.restart_master()  # the executors live on; the recovered master takes them back
             assert "Application has been re-registered" in open(cluster.logs[0]).read()
             for n in (3, 4):
                 put()
-                _wait_commits(out, n, run)
+                _wait_commits(out, n, run, cluster)
             cluster.add_worker()
             cluster.kill_worker(0)  # their executors' state blocks go with them
             cluster.kill_worker(1)
             for n in (5, 6):
                 put()
-                _wait_commits(out, n, run)
+                _wait_commits(out, n, run, cluster)
             cluster.kill_worker(2)  # no executor left
             put()
             began = time.monotonic()
