@@ -146,6 +146,9 @@ class Query:
                 if (result is not None and not result.clock_only) or self.engine.recovery.pending:
                     idle_since = time.monotonic()
                     continue
+                executors = self.engine.watch
+                if executors is not None and (starved := executors.idle_failure(self.engine.next_batch)):
+                    raise starved  # no executor since the last commit: none would read the next files
                 if self.feeding():  # a source's own stream still stages input: not quiet
                     idle_since = time.monotonic()
                 elif until_idle is not None and time.monotonic() - idle_since >= until_idle:

@@ -7,7 +7,8 @@ waits for executors that never come, and the driver sits there with no error and
 on a cluster master; after ``bound`` seconds with none (or with the master's connection gone
 and Spark's context stopped), it cancels the running jobs. The engine then fails the batch with
 ``NO_EXECUTORS`` and a hint: nothing of the batch was committed, and the same command resumes
-it once the cluster is back.
+it once the cluster is back. A run that is idle when the watch gives up ends the same way
+before its next batch (:meth:`Query.run <..query.Query.run>`).
 """
 
 from __future__ import annotations
@@ -71,9 +72,18 @@ class ExecutorWatch:
         call of the batch found its job cancelled: a step, the states' read-back)."""
         if not self.tripped or getattr(error, "code", None) == "NO_EXECUTORS":
             return None
+        return self._error(f"batch {batch} failed", batch)
+
+    def idle_failure(self, batch: int) -> BatchError | None:
+        """The run's error when the watch gave up while no batch ran (the executors lost after the
+        last commit, say to a master started again without recovery): the run ends then, rather
+        than wait for files that no executor would ever read."""
+        return self._error(f"before batch {batch}", batch) if self.tripped else None
+
+    def _error(self, what: str, batch: int) -> BatchError:
         master = self._sc.master
         return BatchError(
-            f"batch {batch} failed: the Spark application had no executors for {self.bound:.0f} s",
+            f"{what}: the Spark application had no executors for {self.bound:.0f} s",
             code="NO_EXECUTORS", params={"batch": batch, "master": master, "waited_s": self.bound},
             hint=f"the cluster at {master} lost its workers (or its master, without recovery): bring them back and "
                  "run the same command again — nothing of this batch was committed, the run resumes after the last "
