@@ -10,8 +10,9 @@
 3. a worker back, the same command again: it resumes on the cluster from the checkpoint and
    applies the files of the failed batch and the new ones once each, exact.
 
-(The master started again *without* recovery is not a phase: the run still hung there in one of
-several tries after the executors' wait gave up — issue 57, docs/cluster.md.)
+(The master started again *without* recovery is not a phase, to keep the suite's time: the run
+ends with ``NO_EXECUTORS`` from the batch that finds no executor, or from the idle loop when the
+executors went after the last commit — ``test_executor_watch.py``; docs/cluster.md.)
 """
 
 from __future__ import annotations
