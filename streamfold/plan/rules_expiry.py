@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ..errors import UnsupportedError
 from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all, clock_kind, conjuncts, reads_clock
-from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
+from ..ir.rel import WEIGHT, Aggregate, DeltaScan, Field, Filter, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN, TIMESTAMP
 from .context import PlanContext
 from .model import Compiled, Monoid, State, StateColumn, StateRole
@@ -72,12 +72,14 @@ def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
 
 def _clock(ctx: PlanContext, bounds: list[Expr], rows: Rel) -> None:
     """Note which clock the bounds read; an event-time bound gives the plan its clock's program
-    (the largest event time among a batch's inserted rows). One event-time bound per query, and
-    not with a processing-time one: a batch has one time."""
+    (the largest event time among a batch's inserted rows). The event-time bounds of a query read
+    one stream's column, and none is beside a processing-time one: a batch has one time."""
     kinds = {clock_kind(b) for b in bounds}
     ctx.plan.clocks |= {k for k in kinds if k is not None}
-    if len(ctx.plan.clocks) > 1 or ("event" in kinds and (ctx.plan.event_time is not None or len(bounds) > 1)):
-        raise UnsupportedError("a query reads one clock: one max_event_time() bound, or current_timestamp() bounds",
+    program = _event_time(bounds, rows) if "event" in kinds else None
+    if len(ctx.plan.clocks) > 1 or ("event" in kinds and (ctx.plan.event_time not in (None, program) or len(bounds) > 1)):
+        raise UnsupportedError("a query reads one clock: max_event_time() bounds of one stream's column (over its "
+                               "scan), or current_timestamp() bounds",
                                code="UNSUPPORTED_TIME_BOUND", params={"construct": "time bound"},
                                hint="a batch evaluates at one time; bound the other inputs by the same column")
     if "event" in kinds:
@@ -86,11 +88,24 @@ def _clock(ctx: PlanContext, bounds: list[Expr], rows: Rel) -> None:
                                    params={"construct": "time bound"},
                                    hint="put the bound in the WHERE of the block that reads the stream")
         ctx.plan.note("the batch time is the largest event time its stream has brought (max_event_time())")
-        first = bounds[0]
-        assert isinstance(first, Call)  # a time bound (sql/bind/expiry.py): (ts, clock)
-        ts = first.args[0]
-        arrived = Filter(rows, Call(">", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
-        ctx.plan.event_time = Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),))
+        ctx.plan.event_time = program
+
+
+def _event_time(bounds: list[Expr], rows: Rel) -> Rel:
+    """The event-time clock's program: the largest event time among a batch's inserted ``rows``.
+    A bound straight over a stream's scan reads the clock of the stream's column, whatever the
+    scan's alias and other columns: two such bounds of one column (Linear Road's last minute and
+    last 15 seconds of the same reports) read one clock and are one program."""
+    first = bounds[0]
+    assert isinstance(first, Call)  # a time bound (sql/bind/expiry.py): (ts, clock)
+    ts = first.args[0]
+    names = [f.name for f in rows.fields] if isinstance(rows, DeltaScan) else []
+    if isinstance(rows, DeltaScan) and isinstance(ts, Column) and ts.name in names:
+        column = rows.columns[names.index(ts.name)]
+        ts = Column(f"{rows.table}.{column}", ts.type)
+        rows = DeltaScan(rows.table, rows.table, (Field(ts.name, ts.type),), (column,), rows.weighted)
+    arrived = Filter(rows, Call(">", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
+    return Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),))
 
 
 def check_answer(rows: Rel) -> None:

@@ -308,3 +308,25 @@ def test_explain_analyze_shows_the_batch_time_and_late_rows():
     clock = {**record, "clock_only": True}
     assert "batch 4 ran for the clock alone" in Analyzed(4, clock, plan).text("PLAN")
     assert json.loads(Analyzed(4, clock, plan).json("{}"))["clock_only"] is True
+
+
+L = Source("L", (("vid", "INT"), ("ts", "TIMESTAMP"), ("speed", "INT"), ("seg", "INT")), weighted=True)
+
+
+@pytest.mark.parametrize("seed", ["linear-road-2", "linear-road-3"])
+def test_two_event_time_bounds_of_one_column_read_one_clock_and_equal_duckdb(spark, tmp_path, seed):
+    """Linear Road's congestion query (seed 004 §4.2), scaled to the test's event times: the
+    segments whose average speed over the last 10 minutes is low, and the cars reported in them
+    in the last 4 — two bounds of one stream's column, one clock, each its own live rows; rows out
+    of order and deleted, every batch against DuckDB at the batch time its commit records."""
+    sql = ("SELECT count(r.vid) AS c, count(DISTINCT r.vid) AS cars FROM L r JOIN (SELECT seg FROM L "
+           "WHERE ts > max_event_time() - INTERVAL 10 MINUTES GROUP BY seg HAVING avg(speed) < 2.5) s "
+           "ON r.seg = s.seg WHERE r.ts > max_event_time() - INTERVAL 4 MINUTES")
+
+    def oracle(record):
+        return (f"SELECT count(r.vid), count(DISTINCT r.vid) FROM L r JOIN (SELECT seg FROM L WHERE {bound(10)(record)} "
+                f"GROUP BY seg HAVING avg(speed) < 2.5) s ON r.seg = s.seg WHERE {bound(4, ts='r.ts')(record)}")
+
+    batches = random_stream(random.Random(seed), [L], batches=6, max_rows=16, min_rows=6)
+    run = check_stream(spark, str(tmp_path), sql, [L], batches, oracle_sql=oracle)
+    assert run.batches == 6 and any(s != [(0, 0)] for s in run.snapshots), run.snapshots
