@@ -33,7 +33,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "stop-and-restart; theta: a band join's join matrix under a fluctuating size ratio, "
                         "adaptive against static and recompute; replan or 004: seed 004's Fig. 7, three streams joined, x's keys "
                         "switching every --reps batches (default 8), the join order static against re-planned, "
-                        "--increment rows per stream per batch (default 2000), --increments batches (default 24))")
+                        "--increment rows per stream per batch (default 2000), --increments batches (default 24); linear-road: "
+                        "seed 004's §4.2, Linear Road's congestion query maintained against recomputed, the rate "
+                        "ramping over --increments batches (default 60))")
     p.add_argument("--systems", default=None, metavar="LIST",
                    help=f"comma-separated, from {','.join(NAMES)} (default: all but streamfold-auto — "
                         "streamfold-cli for groupby, join-groupby, groupby-10m and groupby-100m only; with "
@@ -208,7 +210,7 @@ def _custom(args: argparse.Namespace) -> Any:
 
 
 # Benches with runners of their own (not runner.run_bench): --time-limit does not reach them.
-OWN_RUNNERS = ("pause", "reconfigure", "theta", "soak", "tpch", "tpcds", "replan", "004")
+OWN_RUNNERS = ("pause", "reconfigure", "theta", "soak", "tpch", "tpcds", "replan", "004", "linear-road")
 
 
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
@@ -233,6 +235,10 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .replan import main as replan_bench
 
         return replan_bench(args.increment, args.increments, args.reps, args.quick, args.out, args.master)
+    if args.workload == "linear-road":
+        from .linear_road import main as linear_road_bench
+
+        return linear_road_bench(args.increments, args.quick, args.out, args.master)
     if args.workload == "theta":
         from .theta import main as theta_bench
 

@@ -388,3 +388,22 @@ def test_quick_replan_bench_switches_the_order_and_checks_every_batch(spark, tmp
     # batch 0 meets empty states (nothing measured); batch 1's Δx ⋈ y is large, ⋈ z small: batch 2 z first
     assert [b["order"] for b in dynamic["batches"]] == [["in_y", "in_z"]] * 2 + [["in_z", "in_y"]]
     assert "replanned / static" in (tmp_path / "replan" / "results.md").read_text()
+
+
+@pytest.mark.spark
+def test_quick_linear_road_bench_checks_both_plans_against_duckdb_every_batch(spark, tmp_path):
+    """``streamfold bench linear-road --quick`` (seed 004 §4.2): Linear Road's congestion query
+    maintained and recomputed over the same ramping reports, both equal to DuckDB at every batch's
+    time; the rate ramps; results.json and results.md written."""
+    from streamfold.bench.cli import main
+    from streamfold.bench.linear_road import rates
+
+    assert rates(4, 20, 60) == [20, 20 + 40 / 3, 20 + 80 / 3, 60]
+    assert main(build_parser().parse_args(["bench", "linear-road", "--quick", "--increments", "3",
+                                           "--out", str(tmp_path)])) == 0
+    results = json.load(open(tmp_path / "linear-road" / "results.json"))
+    kept, again = results["systems"]["streamfold"], results["systems"]["recompute"]
+    assert kept["exact"] and again["exact"] and len(kept["batches"]) == 3
+    answers = [b["answer"] for b in kept["batches"]]
+    assert answers == [b["answer"] for b in again["batches"]] and answers[-1] > 0, answers
+    assert "streamfold / recompute" in (tmp_path / "linear-road" / "results.md").read_text()
