@@ -21,8 +21,8 @@ goes first alternating:
 * **streamfold** — the query maintained: the bounds pushed onto the stream's rows (window
   push-up), the segments' sums kept and changed by each batch's rows and by the rows the clock
   passes (incremental aggregation), the states bounded by the windows;
-* **recompute** — the paper's plan without those optimizations: every batch the query again in
-  Spark over the files so far, its bounds read from the files' largest time (Spark skips the
+* **recompute** — standing in for the paper's plan without those optimizations: every batch the
+  query again in Spark over the files so far, its bounds read from the files' largest time (Spark skips the
   Parquet row groups the bound excludes by their statistics, so it reads about the window, not
   the whole history).
 
