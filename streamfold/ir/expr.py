@@ -236,6 +236,7 @@ TRUE = Literal(True, BOOLEAN)
 # CLOCK_VIEW the runtime creates before the batch's programs run.
 CLOCK_OP = "batch_time"
 CLOCK_VIEW = "_streamfold_clock"
+CLOCK_COLUMN = "_streamfold_now_us"  # its one column: the time in microseconds, a DECIMAL(20,0)
 EVENT_TIME = "max_event_time"  # the event-time clock's SQL name, and its CLOCK_OP call's argument
 
 

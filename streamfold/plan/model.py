@@ -451,6 +451,12 @@ class IncrementalPlan:
         """Whether a batch reads its batch time (a time bound keeps live rows, ``rules_expiry.py``)."""
         return any(s.role == StateRole.LIVE for s in self.states)
 
+    @property
+    def reads_rows_for_time(self) -> bool:
+        """Whether a batch reads its rows for its time bounds beside its plan's job: the largest
+        event time, the rows dropped as late (``runtime/features/batch_time.py``)."""
+        return self.event_time is not None or bool(self.late)
+
     def stream_columns(self) -> dict[str, tuple[str, ...]]:
         """Per stream, the columns its batches' rows are read for (its ``DeltaScan``s'), in the
         source's order: what a batch needs of its files."""

@@ -331,8 +331,9 @@ class Engine:
         if self.ctx.clock.profiler is not None:  # the wait from its first file's arrival to its start
             self.ctx.clock.profiler.waited(arrival(self._stream_dirs(), inputs))
         installed = self.installed
+        scans = self.prepared.ready and not self.b.plan.reads_rows_for_time  # rows read by the slots alone
         shape = read_shape(installed is not None, installed is not None and installed.answer_only,
-                           any(inputs.values()), self.prepared.ready)
+                           any(inputs.values()), scans)
         if installed is not None:
             installed.ran_h = not shape.answer_only
         frames, rows, cached, light = self._read(batch, inputs, shape)
@@ -439,7 +440,7 @@ class Engine:
             with clock.phase("write"):
                 if shape.mode == "replay":
                     snap_rows, change_rows = control.guard(batch, "answer",
-                                                           lambda: self.prepared.replay(b, batch, reads, early))
+                                                           lambda: self.prepared.replay(b, batch, reads, self.batch_time.current, early))
                 else:
                     snap_rows, change_rows = control.guard(batch, "answer", lambda: write(
                         ctx, b, batch, reads.merged, reads.new, views, shape.eager, held + sum(rows.values()),
@@ -461,7 +462,7 @@ class Engine:
             extra.update(self.adaptive.record(b))
             if not read.answer_only:
                 extra.update(self.join_order.observe(b, batch))
-            extra.update(self.batch_time.record(b.plan, None if read.answer_only or shape.mode == "replay"
+            extra.update(self.batch_time.record(b.plan, None if read.answer_only or (light and shape.mode == "replay")
                                                 else lambda rel: reads.sql(rel, views)))
             if installed is not None:
                 extra["reset"] = installed.reset

@@ -40,6 +40,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInputError
+from ..ir.expr import CLOCK_COLUMN
 from ..settings import Settings, resolve
 from . import lowering
 from .jvm import loaded
@@ -55,8 +56,10 @@ log = logging.getLogger("streamfold")
 class Prepared:
     """The prepared plans of one engine, from their capture to the batch that cannot use them."""
 
-    def __init__(self, spark: SparkSession, settings: Settings | None = None) -> None:
+    def __init__(self, spark: SparkSession, settings: Settings | None = None, clocked: bool = False) -> None:
         self.spark = spark
+        self.clocked = clocked  # the plans read the batch time: each replay sets it (:meth:`tick`)
+        self._clocks: Any = None  # the batch time's subqueries in the plans (a Java list; Plans.clocks)
         # Joins that probe a base with a few keys read it through an index (Plans.lookups); off: they scan it.
         self.indexed = resolve(settings).index
         jvm: Any = spark._jvm
@@ -285,6 +288,15 @@ class Prepared:
             return False
         self._look_up(plan)
         self._outputs = stacked._jdf.toArrowBatchRdd()
+        if self.clocked:  # (executed now: their values are computed)
+            plans = self._gateway.jvm.java.util.ArrayList()
+            for each in self._plans:
+                plans.add(each)
+            self._clocks = self._helpers.clocks(plans, CLOCK_COLUMN)
+            if not self._clocks.size():
+                self.refused = "the batch time read where a replay could not set it"
+                log.info("streamfold: batches are planned one by one (%s)", self.refused)
+                return False
         tops = self._gateway.jvm.java.util.ArrayList()
         for rdd in [self._outputs] + [keep for keep, _ in self.keeps.values()]:
             tops.add(rdd)
@@ -354,6 +366,12 @@ class Prepared:
             if kept is not None:  # (none: the first batch after a capture ahead reads what it points at)
                 slot.readBlocks(kept) if kept >= 0 else slot.readNothing()  # -1: a tail just folded
         self._fresh_job()
+
+    def tick(self, micros: int | None) -> None:
+        """The batch's time (µs), which the plans' time bounds read (``features/batch_time.py``):
+        set in the values the capture's plans computed, before the job."""
+        if self._clocks is not None and micros is not None:
+            self._helpers.setClocks(self._clocks, micros)
 
     def _into(self, name: str) -> int:
         """A fresh block id for ``name``'s merge, remembered (:mod:`.storage` measures its blocks)."""

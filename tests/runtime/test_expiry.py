@@ -86,6 +86,9 @@ def test_expiring_rows_equal_duckdb_at_the_batch_time(spark, tmp_path, monkeypat
     assert run.batches == len(CLOCK)
     assert any(run.snapshots), "nothing inside the bound: the test would prove nothing"
     assert sum(late) > 0, "no late row: the count would prove nothing"
+    # batches 2–4 replay the plans batch 1 captured, each at its own batch time (Prepared.tick)
+    assert [output.read_commit(b).get("prepared") for b in range(run.batches)] == [
+        None, "capture", "replay", "replay", "replay"]
 
 
 def test_a_batch_without_rows_of_the_bounded_stream_still_expires_its_rows(spark, tmp_path, monkeypatch):
@@ -330,3 +333,5 @@ def test_two_event_time_bounds_of_one_column_read_one_clock_and_equal_duckdb(spa
     batches = random_stream(random.Random(seed), [L], batches=6, max_rows=16, min_rows=6)
     run = check_stream(spark, str(tmp_path), sql, [L], batches, oracle_sql=oracle)
     assert run.batches == 6 and any(s != [(0, 0)] for s in run.snapshots), run.snapshots
+    output = OutputDir(str(tmp_path / "out"))  # batches 2–5 replay at their own event times
+    assert [output.read_commit(b).get("prepared") for b in range(6)] == [None, "capture"] + ["replay"] * 4

@@ -5,8 +5,8 @@ reads the clock, and the answer must stay the batch query's answer at one instan
 batch runs, the engine asks :meth:`BatchTime.begin` for its time: the wall clock, but never
 earlier than the last committed batch's (a clock stepped back would bring expired rows back,
 which the live rows no longer hold). The programs read it from a one-row view
-(:data:`~streamfold.ir.expr.CLOCK_VIEW`) and the commit records it (``"batch_time"``, ISO 8601
-UTC, and ``"batch_time_us"``), so a restart continues from it and the answer of every batch can be
+(:data:`~streamfold.ir.expr.CLOCK_VIEW`, microseconds as a decimal: ``sql/bind/expiry.py``) and
+the commit records it (``"batch_time"``, ISO 8601 UTC, and ``"batch_time_us"``), so a restart continues from it and the answer of every batch can be
 checked against the batch query at its recorded time. A batch killed before its commit is run
 again at a new time: nothing of it was published.
 
@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...ir.expr import CLOCK_VIEW, Agg, Call, Column
+from ...ir.expr import CLOCK_COLUMN, CLOCK_VIEW, Agg, Call, Column
 from ...ir.rel import WEIGHT, Aggregate, Join, JoinKind, Project, Rel
 from ...ir.types import BIGINT, TIMESTAMP
 from ...plan.model import IncrementalPlan
@@ -125,4 +125,4 @@ class BatchTime:
         from pyspark.sql import functions as F
 
         spark = self.ctx.spark
-        spark.range(1).select(F.timestamp_micros(F.lit(micros)).alias("now")).createOrReplaceTempView(CLOCK_VIEW)
+        spark.range(1).select(F.lit(micros).cast("decimal(20,0)").alias(CLOCK_COLUMN)).createOrReplaceTempView(CLOCK_VIEW)

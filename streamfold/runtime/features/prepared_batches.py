@@ -48,20 +48,25 @@ class PreparedBatches:
         self.ctx = ctx
         self.plans: Prepared | None = None
         self.capturing = False  # a capture is being planned (this batch's, or the next one's ahead)
+        self._clocked = False  # the bundle's plan reads the batch time (each replay sets it)
 
     def reset(self, b: Bundle) -> None:
         """Plans for a new bundle: none yet (the first batch that can captures)."""
-        self.plans = Prepared(self.ctx.spark, self.ctx.config.settings) if self.preparable(b) else None
+        self._clocked = b.plan.clocked
+        self.plans = self._new() if self.preparable(b) else None
         self.capturing = False
+
+    def _new(self) -> Prepared:
+        return Prepared(self.ctx.spark, self.ctx.config.settings, self._clocked)
 
     def preparable(self, b: Bundle) -> bool:
         """Whether a batch of the plan could run prepared plans: no loops (their rounds are planned
         as they go), no hybrid or watched equi-join (decided on before the outputs, by jobs of
         their own; a join matrix's migration, decided after them, plans afresh), Parquet streams
-        (other formats are checked by a job of their own), no time bound, few states (``PREPARED_MAX_STATES``)."""
+        (other formats are checked by a job of their own), few states (``PREPARED_MAX_STATES``).
+        A time bound's batch time is set in the plans before each replay (:meth:`Prepared.tick`)."""
         plan = b.plan
         return (Prepared.available(self.ctx.spark, self.ctx.config.settings) and not plan.watched
-                and not plan.clocked  # the batch time is a value the replayed plans would keep
                 and not any(mx.hybrid is not None for mx in plan.matrices)
                 and sum(not s.static for s in plan.states) <= shape.PREPARED_MAX_STATES
                 and not any(isinstance(s, LOOPS) for s in plan.delta)
@@ -87,7 +92,7 @@ class PreparedBatches:
         dropped from the JVM (``Prepared.release``)."""
         if self.plans is not None:
             self.plans.release()
-        self.plans = Prepared(self.ctx.spark, self.ctx.config.settings)
+        self.plans = self._new()
 
     def invalidated(self) -> None:
         """The states the plans were captured over changed layout (runs started, a migration):
@@ -143,17 +148,18 @@ class PreparedBatches:
         if p is not None and (p.ready or p.keeps) and (nulls_appeared or not p.rebase(name, base)):
             self.afresh()
 
-    def replay(self, b: Bundle, batch: int, reads: BatchReads,
+    def replay(self, b: Bundle, batch: int, reads: BatchReads, now: int | None,
                answer_ready: Callable[[pa.Table, pa.Table], None] | None = None) -> tuple[int, int]:
-        """A batch run by the prepared plans: slots pointed at its rows and the kept states, one
-        job for every merge and the outputs, its parts written (``answer_ready``: as in
-        :func:`..outputs.write`)."""
+        """A batch run by the prepared plans: slots pointed at its rows and the kept states, the
+        batch time ``now`` (µs; None: the plan reads none) set, one job for every merge and the
+        outputs, its parts written (``answer_ready``: as in :func:`..outputs.write`)."""
         p = self.plans
         assert p is not None
         clock = self.ctx.clock
         try:
             with clock.part("prepared: point the slots"):
                 p.bind(reads.frames)
+                p.tick(now)
             with clock.part("prepared: the job + Arrow"):
                 table = p.run()
             written = write_collected(self.ctx, b, batch, table, answer_ready)
@@ -172,7 +178,7 @@ class PreparedBatches:
             prepared.failed()
             if prepared.refused is None:
                 prepared.release()
-            self.plans = Prepared(self.ctx.spark, self.ctx.config.settings) if prepared.refused is None else prepared
+            self.plans = self._new() if prepared.refused is None else prepared
         if self.capturing and prepared is not None:
             prepared.planned()
         self.capturing = False

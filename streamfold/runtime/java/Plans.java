@@ -153,20 +153,72 @@ public final class Plans {
      * What keeps a physical plan from being run again with other rows in its slots, or null:
      * a node that computes its input once and reuses it (a broadcast, a subquery's value) over a
      * slot or a kept merge. Over static rows (a table's file scan, a static state) such a node is
-     * harmless: those rows do not change. A shuffle is no obstacle: its map output is forgotten
-     * before each job ({@link #shuffles}, {@link #forgetShuffles}), so the job shuffles again.
+     * harmless: those rows do not change; so is a node whose subqueries read static rows only,
+     * whatever its children read (the batch time's subquery: its value is set before each job,
+     * {@link #setClocks}). A shuffle is no obstacle: its map output is forgotten before each job
+     * ({@link #shuffles}, {@link #forgetShuffles}), so the job shuffles again.
      */
     public static String obstacle(SparkPlan plan) {
         String name = plan.getClass().getSimpleName();
-        boolean reuses = (name.contains("Exchange") && !isShuffle(plan)) || name.contains("Subquery")
-            || !plan.subqueries().isEmpty();
+        boolean reuses = (name.contains("Exchange") && !isShuffle(plan)) || name.contains("Subquery");
         if (reuses && readsSlots(plan)) return plan.nodeName();
+        scala.collection.Iterator subs = plan.subqueries().iterator();
+        while (subs.hasNext()) if (readsSlots((SparkPlan) subs.next())) return plan.nodeName();
         scala.collection.Iterator kids = plan.children().iterator();
         while (kids.hasNext()) {
             String found = obstacle((SparkPlan) kids.next());
             if (found != null) return found;
         }
         return null;
+    }
+
+    /**
+     * The batch time's subqueries in ``plans`` (physical plans, their subqueries' included): each
+     * scalar subquery whose one column is named ``column`` (sql/bind/expiry.py). Their values are
+     * computed when a plan is first executed and kept, by the expression and by the code generated
+     * for it (a decimal, which generated code refers to rather than inlines): {@link #setClocks}
+     * changes them in place, and each job's tasks are serialized with the value set before it.
+     */
+    public static java.util.List clocks(java.util.List plans, String column) {
+        java.util.ArrayList out = new java.util.ArrayList();
+        java.util.IdentityHashMap seen = new java.util.IdentityHashMap();
+        for (int i = 0; i < plans.size(); i++) clocksOf((SparkPlan) plans.get(i), column, out, seen);
+        return out;
+    }
+
+    private static void clocksOf(SparkPlan plan, String column, java.util.List out, java.util.Map seen) {
+        if (seen.put(plan, Boolean.TRUE) != null) return;
+        scala.collection.Iterator exprs = plan.expressions().iterator();
+        while (exprs.hasNext()) clocksIn((org.apache.spark.sql.catalyst.expressions.Expression) exprs.next(), column, out, seen);
+        scala.collection.Iterator kids = plan.children().iterator();
+        while (kids.hasNext()) clocksOf((SparkPlan) kids.next(), column, out, seen);
+    }
+
+    private static void clocksIn(org.apache.spark.sql.catalyst.expressions.Expression e, String column,
+                                 java.util.List out, java.util.Map seen) {
+        if (e instanceof org.apache.spark.sql.execution.ScalarSubquery) {
+            org.apache.spark.sql.execution.ScalarSubquery sub = (org.apache.spark.sql.execution.ScalarSubquery) e;
+            scala.collection.Seq cols = sub.plan().output();
+            if (cols.size() == 1 && ((org.apache.spark.sql.catalyst.expressions.Attribute) cols.head()).name().equals(column)
+                    && sub.dataType() instanceof org.apache.spark.sql.types.DecimalType) {
+                if (!seen.containsKey(sub)) { seen.put(sub, Boolean.TRUE); out.add(sub); }
+                return;
+            }
+            clocksOf(sub.plan(), column, out, seen);  // a clock read inside another subquery
+        } else if (e instanceof org.apache.spark.sql.catalyst.expressions.PlanExpression) {
+            Object inner = ((org.apache.spark.sql.catalyst.expressions.PlanExpression) e).plan();
+            if (inner instanceof SparkPlan) clocksOf((SparkPlan) inner, column, out, seen);
+        }
+        scala.collection.Iterator kids = e.children().iterator();
+        while (kids.hasNext()) clocksIn((org.apache.spark.sql.catalyst.expressions.Expression) kids.next(), column, out, seen);
+    }
+
+    /** Set the batch time's subqueries ({@link #clocks}, executed) to ``micros``. */
+    public static void setClocks(java.util.List subs, long micros) {
+        for (int i = 0; i < subs.size(); i++) {
+            Object value = ((org.apache.spark.sql.execution.ScalarSubquery) subs.get(i)).eval(null);
+            ((org.apache.spark.sql.types.Decimal) value).set(micros);
+        }
     }
 
     /** Whether ``plan`` is a shuffle exchange, or the reuse of one. */

@@ -24,16 +24,21 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...errors import BindError, UnsupportedError
-from ...ir.expr import CLOCK_OP, CLOCK_VIEW, EVENT_TIME, Call, Expr, Literal, and_all
+from ...ir.expr import CLOCK_COLUMN, CLOCK_OP, CLOCK_VIEW, EVENT_TIME, Call, Expr, Literal, and_all
 from ...ir.types import BOOLEAN, STRING, TIMESTAMP
 from ..bind_expr import ExprBinder
 from ..scope import Scope
 from .context import BindContext, Cte
 from .time_windows import duration_micros
 
-CLOCK = Call(CLOCK_OP, (), TIMESTAMP, f"(SELECT now FROM {CLOCK_VIEW})")
+# The view holds the time as a DECIMAL: Spark's generated code refers to a decimal subquery value
+# (it inlines a TIMESTAMP's as a literal), so a batch at a new time reuses the classes compiled
+# for the last one instead of generating, compiling and warming new ones, and prepared plans set
+# the value in place before each replay (runtime/prepared.py, Plans.setClocks).
+_READ = f"timestamp_micros(CAST((SELECT {CLOCK_COLUMN} FROM {CLOCK_VIEW}) AS BIGINT))"
+CLOCK = Call(CLOCK_OP, (), TIMESTAMP, _READ)
 # the event-time clock: the largest event time the bound's stream has brought so far
-EVENT_CLOCK = Call(CLOCK_OP, (Literal(EVENT_TIME, STRING),), TIMESTAMP, f"(SELECT now FROM {CLOCK_VIEW})")
+EVENT_CLOCK = Call(CLOCK_OP, (Literal(EVENT_TIME, STRING),), TIMESTAMP, _READ)
 _OPS = {exp.GT: ">", exp.GTE: ">="}  # ts > now - d; the reversed form `now - d < ts` is read as this
 
 
