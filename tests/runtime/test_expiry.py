@@ -331,7 +331,18 @@ def test_two_event_time_bounds_of_one_column_read_one_clock_and_equal_duckdb(spa
                 f"GROUP BY seg HAVING avg(speed) < 2.5) s ON r.seg = s.seg WHERE {bound(4, ts='r.ts')(record)}")
 
     batches = random_stream(random.Random(seed), [L], batches=6, max_rows=16, min_rows=6)
-    run = check_stream(spark, str(tmp_path), sql, [L], batches, oracle_sql=oracle)
+    output = OutputDir(str(tmp_path / "out"))
+    late: list[list[int]] = []
+
+    def check(batch, snapshot, prefix):  # each bound's late rows, counted by one statement with the time
+        record = output.read_commit(batch)
+        now = record["batch_time_us"]
+        rows = [r for r in batches[batch]["L"] if r[-1] > 0]
+        late.append([sum(r[-1] for r in rows if _micros(r[1]) <= now - m * MINUTE) for m in (4, 10)])
+        assert sorted(record["late_rows"].values()) == sorted(late[-1]), (batch, record["late_rows"], late[-1])
+
+    run = check_stream(spark, str(tmp_path), sql, [L], batches, oracle_sql=oracle, check=check)
     assert run.batches == 6 and any(s != [(0, 0)] for s in run.snapshots), run.snapshots
-    output = OutputDir(str(tmp_path / "out"))  # batches 2–5 replay at their own event times
+    assert any(n for counts in late for n in counts), "no late row: the counts would prove nothing"
+    # batches 2–5 replay at their own event times
     assert [output.read_commit(b).get("prepared") for b in range(6)] == [None, "capture"] + ["replay"] * 4

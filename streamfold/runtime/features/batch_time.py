@@ -31,9 +31,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...ir.expr import CLOCK_COLUMN, CLOCK_VIEW, Agg, Call, Column
-from ...ir.rel import WEIGHT, Aggregate, Join, JoinKind, Project, Rel
-from ...ir.types import BIGINT, TIMESTAMP
+from ...ir.expr import CLOCK_COLUMN, CLOCK_VIEW, Agg, Call, Case, Column, Literal
+from ...ir.rel import WEIGHT, Aggregate, Project, Rel, Union
+from ...ir.types import BIGINT, BOOLEAN, INT, TIMESTAMP
 from ...plan.model import IncrementalPlan
 from ..bundle import Bundle
 from ..context import RunContext
@@ -69,8 +69,9 @@ class BatchTime:
         if plan.event_time is None:
             now = wall_clock()
         elif sql is not None:
-            value = self.ctx.spark.sql(sql(Project(plan.event_time, (("us", Call(
-                "unix_micros", (Column("now", TIMESTAMP),), BIGINT, "unix_micros({0})")),)))).collect()[0][0]
+            with self.ctx.clock.phase("largest event time"):
+                value = self.ctx.spark.sql(sql(Project(plan.event_time, (("us", Call(
+                    "unix_micros", (Column("now", TIMESTAMP),), BIGINT, "unix_micros({0})")),)))).collect()[0][0]
             now = NO_EVENT if value is None else int(value)
         else:
             now = NO_EVENT
@@ -108,12 +109,8 @@ class BatchTime:
         if self.clock_only:
             out["clock_only"] = True
         if sql is not None and plan.late:
-            counts = [Aggregate(rows, (), ((n, Agg("sum", (Column(WEIGHT, BIGINT),), False, BIGINT)),))
-                      for n, rows in plan.late]
-            both = counts[0] if len(counts) == 1 else Join(counts[0], counts[1], JoinKind.CROSS, None)
-            for extra in counts[2:]:
-                both = Join(both, extra, JoinKind.CROSS, None)
-            row = self.ctx.spark.sql(sql(both)).collect()[0]
+            with self.ctx.clock.phase("late rows"):
+                row = self.ctx.spark.sql(sql(late_counts(plan.late))).collect()[0]
             out["late_rows"] = {n: int(row[i] or 0) for i, (n, _) in enumerate(plan.late)}
         return out
 
@@ -126,3 +123,19 @@ class BatchTime:
 
         spark = self.ctx.spark
         spark.range(1).select(F.lit(micros).cast("decimal(20,0)").alias(CLOCK_COLUMN)).createOrReplaceTempView(CLOCK_VIEW)
+
+
+def late_counts(late: tuple[tuple[str, Rel], ...]) -> Rel:
+    """One row: per time bound, the weight of the batch's rows it drops as late. The bounds' rows
+    tagged and stacked, summed per tag by one aggregate (one stage over the batch's rows, where an
+    aggregate per bound cross-joined took a stage each and the join's)."""
+    weight = Column(WEIGHT, BIGINT)
+    if len(late) == 1:
+        return Aggregate(late[0][1], (), ((late[0][0], Agg("sum", (weight,), False, BIGINT)),))
+    tagged = Union(tuple(Project(rows, ((_TAG, Literal(i, INT)), (WEIGHT, weight))) for i, (_, rows) in enumerate(late)))
+    return Aggregate(tagged, (), tuple((n, Agg("sum", (Case(((Call("=", (Column(_TAG, INT), Literal(i, INT)), BOOLEAN),
+                                                               weight),), None, BIGINT),), False, BIGINT))
+                                       for i, (n, _) in enumerate(late)))
+
+
+_TAG = "_bound"
