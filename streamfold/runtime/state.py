@@ -34,12 +34,14 @@ the batch's delta, and replaying adds the logs up.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..plan.model import Monoid, State
 from ..settings import Settings, resolve
 from . import lowering, runs
+from .jvm import loaded
 from .lowering import StateTable
 from .profile import Part, no_part
 from .sources import empty_frame
@@ -121,21 +123,31 @@ def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
 
 
 def release(df: DataFrame | None) -> None:
-    """Free the blocks of a DataFrame made by :func:`materialize` (a no-op for others)."""
+    """Free the blocks of a DataFrame made by :func:`materialize` or read through a slot of
+    prepared plans (a no-op for others): one call to the JVM's helpers, where they are loaded."""
     if df is None:
         return
     try:
+        helpers = _helpers(df.sparkSession)
+        if helpers is not None:
+            helpers.release(df._jdf)
+            return
         plan = df._jdf.queryExecution().logical()
         if plan.getClass().getSimpleName() == "LogicalRDD":
-            rdd = plan.rdd()
-            if rdd.getClass().getSimpleName() == "SlotRDD":  # a state kept by prepared plans (prepared.py)
-                if rdd.blocksRead() >= 0:
-                    jvm: Any = df.sparkSession._jvm
-                    jvm.streamfold.jvm.Plans.dropBlocks(rdd.blocksRead())
-            else:
-                rdd.unpersist(False)
+            plan.rdd().unpersist(False)
     except Exception:  # noqa: BLE001 - releasing is best effort; the cleaner frees it later
         pass
+
+
+_HELPERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # JVM view → Plans, or None
+
+
+def _helpers(spark: Any) -> Any:
+    """The JVM helpers' ``Plans`` class of ``spark``'s JVM (None without them), looked up once."""
+    view = spark._jvm
+    if view not in _HELPERS:
+        _HELPERS[view] = view.streamfold.jvm.Plans if loaded(spark) else None
+    return _HELPERS[view]
 
 
 def widen(schema: StructType, kept: frozenset[str] = frozenset()) -> StructType:

@@ -136,6 +136,23 @@ public final class Plans {
         return new Partition[] { new org.apache.spark.rdd.CoalescedRDDPartition(0, lender, new int[] {0}, scala.Option.empty()) };
     }
 
+    /**
+     * Frees the blocks behind a frame (state.release): a frame read through a slot of prepared
+     * plans drops the blocks the slot reads, a lazily checkpointed one is unpersisted, and any
+     * other is left alone (asynchronously). One call where the driver made seven.
+     */
+    public static void release(org.apache.spark.sql.classic.Dataset df) {
+        Object plan = df.queryExecution().logical();
+        if (!(plan instanceof org.apache.spark.sql.execution.LogicalRDD)) return;
+        RDD rdd = ((org.apache.spark.sql.execution.LogicalRDD) plan).rdd();
+        if (rdd instanceof SlotRDD) {
+            int id = ((SlotRDD) rdd).blocksRead();
+            if (id >= 0) dropBlocks(id);
+        } else {
+            rdd.unpersist(false);
+        }
+    }
+
     /** Frees the blocks a KeepRDD stored under ``id``, on every executor (asynchronously). */
     public static void dropBlocks(int id) {
         SparkEnv.get().blockManager().master().removeRdd(id, false);
