@@ -5,10 +5,11 @@ reads the clock, and the answer must stay the batch query's answer at one instan
 batch runs, the engine asks :meth:`BatchTime.begin` for its time: the wall clock, but never
 earlier than the last committed batch's (a clock stepped back would bring expired rows back,
 which the live rows no longer hold). The programs read it from a one-row view
-(:data:`~streamfold.ir.expr.CLOCK_VIEW`, microseconds as a decimal: ``sql/bind/expiry.py``) and
-the commit records it (``"batch_time"``, ISO 8601 UTC, and ``"batch_time_us"``), so a restart continues from it and the answer of every batch can be
-checked against the batch query at its recorded time. A batch killed before its commit is run
-again at a new time: nothing of it was published.
+(:data:`~streamfold.ir.expr.CLOCK_VIEW`, microseconds as a decimal: ``sql/bind/expiry.py``;
+prepared plans set it in place before each replay, ``Prepared.tick``) and the commit records it
+(``"batch_time"``, ISO 8601 UTC, and ``"batch_time_us"``), so a restart continues from it and
+the answer of every batch can be checked against the batch query at its recorded time. A batch
+killed before its commit is run again at a new time: nothing of it was published.
 
 For an event-time bound (``max_event_time()``) the time is instead the largest event time the
 stream has brought: the batch's rows' largest, never below the batch before's. A rerun of a
