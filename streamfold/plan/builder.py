@@ -23,6 +23,7 @@ class PlanBuilder:
     expiring: list[tuple[str, Rel]] = field(default_factory=list)  # … and its live rows the bound no longer passes
     clocks: set[str] = field(default_factory=set)  # the kinds of clock the time bounds read
     event_time: Rel | None = None  # the event-time clock: the largest event time of a batch's rows
+    late_margin: int | None = None  # the narrowest event-time bound's interval (µs)
     # (n, m) per join matrix (named by its left state) to plan with instead of the square one:
     # the mapping the runtime moved to (streamfold.plan.matrix.decide)
     mappings: dict[str, tuple[int, int]] = field(default_factory=dict)

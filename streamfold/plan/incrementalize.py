@@ -147,6 +147,7 @@ def _plan(bound: BoundQuery, logical: Rel, mappings: dict[str, tuple[int, int]] 
                            init=tuple(p.init), delta=tuple(p.delta), answer=a, notes=tuple(p.notes),
                            matrices=tuple(p.matrices), policy=policy, watched=tuple(p.watched),
                            late=tuple(p.late), expiring=tuple(p.expiring), event_time=p.event_time,
+                           late_margin=p.late_margin,
                            delta_joins=delta_joins(p.delta_joins, p.delta),
                            orders=tuple(sorted((s, o) for d in p.delta_joins for s, o in d.terms
                                                if p.orders.get(s) == o)))

@@ -424,7 +424,11 @@ class IncrementalPlan:
     # per time bound: its live rows the bound no longer passes at the batch time (those a batch would
     # remove); between batches the runtime asks whether the clock has passed one (features/batch_time.py)
     expiring: tuple[tuple[str, Rel], ...] = ()
-    event_time: Rel | None = None  # an event-time bound: one row, `now`, the batch's largest event time
+    # an event-time bound: one row, `now`, the batch's largest event time, and `first`, its earliest
+    event_time: Rel | None = None
+    # the narrowest event-time bound's interval (µs): a batch whose earliest event time is later than
+    # its time minus this drops no row as late (its late rows need no job)
+    late_margin: int | None = None
     delta_joins: tuple[DeltaJoin, ...] = ()  # joins of 3+ inputs whose delta terms' order may be re-planned
     # the join order each delta term was planned with, other than the compile-time one (by its
     # start state; runtime/features/join_order.py): a re-plan keeps it

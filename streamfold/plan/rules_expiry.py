@@ -89,10 +89,20 @@ def _clock(ctx: PlanContext, bounds: list[Expr], rows: Rel) -> None:
                                    hint="put the bound in the WHERE of the block that reads the stream")
         ctx.plan.note("the batch time is the largest event time its stream has brought (max_event_time())")
         ctx.plan.event_time = program
+        widths = [_width(b) for b in bounds]
+        ctx.plan.late_margin = min(widths + ([ctx.plan.late_margin] if ctx.plan.late_margin is not None else []))
+
+
+def _width(bound: Expr) -> int:
+    """A time bound's interval in microseconds (``ts > clock - width``, ``sql/bind/expiry.py``)."""
+    assert isinstance(bound, Call) and isinstance(bound.args[2], Literal)
+    return int(bound.args[2].value)  # type: ignore[call-overload]
 
 
 def _event_time(bounds: list[Expr], rows: Rel) -> Rel:
-    """The event-time clock's program: the largest event time among a batch's inserted ``rows``.
+    """The event-time clock's program: the largest event time among a batch's inserted ``rows``
+    (``now``), and the earliest (``first``: a batch whose earliest is inside every bound at its
+    time drops no row as late, and the runtime counts none, ``IncrementalPlan.late_margin``).
     A bound straight over a stream's scan reads the clock of the stream's column, whatever the
     scan's alias and other columns: two such bounds of one column (Linear Road's last minute and
     last 15 seconds of the same reports) read one clock and are one program."""
@@ -105,7 +115,8 @@ def _event_time(bounds: list[Expr], rows: Rel) -> Rel:
         ts = Column(f"{rows.table}.{column}", ts.type)
         rows = DeltaScan(rows.table, rows.table, (Field(ts.name, ts.type),), (column,), rows.weighted)
     arrived = Filter(rows, Call(">", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
-    return Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),))
+    return Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),
+                                   ("first", Agg("min", (ts,), False, TIMESTAMP))))
 
 
 def check_answer(rows: Rel) -> None:

@@ -13,7 +13,9 @@ killed before its commit is run again at a new time: nothing of it was published
 
 For an event-time bound (``max_event_time()``) the time is instead the largest event time the
 stream has brought: the batch's rows' largest, never below the batch before's. A rerun of a
-killed batch reads the same rows, so it finds the same time.
+killed batch reads the same rows, so it finds the same time. The same job reads the batch's
+earliest event time: when it is inside the narrowest bound, no row is late and the commit counts
+none without the job that counts them.
 
 Between batches the clock moves on while no file arrives. A query with a ``current_timestamp()``
 bound asks :meth:`BatchTime.passed`, at most once per trigger interval while it is idle, whether the
@@ -58,6 +60,7 @@ class BatchTime:
         self.current: int | None = None
         self.clock_only = False  # the batch runs because the clock passed a live row, not for a file
         self._looked: int | None = None  # the wall clock (µs) at the last look between batches
+        self._first: int | None = None  # the batch's earliest event time (µs), read with its largest
         self._show(self.last or 0)  # the view exists before the states' programs are analysed
 
     def begin(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> None:
@@ -67,13 +70,16 @@ class BatchTime:
         if not plan.clocked:
             self.current = None
             return
+        self._first = None
         if plan.event_time is None:
             now = wall_clock()
         elif sql is not None:
             with self.ctx.clock.phase("largest event time"):
-                value = self.ctx.spark.sql(sql(Project(plan.event_time, (("us", Call(
-                    "unix_micros", (Column("now", TIMESTAMP),), BIGINT, "unix_micros({0})")),)))).collect()[0][0]
-            now = NO_EVENT if value is None else int(value)
+                row = self.ctx.spark.sql(sql(Project(plan.event_time, tuple(
+                    (c, Call("unix_micros", (Column(c, TIMESTAMP),), BIGINT, "unix_micros({0})"))
+                    for c in ("now", "first"))))).collect()[0]
+            now = NO_EVENT if row[0] is None else int(row[0])
+            self._first = None if row[1] is None else int(row[1])
         else:
             now = NO_EVENT
         self.current = now if self.last is None else max(now, self.last)
@@ -109,11 +115,22 @@ class BatchTime:
         out: dict[str, Any] = {"batch_time": at.isoformat().replace("+00:00", "Z"), "batch_time_us": self.current}
         if self.clock_only:
             out["clock_only"] = True
-        if sql is not None and plan.late:
+        if sql is not None and plan.late and self._none_late(plan):
+            out["late_rows"] = {n: 0 for n, _ in plan.late}
+        elif sql is not None and plan.late:
             with self.ctx.clock.phase("late rows"):
                 row = self.ctx.spark.sql(sql(late_counts(plan.late))).collect()[0]
             out["late_rows"] = {n: int(row[i] or 0) for i, (n, _) in enumerate(plan.late)}
         return out
+
+    def _none_late(self, plan: IncrementalPlan) -> bool:
+        """Whether the batch's rows are all inside its event-time bounds, known without a job: its
+        earliest event time (read with its largest, :meth:`begin`) is later than the batch time
+        minus the narrowest bound's interval, or it inserted no row with an event time. The
+        bounds are ``ts > clock - width`` or ``>=``, so a row later than that passes every one."""
+        if plan.event_time is None or plan.late_margin is None or self.current is None:
+            return False
+        return self._first is None or self._first > self.current - plan.late_margin
 
     def committed(self) -> None:
         if self.current is not None:

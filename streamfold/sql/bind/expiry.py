@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from ...errors import BindError, UnsupportedError
 from ...ir.expr import CLOCK_COLUMN, CLOCK_OP, CLOCK_VIEW, EVENT_TIME, Call, Expr, Literal, and_all
-from ...ir.types import BOOLEAN, STRING, TIMESTAMP
+from ...ir.types import BIGINT, BOOLEAN, STRING, TIMESTAMP
 from ..bind_expr import ExprBinder
 from ..scope import Scope
 from .context import BindContext, Cte
@@ -101,5 +101,5 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
     if clock is EVENT_CLOCK and limit.this.expressions:
         raise ctx.err(BindError, "WRONG_ARGUMENTS", f"{EVENT_TIME}() takes no argument: it is the largest value "
                       "of the column it bounds", limit.this, function=EVENT_TIME)
-    return Call("time_bound", (ts, clock), BOOLEAN,
-                f"({{0}} {op} timestamp_micros(unix_micros({{1}}) - {micros}L))")
+    return Call("time_bound", (ts, clock, Literal(micros, BIGINT)), BOOLEAN,
+                f"({{0}} {op} timestamp_micros(unix_micros({{1}}) - {{2}}))")
