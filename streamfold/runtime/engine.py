@@ -331,7 +331,8 @@ class Engine:
         if self.ctx.clock.profiler is not None:  # the wait from its first file's arrival to its start
             self.ctx.clock.profiler.waited(arrival(self._stream_dirs(), inputs))
         installed = self.installed
-        scans = self.prepared.ready and not self.b.plan.reads_rows_for_time  # rows read by the slots alone
+        self.batch_time.look(self.b.plan, inputs)
+        scans = self.prepared.ready and not self.batch_time.reads_rows(self.b.plan)  # rows read by the slots alone
         shape = read_shape(installed is not None, installed is not None and installed.answer_only,
                            any(inputs.values()), scans)
         if installed is not None:

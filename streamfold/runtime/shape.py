@@ -26,9 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # A batch reading at most this many rows in all (its rows and the states it merges) runs in one task.
-# Every task pays a fixed cost (its plan deserialised, generated code instantiated); for a small
-# batch over a 10,000-key state those costs were most of the job.
-ONE_TASK_ROWS = 100_000
+# Every task pays a fixed cost (its plan deserialised, generated code instantiated), and every
+# exchange between stages a shuffle: for a small batch over a 10,000-key state those costs were
+# most of the job, and on two cores one task stays as fast as the hash-partitioned stages up to
+# states of a few hundred thousand rows (docs/benchmarks.md, "One task or hash partitions").
+ONE_TASK_ROWS = 250_000
 # Results up to this many rows are collected and written on the driver.
 SMALL_ROWS = 1_000_000
 # … and up to this many bytes as Arrow: outputs stacked into one relation carry every part's

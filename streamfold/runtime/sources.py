@@ -396,11 +396,7 @@ def parquet_rows(path: str) -> int:
 def _parquet_rows(path: str) -> int:
     import pyarrow.parquet as pq
 
-    if os.path.isdir(path):
-        parts = [os.path.join(path, n) for n in os.listdir(path) if not n.startswith((".", "_"))]
-    else:
-        parts = [path]
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in _parquet_parts(path))
 
 
 def parquet_weights_all_one(path: str) -> bool:
@@ -409,12 +405,17 @@ def parquet_weights_all_one(path: str) -> bool:
     return bool(_footer_cached(path, "ones", lambda: _parquet_weights_all_one(path)))
 
 
+def _parquet_parts(path: str) -> list[str]:
+    """The files of a Parquet input: itself, or a directory's parts."""
+    if os.path.isdir(path):
+        return [os.path.join(path, n) for n in os.listdir(path) if not n.startswith((".", "_"))]
+    return [path]
+
+
 def _parquet_weights_all_one(path: str) -> bool:
     import pyarrow.parquet as pq
 
-    parts = [os.path.join(path, n) for n in os.listdir(path) if not n.startswith((".", "_"))] \
-        if os.path.isdir(path) else [path]
-    for part in parts:
+    for part in _parquet_parts(path):
         meta = pq.ParquetFile(part).metadata
         names = [meta.schema.column(i).name for i in range(meta.num_columns)]
         if WEIGHT not in names:
@@ -427,6 +428,55 @@ def _parquet_weights_all_one(path: str) -> bool:
             if stats is None or not stats.has_min_max or stats.min != 1 or stats.max != 1 or stats.null_count:
                 return False
     return True
+
+
+TimeRange = tuple[int | None, int | None]  # (earliest, latest) in µs since the epoch; None: no value
+
+
+def parquet_time_range(path: str, column: str) -> TimeRange | None:
+    """The earliest and latest value of a timestamp column over a Parquet input's rows that
+    insert (``_weight`` > 0), from the footers' statistics alone; None where they cannot tell:
+    a row group without statistics, a ``_weight`` that may be below 1, a timestamp that is not an
+    instant in micro- or milliseconds (INT96, nanoseconds, or without ``isAdjustedToUTC``)."""
+    return _footer_cached(path, f"times:{column}", lambda: _parquet_time_range(path, column))  # type: ignore[no-any-return]
+
+
+_TIME_UNITS = {"milliseconds": 1000, "microseconds": 1}
+
+
+def _parquet_time_range(path: str, column: str) -> TimeRange | None:
+    import pyarrow.parquet as pq
+
+    low: int | None = None
+    high: int | None = None
+    for part in _parquet_parts(path):
+        meta = pq.ParquetFile(part).metadata
+        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+        matches = [i for i, n in enumerate(names) if n == column] or \
+            [i for i, n in enumerate(names) if n.lower() == column.lower()]
+        if len(matches) != 1:
+            return None
+        logical = json.loads(meta.schema.column(matches[0]).logical_type.to_json())
+        unit = _TIME_UNITS.get(logical.get("timeUnit", ""))
+        if logical.get("Type") != "Timestamp" or not logical.get("isAdjustedToUTC") or unit is None:
+            return None
+        weight = names.index(WEIGHT) if WEIGHT in names else None
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            if group.num_rows == 0:
+                continue
+            if weight is not None:
+                w = group.column(weight).statistics
+                if w is None or not w.has_min_max or w.null_count or w.min_raw < 1:
+                    return None
+            stats = group.column(matches[0]).statistics
+            if stats is None or (not stats.has_min_max and stats.null_count != group.num_rows):
+                return None
+            if stats.has_min_max:
+                first, last = stats.min_raw * unit, stats.max_raw * unit
+                low = first if low is None else min(low, first)
+                high = last if high is None else max(high, last)
+    return low, high
 
 
 def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: Sequence[str]) -> DataFrame:

@@ -316,12 +316,15 @@ def test_explain_analyze_shows_the_batch_time_and_late_rows():
 L = Source("L", (("vid", "INT"), ("ts", "TIMESTAMP"), ("speed", "INT"), ("seg", "INT")), weighted=True)
 
 
-@pytest.mark.parametrize("seed", ["linear-road-2", "linear-road-3"])
-def test_two_event_time_bounds_of_one_column_read_one_clock_and_equal_duckdb(spark, tmp_path, seed):
+@pytest.mark.parametrize("seed,weighted", [("linear-road-2", True), ("linear-road-3", True), ("linear-road-4", False)])
+def test_two_event_time_bounds_of_one_column_read_one_clock_and_equal_duckdb(spark, tmp_path, monkeypatch, seed,
+                                                                            weighted):
     """Linear Road's congestion query (seed 004 §4.2), scaled to the test's event times: the
     segments whose average speed over the last 10 minutes is low, and the cars reported in them
     in the last 4 — two bounds of one stream's column, one clock, each its own live rows; rows out
-    of order and deleted, every batch against DuckDB at the batch time its commit records."""
+    of order and deleted, every batch against DuckDB at the batch time its commit records.
+    Insert-only (``weighted=False``), every batch's earliest and latest event time come from its
+    file's footers: no job reads them, and a batch with no late row reads no frame."""
     sql = ("SELECT count(r.vid) AS c, count(DISTINCT r.vid) AS cars FROM L r JOIN (SELECT seg FROM L "
            "WHERE ts > max_event_time() - INTERVAL 10 MINUTES GROUP BY seg HAVING avg(speed) < 2.5) s "
            "ON r.seg = s.seg WHERE r.ts > max_event_time() - INTERVAL 4 MINUTES")
@@ -330,19 +333,30 @@ def test_two_event_time_bounds_of_one_column_read_one_clock_and_equal_duckdb(spa
         return (f"SELECT count(r.vid), count(DISTINCT r.vid) FROM L r JOIN (SELECT seg FROM L WHERE {bound(10)(record)} "
                 f"GROUP BY seg HAVING avg(speed) < 2.5) s ON r.seg = s.seg WHERE {bound(4, ts='r.ts')(record)}")
 
-    batches = random_stream(random.Random(seed), [L], batches=6, max_rows=16, min_rows=6)
+    source = L if weighted else Source(L.name, L.columns)
+    batches = random_stream(random.Random(seed), [source], batches=6, max_rows=16, min_rows=6)
     output = OutputDir(str(tmp_path / "out"))
     late: list[list[int]] = []
+    footers: list[object] = []
+    read = batch_time.parquet_time_range
+    monkeypatch.setattr(batch_time, "parquet_time_range", lambda *a: footers.append(read(*a)) or footers[-1])
+
+    def weight(r):
+        return r[-1] if weighted else 1
 
     def check(batch, snapshot, prefix):  # each bound's late rows, counted by one statement with the time
         record = output.read_commit(batch)
         now = record["batch_time_us"]
-        rows = [r for r in batches[batch]["L"] if r[-1] > 0]
-        late.append([sum(r[-1] for r in rows if _micros(r[1]) <= now - m * MINUTE) for m in (4, 10)])
+        rows = [r for r in batches[batch]["L"] if weight(r) > 0]
+        assert now == max(_micros(r[1]) for b in batches[:batch + 1] for r in b["L"]
+                          if weight(r) > 0 and r[1] is not None), batch
+        late.append([sum(weight(r) for r in rows if _micros(r[1]) <= now - m * MINUTE) for m in (4, 10)])
         assert sorted(record["late_rows"].values()) == sorted(late[-1]), (batch, record["late_rows"], late[-1])
 
-    run = check_stream(spark, str(tmp_path), sql, [L], batches, oracle_sql=oracle, check=check)
+    run = check_stream(spark, str(tmp_path), sql, [source], batches, oracle_sql=oracle, check=check)
     assert run.batches == 6 and any(s != [(0, 0)] for s in run.snapshots), run.snapshots
     assert any(n for counts in late for n in counts), "no late row: the counts would prove nothing"
+    if not weighted:  # the footers told every batch's times
+        assert len(footers) == 6 and None not in footers, footers
     # batches 2–5 replay at their own event times
     assert [output.read_commit(b).get("prepared") for b in range(6)] == [None, "capture"] + ["replay"] * 4

@@ -30,16 +30,20 @@ Plans without a time bound read no clock and record none.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
+
 from ...ir.expr import CLOCK_COLUMN, CLOCK_VIEW, Agg, Call, Case, Column, Literal
-from ...ir.rel import WEIGHT, Aggregate, Project, Rel, Union
+from ...ir.rel import WEIGHT, Aggregate, DeltaScan, Filter, Project, Rel, Union
 from ...ir.types import BIGINT, BOOLEAN, INT, TIMESTAMP
 from ...plan.model import IncrementalPlan
 from ..bundle import Bundle
 from ..context import RunContext
+from ..sources import TimeRange, parquet_time_range
 from ..views import Views
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -61,7 +65,45 @@ class BatchTime:
         self.clock_only = False  # the batch runs because the clock passed a live row, not for a file
         self._looked: int | None = None  # the wall clock (µs) at the last look between batches
         self._first: int | None = None  # the batch's earliest event time (µs), read with its largest
+        self._footers: TimeRange | None = None  # the batch's event times from its files' footers (:meth:`look`)
         self._show(self.last or 0)  # the view exists before the states' programs are analysed
+
+    def look(self, plan: IncrementalPlan, inputs: dict[str, list[str]]) -> None:
+        """Before a batch is read: its earliest and latest event time from its Parquet files'
+        statistics, where the event-time clock is a stream's column over its rows (no other
+        filter) and every file's footers tell them (:func:`~..sources.parquet_time_range`);
+        :meth:`begin` then needs no job, nor the batch its rows as frames when none is late."""
+        self._footers = None
+        scan = _clock_scan(plan)
+        if scan is None:
+            return
+        spec = self.ctx.specs[scan.table.lower()]
+        if spec.format != "parquet":
+            return
+        low: int | None = None
+        high: int | None = None
+        stream = next(st.name for st in plan.streams if st.name.lower() == scan.table.lower())
+        for name in inputs.get(stream, []):
+            try:
+                found = parquet_time_range(os.path.join(spec.path, name), scan.columns[0])
+            except (OSError, ValueError, pa.ArrowException):  # a bad file: the batch's read reports it
+                return
+            if found is None:
+                return
+            first, last = found
+            low = first if low is None or (first is not None and first < low) else low
+            high = last if high is None or (last is not None and last > high) else high
+        self._footers = (low, high)
+
+    def reads_rows(self, plan: IncrementalPlan) -> bool:
+        """Whether the batch needs its rows as frames for its time (after :meth:`look`): the
+        largest event time's job, or the count of late rows (``IncrementalPlan.reads_rows_for_time``)."""
+        if not plan.reads_rows_for_time:
+            return False
+        if self._footers is None:
+            return True
+        first, last = self._footers
+        return not self._inside(plan, first, self._time(NO_EVENT if last is None else last))
 
     def begin(self, plan: IncrementalPlan, sql: Callable[[Rel], str] | None) -> None:
         """Fix this batch's time (when the plan reads it) and show it to the programs: the wall
@@ -73,6 +115,9 @@ class BatchTime:
         self._first = None
         if plan.event_time is None:
             now = wall_clock()
+        elif sql is not None and self._footers is not None:
+            self._first, last = self._footers
+            now = NO_EVENT if last is None else last
         elif sql is not None:
             with self.ctx.clock.phase("largest event time"):
                 row = self.ctx.spark.sql(sql(Project(plan.event_time, tuple(
@@ -82,8 +127,12 @@ class BatchTime:
             self._first = None if row[1] is None else int(row[1])
         else:
             now = NO_EVENT
-        self.current = now if self.last is None else max(now, self.last)
+        self.current = self._time(now)
         self._show(self.current)
+
+    def _time(self, now: int) -> int:
+        """The batch time for a largest time ``now``: never below the last batch's."""
+        return now if self.last is None else max(now, self.last)
 
     def passed(self, b: Bundle, every: float) -> bool:
         """Whether the wall clock has passed a live row since the last commit (a batch with no files
@@ -115,7 +164,7 @@ class BatchTime:
         out: dict[str, Any] = {"batch_time": at.isoformat().replace("+00:00", "Z"), "batch_time_us": self.current}
         if self.clock_only:
             out["clock_only"] = True
-        if sql is not None and plan.late and self._none_late(plan):
+        if plan.late and self._none_late(plan):
             out["late_rows"] = {n: 0 for n, _ in plan.late}
         elif sql is not None and plan.late:
             with self.ctx.clock.phase("late rows"):
@@ -128,9 +177,13 @@ class BatchTime:
         earliest event time (read with its largest, :meth:`begin`) is later than the batch time
         minus the narrowest bound's interval, or it inserted no row with an event time. The
         bounds are ``ts > clock - width`` or ``>=``, so a row later than that passes every one."""
-        if plan.event_time is None or plan.late_margin is None or self.current is None:
+        return self.current is not None and self._inside(plan, self._first, self.current)
+
+    @staticmethod
+    def _inside(plan: IncrementalPlan, first: int | None, at: int) -> bool:
+        if plan.event_time is None or plan.late_margin is None:
             return False
-        return self._first is None or self._first > self.current - plan.late_margin
+        return first is None or first > at - plan.late_margin
 
     def committed(self) -> None:
         if self.current is not None:
@@ -141,6 +194,16 @@ class BatchTime:
 
         spark = self.ctx.spark
         spark.range(1).select(F.lit(micros).cast("decimal(20,0)").alias(CLOCK_COLUMN)).createOrReplaceTempView(CLOCK_VIEW)
+
+
+def _clock_scan(plan: IncrementalPlan) -> DeltaScan | None:
+    """The stream scan an event-time clock reads straight (``rules_expiry._event_time``: the max of
+    one column over the inserted rows, no other filter), or None."""
+    agg = plan.event_time
+    if not isinstance(agg, Aggregate) or not isinstance(agg.input, Filter):
+        return None
+    scan = agg.input.input
+    return scan if isinstance(scan, DeltaScan) and len(scan.columns) == 1 else None
 
 
 def late_counts(late: tuple[tuple[str, Rel], ...]) -> Rel:
