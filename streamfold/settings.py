@@ -247,7 +247,7 @@ class Settings:
             "between batches.")
     one_partition: bool = _setting(
         True, env="STREAMFOLD_ONE_PARTITION", kind="ab", type=FLAG,
-        doc="`0`: a small batch over small states (100,000 rows in all) is not run in one partition; states "
+        doc="`0`: a small batch over small states (250,000 rows in all) is not run in one partition; states "
             "stay hash-partitioned.")
     direct_views: bool = _setting(
         True, env="STREAMFOLD_DIRECT_VIEWS", kind="ab", type=FLAG,
