@@ -29,7 +29,7 @@ from dataclasses import dataclass
 # Every task pays a fixed cost (its plan deserialised, generated code instantiated), and every
 # exchange between stages a shuffle: for a small batch over a 10,000-key state those costs were
 # most of the job, and on two cores one task stays as fast as the hash-partitioned stages up to
-# states of a few hundred thousand rows (docs/benchmarks.md, "One task or hash partitions").
+# states of a few hundred thousand rows (docs/benchmarks.md, "The measurements behind the defaults").
 ONE_TASK_ROWS = 250_000
 # Results up to this many rows are collected and written on the driver.
 SMALL_ROWS = 1_000_000

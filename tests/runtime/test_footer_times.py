@@ -84,3 +84,24 @@ def test_all_nulls_or_no_rows_give_no_time(tmp_path):
     empty = str(tmp_path / "empty.parquet")
     pq.write_table(pa.table({"ts": pa.array([], pa.timestamp("us", "UTC"))}), empty)
     assert parquet_time_range(empty, "ts") == (None, None)
+
+
+@pytest.mark.parametrize("sql,schema,footers", [
+    ("SELECT k, count(*) AS n FROM R WHERE ts > max_event_time() - INTERVAL 1 MINUTE GROUP BY k",
+     "ts TIMESTAMP, k INT", True),
+    # a computed time is not in the footers, even as the stream's one column
+    ("SELECT count(*) AS n FROM R WHERE CAST(s AS TIMESTAMP) > max_event_time() - INTERVAL 1 MINUTE",
+     "s STRING", False),
+    ("SELECT count(*) AS n FROM R WHERE ts + INTERVAL 1 DAY > max_event_time() - INTERVAL 1 MINUTE",
+     "ts TIMESTAMP", False),
+    # another filter beside the bound: the clock is over the rows it keeps, not the file's
+    ("SELECT k, count(*) AS n FROM R WHERE ts > max_event_time() - INTERVAL 1 MINUTE AND k > 2 GROUP BY k",
+     "ts TIMESTAMP, k INT", False),
+])
+def test_only_a_clock_over_a_streams_own_column_reads_the_footers(sql, schema, footers):
+    import streamfold
+    from streamfold.runtime.features.batch_time import _clock_scan
+
+    plan = streamfold.compile(sql, {"R": schema})
+    assert plan.event_time is not None
+    assert (_clock_scan(plan) is not None) == footers

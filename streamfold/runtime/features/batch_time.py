@@ -198,12 +198,16 @@ class BatchTime:
 
 def _clock_scan(plan: IncrementalPlan) -> DeltaScan | None:
     """The stream scan an event-time clock reads straight (``rules_expiry._event_time``: the max of
-    one column over the inserted rows, no other filter), or None."""
+    one of its columns as it is over the inserted rows, no other filter), or None (a computed
+    time, ``CAST(s AS TIMESTAMP)``, is not in the footers)."""
     agg = plan.event_time
-    if not isinstance(agg, Aggregate) or not isinstance(agg.input, Filter):
+    if not isinstance(agg, Aggregate) or not isinstance(agg.input, Filter) or not isinstance(agg.input.input, DeltaScan):
         return None
     scan = agg.input.input
-    return scan if isinstance(scan, DeltaScan) and len(scan.columns) == 1 else None
+    times = [a.args[0] for _, a in agg.aggs]
+    if len(scan.columns) != 1 or not all(isinstance(t, Column) and t.name == scan.fields[0].name for t in times):
+        return None
+    return scan
 
 
 def late_counts(late: tuple[tuple[str, Rel], ...]) -> Rel:

@@ -29,7 +29,7 @@ from ...ir.types import BIGINT, BOOLEAN, STRING, TIMESTAMP
 from ..bind_expr import ExprBinder
 from ..scope import Scope
 from .context import BindContext, Cte
-from .time_windows import duration_micros
+from ..durations import duration_micros
 
 # The view holds the time as a DECIMAL: Spark's generated code refers to a decimal subquery value
 # (it inlines a TIMESTAMP's as a literal), so a batch at a new time reuses the classes compiled

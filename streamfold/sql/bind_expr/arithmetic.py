@@ -3,19 +3,24 @@
 Result types follow Spark's rules (:func:`arithmetic_type`). Dates are Spark's functions, not
 operators: ``date ± n`` is ``date_add``/``date_sub``, ``date - date`` is ``datediff``, and
 ``date ± INTERVAL n unit`` is ``date_add`` (days, weeks) or ``add_months`` (months, years) —
-folded to a literal when the date is one.
+folded to a literal when the date is one. A timestamp (or a date moved by hours, minutes,
+seconds, milli- or microseconds, which Spark makes a timestamp) is moved by Spark's own interval
+values, ``make_dt_interval`` and ``make_ym_interval``, so the result keeps its time of day and
+follows Spark's session time zone as the batch query does.
 """
 
 from __future__ import annotations
 
 import calendar
 import datetime as dt
+import decimal
 
 from sqlglot import exp
 
 from ...errors import UnsupportedError
-from ...ir.expr import Call, Expr, Literal
-from ...ir.types import BIGINT, DATE, INT, STRING, arithmetic_type
+from ...ir.expr import Call, Cast, Expr, Literal
+from ...ir.types import BIGINT, DATE, INT, STRING, TIMESTAMP, DataType, arithmetic_type
+from ..durations import duration_micros
 from .context import ExprContext
 
 ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
@@ -58,16 +63,30 @@ def _interval_arith(ctx: ExprContext, node: exp.Binary, op: str) -> Expr:
         amount = -amount
     if base.type.name not in ("DATE", "TIMESTAMP"):
         raise ctx.mismatch(node, f"cannot add an interval to {base.type}", actual=base.type.sql())
-    if unit not in ("DAY", "MONTH", "YEAR", "WEEK"):
+    micros = duration_micros(f"{amount} {unit}") if unit not in ("MONTH", "YEAR") else None
+    if unit not in ("MONTH", "YEAR") and micros is None:
         raise ctx.err(UnsupportedError, "UNSUPPORTED_EXPRESSION", f"INTERVAL unit {unit} is not supported",
-                      interval, "use DAY, WEEK, MONTH or YEAR", construct="interval")
-    if isinstance(base, Literal) and isinstance(base.value, dt.date) and base.type.name == "DATE":
+                      interval, "use YEAR, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND or MICROSECOND",
+                      construct="interval")
+    if base.type.name == "TIMESTAMP" or unit not in ("DAY", "WEEK", "MONTH", "YEAR"):
+        return _moved_timestamp(base, micros, amount * (12 if unit == "YEAR" else 1))
+    if isinstance(base, Literal) and isinstance(base.value, dt.date):
         return Literal(_shift_date(base.value, amount, unit), DATE)
     if unit in ("DAY", "WEEK"):
         days = amount * (7 if unit == "WEEK" else 1)
         return Call("date_add", (base, Literal(days, INT)), DATE, "date_add({0}, {1})")
     months = amount * (12 if unit == "YEAR" else 1)
     return Call("add_months", (base, Literal(months, INT)), DATE, "add_months({0}, {1})")
+
+
+def _moved_timestamp(base: Expr, micros: int | None, months: int) -> Expr:
+    """``base`` (a timestamp, or a date Spark casts to one) moved by ``micros`` microseconds, or by
+    ``months`` months when ``micros`` is None, as Spark moves it by an interval value."""
+    ts = base if base.type.name == "TIMESTAMP" else Cast(base, TIMESTAMP)
+    if micros is None:
+        return Call("timestamp_add_months", (ts, Literal(months, INT)), TIMESTAMP, "({0} + make_ym_interval(0, {1}))")
+    seconds = Literal(decimal.Decimal(micros).scaleb(-6), DataType("DECIMAL", 18, 6))
+    return Call("timestamp_add_time", (ts, seconds), TIMESTAMP, "({0} + make_dt_interval(0, 0, 0, {1}))")
 
 
 def _shift_date(d: dt.date, amount: int, unit: str) -> dt.date:
