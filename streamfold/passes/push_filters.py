@@ -8,6 +8,10 @@ After::
 
     Join inner ON x.B = y.C (Filter[x.A > 5](Scan S1 x), Scan S2 y)
 
+A conjunct that reads only a GROUP BY's keys moves below it (seed 004 §4.1's predicate push-down,
+Fig. 5: every row of a group has the group's key, so filtering the rows and then grouping keeps
+exactly the groups filtering the groups keeps — and the group state then holds only those keys);
+a global aggregate (one row even over no rows) and a time bound keep their place.
 A conjunct that reads only a row's own columns moves below a LATERAL VIEW. A conjunct that reads one side of an inner join moves into that side; one that reads both
 becomes part of the join condition. For outer joins only conjuncts on the preserved side move
 below a filter, and only ON-conjuncts on the other side move into it, which keeps NULL-padding
@@ -16,8 +20,8 @@ exactly as the batch query has it.
 
 from __future__ import annotations
 
-from ..ir.expr import Expr, and_all, conjuncts
-from ..ir.rel import Distinct, Explode, Filter, Join, JoinKind, Project, Rel, Union
+from ..ir.expr import Agg, Expr, SubqueryExpr, and_all, conjuncts, reads_clock
+from ..ir.rel import Aggregate, Distinct, Explode, Filter, Join, JoinKind, Project, Rel, Union
 
 
 def run(rel: Rel) -> Rel:
@@ -60,6 +64,8 @@ def _push(rel: Rel, preds: list[Expr]) -> Rel | None:
         return Union(tuple(items))
     if isinstance(rel, Join):
         return _push_into_join(rel, preds)
+    if isinstance(rel, Aggregate) and rel.keys:
+        return _push_into_aggregate(rel, preds)
     if isinstance(rel, Explode):
         made = {rel.element} | ({rel.position} if rel.position else set())
         below = [p for p in preds if not p.columns() & made]
@@ -70,6 +76,22 @@ def _push(rel: Rel, preds: list[Expr]) -> Rel | None:
     cond = and_all(preds)
     assert cond is not None
     return Filter(rel, cond)
+
+
+def _push_into_aggregate(rel: Aggregate, preds: list[Expr]) -> Rel:
+    keys = dict(rel.keys)
+    below = [p for p in preds if _reads_keys_only(p, keys)]
+    cond = and_all([p for p in preds if not _reads_keys_only(p, keys)])
+    grouped: Rel = rel
+    if below:
+        grouped = Aggregate(_wrap(rel.input, [p.substitute(keys) for p in below]), rel.keys, rel.aggs)
+    return Filter(grouped, cond) if cond is not None else grouped
+
+
+def _reads_keys_only(p: Expr, keys: dict[str, Expr]) -> bool:
+    cols = p.columns()
+    return (bool(cols) and cols <= keys.keys() and not reads_clock(p)
+            and not any(isinstance(e, (Agg, SubqueryExpr)) for e in p.walk()))
 
 
 def _sides(rel: Join, p: Expr) -> tuple[bool, bool]:
