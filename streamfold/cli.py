@@ -274,7 +274,8 @@ def _explain(args: argparse.Namespace) -> int:
     if args.query is None:
         raise UsageError("explain needs QUERY (or --analyze OUTPUT)", code="MISSING_QUERY", params={},
                          hint="give the query's text or .sql file")
-    compilation = Compilation(_query_text(args.query), policy=MatrixPolicy(equi=args.equi_joins))
+    compilation = Compilation(_query_text(args.query), policy=MatrixPolicy(equi=args.equi_joins),
+                              push_down_groups=_settings(args).push_down_groups)
     sources, formats = _parse_inputs(args.source, False)
     tables, table_formats = _parse_inputs(args.table, True)
     schemas = _parse_schemas(args.schema)

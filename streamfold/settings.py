@@ -241,6 +241,10 @@ class Settings:
     prepared: bool = _setting(
         True, env="STREAMFOLD_PREPARED", kind="ab", type=FLAG,
         doc="`0`: no prepared plans; every batch is planned (analysed, optimized, code generated).")
+    push_down_groups: bool = _setting(
+        True, env="STREAMFOLD_PUSH_DOWN_GROUPS", kind="ab", type=FLAG,
+        doc="`0`: a filter on GROUP BY keys stays above the GROUP BY (its state keeps every group) instead of "
+            "running on the rows before it (seed 004's predicate push-down).")
     index: bool = _setting(
         True, env="STREAMFOLD_INDEX", kind="ab", type=FLAG,
         doc="`0`: joins that probe a state's base scan it instead of looking its keys up in an index kept "

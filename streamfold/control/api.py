@@ -187,7 +187,8 @@ def launch(config: QueryConfig, compilation: Compilation, *, spark: SparkSession
     assert catalog is not None
 
     def compile_text(text: str) -> IncrementalPlan:
-        return Compilation(text, catalog, config.matrix_policy).plan
+        return Compilation(text, catalog, config.matrix_policy,
+                           push_down_groups=config.settings.push_down_groups).plan
 
     controller = Controller(config, compile_text, grace=pause_grace)
     engine = Engine(session, compiled.plan, config, progress=progress, control=controller)

@@ -29,8 +29,9 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
 )
 
 
-def normalize(rel: Rel) -> Rel:
-    """Apply every pass of ``PIPELINE`` in order."""
-    for _, run in PIPELINE:
-        rel = run(rel)
+def normalize(rel: Rel, *, push_down_groups: bool = True) -> Rel:
+    """Apply every pass of ``PIPELINE`` in order; ``push_down_groups=False`` keeps filters on group
+    keys above their GROUP BY (an A/B switch: what seed 004's predicate push-down buys)."""
+    for name, run in PIPELINE:
+        rel = push_filters.run(rel, groups=False) if name == "push_filters" and not push_down_groups else run(rel)
     return rel

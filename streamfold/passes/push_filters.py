@@ -24,53 +24,55 @@ from ..ir.expr import Agg, Expr, SubqueryExpr, and_all, conjuncts, reads_clock
 from ..ir.rel import Aggregate, Distinct, Explode, Filter, Join, JoinKind, Project, Rel, Union
 
 
-def run(rel: Rel) -> Rel:
-    return rel.transform(_rewrite)
+def run(rel: Rel, groups: bool = True) -> Rel:
+    """``rel`` with its filters pushed; ``groups=False`` keeps them above GROUP BYs (the A/B switch
+    ``STREAMFOLD_PUSH_DOWN_GROUPS``)."""
+    return rel.transform(lambda node: _rewrite(node, groups))
 
 
-def _rewrite(node: Rel) -> Rel | None:
+def _rewrite(node: Rel, groups: bool) -> Rel | None:
     if isinstance(node, Filter):
-        return _push(node.input, list(conjuncts(node.condition)))
+        return _push(node.input, list(conjuncts(node.condition)), groups)
     if isinstance(node, Join) and node.kind in ("inner", "left", "right", "semi", "anti") and node.condition is not None:
-        return _push_join_condition(node)
+        return _push_join_condition(node, groups)
     return None
 
 
-def _wrap(rel: Rel, preds: list[Expr]) -> Rel:
+def _wrap(rel: Rel, preds: list[Expr], groups: bool) -> Rel:
     cond = and_all(preds)
     if cond is None:
         return rel
-    pushed = _push(rel, preds)
+    pushed = _push(rel, preds, groups)
     return pushed if pushed is not None else Filter(rel, cond)
 
 
-def _push(rel: Rel, preds: list[Expr]) -> Rel | None:
+def _push(rel: Rel, preds: list[Expr], groups: bool) -> Rel | None:
     """``Filter(rel, AND preds)`` with the predicates pushed as far down as they may go."""
     if not preds:
         return rel
     if isinstance(rel, Filter):
-        return _push(rel.input, list(conjuncts(rel.condition)) + preds)
+        return _push(rel.input, list(conjuncts(rel.condition)) + preds, groups)
     if isinstance(rel, Project):
         mapping = dict(rel.exprs)
         inner = [p.substitute(mapping) for p in preds]
-        return Project(_wrap(rel.input, inner), rel.exprs)
+        return Project(_wrap(rel.input, inner, groups), rel.exprs)
     if isinstance(rel, Distinct):
-        return Distinct(_wrap(rel.input, preds))
+        return Distinct(_wrap(rel.input, preds, groups))
     if isinstance(rel, Union):
         items = []
         for item in rel.items:
             names = {f.name: g.name for f, g in zip(rel.schema, item.schema)}
-            items.append(_wrap(item, [p.rename(names) for p in preds]))
+            items.append(_wrap(item, [p.rename(names) for p in preds], groups))
         return Union(tuple(items))
     if isinstance(rel, Join):
-        return _push_into_join(rel, preds)
-    if isinstance(rel, Aggregate) and rel.keys:
+        return _push_into_join(rel, preds, groups)
+    if isinstance(rel, Aggregate) and rel.keys and groups:
         return _push_into_aggregate(rel, preds)
     if isinstance(rel, Explode):
         made = {rel.element} | ({rel.position} if rel.position else set())
         below = [p for p in preds if not p.columns() & made]
         if below:
-            pushed = Explode(_wrap(rel.input, below), rel.expr, rel.element, rel.position, rel.outer)
+            pushed = Explode(_wrap(rel.input, below, groups), rel.expr, rel.element, rel.position, rel.outer)
             cond = and_all([p for p in preds if p.columns() & made])
             return Filter(pushed, cond) if cond is not None else pushed
     cond = and_all(preds)
@@ -84,7 +86,7 @@ def _push_into_aggregate(rel: Aggregate, preds: list[Expr]) -> Rel:
     cond = and_all([p for p in preds if not _reads_keys_only(p, keys)])
     grouped: Rel = rel
     if below:
-        grouped = Aggregate(_wrap(rel.input, [p.substitute(keys) for p in below]), rel.keys, rel.aggs)
+        grouped = Aggregate(_wrap(rel.input, [p.substitute(keys) for p in below], True), rel.keys, rel.aggs)
     return Filter(grouped, cond) if cond is not None else grouped
 
 
@@ -99,7 +101,7 @@ def _sides(rel: Join, p: Expr) -> tuple[bool, bool]:
     return bool(cols & set(rel.left.names)), bool(cols & set(rel.right.names))
 
 
-def _push_into_join(rel: Join, preds: list[Expr]) -> Rel:
+def _push_into_join(rel: Join, preds: list[Expr], groups: bool) -> Rel:
     left, right, stay, into_condition = [], [], [], []
     for p in preds:
         on_left, on_right = _sides(rel, p)
@@ -124,14 +126,14 @@ def _push_into_join(rel: Join, preds: list[Expr]) -> Rel:
         condition = and_all(list(conjuncts(condition)) + into_condition)
         if kind == "cross":
             kind = JoinKind.INNER
-    joined: Rel = Join(_wrap(rel.left, left), _wrap(rel.right, right), kind, condition)
+    joined: Rel = Join(_wrap(rel.left, left, groups), _wrap(rel.right, right, groups), kind, condition)
     if kind == "inner" and condition is not None:
-        joined = _push_join_condition(joined) or joined  # type: ignore[arg-type]
+        joined = _push_join_condition(joined, groups) or joined  # type: ignore[arg-type]
     cond = and_all(stay)
     return Filter(joined, cond) if cond is not None else joined
 
 
-def _push_join_condition(rel: Join) -> Rel | None:
+def _push_join_condition(rel: Join, groups: bool) -> Rel | None:
     """Move ON-conjuncts that read one input only into that input (where the join kind allows)."""
     left, right, keep = [], [], []
     for p in conjuncts(rel.condition):
@@ -148,4 +150,4 @@ def _push_join_condition(rel: Join) -> Rel | None:
     kind = rel.kind
     if condition is None and kind == "inner":
         kind = JoinKind.CROSS
-    return Join(_wrap(rel.left, left), _wrap(rel.right, right), kind, condition)
+    return Join(_wrap(rel.left, left, groups), _wrap(rel.right, right, groups), kind, condition)

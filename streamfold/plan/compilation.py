@@ -38,19 +38,22 @@ class Compilation:
     module docstring). Without a catalog only :attr:`parsed` and :attr:`spark_sql` can be had."""
 
     def __init__(self, text: str, catalog: Catalog | None = None, policy: MatrixPolicy = DEFAULT_POLICY,
-                 parsed: ParsedQuery | None = None) -> None:
+                 parsed: ParsedQuery | None = None, push_down_groups: bool = True) -> None:
         if parsed is not None and parsed.sql != text:
             raise StreamfoldError("internal: a compilation given another text's parse", code="INTERNAL")
         self.text = text
         self.catalog = catalog
         self.policy = policy
+        self.push_down_groups = push_down_groups  # False: filters on group keys stay above (A/B)
         if parsed is not None:
             self.__dict__["parsed"] = parsed  # (cached_property's slot: the parse is shared)
 
-    def against(self, catalog: Catalog, policy: MatrixPolicy | None = None) -> Compilation:
+    def against(self, catalog: Catalog, policy: MatrixPolicy | None = None,
+                push_down_groups: bool | None = None) -> Compilation:
         """The same text, its parse shared (parsed now if it was not), bound against ``catalog``
-        and planned with ``policy`` (this compilation's by default)."""
-        return Compilation(self.text, catalog, self.policy if policy is None else policy, self.parsed)
+        and planned with ``policy`` and ``push_down_groups`` (this compilation's by default)."""
+        return Compilation(self.text, catalog, self.policy if policy is None else policy, self.parsed,
+                           self.push_down_groups if push_down_groups is None else push_down_groups)
 
     @cached_property
     def parsed(self) -> ParsedQuery:
@@ -67,7 +70,7 @@ class Compilation:
     @cached_property
     def normalized(self) -> Rel:
         """The bound query normalized: unnested, fused, filters pushed (``passes/``)."""
-        return normalized(self.bound)
+        return normalized(self.bound, self.push_down_groups)
 
     @cached_property
     def plan(self) -> IncrementalPlan:

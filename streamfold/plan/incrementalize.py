@@ -92,11 +92,11 @@ def incrementalize(bound: BoundQuery, mappings: dict[str, tuple[int, int]] | Non
     return plan_normalized(bound, normalized(bound), mappings, policy, heavy)
 
 
-def normalized(bound: BoundQuery) -> Rel:
+def normalized(bound: BoundQuery, push_down_groups: bool = True) -> Rel:
     """The bound query normalized (:func:`..passes.normalize`); a pass's refusal (a subquery it
     cannot unnest) shows the query."""
     try:
-        return normalize(bound.rel)
+        return normalize(bound.rel, push_down_groups=push_down_groups)
     except UnsupportedError as e:
         raise e.with_sql(bound.sql) from None
 

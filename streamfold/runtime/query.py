@@ -264,7 +264,7 @@ def compile_run(spark: SparkSession, config: QueryConfig, compilation: Compilati
     files) with the run's join matrix policy; ``compilation`` (of ``config.sql``, parsed already)
     lends it its parse. Its plan (coded errors if there is none) is what the engine runs."""
     text = compilation if compilation is not None else Compilation(config.sql)
-    return text.against(input_catalog(spark, config), config.matrix_policy)
+    return text.against(input_catalog(spark, config), config.matrix_policy, config.settings.push_down_groups)
 
 
 def start(config: QueryConfig, spark: SparkSession | None = None, master: str | None = None, background: bool = True,
