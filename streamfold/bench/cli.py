@@ -35,7 +35,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "switching every --reps batches (default 8), the join order static against re-planned, "
                         "--increment rows per stream per batch (default 2000), --increments batches (default 24); linear-road: "
                         "seed 004's §4.2, Linear Road's congestion query maintained against recomputed, the rate "
-                        "ramping over --increments batches (default 60))")
+                        "ramping over --increments batches (default 60); 004-fig5, 004-fig6, 004-fig8: seed 004's "
+                        "§4.1 predicate push-down, window push-up and incremental windowed aggregation, "
+                        "optimized against unoptimized, --increment pairs a 1-s batch (default the paper's "
+                        "rate), --increments batches (default 30))")
     p.add_argument("--systems", default=None, metavar="LIST",
                    help=f"comma-separated, from {','.join(NAMES)} (default: all but streamfold-auto — "
                         "streamfold-cli for groupby, join-groupby, groupby-10m and groupby-100m only; with "
@@ -210,7 +213,8 @@ def _custom(args: argparse.Namespace) -> Any:
 
 
 # Benches with runners of their own (not runner.run_bench): --time-limit does not reach them.
-OWN_RUNNERS = ("pause", "reconfigure", "theta", "soak", "tpch", "tpcds", "replan", "004", "linear-road")
+OWN_RUNNERS = ("pause", "reconfigure", "theta", "soak", "tpch", "tpcds", "replan", "004", "linear-road",
+               "004-fig5", "004-fig6", "004-fig8")
 
 
 def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
@@ -235,6 +239,10 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         from .replan import main as replan_bench
 
         return replan_bench(args.increment, args.increments, args.reps, args.quick, args.out, args.master)
+    if args.workload in ("004-fig5", "004-fig6", "004-fig8"):
+        from .seed004 import main as seed004_bench
+
+        return seed004_bench(args.workload, args.increment, args.increments, args.quick, args.out, args.master)
     if args.workload == "linear-road":
         from .linear_road import main as linear_road_bench
 
