@@ -109,6 +109,7 @@ def _event_time(bounds: list[Expr], rows: Rel) -> Rel:
     first = bounds[0]
     assert isinstance(first, Call)  # a time bound (sql/bind/expiry.py): (ts, clock)
     ts = first.args[0]
+    rows = _unfiltered(rows)
     names = [f.name for f in rows.fields] if isinstance(rows, DeltaScan) else []
     if isinstance(rows, DeltaScan) and isinstance(ts, Column) and ts.name in names:
         column = rows.columns[names.index(ts.name)]
@@ -117,6 +118,17 @@ def _event_time(bounds: list[Expr], rows: Rel) -> Rel:
     arrived = Filter(rows, Call(">", (Column(WEIGHT, BIGINT), Literal(0, BIGINT)), BOOLEAN))
     return Aggregate(arrived, (), (("now", Agg("max", (ts,), False, TIMESTAMP)),
                                    ("first", Agg("min", (ts,), False, TIMESTAMP))))
+
+
+def _unfiltered(rows: Rel) -> Rel:
+    """The stream's rows under the filters beside the bound (``WHERE ts > max_event_time() - … AND
+    k = 20``): the clock is the largest event time the stream has brought, not the largest among
+    the rows another conjunct keeps."""
+    if isinstance(rows, Filter):
+        return _unfiltered(rows.input)
+    if isinstance(rows, Project):
+        return Project(_unfiltered(rows.input), rows.exprs)
+    return rows
 
 
 def check_answer(rows: Rel) -> None:

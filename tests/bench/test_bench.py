@@ -407,3 +407,36 @@ def test_quick_linear_road_bench_checks_both_plans_against_duckdb_every_batch(sp
     answers = [b["answer"] for b in kept["batches"]]
     assert answers == [b["answer"] for b in again["batches"]] and answers[-1] > 0, answers
     assert "streamfold / recompute" in (tmp_path / "linear-road" / "results.md").read_text()
+
+
+@pytest.mark.parametrize("figure", ["004-fig5", "004-fig6", "004-fig8"])
+def test_quick_seed_004_figures_check_both_configurations_against_duckdb_every_batch(spark, tmp_path, figure):
+    """``streamfold bench 004-fig5|6|8 --quick`` (seed 004 §4.1): the optimized and unoptimized
+    configurations over the same batches, each answer equal to DuckDB's (at the batch's time for
+    the windowed ones); results.json and results.md written."""
+    from streamfold.bench.cli import main
+    from streamfold.bench.seed004 import EXPERIMENTS
+
+    assert main(build_parser().parse_args(["bench", figure, "--quick", "--increments", "3",
+                                           "--out", str(tmp_path)])) == 0
+    results = json.load(open(tmp_path / figure / "results.json"))
+    kept, other = results["systems"]["streamfold"], results["systems"]["unoptimized"]
+    assert kept["exact"] and other["exact"] and len(kept["batches"]) == len(other["batches"]) == 3
+    assert results["unoptimized"] == EXPERIMENTS[figure].unoptimized
+    if figure != "004-fig6":  # key = 20 is four standard deviations out: seldom in 2,000 pairs
+        assert all(b["answer_rows"] > 0 for b in kept["batches"])
+    assert "streamfold / unoptimized" in (tmp_path / figure / "results.md").read_text()
+
+
+def test_seed_004_pairs_are_gaussian_keys_in_their_batchs_second(tmp_path):
+    import pyarrow.parquet as pq
+
+    from streamfold.bench.seed004 import T0, write_files
+
+    paths = write_files(str(tmp_path), 2, 20_000)
+    for b, path in enumerate(paths):
+        table = pq.read_table(path).to_pydict()
+        times = [int(t.timestamp() * 1_000_000) for t in table["ts"]]
+        assert min(times) >= T0 + b * 1_000_000 and max(times) < T0 + (b + 1) * 1_000_000
+        above = sum(1 for k in table["key"] if k > 10) / len(table["key"])
+        assert 0.01 < above < 0.04  # N(0, 5): 2.3 % of the keys above 10.5
