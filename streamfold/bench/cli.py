@@ -37,8 +37,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "seed 004's §4.2, Linear Road's congestion query maintained against recomputed, the rate "
                         "ramping over --increments batches (default 60); 004-fig5, 004-fig6, 004-fig8: seed 004's "
                         "§4.1 predicate push-down, window push-up and incremental windowed aggregation, "
-                        "optimized against unoptimized, --increment pairs a 1-s batch (default the paper's "
-                        "rate), --increments batches (default 30))")
+                        "optimized against unoptimized, --increment pairs a 1-s batch (default 200,000, "
+                        "200,000 and 100,000), --increments batches (default 30))")
     p.add_argument("--systems", default=None, metavar="LIST",
                    help=f"comma-separated, from {','.join(NAMES)} (default: all but streamfold-auto — "
                         "streamfold-cli for groupby, join-groupby, groupby-10m and groupby-100m only; with "
