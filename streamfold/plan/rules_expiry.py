@@ -108,8 +108,7 @@ def _event_time(bounds: list[Expr], rows: Rel) -> Rel:
     last 15 seconds of the same reports) read one clock and are one program."""
     first = bounds[0]
     assert isinstance(first, Call)  # a time bound (sql/bind/expiry.py): (ts, clock)
-    ts = first.args[0]
-    rows = _unfiltered(rows)
+    rows, ts = _stream_rows(rows, first.args[0])
     names = [f.name for f in rows.fields] if isinstance(rows, DeltaScan) else []
     if isinstance(rows, DeltaScan) and isinstance(ts, Column) and ts.name in names:
         column = rows.columns[names.index(ts.name)]
@@ -120,10 +119,22 @@ def _event_time(bounds: list[Expr], rows: Rel) -> Rel:
                                    ("first", Agg("min", (ts,), False, TIMESTAMP))))
 
 
-def _unfiltered(rows: Rel) -> Rel:
+def _stream_rows(rows: Rel, ts: Expr) -> tuple[Rel, Expr]:
     """The stream's rows under the filters beside the bound (``WHERE ts > max_event_time() - … AND
-    k = 20``): the clock is the largest event time the stream has brought, not the largest among
-    the rows another conjunct keeps."""
+    k = 20``), and ``ts`` as they name it: the clock is the largest event time the stream has
+    brought, not the largest among the rows another conjunct keeps. Projections that pass ``ts``
+    on as a column are looked through, so a bound over the stream's own column reaches its scan."""
+    if isinstance(rows, Filter):
+        return _stream_rows(rows.input, ts)
+    if isinstance(rows, Project):
+        below = dict(rows.exprs).get(ts.name) if isinstance(ts, Column) else None
+        if isinstance(below, Column):
+            return _stream_rows(rows.input, below)
+        return Project(_unfiltered(rows.input), rows.exprs), ts
+    return rows, ts
+
+
+def _unfiltered(rows: Rel) -> Rel:
     if isinstance(rows, Filter):
         return _unfiltered(rows.input)
     if isinstance(rows, Project):

@@ -94,9 +94,10 @@ def test_all_nulls_or_no_rows_give_no_time(tmp_path):
      "s STRING", False),
     ("SELECT count(*) AS n FROM R WHERE ts + INTERVAL 1 DAY > max_event_time() - INTERVAL 1 MINUTE",
      "ts TIMESTAMP", False),
-    # another filter beside the bound: the clock is over the rows it keeps, not the file's
+    # another filter beside the bound: the clock is still the stream's column, all its rows
     ("SELECT k, count(*) AS n FROM R WHERE ts > max_event_time() - INTERVAL 1 MINUTE AND k > 2 GROUP BY k",
-     "ts TIMESTAMP, k INT", False),
+     "ts TIMESTAMP, k INT", True),
+    ("SELECT k, ts FROM R WHERE ts > max_event_time() - INTERVAL 1 MINUTE AND k = 20", "ts TIMESTAMP, k INT", True),
 ])
 def test_only_a_clock_over_a_streams_own_column_reads_the_footers(sql, schema, footers):
     import streamfold
