@@ -473,10 +473,15 @@ def _parquet_time_range(path: str, column: str) -> TimeRange | None:
             if stats is None or (not stats.has_min_max and stats.null_count != group.num_rows):
                 return None
             if stats.has_min_max:
-                first, last = stats.min_raw * unit, stats.max_raw * unit
-                low = first if low is None else min(low, first)
-                high = last if high is None else max(high, last)
+                low, high = widen((low, high), (stats.min_raw * unit, stats.max_raw * unit))
     return low, high
+
+
+def widen(a: TimeRange, b: TimeRange) -> TimeRange:
+    """The earliest and latest of two (earliest, latest) pairs; None where neither has one."""
+    lows = [t for t in (a[0], b[0]) if t is not None]
+    highs = [t for t in (a[1], b[1]) if t is not None]
+    return (min(lows) if lows else None), (max(highs) if highs else None)
 
 
 def read_files(spark: SparkSession, spec: InputSpec, schema: SourceSchema, paths: Sequence[str]) -> DataFrame:

@@ -43,7 +43,7 @@ from ...ir.types import BIGINT, BOOLEAN, INT, TIMESTAMP
 from ...plan.model import IncrementalPlan
 from ..bundle import Bundle
 from ..context import RunContext
-from ..sources import TimeRange, parquet_time_range
+from ..sources import TimeRange, parquet_time_range, widen
 from ..views import Views
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -70,8 +70,8 @@ class BatchTime:
 
     def look(self, plan: IncrementalPlan, inputs: dict[str, list[str]]) -> None:
         """Before a batch is read: its earliest and latest event time from its Parquet files'
-        statistics, where the event-time clock is a stream's column over its rows (no other
-        filter) and every file's footers tell them (:func:`~..sources.parquet_time_range`);
+        statistics, where the event-time clock is a stream's own column (other conjuncts beside
+        the bound or not) and every file's footers tell them (:func:`~..sources.parquet_time_range`);
         :meth:`begin` then needs no job, nor the batch its rows as frames when none is late."""
         self._footers = None
         scan = _clock_scan(plan)
@@ -80,8 +80,7 @@ class BatchTime:
         spec = self.ctx.specs[scan.table.lower()]
         if spec.format != "parquet":
             return
-        low: int | None = None
-        high: int | None = None
+        times: TimeRange = (None, None)
         stream = next(st.name for st in plan.streams if st.name.lower() == scan.table.lower())
         for name in inputs.get(stream, []):
             try:
@@ -90,10 +89,8 @@ class BatchTime:
                 return
             if found is None:
                 return
-            first, last = found
-            low = first if low is None or (first is not None and first < low) else low
-            high = last if high is None or (last is not None and last > high) else high
-        self._footers = (low, high)
+            times = widen(times, found)
+        self._footers = times
 
     def reads_rows(self, plan: IncrementalPlan) -> bool:
         """Whether the batch needs its rows as frames for its time (after :meth:`look`): the
