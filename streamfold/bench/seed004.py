@@ -47,6 +47,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..settings import env_name
 from ..verify import compare, duckdb_answer, python_value
 from .report import write_json_and_markdown
 
@@ -195,7 +196,7 @@ def run(exp: Experiment, batches: int, rate: int, out: str, master: str | None, 
 def report(results: dict[str, Any]) -> str:
     """Per batch each configuration's seconds; then mean, median, max and the ratio."""
     systems = results["systems"]
-    unoptimized = ("streamfold, STREAMFOLD_PUSH_DOWN_GROUPS=0" if results["unoptimized"] == "unpushed"
+    unoptimized = (f"streamfold, {env_name('push_down_groups')}=0" if results["unoptimized"] == "unpushed"
                    else "the window recomputed by Spark")
     lines = [f"{results['figure']}: `{results['query']}`, {results['pairs_per_batch']:,} pairs a 1-s batch; "
              f"unoptimized: {unoptimized}. The paper: {results['paper']}.", "",

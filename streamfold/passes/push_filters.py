@@ -11,7 +11,8 @@ After::
 A conjunct that reads only a GROUP BY's keys moves below it (seed 004 §4.1's predicate push-down,
 Fig. 5: every row of a group has the group's key, so filtering the rows and then grouping keeps
 exactly the groups filtering the groups keeps — and the group state then holds only those keys);
-a global aggregate (one row even over no rows) and a time bound keep their place.
+a global aggregate (one row even over no rows), a time bound, and a GROUP BY the query reads in
+several places (a ROLLUP's shared partials) keep their place.
 A conjunct that reads only a row's own columns moves below a LATERAL VIEW. A conjunct that reads one side of an inner join moves into that side; one that reads both
 becomes part of the join condition. For outer joins only conjuncts on the preserved side move
 below a filter, and only ON-conjuncts on the other side move into it, which keeps NULL-padding
@@ -20,17 +21,26 @@ exactly as the batch query has it.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
+
 from ..ir.expr import Agg, Expr, SubqueryExpr, and_all, conjuncts, reads_clock
 from ..ir.rel import Aggregate, Distinct, Explode, Filter, Join, JoinKind, Project, Rel, Union
 
 
+Into = Callable[[Aggregate], bool]  # whether a filter may move below this GROUP BY
+
+
 def run(rel: Rel, groups: bool = True) -> Rel:
     """``rel`` with its filters pushed; ``groups=False`` keeps them above GROUP BYs (the A/B switch
-    ``STREAMFOLD_PUSH_DOWN_GROUPS``)."""
-    return rel.transform(lambda node: _rewrite(node, groups))
+    ``STREAMFOLD_PUSH_DOWN_GROUPS``). A GROUP BY found more than once in the query (the finest
+    partials a ROLLUP's coarser sets roll up) keeps its filters above too, so its state stays one."""
+    shared = frozenset(a for a, n in Counter(x for x in rel.walk() if isinstance(x, Aggregate)).items() if n > 1)
+    into: Into = (lambda a: a not in shared) if groups else (lambda a: False)
+    return rel.transform(lambda node: _rewrite(node, into))
 
 
-def _rewrite(node: Rel, groups: bool) -> Rel | None:
+def _rewrite(node: Rel, groups: Into) -> Rel | None:
     if isinstance(node, Filter):
         return _push(node.input, list(conjuncts(node.condition)), groups)
     if isinstance(node, Join) and node.kind in ("inner", "left", "right", "semi", "anti") and node.condition is not None:
@@ -38,7 +48,7 @@ def _rewrite(node: Rel, groups: bool) -> Rel | None:
     return None
 
 
-def _wrap(rel: Rel, preds: list[Expr], groups: bool) -> Rel:
+def _wrap(rel: Rel, preds: list[Expr], groups: Into) -> Rel:
     cond = and_all(preds)
     if cond is None:
         return rel
@@ -46,7 +56,7 @@ def _wrap(rel: Rel, preds: list[Expr], groups: bool) -> Rel:
     return pushed if pushed is not None else Filter(rel, cond)
 
 
-def _push(rel: Rel, preds: list[Expr], groups: bool) -> Rel | None:
+def _push(rel: Rel, preds: list[Expr], groups: Into) -> Rel | None:
     """``Filter(rel, AND preds)`` with the predicates pushed as far down as they may go."""
     if not preds:
         return rel
@@ -66,8 +76,8 @@ def _push(rel: Rel, preds: list[Expr], groups: bool) -> Rel | None:
         return Union(tuple(items))
     if isinstance(rel, Join):
         return _push_into_join(rel, preds, groups)
-    if isinstance(rel, Aggregate) and rel.keys and groups:
-        return _push_into_aggregate(rel, preds)
+    if isinstance(rel, Aggregate) and rel.keys and groups(rel):
+        return _push_into_aggregate(rel, preds, groups)
     if isinstance(rel, Explode):
         made = {rel.element} | ({rel.position} if rel.position else set())
         below = [p for p in preds if not p.columns() & made]
@@ -80,13 +90,13 @@ def _push(rel: Rel, preds: list[Expr], groups: bool) -> Rel | None:
     return Filter(rel, cond)
 
 
-def _push_into_aggregate(rel: Aggregate, preds: list[Expr]) -> Rel:
+def _push_into_aggregate(rel: Aggregate, preds: list[Expr], groups: Into) -> Rel:
     keys = dict(rel.keys)
     below = [p for p in preds if _reads_keys_only(p, keys)]
     cond = and_all([p for p in preds if not _reads_keys_only(p, keys)])
     grouped: Rel = rel
     if below:
-        grouped = Aggregate(_wrap(rel.input, [p.substitute(keys) for p in below], True), rel.keys, rel.aggs)
+        grouped = Aggregate(_wrap(rel.input, [p.substitute(keys) for p in below], groups), rel.keys, rel.aggs)
     return Filter(grouped, cond) if cond is not None else grouped
 
 
@@ -101,7 +111,7 @@ def _sides(rel: Join, p: Expr) -> tuple[bool, bool]:
     return bool(cols & set(rel.left.names)), bool(cols & set(rel.right.names))
 
 
-def _push_into_join(rel: Join, preds: list[Expr], groups: bool) -> Rel:
+def _push_into_join(rel: Join, preds: list[Expr], groups: Into) -> Rel:
     left, right, stay, into_condition = [], [], [], []
     for p in preds:
         on_left, on_right = _sides(rel, p)
@@ -133,7 +143,7 @@ def _push_into_join(rel: Join, preds: list[Expr], groups: bool) -> Rel:
     return Filter(joined, cond) if cond is not None else joined
 
 
-def _push_join_condition(rel: Join, groups: bool) -> Rel | None:
+def _push_join_condition(rel: Join, groups: Into) -> Rel | None:
     """Move ON-conjuncts that read one input only into that input (where the join kind allows)."""
     left, right, keep = [], [], []
     for p in conjuncts(rel.condition):
