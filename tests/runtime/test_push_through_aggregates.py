@@ -30,6 +30,8 @@ QUERIES = {
     "outer where on a computed key, over a join": (
         "SELECT gk, k, n, sy FROM (SELECT upper(R.g) AS gk, R.k, count(*) AS n, sum(S.y) AS sy "
         "FROM R JOIN S ON R.k = S.k GROUP BY upper(R.g), R.k) t WHERE gk <> 'A' AND (k IS NULL OR k <> 2)"),
+    "rollup with having on its keys": (
+        "SELECT k, g, count(*) AS n, max(x) AS hi FROM R GROUP BY ROLLUP(k, g) HAVING g IS NULL AND (k IS NULL OR k > 1)"),
     "a key and an aggregate in one disjunction stay above": (
         "SELECT k, s FROM (SELECT k, sum(x) AS s FROM R GROUP BY k) t WHERE k < 3 OR s > 4"),
 }
