@@ -15,8 +15,8 @@ linearly from 50 to 2,000 reports a second over ``--increments`` batches (defaul
 a few segments of each road and direction are congested at a time (speeds around 30 instead of
 60), the congestion moving every minute.
 
-Two configurations run the same files side by side in one Spark session, batch by batch, which
-goes first alternating:
+Two configurations run the same files side by side in one Spark session (``side_by_side.py``),
+batch by batch, which goes first alternating:
 
 * **streamfold** — the query maintained: the bounds pushed onto the stream's rows (window
   push-up), the segments' sums kept and changed by each batch's rows and by the rows the clock
@@ -34,16 +34,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
-import time
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..verify import compare, duckdb_answer, python_value
 from .report import write_json_and_markdown
+from .side_by_side import Query, run_configs
 
 _ON = "r.seg = s.seg AND r.dir = s.dir AND r.hwy = s.hwy"
 SQL = ("SELECT count(r.vid) AS c FROM R r JOIN (SELECT seg, dir, hwy FROM R "
@@ -89,64 +87,19 @@ def write_files(root: str, batches: int, span: int, low: float, high: float, see
     return paths
 
 
-def _at(now_us: int, spark: bool) -> str:
+COLUMNS = "ts TIMESTAMP, vid INT, speed INT, hwy INT, lane INT, dir INT, seg INT, pos INT"
+
+
+def _at(now_us: int | None, spark: bool) -> str:
     """The query with its bounds at ``now_us``: Spark's text compares ``ts`` with a timestamp
     literal (so that Parquet's statistics skip what is older), DuckDB's its ``epoch_us``."""
+    assert now_us is not None  # the query has time bounds: every batch has a time
+
     def bound(ts: str, seconds: int) -> str:
         since = now_us - seconds * 1_000_000
         return f"{ts} > timestamp_micros({since})" if spark else f"epoch_us({ts}) > {since}"
 
     return _AT.format(ts60=bound("ts", 60), ts15=bound("r.ts", 15))
-
-
-def run_configs(spark: Any, files: list[str], work: str, say: Any) -> dict[str, dict[str, Any]]:
-    """Both configurations over ``files``, batch by batch; per batch its seconds and DuckDB's check."""
-    import streamfold
-
-    base = os.path.join(work, "streamfold")
-    shutil.rmtree(base, ignore_errors=True)
-    source = os.path.join(base, "in", "R")
-    os.makedirs(source)
-    query = streamfold.start(SQL, {"R": source}, os.path.join(base, "out"), spark=spark, background=False,
-                             schemas={"R": "ts TIMESTAMP, vid INT, speed INT, hwy INT, lane INT, dir INT, seg INT, "
-                                           "pos INT"})
-    rows: dict[str, list[dict[str, Any]]] = {"streamfold": [], "recompute": []}
-    seen: list[str] = []
-    try:
-        for b, path in enumerate(files):
-            seen.append(path)
-            answers: dict[str, list[tuple]] = {}
-            for name in (("streamfold", "recompute") if b % 2 == 0 else ("recompute", "streamfold")):
-                began = time.perf_counter()
-                if name == "streamfold":
-                    shutil.copy(path, os.path.join(source, os.path.basename(path)))
-                    result = query.process_available()
-                    assert result is not None
-                    answers[name] = [tuple(python_value(v) for v in r)
-                                     for r in query.snapshot_pandas().itertuples(index=False)]
-                else:
-                    frame = spark.read.parquet(*seen)
-                    frame.createOrReplaceTempView("R")
-                    now = frame.selectExpr("unix_micros(max(ts))").first()[0]
-                    answers[name] = [tuple(python_value(v) for v in r) for r in spark.sql(_at(now, spark=True)).collect()]
-                rows[name].append({"batch": b, "seconds": round(time.perf_counter() - began, 3)})
-            now_us = int(query.commit(b)["batch_time_us"])
-            expected = duckdb_answer(SQL, {"R": list(seen)}, duckdb_sql=_at(now_us, spark=False))
-            for name, answer in answers.items():
-                check = compare(answer, expected)
-                rows[name][-1].update(exact=check.matches, answer=answer[0][0] if answer else None)
-                if not check.matches:
-                    say(f"[linear-road] {name} batch {b}: WRONG against DuckDB: {check.detail}")
-            say(f"[linear-road] batch {b}: " + ", ".join(f"{n} {rs[-1]['seconds']:.2f} s" for n, rs in rows.items())
-                + f"; {expected[0][0] if expected else 0} reports of cars in congested segments")
-    finally:
-        query.stop()
-    out = {}
-    for name, rs in rows.items():
-        secs = [r["seconds"] for r in rs[1:]]  # batch 0 (first plans) left out
-        out[name] = {"batches": rs, "mean_s": round(statistics.fmean(secs), 3),
-                     "sd_s": round(statistics.pstdev(secs), 3), "exact": all(r["exact"] for r in rs)}
-    return out
 
 
 def run(batches: int, span: int, low: float, high: float, out: str, master: str | None, say: Any = print,
@@ -159,10 +112,12 @@ def run(batches: int, span: int, low: float, high: float, out: str, master: str 
     shutil.rmtree(work, ignore_errors=True)
     files = write_files(os.path.join(work, "data"), batches, span, low, high)
     spark = get_spark(master or "local[*]", app_name="streamfold-bench-linear-road")
+    query = Query("linear-road", SQL, "R", COLUMNS, _at, "recompute")
     if warm_up:  # untimed: the JVM warmed for both
-        run_configs(spark, write_files(os.path.join(work, "warm"), 4, span, low, low, seed=5), work, lambda m: None)
+        run_configs(spark, query, write_files(os.path.join(work, "warm"), 4, span, low, low, seed=5), work,
+                    lambda m: None)
     results: dict[str, Any] = {"query": SQL, "batches": batches, "span_s": span, "rates": [round(r, 1) for r in
-                               rates(batches, low, high)], "systems": run_configs(spark, files, work, say)}
+                               rates(batches, low, high)], "systems": run_configs(spark, query, files, work, say)}
     results["mean_ratio"] = round(results["systems"]["streamfold"]["mean_s"] / results["systems"]["recompute"]["mean_s"],
                                   3)
     write_json_and_markdown(results, directory, report(results))

@@ -27,9 +27,10 @@ plans, on two cores; Fig. 8's 100,000 as the paper.
 
 In streamfold's SQL the paper's window of ten one-second batches is an event-time bound,
 ``ts > max_event_time() - INTERVAL 10 SECONDS``; batch b holds the events of second b. The two
-configurations run the same files in one Spark session after an untimed warm-up, batch by batch,
-which goes first alternating; a batch's time is from its file's arrival to its answer read back.
-Every answer of both is checked against DuckDB's on the files so far (at the batch's time).
+configurations run the same files in one Spark session after an untimed warm-up, side by side
+(``side_by_side.py``): which goes first alternating, a batch's time from its file's arrival to
+its answer read back, every answer of both checked against DuckDB's on the files so far (at the
+batch's time).
 Results in ``OUT/004-figN/results.json`` and ``results.md``.
 """
 
@@ -37,8 +38,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,8 +47,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..settings import env_name
-from ..verify import compare, duckdb_answer, python_value
 from .report import write_json_and_markdown
+from .side_by_side import Query, run_configs
 
 SCHEMA = pa.schema([pa.field("ts", pa.timestamp("us", "UTC")), pa.field("key", pa.int32()),
                     pa.field("value", pa.int32())])
@@ -112,66 +111,6 @@ def write_files(root: str, batches: int, rate: int, seed: int = 4) -> list[str]:
     return paths
 
 
-def _rows(frame_rows: Any) -> list[tuple]:
-    return [tuple(python_value(v) for v in r) for r in frame_rows]
-
-
-def run_configs(spark: Any, exp: Experiment, files: list[str], work: str, say: Any) -> dict[str, dict[str, Any]]:
-    """Both configurations over ``files``, batch by batch; per batch its seconds and DuckDB's check."""
-    import streamfold
-    from ..settings import Settings
-
-    names = ("streamfold", "unoptimized")
-    queries: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    rows: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
-    seen: list[str] = []
-    try:
-        for name in names if exp.unoptimized == "unpushed" else names[:1]:
-            base = os.path.join(work, name)
-            shutil.rmtree(base, ignore_errors=True)
-            sources[name] = os.path.join(base, "in", "x")
-            os.makedirs(sources[name])
-            settings = Settings.from_environ().replace(push_down_groups=name == "streamfold")
-            queries[name] = streamfold.start(exp.sql, {"x": sources[name]}, os.path.join(base, "out"), spark=spark,
-                                             background=False, settings=settings, schemas={"x": COLUMNS})
-        for b, path in enumerate(files):
-            seen.append(path)
-            answers: dict[str, list[tuple]] = {}
-            for name in names if b % 2 == 0 else names[::-1]:
-                began = time.perf_counter()
-                if name in queries:
-                    shutil.copy(path, os.path.join(sources[name], os.path.basename(path)))
-                    assert queries[name].process_available() is not None
-                    answers[name] = _rows(queries[name].snapshot_pandas().itertuples(index=False))
-                else:
-                    frame = spark.read.parquet(*seen)
-                    frame.createOrReplaceTempView("x")
-                    now = frame.selectExpr("unix_micros(max(ts))").first()[0]
-                    answers[name] = _rows(spark.sql(exp.text_at(now, True)).collect())
-                rows[name].append({"batch": b, "seconds": round(time.perf_counter() - began, 3)})
-            now_us = queries["streamfold"].commit(b).get("batch_time_us")
-            expected = duckdb_answer(exp.sql, {"x": list(seen)},
-                                     duckdb_sql=exp.text_at(int(now_us) if now_us is not None else None, False))
-            for name, answer in answers.items():
-                check = compare(answer, expected)
-                rows[name][-1].update(exact=check.matches, answer_rows=len(answer))
-                if not check.matches:
-                    say(f"[{exp.name}] {name} batch {b}: WRONG against DuckDB: {check.detail}")
-            say(f"[{exp.name}] batch {b}: " + ", ".join(f"{n} {rs[-1]['seconds']:.2f} s" for n, rs in rows.items())
-                + f"; {len(expected)} rows in the answer")
-    finally:
-        for q in queries.values():
-            q.stop()
-    out = {}
-    for name, rs in rows.items():
-        secs = [r["seconds"] for r in rs[1:]]  # batch 0 (first plans) left out
-        out[name] = {"batches": rs, "mean_s": round(statistics.fmean(secs), 3),
-                     "median_s": round(statistics.median(secs), 3), "max_s": round(max(secs), 3),
-                     "sd_s": round(statistics.pstdev(secs), 3), "exact": all(r["exact"] for r in rs)}
-    return out
-
-
 def run(exp: Experiment, batches: int, rate: int, out: str, master: str | None, say: Any = print,
         warm_up: bool = True) -> dict[str, Any]:
     """The experiment; results.json and results.md under ``out``/``exp.name``."""
@@ -182,11 +121,12 @@ def run(exp: Experiment, batches: int, rate: int, out: str, master: str | None, 
     shutil.rmtree(work, ignore_errors=True)
     files = write_files(os.path.join(work, "data"), batches, rate)
     spark = get_spark(master or "local[*]", app_name=f"streamfold-bench-{exp.name}")
+    query = Query(exp.name, exp.sql, "x", COLUMNS, exp.text_at, "unoptimized", unpushed=exp.unoptimized == "unpushed")
     if warm_up:  # untimed: the JVM warmed for both
-        run_configs(spark, exp, write_files(os.path.join(work, "warm"), 4, 2_000, seed=5), work, lambda m: None)
+        run_configs(spark, query, write_files(os.path.join(work, "warm"), 4, 2_000, seed=5), work, lambda m: None)
     results: dict[str, Any] = {"experiment": exp.name, "figure": exp.figure, "query": exp.sql,
                                "unoptimized": exp.unoptimized, "batches": batches, "pairs_per_batch": rate,
-                               "paper": exp.paper, "systems": run_configs(spark, exp, files, work, say)}
+                               "paper": exp.paper, "systems": run_configs(spark, query, files, work, say)}
     systems = results["systems"]
     results["mean_ratio"] = round(systems["streamfold"]["mean_s"] / systems["unoptimized"]["mean_s"], 3)
     write_json_and_markdown(results, directory, report(results))
