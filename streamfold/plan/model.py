@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol
 
+from ..ir.expr import Expr
 from ..ir.rel import WEIGHT, DeltaScan, Field, LoopRef, Once, Rel, SortKey, Union
 from ..ir.types import DataType
 from ..sql.catalog import SourceSchema
@@ -93,6 +94,11 @@ class State:
     # Key columns the state is hash-partitioned on (default: the whole key). A join input is
     # partitioned on its join key, so a delta joins it, and merges into it, without moving it.
     partition: tuple[str, ...] | None = None
+    # An *appended* state (a time bound's live rows, ``rules_expiry.py``): a bag of weighted rows,
+    # not one row per key, read only by programs linear in it. A merge appends the delta and drops
+    # the rows this condition no longer holds for at the batch's time (their deletions are in the
+    # delta), instead of merging per key (``runtime/lowering/states.py``: :func:`appended`).
+    kept_while: Expr | None = None  # over the state's columns
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "role", StateRole(self.role))
@@ -103,10 +109,16 @@ class State:
             raise ValueError(f"state {self.name} lacks its {WEIGHT} column")
         if self.partition is not None and not set(self.partition) <= set(self.key_names):
             raise ValueError(f"state {self.name} is partitioned on {self.partition}, not part of its key")
+        if self.kept_while is not None and [c.name for c in self.columns] != [WEIGHT]:
+            raise ValueError(f"appended state {self.name} has columns besides {WEIGHT}")
 
     @property
     def fields(self) -> tuple[Field, ...]:
         return self.key + tuple(Field(c.name, c.type) for c in self.columns)
+
+    @property
+    def appended(self) -> bool:
+        return self.kept_while is not None
 
     @property
     def key_names(self) -> tuple[str, ...]:

@@ -10,7 +10,14 @@ the batch's rows inside the bound now (deletions included: a row deleted while l
 its deletion; one deleted after it expired is outside the bound and ignored, as it already left),
 minus the live rows the clock has just passed, which leave as deletions. Merged into the live
 rows, Δ removes exactly those, so the state holds only rows inside the bound: it stays as large as
-the bound, not the history. Everything above sees an ordinary weighted change — a GROUP BY drops
+the bound, not the history.
+
+The live rows are an *appended* state (``State.kept_while``): read only by that filter, which is
+linear, they need not be one row per distinct row. So a merge does not group the state with the
+batch's rows (a hash aggregate over every live row, each batch); it appends Δ and drops the rows
+the bound no longer passes — a filter and a copy, no shuffle. A row and its deletion may both sit
+in the state until they expire together, and leave as a +1 and a −1 that the operators above add
+up. Δ itself is not grouped either. Everything above sees an ordinary weighted change — a GROUP BY drops
 a group when its last row expires, a join input drops the expired rows from its state.
 
 A row that arrives already outside the bound (its event time older than the batch time minus
@@ -30,7 +37,7 @@ from ..ir.types import BIGINT, BOOLEAN, TIMESTAMP
 from .context import PlanContext
 from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .rules_joins import body
-from .terms import MINUS_ONE, sum_weights, weight
+from .terms import MINUS_ONE, weight
 
 
 def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
@@ -58,8 +65,9 @@ def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
     expired = Project(passed, cols + ((WEIGHT, Call("*", (weight(), MINUS_ONE), BIGINT)),))
     ctx.plan.add_state(
         State(name, StateRole.LIVE, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
-              note="the rows inside the time bound at the last batch; the batch time passing a row removes it"),
-        Aggregate(Union((fresh, expired)), cols, ((WEIGHT, sum_weights()),)))
+              note="the rows inside the time bound at the last batch, appended batch by batch; the batch "
+                   "time passing a row removes it", kept_while=bound),
+        Union((fresh, expired)))
     arrived = Call(">", (weight(), Literal(0, BIGINT)), BOOLEAN)
     ctx.plan.late.append((name, Filter(child.program, Call("AND", (Call("NOT", (bound,), BOOLEAN), arrived), BOOLEAN))))
     ctx.plan.expiring.append((name, passed))

@@ -39,7 +39,7 @@ def candidates(plan: IncrementalPlan) -> frozenset[str]:
     if plan.matrices or plan.watched or any(isinstance(s, LOOPS) for s in plan.delta):
         return frozenset()
     linear = {s.name for s in plan.states
-              if s.role != StateRole.STATIC and s.key and not s.static and not s.keep_empty
+              if s.role != StateRole.STATIC and s.key and not s.static and not s.keep_empty and not s.appended
               and all(c.monoid == Monoid.SUM for c in s.columns)}
     keys = {s.name: {f.name for f in s.key} for s in plan.states}
     roots = [p for step in plan.init + plan.delta for p in step.reads()]

@@ -38,6 +38,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..ir.printer import sql
 from ..plan.model import Monoid, State
 from ..settings import Settings, resolve
 from . import lowering, runs
@@ -339,9 +340,15 @@ class StateStore:
         """State ``name`` as a person or a breakpoint reads it: one row per key, its runs added up."""
         return self.settled(name, self.current[name])
 
+    def _summed(self, name: str) -> bool:
+        """Whether state ``name`` may hold a key in more than one row (a candidate for runs, an
+        appended state): its changelog is its delta, added up on a restart."""
+        return name in self.candidates or self.defs[name].appended
+
     def settled(self, name: str, rows: DataFrame) -> DataFrame:
-        """``rows`` (a version of state ``name``) with one row per key: a state in runs added up."""
-        if name not in self.bases:
+        """``rows`` (a version of state ``name``) with one row per key: a state in runs, or an
+        appended state, added up."""
+        if name not in self.bases and not self.defs[name].appended:
             return rows
         views = Views(self.spark, f"settled_{name}")
         try:  # analysed now: the view is not needed once the frame is
@@ -368,13 +375,20 @@ class StateStore:
         with self.part(f"analyse ⊗ {name}"):
             old = (self._tail(name, views) if self._tail_merge(name)
                    else views.relation(self.current[name], f"old_{name}")) + " _old"
-            df = self.spark.sql(lowering.merge(self.table(name), old, delta_sql, single, name in self.candidates))
+            df = self.spark.sql(self._merge_sql(name, old, delta_sql, single))
             if single or not self.defs[name].key:
                 df = df.coalesce(1)
         with self.part(f"checkpoint ⊗ {name}" + ("" if eager else " (lazy: plans it)")):
             merged = materialize(df, eager) if self.keep is None else self.keep(name, df)
         self._executed[name] = df
         return merged
+
+    def _merge_sql(self, name: str, old: str, delta_sql: str, single: bool) -> str:
+        kept = self.defs[name].kept_while
+        if kept is not None:  # an appended state: no grouping (lowering.appended)
+            partitions = 1 if single else int(self.spark.conf.get("spark.sql.shuffle.partitions") or 1)
+            return lowering.appended(self.table(name), old, delta_sql, sql(kept, spark=True), partitions)
+        return lowering.merge(self.table(name), old, delta_sql, single, name in self.candidates)
 
     def unchanged(self, name: str, views: Views) -> DataFrame:
         """What :meth:`merge` gives for an empty delta, without a job: every key's new row is its
@@ -468,7 +482,7 @@ class StateStore:
     def log_view(self, name: str, merged: DataFrame, views: Views) -> str:
         """The changelog rows of the batch: the touched keys' new rows (``_weight`` 0: the key left);
         for a candidate for runs, the batch's delta (replayed by adding the logs up)."""
-        if name in self.candidates:
+        if self._summed(name):
             return lowering.delta_rows(self.table(name), views.name(merged, "merged_" + name))
         return lowering.changelog(self.table(name), views.name(merged, "merged_" + name))
 
@@ -490,7 +504,7 @@ class StateStore:
             return
         every = views.name(self.spark.sql(lowering.changelogs(logs)), "logs")
         for name in self.durable():
-            if name in self.candidates:
+            if self._summed(name):
                 text = lowering.summed_logs(self.table(name), every)
             else:
                 text = lowering.latest(self.table(name), every, single=len(logs) == 1)

@@ -33,75 +33,85 @@ if TYPE_CHECKING:
 
 
 class DeltaRows:
-    """The rows the delta side of each executed merge fed it (the second input of its
-    ``UNION ALL``), read from the plan's metrics; None when the plan does not show them.
+    """The rows the delta side of each executed merge fed it (the inputs of its ``UNION ALL``
+    after the first, the old state's), read from the plan's metrics; None when the plan does not
+    show them. A delta that is a union itself (an appended state's: ``plan/rules_expiry.py``)
+    is flattened into the merge's union by Spark, so every input after the first counts.
 
     Finding them walks the plan once per state (a few dozen py4j calls); afterwards the union's
-    and the delta node's positions in the plan (pre-order, :meth:`TreeNode.apply`) are
-    remembered, and a batch checks and reads them in about seven calls per state — a merge's plan
-    has the same shape from batch to batch. A plan of another shape (batch 0's, where Spark drops
-    the union with the empty state) is walked again.
+    and the delta nodes' positions in the plan (pre-order, :meth:`TreeNode.apply`) are
+    remembered, and a batch checks and reads them in about seven calls per state and input — a
+    merge's plan has the same shape from batch to batch. A plan of another shape (batch 0's, where
+    Spark drops the union with the empty state) is walked again.
     """
 
     def __init__(self) -> None:
-        self._at: dict[str, tuple[int, int, str]] = {}  # state → (union's number, delta node's, its name)
+        self._at: dict[str, tuple[int, tuple[tuple[int, str], ...]]] = {}  # state → union's number, delta nodes'
 
     def __call__(self, name: str, df: DataFrame) -> int | None:
         try:
             plan = df._jdf.queryExecution().executedPlan()
             known = self._at.get(name)
             if known is not None:
-                union, at, node_name = known
-                u, node = plan.apply(union), plan.apply(at)
-                if u is not None and node is not None and u.nodeName() == "Union" and node.nodeName() == node_name:
-                    return int(node.metrics().apply("numOutputRows").value())
+                union, at = known
+                u = plan.apply(union)
+                nodes = [plan.apply(k) for k, _ in at]
+                if (u is not None and u.nodeName() == "Union"
+                        and all(n is not None and n.nodeName() == node_name for n, (_, node_name) in zip(nodes, at))):
+                    return sum(int(n.metrics().apply("numOutputRows").value()) for n in nodes)
             found = _walk(plan)
             if found is None:
                 return None
-            u, node = found
-            numbers = _numbers(plan, (u, node))
+            u, delta = found
+            numbers = _numbers(plan, (u, *delta))
             if numbers is not None:
-                self._at[name] = (numbers[0], numbers[1], node.nodeName())
-            return int(node.metrics().apply("numOutputRows").value())
+                self._at[name] = (numbers[0], tuple((k, n.nodeName()) for k, n in zip(numbers[1:], delta)))
+            return sum(int(n.metrics().apply("numOutputRows").value()) for n in delta)
         except Exception:  # noqa: BLE001 - statistics are advisory: missing is acceptable
             return None
 
 
-def _walk(plan: Any) -> tuple[Any, Any] | None:
-    """The plan's union and the first node with a row count on its delta side, following first
-    inputs down (no job)."""
+def _walk(plan: Any) -> tuple[Any, list[Any]] | None:
+    """The plan's union and, for each input after its first, the first node with a row count,
+    following first inputs down (no job)."""
     node = plan
     for _ in range(32):
         kids = node.children()
         if node.nodeName() == "Union":
-            if kids.size() != 2:
+            if kids.size() < 2:
                 return None
-            inner = kids.apply(1)
-            for _ in range(32):
-                if inner.metrics().contains("numOutputRows"):
-                    return node, inner
-                below = inner.children()
-                if below.size() == 0:
-                    return None
-                inner = below.apply(0)
-            return None
+            counted = [_counted(kids.apply(i)) for i in range(1, kids.size())]
+            return None if any(c is None for c in counted) else (node, counted)
         if kids.size() != 1:
             return None
         node = kids.apply(0)
     return None
 
 
-def _numbers(plan: Any, nodes: tuple[Any, Any]) -> tuple[int, int] | None:
-    """The pre-order numbers of ``nodes`` in ``plan`` (as :meth:`TreeNode.apply` counts)."""
+def _counted(node: Any) -> Any:
+    """The first node with a row count at or below ``node``, following first inputs down."""
+    for _ in range(32):
+        if node.metrics().contains("numOutputRows"):
+            return node
+        below = node.children()
+        if below.size() == 0:
+            return None
+        node = below.apply(0)
+    return None
+
+
+def _numbers(plan: Any, nodes: tuple[Any, ...]) -> tuple[int, ...] | None:
+    """The pre-order numbers of ``nodes`` in ``plan`` (as :meth:`TreeNode.apply` counts), which
+    come in that order."""
     found: list[int] = []
-    for k in range(128):
+    for k in range(256):
         node = plan.apply(k)
         if node is None:
             return None
         if node.equals(nodes[len(found)]):
             found.append(k)
-            if len(found) == 2:
-                return found[0], found[1]
+            if len(found) == len(nodes):
+                return tuple(found)
     return None
 
 

@@ -12,6 +12,7 @@ import pytest
 import sqlglot
 
 import streamfold
+from streamfold.ir.printer import sql
 from streamfold.ir.rel import Once, Rel
 from streamfold.ir.types import DataType
 from streamfold.plan.model import Diffusion, ExactIteration, Fixpoint, IncrementalPlan, Step
@@ -25,7 +26,7 @@ from ..golden import FIXTURES, check, load
 # The queries whose statements are golden: explain fixtures that together use every statement.
 QUERIES = ("seed_groupby", "seed_join_groupby", "count_distinct", "global_aggregate", "top_k", "distinct",
            "recursive", "iterative", "diffusion", "not_in", "stream_static_join", "aggregate_of_aggregate", "theta_band_join",
-           "window_top_k_per_group")
+           "window_top_k_per_group", "time_bound")
 
 
 def _type(t: DataType) -> str:
@@ -91,6 +92,14 @@ def lowered(plan: IncrementalPlan) -> str:
                     lowering.merge(t, f"old_{t.name} _old", f"SELECT * FROM delta_program_{t.name}", summed=True),
                     f"-- {t.name}: new, as a base and a tail", lowering.runs(t, f"base_{t.name}", merged),
                     f"-- {t.name}: the touched keys' new rows, added up", lowering.runs_touched(t, f"base_{t.name}", merged),
+                    f"-- {t.name}: delta (and changelog)", lowering.delta_rows(t, merged),
+                    f"-- {t.name}: restored, the logged deltas added up", lowering.summed_logs(t, "logs")]
+            continue
+        if t.state.kept_while is not None:  # a time bound's live rows, appended (plan/rules_expiry.py)
+            out += [f"-- ⊗ {t.name} (appended)",
+                    lowering.appended(t, f"old_{t.name} _old", f"SELECT * FROM delta_program_{t.name}",
+                                      sql(t.state.kept_while, spark=True), 4),
+                    f"-- {t.name}: new", lowering.new_rows(t, merged),
                     f"-- {t.name}: delta (and changelog)", lowering.delta_rows(t, merged),
                     f"-- {t.name}: restored, the logged deltas added up", lowering.summed_logs(t, "logs")]
             continue

@@ -39,14 +39,14 @@ from .loops import DIFFUSION_KEY, DiffusionLowering, exact_change, fixpoint_foun
 from .matrices import HybridLayout, canonical, key_frequencies, matrix_sizes, migrate, state_sizes
 from .outputs import snapshot_of, stack, stack_parts, stacked, stacked_width
 from .programs import is_delta_side, join_hint, once, program, without_broadcasts
-from .states import (StateTable, carried_over, changelog, conform, delta_rows, merge, null_columns,
+from .states import (StateTable, appended, carried_over, changelog, conform, delta_rows, merge, null_columns,
                      multiplicity_change, new_rows, no_rows, runs, runs_merged, runs_touched, summed, tail_rows,
                      touched_new, touched_old, unchanged, whole_merge)
 from .text import Columns, Leaf, select_all, subquery, union_all
 
 __all__ = [
     "DIFFUSION_KEY", "AnswerLowering", "Columns", "DiffusionLowering", "HybridLayout", "Leaf", "StateTable",
-    "breakpoint_rows", "canonical", "carried_over", "changelog", "changelogs", "conform", "delta_rows",
+    "appended", "breakpoint_rows", "canonical", "carried_over", "changelog", "changelogs", "conform", "delta_rows",
     "exact_change", "null_columns", "fixpoint_found", "fixpoint_old", "fixpoint_rows", "is_delta_side",
     "join_hint", "key_frequencies", "latest", "matrix_sizes", "merge", "migrate", "multiplicity_change",
     "new_rows", "no_rows", "once", "pack", "pack_columns", "program", "runs", "runs_merged", "runs_touched",
