@@ -201,6 +201,7 @@ class Engine:
         logs = [(rec.base, checkpoint.base_dir(rec.base))] if rec.base is not None else []
         logs += [(b, checkpoint.delta_dir(b)) for b in rec.deltas]
         views = Views(self.ctx.spark, "restore")
+        self.batch_time.show_last()  # a time bound's live rows are restored as of it
         try:
             self.b.store.restore([(b, p) for b, p in logs if os.path.isdir(p)], views)
         finally:

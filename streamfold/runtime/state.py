@@ -481,7 +481,10 @@ class StateStore:
 
     def log_view(self, name: str, merged: DataFrame, views: Views) -> str:
         """The changelog rows of the batch: the touched keys' new rows (``_weight`` 0: the key left);
-        for a candidate for runs, the batch's delta (replayed by adding the logs up)."""
+        for a candidate for runs, the batch's delta (replayed by adding the logs up); for an
+        appended state, the rows that entered it (:meth:`restore` leaves out the expired)."""
+        if self.defs[name].appended:  # the rows that entered it; a restart drops the expired (restore)
+            return lowering.touched_new(self.table(name), views.name(merged, "merged_" + name))
         if self._summed(name):
             return lowering.delta_rows(self.table(name), views.name(merged, "merged_" + name))
         return lowering.changelog(self.table(name), views.name(merged, "merged_" + name))
@@ -499,13 +502,16 @@ class StateStore:
 
     def restore(self, logs: list[tuple[int, str]], views: Views) -> None:
         """Rebuild every durable state from packed changelogs (batch, directory), oldest first:
-        each key's latest row wins, and a key whose latest row has ``_weight`` 0 is gone."""
+        each key's latest row wins, and a key whose latest row has ``_weight`` 0 is gone. States
+        logged as deltas are added up; an appended state keeps the rows its condition holds for
+        at the batch time shown (the caller shows the last committed batch's)."""
         if not logs:
             return
         every = views.name(self.spark.sql(lowering.changelogs(logs)), "logs")
         for name in self.durable():
+            kept = self.defs[name].kept_while
             if self._summed(name):
-                text = lowering.summed_logs(self.table(name), every)
+                text = lowering.summed_logs(self.table(name), every, None if kept is None else sql(kept, spark=True))
             else:
                 text = lowering.latest(self.table(name), every, single=len(logs) == 1)
             df = self.spark.sql(text)

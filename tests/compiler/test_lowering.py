@@ -100,8 +100,10 @@ def lowered(plan: IncrementalPlan) -> str:
                     lowering.appended(t, f"old_{t.name} _old", f"SELECT * FROM delta_program_{t.name}",
                                       sql(t.state.kept_while, spark=True), 4),
                     f"-- {t.name}: new", lowering.new_rows(t, merged),
-                    f"-- {t.name}: delta (and changelog)", lowering.delta_rows(t, merged),
-                    f"-- {t.name}: restored, the logged deltas added up", lowering.summed_logs(t, "logs")]
+                    f"-- {t.name}: delta", lowering.delta_rows(t, merged),
+                    f"-- {t.name}: changelog, the rows that entered it", lowering.touched_new(t, merged),
+                    f"-- {t.name}: restored, the logged rows added up, those still kept",
+                    lowering.summed_logs(t, "logs", sql(t.state.kept_while, spark=True))]
             continue
         out += [f"-- ⊗ {t.name}", lowering.merge(t, f"old_{t.name} _old", f"SELECT * FROM delta_program_{t.name}"),
                 f"-- {t.name}: new", lowering.new_rows(t, merged),

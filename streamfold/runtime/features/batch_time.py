@@ -182,6 +182,11 @@ class BatchTime:
             return False
         return first is None or first > at - plan.late_margin
 
+    def show_last(self) -> None:
+        """Show the last committed batch's time to the programs: what the states were restored at
+        (an appended state's rows that expired by then are not restored, ``StateStore.restore``)."""
+        self._show(self.last or 0)
+
     def committed(self) -> None:
         if self.current is not None:
             self.last = self.current

@@ -61,9 +61,14 @@ def latest(t: StateTable, logs: str, single: bool = False) -> str:
     return conform(t, text)
 
 
-def summed_logs(t: StateTable, logs: str) -> str:
+def summed_logs(t: StateTable, logs: str, kept: str | None = None) -> str:
     """A state rebuilt from packed changelogs that hold its deltas (a candidate for runs,
-    :mod:`.runs`): every logged row added up per key."""
+    :mod:`.runs`): every logged row added up per key. ``kept``: an appended state's condition
+    (Spark SQL, at the last committed batch's time), whose logs hold the rows that entered it and
+    not their expiry: the rows it no longer holds for are left out."""
     cols = ", ".join(f"{quote(t.name + '::' + n)} AS {quote(n)}" for n, _ in t.columns)
-    return conform(t, summed(t, subquery(f"SELECT {cols} FROM {logs} WHERE __state = '{t.name}'")))
+    rows = summed(t, subquery(f"SELECT {cols} FROM {logs} WHERE __state = '{t.name}'"))
+    if kept is not None:
+        rows = f"SELECT * FROM {subquery(rows)} _logged WHERE {kept}"
+    return conform(t, rows)
 
