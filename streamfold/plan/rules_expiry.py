@@ -12,12 +12,14 @@ minus the live rows the clock has just passed, which leave as deletions. Merged 
 rows, Δ removes exactly those, so the state holds only rows inside the bound: it stays as large as
 the bound, not the history.
 
-The live rows are an *appended* state (``State.kept_while``): read only by that filter, which is
-linear, they need not be one row per distinct row. So a merge does not group the state with the
-batch's rows (a hash aggregate over every live row, each batch); it appends Δ and drops the rows
-the bound no longer passes — a filter and a copy, no shuffle. A row and its deletion may both sit
-in the state until they expire together, and leave as a +1 and a −1 that the operators above add
-up. Δ itself is not grouped either. Everything above sees an ordinary weighted change — a GROUP BY drops
+The live rows are an *appended* state (``State.kept_while``): read only through Δ, they need
+not be one row per distinct row. So h computes only ``σ_now(Δinput)``, and the state's merge
+(``runtime/lowering/states.py``, ``appended``) does the rest in one pass over the live rows: it
+appends those, and the rows the bound no longer passes leave — the state's delta (new − old)
+has them as deletions, the ``− σ_¬now(live)`` above. No grouping of the live rows with the batch's
+(a hash aggregate over every live row, each batch), no shuffle: a copy. A row and its deletion
+may both sit in the state until they expire together, and leave as a +1 and a −1 that the
+operators above add up. Everything above sees an ordinary weighted change — a GROUP BY drops
 a group when its last row expires, a join input drops the expired rows from its state.
 
 A row that arrives already outside the bound (its event time older than the batch time minus
@@ -32,12 +34,12 @@ from __future__ import annotations
 
 from ..errors import UnsupportedError
 from ..ir.expr import Agg, Call, Column, Expr, Literal, and_all, clock_kind, conjuncts, reads_clock
-from ..ir.rel import WEIGHT, Aggregate, DeltaScan, Field, Filter, Project, Rel, StateScan, StateVersion, Union
+from ..ir.rel import WEIGHT, Aggregate, DeltaScan, Field, Filter, Project, Rel, StateScan, StateVersion
 from ..ir.types import BIGINT, BOOLEAN, TIMESTAMP
 from .context import PlanContext
 from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .rules_joins import body
-from .terms import MINUS_ONE, weight
+from .terms import weight
 
 
 def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
@@ -62,12 +64,11 @@ def time_filter(ctx: PlanContext, rel: Rel) -> Compiled:
     cols = tuple((f.name, f.ref()) for f in key)
     fresh = Project(Filter(child.program, bound), cols + ((WEIGHT, weight()),))
     passed = Filter(StateScan(name, StateVersion.OLD, fields), Call("NOT", (bound,), BOOLEAN))
-    expired = Project(passed, cols + ((WEIGHT, Call("*", (weight(), MINUS_ONE), BIGINT)),))
     ctx.plan.add_state(
         State(name, StateRole.LIVE, key, (StateColumn(WEIGHT, BIGINT, Monoid.SUM, "multiplicity of the row"),),
-              note="the rows inside the time bound at the last batch, appended batch by batch; the batch "
-                   "time passing a row removes it", kept_while=bound),
-        Union((fresh, expired)))
+              note="the rows inside the time bound at the last batch, appended batch by batch; its merge "
+                   "removes the rows the batch time passes, which leave as deletions", kept_while=bound),
+        fresh)
     arrived = Call(">", (weight(), Literal(0, BIGINT)), BOOLEAN)
     ctx.plan.late.append((name, Filter(child.program, Call("AND", (Call("NOT", (bound,), BOOLEAN), arrived), BOOLEAN))))
     ctx.plan.expiring.append((name, passed))

@@ -105,32 +105,34 @@ def merge(t: StateTable, old: str, delta: str, single: bool = False, summed: boo
 
 def appended(t: StateTable, old: str, delta: str, kept: str, partitions: int) -> str:
     """The merge of an appended state (``State.kept_while``: a time bound's live rows), in the
-    columns of :func:`merge`'s result so that every view of it reads it alike, without grouping:
+    columns of :func:`merge`'s result so that every view of it reads it alike, without grouping.
+    ``kept`` is the condition (Spark SQL over the state's columns, at the batch's time) a row
+    stays under; ``delta`` the rows that arrive. Each row of ``old`` and ``delta`` is one row of
+    the result, whose new ``_weight`` is its weight where ``kept`` holds for it, else 0:
 
-    * an old row the condition ``kept`` (Spark SQL over the state's columns, at the batch's time)
-      still holds for stays, untouched;
-    * an old row it no longer holds for is dropped — its deletion is a row of the delta;
-    * a delta row is touched: new ``_weight`` its weight and old 0 where ``kept`` holds for it
-      (a row arriving, or a deletion of a live one), else new 0 and old minus its weight (the
-      deletion of an old row the clock passed), so new − old is the delta row either way and a
-      row it leaves at ``_weight`` 0 is not in the new state.
+    * an old row ``kept`` holds for stays, untouched;
+    * an old row it no longer holds for is touched, old ``_weight`` its weight: it leaves, and
+      the state's delta (new − old) is its deletion;
+    * a delta row is touched, old ``_weight`` 0 where ``kept`` holds for it (a row arriving, or a
+      deletion of a live one), else minus its weight (so new − old is the delta row either way).
 
-    A state may so hold a row more than once (see ``plan/rules_expiry.py``). Neither side is
-    shuffled: the union of the old state's partitions and the delta's is coalesced into
-    ``partitions`` (the session's shuffle partitions; 1 for a small batch over small states)."""
+    So the expiry and the append are one pass over the old state. A state may hold a row more
+    than once (see ``plan/rules_expiry.py``). Neither side is shuffled: the union of the old
+    state's partitions and the delta's is coalesced into ``partitions`` (the session's shuffle
+    partitions; 1 for a small batch over small states)."""
     w, old_w = quote(WEIGHT), quote(OLD + WEIGHT)
     ty = dict(t.values)[WEIGHT]
     zero = f"CAST(0 AS {ty})"
     items = [quote(k) for k in t.keys] + [
-        f"CASE WHEN __src = 0 OR __kept THEN {w} ELSE {zero} END AS {w}",
+        f"CASE WHEN __kept THEN {w} ELSE {zero} END AS {w}",
         f"CASE WHEN __src = 0 THEN {w} WHEN __kept THEN {zero} ELSE - {w} END AS {old_w}",
-        f"__src AS {TOUCHED}"]
+        f"CASE WHEN __src = 1 OR NOT __kept THEN 1 ELSE 0 END AS {TOUCHED}"]
     cast = ", ".join(f"CAST({quote(n)} AS {ty_}) AS {quote(n)}" for n, ty_ in t.columns)
     rows = (f"SELECT {', '.join(t.names)}, 0 AS __src FROM {old}\nUNION ALL\n"
             f"SELECT {cast}, 1 AS __src FROM (\n{indent(delta)}\n) _delta")
     return (f"SELECT /*+ COALESCE({partitions}) */ {', '.join(items)}\nFROM (\n"
-            f"  SELECT *, {kept} AS __kept FROM (\n{indent(indent(rows))}\n  ) _rows\n"
-            f") _append\nWHERE __src = 1 OR __kept")
+            f"  SELECT *, coalesce({kept}, false) AS __kept FROM (\n{indent(indent(rows))}\n  ) _rows\n"
+            f") _append")
 
 
 def unchanged(t: StateTable, current: str) -> str:
