@@ -95,9 +95,9 @@ class State:
     # partitioned on its join key, so a delta joins it, and merges into it, without moving it.
     partition: tuple[str, ...] | None = None
     # An *appended* state (a time bound's live rows, ``rules_expiry.py``): a bag of weighted rows,
-    # not one row per key, read only by programs linear in it. A merge appends the delta and drops
-    # the rows this condition no longer holds for at the batch's time (their deletions are in the
-    # delta), instead of merging per key (``runtime/lowering/states.py``: :func:`appended`).
+    # not one row per key, read only through its delta. A merge appends the delta and drops the
+    # rows this condition no longer holds for at the batch's time, which leave as the state's
+    # delta, instead of merging per key (``runtime/lowering/states.py``: :func:`appended`).
     kept_while: Expr | None = None  # over the state's columns
 
     def __post_init__(self) -> None:

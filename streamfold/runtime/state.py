@@ -342,7 +342,7 @@ class StateStore:
 
     def _summed(self, name: str) -> bool:
         """Whether state ``name`` may hold a key in more than one row (a candidate for runs, an
-        appended state): its changelog is its delta, added up on a restart."""
+        appended state): its changelogs are added up on a restart (:meth:`log_view`)."""
         return name in self.candidates or self.defs[name].appended
 
     def settled(self, name: str, rows: DataFrame) -> DataFrame:

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 class DeltaRows:
     """The rows the delta side of each executed merge fed it (the inputs of its ``UNION ALL``
     after the first, the old state's), read from the plan's metrics; None when the plan does not
-    show them. A delta that is a union itself (an appended state's: ``plan/rules_expiry.py``)
-    is flattened into the merge's union by Spark, so every input after the first counts.
+    show them. Where the delta is not shuffled (an appended state's, ``lowering.appended``) and is
+    a union itself (the rows under a time bound over a ``UNION ALL``), Spark flattens it into the
+    merge's union, so every input after the first counts.
 
     Finding them walks the plan once per state (a few dozen py4j calls); afterwards the union's
     and the delta nodes' positions in the plan (pre-order, :meth:`TreeNode.apply`) are
