@@ -48,6 +48,7 @@ class Bundle:
     reread: bool  # some stream's batch rows are read more than once (then they are cached)
     recomputer: Recomputer | None  # the batch query from scratch, where the plan has one
     temp_schemas: dict[str, StructType] = field(default_factory=dict)
+    merged_read: frozenset[str] = frozenset()  # the states some program reads as their merge (read_merged)
 
     def reads(self, ctx: RunContext, frames: dict[str, DataFrame], rows: dict[str, int], first: bool,
               single: bool = False) -> BatchReads:
@@ -58,13 +59,14 @@ class Bundle:
     def with_plan(self, plan: IncrementalPlan) -> Bundle:
         """The same states under other programs (a join matrix's plan for another mapping)."""
         assert plan.states == self.plan.states and plan.answer == self.plan.answer
-        return replace(self, plan=plan, levels=levels(plan.delta), reread=read_more_than_once(plan.delta))
+        return replace(self, plan=plan, levels=levels(plan.delta), reread=read_more_than_once(plan.delta),
+                       merged_read=read_merged(plan))
 
     def with_answer(self, ctx: RunContext, plan: IncrementalPlan) -> Bundle:
         """The same states and h under another answer (a reconfiguration of the answer only)."""
         schema = spark_output_schema(ctx.spark, plan, self.catalog)
         return replace(self, plan=plan, output_schema=schema, answer=AnswerSql(plan, schema, self.store),
-                       recomputer=recomputer_for(ctx, plan, self.catalog))
+                       recomputer=recomputer_for(ctx, plan, self.catalog), merged_read=read_merged(plan))
 
 
 def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
@@ -76,7 +78,8 @@ def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
     loops = {kind: interpreter(LoopEnv(ctx.spark, store, ctx.point)) for kind, interpreter in INTERPRETERS.items()}
     bundle = Bundle(plan, catalog, output_schema, store, AnswerSql(plan, output_schema, store),
                     BatchReader(ctx.spark, plan.streams, ctx.specs, catalog, plan.stream_columns()), loops,
-                    levels(plan.delta), read_more_than_once(plan.delta), recomputer_for(ctx, plan, catalog))
+                    levels(plan.delta), read_more_than_once(plan.delta), recomputer_for(ctx, plan, catalog),
+                    merged_read=read_merged(plan))
     _declare_states(ctx, bundle)
     return bundle
 
@@ -162,6 +165,17 @@ def read_more_than_once(steps: tuple[Step, ...]) -> bool:
                     return True
                 seen.add(n.table.lower())
     return False
+
+
+def read_merged(plan: IncrementalPlan) -> frozenset[str]:
+    """The states some program of ``plan`` reads as their merge (``StateScan(…, "merged")``): for a
+    state kept as a base and a tail, only those need its merge added up over both runs each batch
+    (``steps._settle_merge``); the answer's changes read the merges as they are."""
+    programs = [p for step in plan.init + plan.delta for p in step.reads()]
+    programs += [rel for _, rel in plan.late + plan.expiring]
+    programs += [r for r in (plan.event_time, plan.answer.rows, plan.answer.per_key) if r is not None]
+    return frozenset(n.state for p in programs for n in p.walk()
+                     if isinstance(n, StateScan) and n.version == "merged")
 
 
 def spark_output_schema(spark: SparkSession, plan: IncrementalPlan, catalog: Catalog) -> StructType:

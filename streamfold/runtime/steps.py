@@ -66,7 +66,9 @@ def _settle_merge(ctx: RunContext, b: Bundle, name: str, merged: DataFrame, read
     """For a state kept as a base and a tail, its merge as programs read it — the touched keys,
     added up over both runs (:meth:`.state.StateStore.merged_view`) — computed once per batch
     and kept like a temp result: a per-key change reads it twice (the rows that enter, those
-    that leave), and each read would look the base up again."""
+    that leave), and each read would look the base up again. Not computed when nothing reads it."""
+    if name not in b.merged_read:
+        return
     settled = b.store.merged_view(name, merged, views)
     if settled is None:
         return
