@@ -4,7 +4,8 @@ with deletions, the snapshot equals DuckDB's answer on the prefix.
 NULL keys come from the domains (every column has NULLs), so a group whose key is NULL and a
 rolled-up one both appear, told apart by grouping(). The first query's aggregates all roll up
 (one aggregate of the finest partials shared by the sets, min/max through multisets under
-deletions); the second has DISTINCT and a moment (each set aggregates the input itself).
+deletions); the second has DISTINCT and a moment (each set aggregates the input itself); the
+last repeats a set, whose rows then appear twice.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ QUERIES = [
     ("sets-having-mixed",
      "SELECT a, b, s, grouping(b) AS gb, sum(b) AS t, count(*) FROM R GROUP BY a, GROUPING SETS ((b, s), (s), ()) "
      "HAVING count(*) > 1 OR grouping(s) = 1"),
+    # a set given twice: its rows twice, its partials read twice in one statement (the prepared
+    # plans' frame of that statement was refused by Spark's constraint propagation: Plans.fromDataset)
+    ("sets-repeated", "SELECT a, count(*) AS n, sum(b) AS t FROM R GROUP BY GROUPING SETS ((a), (a), ())"),
 ]
 # DuckDB spells grouping_id() over every key with the keys named
 ORACLE = {"cube-distinct": QUERIES[1][1].replace("grouping_id()", "grouping_id(a, b)")}

@@ -13,14 +13,34 @@ public final class Plans {
     /** A frame of ``rdd``'s rows with ``template``'s columns, partitioning and size estimate
      *  (``rdd`` has the template's rows' shape: a slot or a kept merge standing in for them). */
     public static org.apache.spark.sql.classic.Dataset frame(RDD rdd, org.apache.spark.sql.classic.Dataset template) {
-        org.apache.spark.sql.execution.LogicalRDD plan =
-            org.apache.spark.sql.execution.LogicalRDD$.MODULE$.fromDataset(rdd, template, false, false);
+        org.apache.spark.sql.execution.LogicalRDD plan = fromDataset(rdd, template);
         org.apache.spark.sql.catalyst.plans.physical.Partitioning hashed = outputs(plan);
         if (hashed != null)
             plan = org.apache.spark.sql.execution.LogicalRDD$.MODULE$.apply(plan.output(), rdd, hashed,
                 plan.outputOrdering(), plan.isStreaming(), plan.stream(), template.sparkSession(), new scala.Some(plan.stats()),
                 scala.Option.empty(), plan.isCheckpointedInput());
         return org.apache.spark.sql.classic.Dataset.ofRows(template.sparkSession(), plan);
+    }
+
+    /** ``LogicalRDD.fromDataset``, which takes the template's constraints along. Spark's constraint
+     *  propagation fails on some plans (a union whose branches read one frame twice, as identical
+     *  grouping sets do: an attribute of one branch not found among the other's); the constraints
+     *  are only a hint to the optimizer, so such a template's frame is built without them. */
+    private static org.apache.spark.sql.execution.LogicalRDD fromDataset(
+            RDD rdd, org.apache.spark.sql.classic.Dataset template) {
+        try {
+            return org.apache.spark.sql.execution.LogicalRDD$.MODULE$.fromDataset(rdd, template, false, false);
+        } catch (java.util.NoSuchElementException e) {
+            org.apache.spark.sql.internal.SQLConf conf = org.apache.spark.sql.internal.SQLConf$.MODULE$.get();
+            String key = "spark.sql.constraintPropagation.enabled";
+            String was = conf.getConfString(key, "true");
+            conf.setConfString(key, "false");
+            try {
+                return org.apache.spark.sql.execution.LogicalRDD$.MODULE$.fromDataset(rdd, template, false, false);
+            } finally {
+                conf.setConfString(key, was);
+            }
+        }
     }
 
     /** ``plan``'s hash partitioning over its own output attributes, or null if it has none or is
