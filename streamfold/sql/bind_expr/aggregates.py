@@ -9,6 +9,13 @@ inside another. Rewrites keep the set of aggregates small::
     sum(b) FILTER (WHERE a > 1)   →  sum(CASE WHEN a > 1 THEN b END)
     count(DISTINCT a, b)          →  count(DISTINCT <one text per tuple, NULL if a member is>)
 
+Spark's boolean aggregates are counts (sums of weights: exact under deletions, no multiset)::
+
+    count_if(p)              →  count(CASE WHEN p THEN 1 END)
+    bool_or(p), some(p),     →  CASE WHEN count(p) = 0 THEN NULL ELSE count(CASE WHEN p THEN 1 END) > 0 END
+      any(p)
+    bool_and(p), every(p)    →  CASE WHEN count(p) = 0 THEN NULL ELSE count(CASE WHEN NOT p THEN 1 END) = 0 END
+
 Every other aggregate Spark knows is refused by name, with the exact rewrite where there is one.
 """
 
@@ -33,25 +40,20 @@ ANON_AGGS = {"var_samp": "var_samp", "var_pop": "var_pop", "stddev_samp": "stdde
 UNSUPPORTED_AGGS = {
     exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "collect_list", exp.ArrayUniqueAgg: "collect_set",
     exp.Quantile: "percentile", exp.ApproxQuantile: "percentile_approx", exp.AnyValue: "any_value",
-    exp.First: "first", exp.Last: "last", exp.CountIf: "count_if", exp.GroupConcat: "string_agg",
-    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.ArgMin: "min_by", exp.ArgMax: "max_by",
+    exp.First: "first", exp.Last: "last", exp.GroupConcat: "string_agg", exp.ArgMin: "min_by", exp.ArgMax: "max_by",
     exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or",
 }
 # Spark aggregates sqlglot does not know (parsed as anonymous calls)
 UNSUPPORTED_ANON_AGGS = frozenset({
-    "every", "some", "product", "try_sum", "try_avg", "histogram_numeric", "count_min_sketch", "hll_sketch_agg",
+    "product", "try_sum", "try_avg", "histogram_numeric", "count_min_sketch", "hll_sketch_agg",
     "bit_xor", "regr_count", "regr_r2", "regr_sxx", "regr_sxy", "regr_syy", "regr_avgx", "regr_avgy",
     "regr_intercept", "approx_top_k",
 })
-_SUPPORTED_AGGS = "supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance"
+_SUPPORTED_AGGS = ("supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance, count_if, "
+                   "bool_and, bool_or")
 # What to write instead, where there is an exact spelling
 _AGG_HINTS = {
     "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",
-    "count_if": "write count(CASE WHEN p THEN 1 END), or count(*) FILTER (WHERE p)",
-    "bool_and": "write min(CAST(p AS INT)) = 1 (NULL over no rows, as bool_and)",
-    "every": "write min(CAST(p AS INT)) = 1 (NULL over no rows, as every)",
-    "bool_or": "write max(CAST(p AS INT)) = 1 (NULL over no rows, as bool_or)",
-    "some": "write max(CAST(p AS INT)) = 1 (NULL over no rows, as some)",
     "first": "which row is first depends on the order Spark reads the files; use min or max",
     "last": "which row is last depends on the order Spark reads the files; use min or max",
     "any_value": "which row it picks depends on the order Spark reads the files; use min or max",
@@ -62,6 +64,40 @@ _AGG_HINTS = {
 }
 
 
+# Spark's boolean aggregates by the name an anonymous call of them has (sqlglot parses the others
+# to a node of its own: CountIf, LogicalAnd, LogicalOr; `any(p)` to Any)
+_BOOLEAN_NAMES = {"count_if": "count_if", "bool_and": "bool_and", "every": "bool_and", "bool_or": "bool_or",
+                  "some": "bool_or", "any": "bool_or"}
+
+
+def boolean_aggregate(node: exp.Expr) -> tuple[str, exp.Expr] | None:
+    """A call of one of Spark's boolean aggregates — (``count_if``, ``bool_and`` or ``bool_or``,
+    its predicate) — else None. ``any(p)`` is ``bool_or`` unless it quantifies a subquery."""
+    if isinstance(node, (exp.CountIf, exp.LogicalAnd, exp.LogicalOr)):
+        name = {exp.CountIf: "count_if", exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or"}[type(node)]
+        return name, node.this
+    if isinstance(node, exp.Anonymous) and node.name.lower() in _BOOLEAN_NAMES and len(node.expressions) == 1:
+        return _BOOLEAN_NAMES[node.name.lower()], node.expressions[0]
+    if isinstance(node, exp.Any) and not isinstance(node.parent, exp.Predicate):
+        inner = node.this.unnest() if isinstance(node.this, exp.Paren) else node.this
+        if not isinstance(inner, (exp.Query, exp.Subquery)):
+            return "bool_or", inner
+    return None
+
+
+def boolean_counts(fn: str, predicate: exp.Expr) -> exp.Expr:
+    """``fn`` (a :func:`boolean_aggregate`) over ``predicate`` as the counts that give it (module docstring)."""
+    p = exp.paren(predicate.copy(), copy=False)
+    if fn == "count_if":
+        return exp.Count(this=exp.Case(ifs=[exp.If(this=p, true=exp.Literal.number(1))]))
+    counted = exp.Count(this=exp.Case(ifs=[exp.If(this=p if fn == "bool_or" else exp.Not(this=p.copy()),
+                                                  true=exp.Literal.number(1))]))
+    value = exp.GT(this=counted, expression=exp.Literal.number(0)) if fn == "bool_or" \
+        else exp.EQ(this=counted, expression=exp.Literal.number(0))
+    none = exp.EQ(this=exp.Count(this=p.copy()), expression=exp.Literal.number(0))
+    return exp.Case(ifs=[exp.If(this=none, true=exp.Null())], default=value)
+
+
 def bind_filter(ctx: ExprContext, node: exp.Filter) -> Expr:
     """``agg(x) FILTER (WHERE p)`` is ``agg(CASE WHEN p THEN x END)``: every supported aggregate
     skips NULLs, and ``count(*) FILTER (WHERE p)`` counts ``CASE WHEN p THEN 1 END``::
@@ -69,6 +105,10 @@ def bind_filter(ctx: ExprContext, node: exp.Filter) -> Expr:
         sum(b) FILTER (WHERE a > 1)  →  sum(CASE WHEN a > 1 THEN b END)
     """
     agg: exp.Expr = node.this
+    boolean = boolean_aggregate(agg)
+    if boolean is not None:  # the predicate NULL where the filter fails: each of them skips it
+        fn, p = boolean
+        return ctx.bind(boolean_counts(fn, exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=p.copy())])))
     anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in ANON_AGGS
     if not (anonymous or type(agg) in AGGS):
         if isinstance(agg, exp.AggFunc) or (isinstance(agg, exp.Anonymous)

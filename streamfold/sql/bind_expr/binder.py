@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from ...errors import UnsupportedError
 from ...ir.expr import Expr
-from .aggregates import AGGS, UNSUPPORTED_AGGS, bind_agg, bind_filter, unsupported_agg
+from .aggregates import AGGS, UNSUPPORTED_AGGS, bind_agg, bind_filter, boolean_aggregate, boolean_counts, unsupported_agg
 from .arithmetic import ARITH, bind_arith, bind_concat, bind_int_div, bind_neg
 from .calls import bind_call
 from .conditionals import bind_case, bind_if
@@ -53,6 +53,9 @@ class ExprBinder(ExprContext):
     """An :class:`ExprContext` that binds each node by the rule for its kind."""
 
     def bind(self, node: exp.Expr) -> Expr:
+        boolean = boolean_aggregate(node)
+        if boolean is not None:
+            return self.bind(boolean_counts(*boolean))
         rule = _RULES.get(type(node))
         if rule is not None:
             return rule(self, node)
