@@ -162,6 +162,10 @@ class ExprPrinter:
             # at the end (a group's old value, an empty prefix): dividing by a zero count there
             # must not stop the query, so division runs in its NULL-on-zero form.
             return f"{_TOLERANT[op]}({self.expr(args[0], True)}, {self.expr(args[1], True)})"
+        if self.spark and op == "div" and len(args) == 2 and not (isinstance(args[1], Literal) and args[1].value):
+            # (no try_ form: a zero divisor made NULL; a literal one is not zero)
+            text = f"{self.expr(args[0])} DIV nullif({self.expr(args[1], True)}, 0)"
+            return text if top else f"({text})"
         if op in _INFIX and len(args) == 2:
             text = f"{self.expr(args[0])} {op.upper() if op == 'div' else op} {self.expr(args[1])}"
             return text if top else f"({text})"

@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import StreamfoldError
 from ..ir.rel import Rel
 from ..sql import BoundQuery, Catalog, ParsedQuery, bind, parse_query
+from ..sql.batch_text import null_observable_in
 from .incrementalize import normalized, plan_normalized
 from .matrix import DEFAULT_POLICY, MatrixPolicy
 from .model import IncrementalPlan
@@ -82,6 +83,18 @@ class Compilation:
         """The query as Spark analyses it for the output columns: iterations unrolled, a recursive
         CTE's parts joined by ``UNION ALL`` (:func:`..sql.iterate.spark_schema_text`)."""
         return self.parsed.spark_sql()
+
+    @cached_property
+    def batch_sql(self) -> str:
+        """The batch query as the recompute strategy runs it (:meth:`..sql.parse.ParsedQuery.batch_sql`):
+        :attr:`spark_sql` with division that gives NULL for a zero divisor."""
+        return self.parsed.batch_sql()
+
+    @cached_property
+    def recomputable(self) -> bool:
+        """Whether Spark's batch plan of the query gives the answer the incremental plan keeps:
+        not with an IN subquery whose NULL a row shows (:func:`..sql.batch_text.null_observable_in`)."""
+        return not null_observable_in(self.parsed.tree)
 
     def replanned(self, mappings: dict[str, tuple[int, int]],
                   heavy: dict[str, tuple[Any, ...]] | None = None,

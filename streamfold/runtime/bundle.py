@@ -89,10 +89,13 @@ def recomputer_for(ctx: RunContext, plan: IncrementalPlan, catalog: Catalog) -> 
     one: not for iterations (their loops are interpreted) nor time bounds (the batch query would
     read the wall clock, not the batch time). A join matrix's mapping is not needed by the batch
     query; after a recompute (whose commit records no mapping) the states are rebuilt under the
-    mapping in effect, or, after a restart, the plan's own."""
-    if plan.clocked or any(isinstance(s, LOOPS) for s in plan.delta):
+    mapping in effect, or, after a restart, the plan's own. Nor where Spark's batch plan answers
+    otherwise than SQL (``Compilation.recomputable``: an IN subquery whose NULL a row shows)."""
+    compilation = compilation_of(plan)
+    if plan.clocked or any(isinstance(s, LOOPS) for s in plan.delta) or not compilation.recomputable:
         return None
-    return Recomputer(ctx.spark, plan, compilation_of(plan).spark_sql, ctx.specs, catalog)
+    text, named = compilation.batch_sql, compilation.spark_sql
+    return Recomputer(ctx.spark, plan, text, ctx.specs, catalog, named_as=named if named != text else None)
 
 
 def _declare_states(ctx: RunContext, b: Bundle) -> None:

@@ -12,6 +12,7 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 
 from ..errors import ParseError, Span
+from .batch_text import tolerant_division
 from .iterate import Iterative, extract, spark_schema_text
 from .window_text import mark_window_calls
 
@@ -31,6 +32,11 @@ class ParsedQuery:
     def spark_sql(self) -> str:
         """A query Spark can analyse for the query's output columns (:func:`.iterate.spark_schema_text`)."""
         return spark_schema_text(self.tree, self.loops, self.steps)
+
+    def batch_sql(self) -> str:
+        """The batch query as a recompute runs it: :meth:`spark_sql` with streamfold's division
+        (NULL for a zero divisor, :func:`.batch_text.tolerant_division`); the same columns."""
+        return spark_schema_text(tolerant_division(self.tree), self.loops, self.steps)
 
 
 def parse_query(sql: str) -> ParsedQuery:

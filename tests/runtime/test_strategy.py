@@ -470,3 +470,41 @@ def test_reconfiguring_while_states_are_stale_rebuilds_them_first(spark, tmp_pat
     finally:
         q.stop()
     check_every_commit(out, feed, f"{sql} HAVING count(*) > 1")
+
+
+def _strategies(out: str) -> list[str]:
+    commits = os.path.join(out, "commits")
+    return [streamfold_commit(commits, n)["strategy"] for n in sorted(os.listdir(commits))]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("strategy", ["incremental", "recompute"])
+def test_division_by_zero_is_null_under_every_strategy(spark, tmp_path, strategy):
+    """`/`, `%` and `DIV` by zero give NULL (docs/sql.md) whether a batch is maintained or
+    recomputed: the recompute runs the query's divisions in their NULL-on-zero form
+    (sql/batch_text.py) and names its columns as Spark names the query's own."""
+    r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
+    sql = "SELECT a, a / b, a % b AS m, a DIV b AS q FROM R"
+    oracle = ("SELECT a, CASE WHEN b = 0 THEN NULL ELSE a / b END, CASE WHEN b = 0 THEN NULL ELSE a % b END AS m, "
+              "CASE WHEN b = 0 THEN NULL ELSE a // b END AS q FROM R")
+    batches = [{"R": [(7, 2, 1), (1, 1, 1)]}, {"R": [(1, 0, 1), (3, 0, 1)]}, {"R": [(1, 0, -1), (5, 2, 1)]}]
+    check_stream(spark, str(tmp_path), sql, [r], batches, oracle_sql=oracle, strategy=strategy)
+    assert _strategies(os.path.join(str(tmp_path), "out"))[1:] == [strategy] * 2
+    snapshot = pq.read_table(os.path.join(str(tmp_path), "out", "snapshots", "000002"))
+    assert snapshot.column_names[:4] == ["a", "(a / b)", "m", "q"]
+
+
+@pytest.mark.spark
+def test_an_in_subquery_whose_null_shows_is_never_recomputed(spark, tmp_path):
+    """Spark's batch plan answers FALSE for `NULL IN (SELECT …)` in a select list (an existence
+    join; SQL and the incremental plan: NULL), so such a query is not recomputed: under
+    `--strategy recompute` its batches are incremental, with the reason in the commit."""
+    r = Source("R", (("a", "INT"),), weighted=True)
+    s = Source("S", (("k", "INT"),), weighted=True)
+    sql = "SELECT a, a IN (SELECT k FROM S) AS f, a NOT IN (SELECT k FROM S) AS g FROM R"
+    batches = [{"R": [(1, 1)], "S": [(2, 1)]}, {"R": [(None, 1)]}, {"S": [(None, 1)], "R": [(2, 1)]}]
+    check_stream(spark, str(tmp_path), sql, [r, s], batches, strategy="recompute")
+    commits = os.path.join(str(tmp_path), "out", "commits")
+    records = [streamfold_commit(commits, n) for n in sorted(os.listdir(commits))]
+    assert [c["strategy"] for c in records] == ["incremental"] * 3
+    assert "IN subquery" in records[1]["cost"]["reason"]

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 log = logging.getLogger("streamfold")
+NOT_RECOMPUTABLE = ("this plan cannot be recomputed from scratch (an iteration, a time bound, or an IN subquery "
+                    "whose NULL Spark's batch plan loses: runtime/bundle.py, recomputer_for)")
 
 
 class Strategies:
@@ -46,6 +48,9 @@ class Strategies:
     def __init__(self, ctx: RunContext, can_recompute: bool, stale: bool) -> None:
         self.ctx = ctx
         self.cost = CostModel(ctx.config.strategy if can_recompute else "incremental")
+        self.asked = ctx.config.strategy  # what the user asked for (the commits say why when not taken)
+        if not can_recompute and self.asked != "incremental":
+            log.warning("streamfold: --strategy %s: every batch is incremental: %s", self.asked, NOT_RECOMPUTABLE)
         self.history_rows = 0  # rows of every committed batch
         self.probe: Choice | None = None  # a recompute to measure after the batch's commit
         self.stale = stale
@@ -61,7 +66,7 @@ class Strategies:
         if installing:
             return Choice("incremental", "the first batch of a reconfigured plan")
         if b.recomputer is None:
-            return Choice("incremental", "this plan cannot be recomputed from scratch (iteration or join matrix)")
+            return Choice("incremental", NOT_RECOMPUTABLE)
         if self.stale and self.cost.mode == "auto" and self.cost.states_floor is None:
             self._measure_states(sum(not s.static for s in b.plan.states))  # (after a restart)
         choice = self.cost.choose(self.stale, sum(rows.values()), self.history_rows, preparable)
@@ -74,7 +79,7 @@ class Strategies:
     def record(self, choice: Choice, rows: Mapping[str, int]) -> dict[str, Any]:
         """The commit's ``strategy``, its ``cost`` (why, and the estimates) and the history's rows."""
         record: dict[str, Any] = {"strategy": choice.strategy, "history_rows": self.history_rows + sum(rows.values())}
-        if self.cost.mode != "incremental" or choice.strategy != "incremental":
+        if self.asked != "incremental" or choice.strategy != "incremental":
             record["cost"] = choice.record()
         return record
 

@@ -1,0 +1,57 @@
+"""The batch query as the recompute strategy gives it to Spark, with streamfold's meaning.
+
+A recompute (``runtime/recompute.py``) runs the query's own text over every file so far. Two
+places where Spark's batch plan answers otherwise than the incremental plan (and DuckDB, the
+oracle) are handled here:
+
+* **Division by zero.** streamfold divides in the NULL-on-zero form (``ir/printer.py``: an
+  incremental plan evaluates expressions over rows the batch query never has at the end), and
+  docs/sql.md promises NULL; Spark's ANSI mode stops the query. :func:`tolerant_division` writes
+  ``a / b`` as ``try_divide(a, b)``, ``a % b`` as ``try_mod(a, b)`` and ``a DIV b`` as
+  ``a DIV nullif(b, 0)``: the same types, NULL where the divisor is zero.
+* **An IN subquery whose NULL is observable.** Spark rewrites ``x IN (SELECT …)`` outside a
+  filter into an existence join that answers FALSE where SQL answers NULL (``x`` NULL, or no
+  match and a NULL among the subquery's values; apache/spark#58186, open). Where the IN (or NOT
+  IN) is in a WHERE or HAVING under ANDs and ORs only, FALSE and NULL both drop the row and the
+  answers agree; anywhere else (:func:`null_observable_in`) the query is not recomputed — the incremental plan
+  keeps SQL's NULL.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+
+def tolerant_division(tree: exp.Expr) -> exp.Expr:
+    """A copy of ``tree`` whose divisions give NULL for a zero divisor (module docstring)."""
+
+    def rewrite(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Div):
+            return exp.func("try_divide", node.this, node.expression)
+        if isinstance(node, exp.Mod):
+            return exp.func("try_mod", node.this, node.expression)
+        if isinstance(node, exp.IntDiv):
+            return exp.IntDiv(this=node.this, expression=exp.Nullif(this=node.expression,
+                                                                      expression=exp.Literal.number(0)))
+        return node
+
+    return tree.copy().transform(rewrite)
+
+
+def null_observable_in(tree: exp.Expr) -> bool:
+    """Whether ``tree`` has an ``IN (subquery)`` whose NULL answer a row could show: one that is
+    not in a WHERE or HAVING under ANDs and ORs only (a NOT right on it included: Spark's
+    null-aware anti join), where NULL and FALSE both drop the row (module docstring)."""
+    for node in tree.find_all(exp.In):
+        if node.args.get("query") is None:
+            continue
+        up: exp.Expr | None = node.parent
+        while isinstance(up, exp.Paren):
+            up = up.parent
+        if isinstance(up, exp.Not):  # NOT IN: Spark's null-aware anti join
+            up = up.parent
+        while isinstance(up, (exp.And, exp.Or, exp.Paren)):
+            up = up.parent
+        if not isinstance(up, (exp.Where, exp.Having)):
+            return True
+    return False
