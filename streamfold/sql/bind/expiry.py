@@ -79,12 +79,14 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
     elif type(node) in (exp.LT, exp.LTE):
         ts_node, limit, op = node.expression, node.this, ">" if isinstance(node, exp.LT) else ">="
     else:
-        return None
+        ts_node = limit = None
     if not (isinstance(limit, exp.Sub) and _is_now(limit.this) and isinstance(limit.expression, exp.Interval)):
-        if reads_now(node):
+        if reads_now(node):  # under OR, NOT, a CASE …, or not a lower bound
+            call = next(n for n in node.walk() if _is_now(n))
+            name = call.name.lower() if isinstance(call, exp.Anonymous) else "current_timestamp"
             raise ctx.err(UnsupportedError, "UNSUPPORTED_TIME_BOUND",
-                          "current_timestamp() may only bound an event time from below", node,
-                          "write `ts > current_timestamp() - INTERVAL 1 HOUR` (or >=) as a conjunct of WHERE",
+                          f"{name}() may only bound an event time from below, as a conjunct of WHERE", node,
+                          f"write `ts > {name}() - INTERVAL 1 HOUR` (or >=) as a conjunct of WHERE",
                           construct="time bound")
         return None
     interval = limit.expression
