@@ -18,7 +18,7 @@ from sqlglot import exp
 from ...errors import BindError, SqlError, UnsupportedError, did_you_mean
 from ...ir.expr import Agg, Call, Expr, Literal, and_all
 from ...ir.rel import Aggregate, Field, Join, JoinKind, Project, Rel, Scan
-from ...ir.types import BIGINT, BOOLEAN, INT
+from ...ir.types import BIGINT, BOOLEAN, INT, common_type
 from ..bind_expr import ExprBinder
 from ..scope import Scope, ScopeEntry
 from .context import BindContext, Cte
@@ -165,6 +165,7 @@ def _join(ctx: BindContext, join: exp.Join, left: Rel, right: Rel, scope: Scope)
     on = join.args.get("on")
     using = join.args.get("using") or (_natural(ctx, join, scope) if method else None)
     condition: Expr | None = None
+    coalesced: list[tuple[str, Expr]] = []  # a FULL join's USING columns: (name, coalesce(left, right))
     if using:
         right_entry = scope.entries[-1]
         preds = []
@@ -182,9 +183,12 @@ def _join(ctx: BindContext, join: exp.Join, left: Rel, right: Rel, scope: Scope)
                 scope.merged[col] = lf
             elif jkind == "right":
                 scope.merged[col] = rf
-            else:
-                raise ctx.err(UnsupportedError, "UNSUPPORTED_JOIN", "FULL JOIN … USING is not supported", join,
-                              "write the condition with ON", construct="full join using")
+            else:  # full: the column is the side that has the row (Spark's coalesce(left, right))
+                kind_ = common_type(lf.type, rf.type) or lf.type
+                merged_field = Field(f"{col}#using{len(scope.merged)}", kind_)
+                coalesced.append((merged_field.name, Call("coalesce", (lf.ref(), rf.ref()), kind_,
+                                                          "coalesce({0}, {1})")))
+                scope.merged[col] = merged_field
         condition = and_all(preds)
     elif on is not None:
         condition = ExprBinder(scope, "ON").boolean(on)
@@ -194,7 +198,10 @@ def _join(ctx: BindContext, join: exp.Join, left: Rel, right: Rel, scope: Scope)
         jkind = "cross"
     if jkind in ("semi", "anti"):
         scope.entries.pop()  # the right side of a semi/anti join is not visible after it
-    return Join(left, right, JoinKind(jkind), condition)
+    joined = Join(left, right, JoinKind(jkind), condition)
+    if not coalesced:
+        return joined
+    return Project(joined, tuple((f.name, f.ref()) for f in joined.schema) + tuple(coalesced))
 
 
 def _natural(ctx: BindContext, join: exp.Join, scope: Scope) -> list[exp.Identifier]:
