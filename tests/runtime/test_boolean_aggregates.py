@@ -1,6 +1,7 @@
 """Spark's boolean aggregates — ``count_if``, ``bool_or``/``some``/``any``, ``bool_and``/``every``
 — kept as counts (``sql/bind_expr/aggregates.py``): after every batch, with deletions and NULLs,
-the snapshot equals DuckDB's answer on the prefix (DuckDB spells them ``bool_or`` and
+the snapshot equals DuckDB's answer on the prefix — grouped, global, in HAVING and over a
+window (OVER: the counts over the same window) (DuckDB spells them ``bool_or`` and
 ``bool_and``; its ``count_if`` is NULL over no rows where Spark's is 0, so the oracle counts)."""
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ QUERIES = [
      "bool_or(c > 1) AS bo FROM R HAVING count(*) > 0",
      "SELECT count(CASE WHEN b > 0 AND c > 0 THEN 1 END) AS cf, bool_and(CASE WHEN a = 1 THEN b > 0 END) AS bf, "
      "bool_or(c > 1) AS bo FROM R HAVING count(*) > 0"),
+    ("over", "SELECT a, b, bool_or(b > 1) OVER (PARTITION BY a) AS x, count_if(b > 0) OVER (PARTITION BY a) AS y, "
+             "every(b > 0) OVER (PARTITION BY a ORDER BY b ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS z FROM R",
+     "SELECT a, b, bool_or(b > 1) OVER (PARTITION BY a) AS x, count(CASE WHEN b > 0 THEN 1 END) OVER (PARTITION BY a) "
+     "AS y, bool_and(b > 0) OVER (PARTITION BY a ORDER BY b ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS z FROM R"),
     ("in-having", "SELECT a, count(*) AS n FROM R GROUP BY a HAVING bool_or(b > 2) OR count_if(c > 0) > 1",
      "SELECT a, count(*) AS n FROM R GROUP BY a HAVING bool_or(b > 2) OR count(CASE WHEN c > 0 THEN 1 END) > 1"),
 ]

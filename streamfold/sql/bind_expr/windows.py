@@ -19,7 +19,7 @@ from ...ir.expr import Cast, Expr, Literal
 from ...ir.rel import SortKey
 from ...ir.types import BIGINT, DOUBLE, INT, DataType
 from ...ir.window import AGGREGATES, FRAMELESS, Frame, FrameKind, WindowCall
-from .aggregates import agg_type
+from .aggregates import agg_type, boolean_aggregate, boolean_counts
 from .context import ExprContext
 
 _RANKING: dict[type, str] = {
@@ -55,6 +55,14 @@ def bind_window(ctx: ExprContext, node: exp.Window) -> Expr:
     if isinstance(func, (exp.IgnoreNulls, exp.RespectNulls)):
         raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", "IGNORE/RESPECT NULLS is not supported", node,
                       "filter the NULLs out in a subquery, or use min/max over the frame", construct="IGNORE NULLS")
+    boolean = boolean_aggregate(func)
+    if boolean is not None:  # count_if, bool_or, bool_and: their counts over the same window
+        counts = exp.paren(boolean_counts(*boolean), copy=False)  # (a root the counts are replaced under)
+        for count in list(counts.find_all(exp.Count)):
+            window = node.copy()
+            window.set("this", count.copy())
+            count.replace(window)
+        return ctx.bind(counts.this)
     partition = tuple(ctx.bind(p) for p in node.args.get("partition_by") or [])
     order_node = node.args.get("order")
     order = tuple(sort_key(o, ctx.bind(o.this)) for o in (order_node.expressions if order_node else []))
