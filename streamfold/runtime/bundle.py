@@ -10,6 +10,7 @@ is for fails, the engine puts the old one back — one assignment, nothing half 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ..errors import StreamfoldError, UnsupportedError
@@ -48,7 +49,11 @@ class Bundle:
     reread: bool  # some stream's batch rows are read more than once (then they are cached)
     recomputer: Recomputer | None  # the batch query from scratch, where the plan has one
     temp_schemas: dict[str, StructType] = field(default_factory=dict)
-    merged_read: frozenset[str] = frozenset()  # the states some program reads as their merge (read_merged)
+
+    @cached_property
+    def merged_read(self) -> frozenset[str]:
+        """The states some program reads as their merge (:func:`read_merged`)."""
+        return read_merged(self.plan)
 
     def reads(self, ctx: RunContext, frames: dict[str, DataFrame], rows: dict[str, int], first: bool,
               single: bool = False) -> BatchReads:
@@ -59,14 +64,13 @@ class Bundle:
     def with_plan(self, plan: IncrementalPlan) -> Bundle:
         """The same states under other programs (a join matrix's plan for another mapping)."""
         assert plan.states == self.plan.states and plan.answer == self.plan.answer
-        return replace(self, plan=plan, levels=levels(plan.delta), reread=read_more_than_once(plan.delta),
-                       merged_read=read_merged(plan))
+        return replace(self, plan=plan, levels=levels(plan.delta), reread=read_more_than_once(plan.delta))
 
     def with_answer(self, ctx: RunContext, plan: IncrementalPlan) -> Bundle:
         """The same states and h under another answer (a reconfiguration of the answer only)."""
         schema = spark_output_schema(ctx.spark, plan, self.catalog)
         return replace(self, plan=plan, output_schema=schema, answer=AnswerSql(plan, schema, self.store),
-                       recomputer=recomputer_for(ctx, plan, self.catalog), merged_read=read_merged(plan))
+                       recomputer=recomputer_for(ctx, plan, self.catalog, schema))
 
 
 def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
@@ -78,13 +82,14 @@ def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
     loops = {kind: interpreter(LoopEnv(ctx.spark, store, ctx.point)) for kind, interpreter in INTERPRETERS.items()}
     bundle = Bundle(plan, catalog, output_schema, store, AnswerSql(plan, output_schema, store),
                     BatchReader(ctx.spark, plan.streams, ctx.specs, catalog, plan.stream_columns()), loops,
-                    levels(plan.delta), read_more_than_once(plan.delta), recomputer_for(ctx, plan, catalog),
-                    merged_read=read_merged(plan))
+                    levels(plan.delta), read_more_than_once(plan.delta),
+                    recomputer_for(ctx, plan, catalog, output_schema))
     _declare_states(ctx, bundle)
     return bundle
 
 
-def recomputer_for(ctx: RunContext, plan: IncrementalPlan, catalog: Catalog) -> Recomputer | None:
+def recomputer_for(ctx: RunContext, plan: IncrementalPlan, catalog: Catalog,
+                   output_schema: StructType) -> Recomputer | None:
     """The batch query as Spark runs it from scratch (the recompute strategy), where there is
     one: not for iterations (their loops are interpreted) nor time bounds (the batch query would
     read the wall clock, not the batch time). A join matrix's mapping is not needed by the batch
@@ -94,8 +99,9 @@ def recomputer_for(ctx: RunContext, plan: IncrementalPlan, catalog: Catalog) -> 
     compilation = compilation_of(plan)
     if plan.clocked or any(isinstance(s, LOOPS) for s in plan.delta) or not compilation.recomputable:
         return None
-    text, named = compilation.batch_sql, compilation.spark_sql
-    return Recomputer(ctx.spark, plan, text, ctx.specs, catalog, named_as=named if named != text else None)
+    text = compilation.batch_sql  # (its divisions rewritten: named as the snapshot's columns)
+    names = output_schema.fieldNames() if text != compilation.spark_sql else None
+    return Recomputer(ctx.spark, plan, text, ctx.specs, catalog, names)
 
 
 def _declare_states(ctx: RunContext, b: Bundle) -> None:

@@ -16,7 +16,7 @@ cached, once per recompute, whatever the number of subqueries that read it. Stat
 are registered under theirs. The query is the text Spark analysed for the output schema
 (``spark_schema_sql``), so its answer has the snapshot's columns and types exactly — with its
 divisions in their NULL-on-zero form, as the incremental plan divides (``sql/batch_text.py``),
-and then named as that text names its columns.
+and then named as the snapshot's columns.
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ if TYPE_CHECKING:
 
 class Recomputer:
     def __init__(self, engine_session: SparkSession, plan: IncrementalPlan, sql: str,
-                 specs: dict[str, InputSpec], catalog: Catalog, named_as: str | None = None) -> None:
+                 specs: dict[str, InputSpec], catalog: Catalog, names: list[str] | None = None) -> None:
         self._engine_session = engine_session
         self.plan, self.sql, self.specs = plan, sql, specs
-        self._named_as = named_as  # the text whose column names the answer takes (None: sql's own)
-        self._names: list[str] | None = None
+        self._names = names  # the snapshot's column names, where sql's own differ (None: sql's)
         self._catalog = catalog
         self._spark: SparkSession | None = None  # made at the first recompute: most runs never need it
         self._reader: BatchReader | None = None
@@ -105,11 +104,7 @@ class Recomputer:
     def answer(self) -> DataFrame:
         """The query's answer over the registered inputs (lazy)."""
         answer = self.spark.sql(self.sql)
-        if self._named_as is None:
-            return answer
-        if self._names is None:  # (analysed once: the names do not depend on the rows)
-            self._names = self.spark.sql(self._named_as).columns
-        return answer.toDF(*self._names)
+        return answer if self._names is None else answer.toDF(*self._names)
 
     def measure(self, history: dict[str, list[str]],
                 outputs: Callable[[DataFrame], None] | None = None) -> float:

@@ -184,9 +184,9 @@ def _join(ctx: BindContext, join: exp.Join, left: Rel, right: Rel, scope: Scope)
             elif jkind == "right":
                 scope.merged[col] = rf
             else:  # full: the column is the side that has the row (Spark's coalesce(left, right))
-                kind_ = common_type(lf.type, rf.type) or lf.type
-                merged_field = Field(f"{col}#using{len(scope.merged)}", kind_)
-                coalesced.append((merged_field.name, Call("coalesce", (lf.ref(), rf.ref()), kind_,
+                shared = common_type(lf.type, rf.type) or lf.type
+                merged_field = Field(f"{col}#using{len(scope.merged)}", shared)
+                coalesced.append((merged_field.name, Call("coalesce", (lf.ref(), rf.ref()), shared,
                                                           "coalesce({0}, {1})")))
                 scope.merged[col] = merged_field
         condition = and_all(preds)
