@@ -66,11 +66,11 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
     group = node.args.get("group")
     sets = grouping_sets.expand(group)
     key_of: dict[int, Expr] = {}  # id of a GROUP BY item → its bound key
-    for g in _group_items(group, items) if sets is None else _set_items(sets):
+    for g in group_items(group, items) if sets is None else _set_items(sets):
         if isinstance(g, Column):  # a column of `*` under GROUP BY ALL
             e: Expr = g
         else:
-            e = key_binder.bind(_group_target(ctx, g, items, scope))
+            e = key_binder.bind(group_target(ctx, g, items, scope))
             if any(isinstance(k, Column) and k.name in aggs.values() for k in e.walk()):
                 raise ctx.err(BindError, "AGGREGATE_IN_GROUP_BY", "GROUP BY cannot refer to an aggregate", g)
         key_of[id(g)] = e
@@ -120,7 +120,7 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
     return finish(ctx, node, windows.over(agg_rel, lift), exprs, names, distinct, None, order_exprs)
 
 
-def _group_items(group: exp.Group | None, items: list[Item]) -> list[exp.Expr | Column]:
+def group_items(group: exp.Group | None, items: list[Item]) -> list[exp.Expr | Column]:
     """The GROUP BY items; ``GROUP BY ALL`` (Spark) is every select item without an aggregate."""
     if group is None:
         return []
@@ -147,7 +147,7 @@ def _having_aliases(condition: exp.Expr, items: list[Item], scope: Scope) -> exp
                                     if isinstance(item, exp.Alias)}, scope)
 
 
-def _group_target(ctx: BindContext, g: exp.Expr, items: list[Item], scope: Scope) -> exp.Expr:
+def group_target(ctx: BindContext, g: exp.Expr, items: list[Item], scope: Scope) -> exp.Expr:
     if isinstance(g, exp.Literal) and not g.is_string:
         pos = int(g.this)
         if not 1 <= pos <= len(items):

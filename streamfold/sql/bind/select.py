@@ -30,6 +30,7 @@ from .order import finish
 from .expiry import bind_where, reads_now
 from .over import WindowCalls
 from .select_list import Item, internal_name, select_items, unalias
+from .session_windows import session_window
 from .time_windows import time_window
 
 
@@ -57,6 +58,7 @@ def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
     elif where is not None:
         rel = Filter(rel, ExprBinder(scope, "WHERE", subquery=ctx.subquery_hook(ctes)).boolean(where.this))
     rel = time_window(ctx, node, rel, scope)
+    rel = session_window(ctx, node, rel, scope)
     rel, generated = select_generators(ctx, node, rel, scope)
     items = select_items(node, scope, generated)
     group = node.args.get("group")

@@ -19,10 +19,7 @@ windows it was counted in, because it maps to the same windows again.
 sqlglot reads ``window(`` as the WINDOW clause, so the parser sees it renamed
 (:mod:`..window_text`).
 
-``session_window`` is refused (``UNSUPPORTED_SESSION_WINDOW``): a session is the run of events
-no further apart than the gap, so one deleted or late event splits or merges sessions whose
-rows are long gone from the batch; keeping that exact needs every event of a key, which is the
-unbounded state a window exists to avoid.
+``session_window`` is bound by :mod:`.session_windows`, with the same STRUCT.
 """
 
 from __future__ import annotations
@@ -63,7 +60,7 @@ def is_window_call(node: exp.Expr) -> bool:
     return isinstance(node, exp.Anonymous) and node.name.lower() in (WINDOW_CALL, "session_window")
 
 
-def _block_calls(node: exp.Select) -> list[exp.Anonymous]:
+def block_calls(node: exp.Select) -> list[exp.Anonymous]:
     """The window calls of the block (select list, GROUP BY, HAVING, ORDER BY; not its subqueries)."""
     roots: list[exp.Expr] = list(node.expressions)
     for clause in ("group", "having", "order"):
@@ -75,15 +72,9 @@ def _block_calls(node: exp.Select) -> list[exp.Anonymous]:
 def time_window(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope) -> Rel:
     """``rel`` with the block's time window computed on each row (and ``scope`` told of it);
     ``rel`` itself when the block has no ``window(…)``."""
-    calls = _block_calls(node)
+    calls = [c for c in block_calls(node) if c.name.lower() == WINDOW_CALL]
     if not calls:
         return rel
-    session = next((c for c in calls if c.name.lower() == "session_window"), None)
-    if session is not None:
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_SESSION_WINDOW",
-                      "session_window cannot be kept exact in a continuous query", session,
-                      "a deleted or late event splits or merges sessions whose events are gone from the batch; "
-                      "use window(ts, size[, slide]) (tumbling or sliding)", construct="session_window")
     first = calls[0]
     other = next((c for c in calls[1:] if c != first), None)
     if other is not None:
@@ -98,9 +89,9 @@ def time_window(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope) -> R
     if ts.type != TIMESTAMP:
         raise ctx.err(BindError, "TYPE_MISMATCH", f"window needs a TIMESTAMP time column, not {ts.type}", args[0],
                       "CAST it to TIMESTAMP", expected="TIMESTAMP", actual=ts.type.sql())
-    size = _duration(ctx, args[1])
-    slide = _duration(ctx, args[2]) if len(args) > 2 else size
-    offset = _duration(ctx, args[3], signed=True) if len(args) > 3 else 0
+    size = duration(ctx, args[1])
+    slide = duration(ctx, args[2]) if len(args) > 2 else size
+    offset = duration(ctx, args[3], signed=True) if len(args) > 3 else 0
     if slide > size:
         raise ctx.err(BindError, "INVALID_WINDOW", "the slide of a window must not exceed its size", args[2],
                       "a slide longer than the window would skip rows", size=size, slide=slide)
@@ -138,14 +129,15 @@ def time_window(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope) -> R
 
 
 def window_keys(e: Expr) -> tuple[Expr, ...] | None:
-    """A GROUP BY key that is the block's window, as the keys to group by: its start (the end is
-    the start plus the size, so it lifts over the start key); None for any other key."""
+    """A GROUP BY key that is the block's window, as the keys to group by: the columns of its
+    STRUCT — a time window's start (its end is the start plus the size, so it lifts over the start
+    key), a session's start and end; None for any other key."""
     if isinstance(e, Call) and e.op == "named_struct" and e.type == WINDOW_TYPE:
-        return (e.args[0],)
+        return tuple(a for a in e.args if isinstance(a, Column))
     return None
 
 
-def _duration(ctx: BindContext, node: exp.Expr, signed: bool = False) -> int:
+def duration(ctx: BindContext, node: exp.Expr, signed: bool = False, what: str = "window duration") -> int:
     """A window's duration in microseconds: a string (``'10 minutes'``, ``'1 hour 30 minutes'``,
     ``'interval 5 seconds'``) or a whole number of microseconds — the literals Spark takes there
     (it refuses an INTERVAL). Months and years are refused, as Spark refuses them (their length
@@ -155,19 +147,19 @@ def _duration(ctx: BindContext, node: exp.Expr, signed: bool = False) -> int:
         micros = -int(number.this) if number is not node else int(number.this)
         if micros > 0 or signed:
             return micros
-        raise ctx.err(BindError, "INVALID_WINDOW", f"a window duration must be positive, not {micros}", node,
+        raise ctx.err(BindError, "INVALID_WINDOW", f"a {what} must be positive, not {micros}", node,
                       duration=str(micros))
     if not (isinstance(node, exp.Literal) and node.is_string):
-        raise ctx.err(BindError, "INVALID_WINDOW", "a window duration must be a constant like '10 minutes'", node,
+        raise ctx.err(BindError, "INVALID_WINDOW", f"a {what} must be a constant like '10 minutes'", node,
                       "write it as a string ('10 minutes') or a number of microseconds (Spark takes no INTERVAL "
                       "here)")
     text = node.this.strip()
     total = duration_micros(text)
     if total is None:
-        raise ctx.err(BindError, "INVALID_WINDOW", f"cannot read the window duration '{text}'", node,
+        raise ctx.err(BindError, "INVALID_WINDOW", f"cannot read the {what} '{text}'", node,
                       "write amounts of weeks, days, hours, minutes, seconds, milliseconds or microseconds "
                       "(months and years vary in length, so Spark refuses them too)", duration=text)
     if total <= 0 and not signed:
-        raise ctx.err(BindError, "INVALID_WINDOW", f"a window duration must be positive, not '{text}'", node,
+        raise ctx.err(BindError, "INVALID_WINDOW", f"a {what} must be positive, not '{text}'", node,
                       duration=text)
     return total

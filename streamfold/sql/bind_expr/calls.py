@@ -30,13 +30,14 @@ def bind_call(ctx: ExprContext, node: exp.Func) -> Expr:
     m = _NAME.match(template)
     # an operator-like call (`x RLIKE p`) has no name in its template: sqlglot's node names it
     name = m.group(1).lower() if m else _OPERATOR_NAMES.get(type(node), type(node).__name__.lower())
-    if isinstance(node, exp.Anonymous) and name == WINDOW_CALL:
-        # the block's time window, computed under it (sql/bind/time_windows.py) when the block has one
+    if isinstance(node, exp.Anonymous) and name in (WINDOW_CALL, "session_window"):
+        # the block's time window, computed under it (sql/bind/time_windows.py, session_windows.py)
         window = ctx.scope.time_window
-        if window is None:
-            raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", "window(…) is not supported here", node,
-                          "use window(ts, size[, slide]) in the select list or GROUP BY of a query block",
-                          construct="window")
+        shown = "window" if name == WINDOW_CALL else name
+        if window is None or window.name != shown:
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"{shown}(…) is not supported here", node,
+                          f"use {shown}(ts, …) in the select list or GROUP BY of a query block",
+                          construct=shown)
         return window.value
     if isinstance(node, exp.Anonymous) and name in ANON_AGGS:
         return bind_agg(ctx, node, ANON_AGGS[name])
