@@ -31,8 +31,10 @@ answers whatever their order.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, Expr, and_all, or_all
+from ..ir.expr import Call, Column, Expr, SubqueryExpr, and_all, or_all, reads_clock
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
@@ -45,24 +47,89 @@ from .terms import MINUS_ONE, ONE, sum_weights
 def window(ctx: PlanContext, rel: Rel) -> Compiled:
     """The change of a window's output: its touched partitions recomputed, after minus before."""
     assert isinstance(rel, Window)
-    _refuse_ties(rel)
-    part = partition_columns(rel)
-    state, fields = ctx.bag_state(rel.input, "win", partition=part or None)
+    chain = _chain(rel)
+    for node in chain.nodes:
+        if isinstance(node, Window):
+            _refuse_ties(node)
+    part = chain.part
+    state, fields = ctx.bag_state(chain.base, "win", partition=part or None)
+    what = "the window's rows" if chain.windows == 1 else f"the rows under {chain.windows} nested windows"
     if part:
-        program = _signed(_touched_partitions(rel, state, fields, part, StateVersion.NEW),
-                          _touched_partitions(rel, state, fields, part, StateVersion.OLD))
-        ctx.plan.note(f"OVER: the window's rows kept in {state}, partitioned on "
+        program = _signed(_touched_partitions(chain, state, fields, part, StateVersion.NEW),
+                          _touched_partitions(chain, state, fields, part, StateVersion.OLD))
+        ctx.plan.note(f"OVER: {what} kept in {state}, partitioned on "
                       f"({', '.join(display_name(p) for p in part)}); each batch recomputes the window over the "
                       "partitions it touched, after and before its merge, and hands on the difference")
     else:
-        program = _signed(_over(rel, StateScan(state, StateVersion.NEW, fields)),
-                          _over(rel, StateScan(state, StateVersion.OLD, fields)))
-        ctx.plan.note(f"OVER: the window's rows kept in {state}; no PARTITION BY is shared by every call, so the "
+        program = _signed(chain.over(Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT)),
+                          chain.over(Expand(StateScan(state, StateVersion.OLD, fields), WEIGHT)))
+        ctx.plan.note(f"OVER: {what} kept in {state}; no PARTITION BY is shared by every call, so the "
                       "window is one partition: each batch recomputes it whole, after and before its merge")
     return Compiled(program, static=False, weighted=True)
 
 
-def _touched_partitions(rel: Window, state: str, fields: tuple[Field, ...], part: tuple[str, ...],
+@dataclass(frozen=True)
+class _Chain:
+    """A window and the windows under it that one state can serve: ``nodes`` from the top window
+    down to the node over ``base`` (windows, and row-wise projections and filters between them),
+    ``part`` the partition columns every window's PARTITION BY holds. Each window's partitions
+    then lie within one of ``part``'s, so the chain recomputed over the touched ``part``
+    partitions of ``base`` gives every row of them exactly — ``session_window``'s three windows,
+    or a running sum over a rank, keep their input once, not once per window."""
+
+    nodes: tuple[Rel, ...]
+    base: Rel
+    part: tuple[str, ...]
+
+    @property
+    def windows(self) -> int:
+        return sum(isinstance(n, Window) for n in self.nodes)
+
+    def over(self, rows: Rel) -> Rel:
+        """The chain over ``rows`` (``base``'s columns) instead of ``base``."""
+        for node in reversed(self.nodes):
+            rows = node.with_inputs((rows,))
+        return rows
+
+
+def _chain(top: Window) -> _Chain:
+    nodes: list[Rel] = [top]
+    part = partition_columns(top)
+    node = top.input
+    while part:
+        between: list[Rel] = []
+        below = node
+        names = {p: p for p in part}  # a partition column of the windows above → its name here
+        while isinstance(below, (Project, Filter)) and _row_wise(below):
+            between.append(below)
+            names = {p: n for p, n in ((p, _source(below, n)) for p, n in names.items()) if n is not None}
+            below = below.input
+        if not isinstance(below, Window):
+            break
+        shared = tuple(n for n in names.values() if n in partition_columns(below))
+        if not shared:
+            break
+        nodes += between + [below]
+        part = shared
+        node = below.input
+    return _Chain(tuple(nodes), node, part)
+
+
+def _row_wise(node: Project | Filter) -> bool:
+    """Whether ``node`` maps each row on its own, the same at every batch (no clock, no subquery)."""
+    exprs = [e for _, e in node.exprs] if isinstance(node, Project) else [node.condition]
+    return not any(reads_clock(e) or any(isinstance(x, SubqueryExpr) for x in e.walk()) for e in exprs)
+
+
+def _source(node: Project | Filter, column: str) -> str | None:
+    """The input column ``node``'s output ``column`` is, unchanged (renamed at most); None if computed."""
+    if isinstance(node, Filter):
+        return column
+    e = next((e for n, e in node.exprs if n == column), None)
+    return e.name if isinstance(e, Column) else None
+
+
+def _touched_partitions(chain: _Chain, state: str, fields: tuple[Field, ...], part: tuple[str, ...],
                         version: StateVersion) -> Rel:
     """The window over the rows of the partitions the batch touched (their PARTITION BY values
     are those of the state's delta), in ``version`` of the state: looked up by a semi join on
@@ -95,11 +162,7 @@ def _touched_partitions(rel: Window, state: str, fields: tuple[Field, ...], part
         assert with_null is not None
         found = Union((found, summed(Join(Filter(StateScan(state, version, fields), with_null), touched,
                                           JoinKind.SEMI, matching("<=>")))))
-    return Window(Expand(found, WEIGHT), rel.calls)
-
-
-def _over(rel: Window, scan: StateScan) -> Rel:
-    return Window(Expand(scan, WEIGHT), rel.calls)
+    return chain.over(Expand(found, WEIGHT))
 
 
 def _signed(after: Rel, before: Rel) -> Rel:

@@ -54,6 +54,14 @@ WINDOW_QUERIES = [
     # a window's change read by an aggregate, as a nested block's
     ("under-aggregate", "SELECT r, count(*) AS n, sum(b) AS t FROM (SELECT b, dense_rank() OVER (PARTITION BY s ORDER BY b) "
      "AS r FROM R) x GROUP BY r", None),
+    # windows over windows: the upper's PARTITION BY holds the lower's (a; a, r), so one state
+    # keeps the rows under both; then one whose partitions cut across the lower's (s over a)
+    ("nested-one-state", "SELECT a, r, b, count(*) OVER (PARTITION BY a, r) AS peers, "
+     "sum(r) OVER (PARTITION BY a ORDER BY b RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS near "
+     "FROM (SELECT a, b, rank() OVER (PARTITION BY a ORDER BY b) AS r FROM R WHERE b IS NOT NULL OR a > 1) x "
+     "WHERE r < 4", 0.0),
+    ("nested-across", "SELECT s, a, r, dense_rank() OVER (PARTITION BY s ORDER BY r DESC) AS rr "
+     "FROM (SELECT s, a, b, rank() OVER (PARTITION BY a ORDER BY b) AS r FROM R) x", None),
 ]
 
 
