@@ -31,14 +31,14 @@ answers whatever their order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, Expr, SubqueryExpr, and_all, or_all, reads_clock
+from ..ir.expr import Call, Column, Expr, Literal, SubqueryExpr, and_all, or_all, reads_clock
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
-from ..ir.window import Window, ties_free
+from ..ir.window import Window, WindowCall, ties_free
 from .context import PlanContext
 from .model import Compiled
 from .terms import MINUS_ONE, ONE, sum_weights
@@ -51,14 +51,14 @@ def window(ctx: PlanContext, rel: Rel) -> Compiled:
     for node in chain.nodes:
         if isinstance(node, Window):
             _refuse_ties(node)
-    part = chain.part
-    state, fields = ctx.bag_state(chain.base, "win", partition=part or None)
+    base, part, nullable = _keyed(chain.base, chain.part)
+    state, fields = ctx.bag_state(base, "win", partition=part or None)
     what = "the window's rows" if chain.windows == 1 else f"the rows under {chain.windows} nested windows"
     if part:
-        program = _signed(_touched_partitions(chain, state, fields, part, StateVersion.NEW),
-                          _touched_partitions(chain, state, fields, part, StateVersion.OLD))
+        program = _signed(_touched_partitions(chain, state, fields, part, nullable, StateVersion.NEW),
+                          _touched_partitions(chain, state, fields, part, nullable, StateVersion.OLD))
         ctx.plan.note(f"OVER: {what} kept in {state}, partitioned on "
-                      f"({', '.join(display_name(p) for p in part)}); each batch recomputes the window over the "
+                      f"({', '.join(display_name(p) for p in chain.part)}); each batch recomputes the window over the "
                       "partitions it touched, after and before its merge, and hands on the difference")
     else:
         program = _signed(chain.over(Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT)),
@@ -86,8 +86,26 @@ class _Chain:
         return sum(isinstance(n, Window) for n in self.nodes)
 
     def over(self, rows: Rel) -> Rel:
-        """The chain over ``rows`` (``base``'s columns) instead of ``base``."""
-        for node in reversed(self.nodes):
+        """The chain over ``rows`` instead of ``base``: ``base``'s columns, and for a partition
+        column replaced by a NULL-free key (:func:`_keyed`) the key's two columns, which the
+        lowest window partitions by instead (the same partitions, and the rows' partitioning:
+        Spark needs no exchange before the window) and which leave after it."""
+        bottom, *above = reversed(self.nodes)
+        assert isinstance(bottom, Window)
+        keyed = {n[:-len(_NULL)] for n in rows.names if n.endswith(_NULL)}
+        if keyed:
+            def partition(call: WindowCall) -> tuple[Expr, ...]:
+                return tuple(k for e in call.partition for k in (
+                    (Column(e.name + _NULL, BOOLEAN), Column(e.name + _VALUE, e.type))
+                    if isinstance(e, Column) and e.name in keyed else (e,)))
+
+            calls = tuple((n, replace(c, partition=partition(c))) for n, c in bottom.calls)
+            out = Window(rows, calls)
+            rows = Project(out, tuple((f.name, f.ref()) for f in out.schema if f.name not in rows.names
+                                      or f.name in self.base.names))
+        else:
+            rows = bottom.with_inputs((rows,))
+        for node in above:
             rows = node.with_inputs((rows,))
         return rows
 
@@ -129,8 +147,44 @@ def _source(node: Project | Filter, column: str) -> str | None:
     return e.name if isinstance(e, Column) else None
 
 
+_NULL, _VALUE = "#null", "#value"
+# types whose NULL a partition key replaces by (IS NULL, coalesce(value, a constant of the type))
+_SURROGATE_ZERO = {"TINYINT": 0, "SMALLINT": 0, "INT": 0, "BIGINT": 0, "STRING": "", "BOOLEAN": False}
+
+
+def _keyed(base: Rel, part: tuple[str, ...]) -> tuple[Rel, tuple[str, ...], tuple[str, ...]]:
+    """``base`` with a NULL-free partition key, the key, and the key columns that stay nullable.
+
+    A NULL partition is a partition, which ``=`` does not match, and ``<=>`` would make Spark
+    shuffle the whole state on coalesce(key), isnull(key). So a nullable partition column of an
+    integer, string or boolean type is kept as two columns that are never NULL — whether it is
+    NULL, and its value with NULL replaced by a constant — on which ``=`` matches exactly what
+    ``<=>`` matches on the column, and the state is hash-partitioned on them: one look-up by
+    ``=``, with no second pass for the NULL partition (a batch without NULL keys paid that pass's
+    stages all the same). Other nullable columns are looked up null-safely apart."""
+    extra: list[tuple[str, Expr]] = []
+    keys: list[str] = []
+    nullable: list[str] = []
+    for p in part:
+        f = base.field(p)
+        if not f.nullable:
+            keys.append(p)
+        elif f.type.name in _SURROGATE_ZERO and not f.type.params:
+            col = Column(p, f.type)
+            extra += [(p + _NULL, Call("IS NULL", (col,), BOOLEAN)),
+                      (p + _VALUE, Call("coalesce", (col, Literal(_SURROGATE_ZERO[f.type.name], f.type)), f.type,
+                                          "coalesce({0}, {1})"))]
+            keys += [p + _NULL, p + _VALUE]
+        else:
+            keys.append(p)
+            nullable.append(p)
+    if not extra:
+        return base, part, tuple(nullable)
+    return Project(base, tuple((f.name, f.ref()) for f in base.schema) + tuple(extra)), tuple(keys), tuple(nullable)
+
+
 def _touched_partitions(chain: _Chain, state: str, fields: tuple[Field, ...], part: tuple[str, ...],
-                        version: StateVersion) -> Rel:
+                        nullable: tuple[str, ...], version: StateVersion) -> Rel:
     """The window over the rows of the partitions the batch touched (their PARTITION BY values
     are those of the state's delta), in ``version`` of the state: looked up by a semi join on
     the partition key and added up per row at once, so the state may be kept as a base and a
@@ -139,8 +193,8 @@ def _touched_partitions(chain: _Chain, state: str, fields: tuple[Field, ...], pa
     The join compares with ``=``, as the state is hash-partitioned: Spark reads each partition
     where it lies (and prepared plans look its keys up in an index of the base, ``Plans.lookups``),
     where ``<=>`` would make it shuffle the whole state on coalesce(key), isnull(key). A NULL
-    partition is a partition, which ``=`` does not match: the rows with a NULL in a nullable
-    partition column are looked up null-safely apart."""
+    partition is a partition, which ``=`` does not match: the rows with a NULL in a ``nullable``
+    partition column (one :func:`_keyed` could not replace) are looked up null-safely apart."""
     by_name = {f.name: f for f in fields}
     delta = StateScan(state, StateVersion.DELTA, fields)
     renamed = tuple((f"{p}#t", Column(p, by_name[p].type)) for p in part)
@@ -156,7 +210,6 @@ def _touched_partitions(chain: _Chain, state: str, fields: tuple[Field, ...], pa
         return Aggregate(rows, keys, ((WEIGHT, sum_weights()),))
 
     found = summed(Join(StateScan(state, version, fields), touched, JoinKind.SEMI, matching("=")))
-    nullable = [p for p in part if by_name[p].nullable]
     if nullable:  # (added up apart: the rows found by `=` keep the state's partitioning)
         with_null = or_all([Call("IS NULL", (Column(p, by_name[p].type),), BOOLEAN) for p in nullable])
         assert with_null is not None
