@@ -50,18 +50,18 @@ def window(ctx: PlanContext, rel: Rel) -> Compiled:
     chain = _chain(rel)
     for node in chain.nodes:
         if isinstance(node, Window):
-            _refuse_ties(node)
-    base, part, nullable = _keyed(chain.base, chain.part)
+            refuse_ties(node)
+    base, part, nullable = keyed(chain.base, chain.part)
     state, fields = ctx.bag_state(base, "win", partition=part or None)
     what = "the window's rows" if chain.windows == 1 else f"the rows under {chain.windows} nested windows"
     if part:
-        program = _signed(_touched_partitions(chain, state, fields, part, nullable, StateVersion.NEW),
+        program = signed(_touched_partitions(chain, state, fields, part, nullable, StateVersion.NEW),
                           _touched_partitions(chain, state, fields, part, nullable, StateVersion.OLD))
         ctx.plan.note(f"OVER: {what} kept in {state}, partitioned on "
                       f"({', '.join(display_name(p) for p in chain.part)}); each batch recomputes the window over the "
                       "partitions it touched, after and before its merge, and hands on the difference")
     else:
-        program = _signed(chain.over(Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT)),
+        program = signed(chain.over(Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT)),
                           chain.over(Expand(StateScan(state, StateVersion.OLD, fields), WEIGHT)))
         ctx.plan.note(f"OVER: {what} kept in {state}; no PARTITION BY is shared by every call, so the "
                       "window is one partition: each batch recomputes it whole, after and before its merge")
@@ -86,28 +86,32 @@ class _Chain:
         return sum(isinstance(n, Window) for n in self.nodes)
 
     def over(self, rows: Rel) -> Rel:
-        """The chain over ``rows`` instead of ``base``: ``base``'s columns, and for a partition
-        column replaced by a NULL-free key (:func:`_keyed`) the key's two columns, which the
-        lowest window partitions by instead (the same partitions, and the rows' partitioning:
-        Spark needs no exchange before the window) and which leave after it."""
+        """The chain over ``rows`` instead of ``base``: ``base``'s columns, and the NULL-free
+        key of :func:`keyed` the lowest window partitions by (:func:`over_keyed`)."""
         bottom, *above = reversed(self.nodes)
         assert isinstance(bottom, Window)
-        keyed = {n[:-len(_NULL)] for n in rows.names if n.endswith(_NULL)}
-        if keyed:
-            def partition(call: WindowCall) -> tuple[Expr, ...]:
-                return tuple(k for e in call.partition for k in (
-                    (Column(e.name + _NULL, BOOLEAN), Column(e.name + _VALUE, e.type))
-                    if isinstance(e, Column) and e.name in keyed else (e,)))
-
-            calls = tuple((n, replace(c, partition=partition(c))) for n, c in bottom.calls)
-            out = Window(rows, calls)
-            rows = Project(out, tuple((f.name, f.ref()) for f in out.schema if f.name not in rows.names
-                                      or f.name in self.base.names))
-        else:
-            rows = bottom.with_inputs((rows,))
+        rows = over_keyed(bottom, rows, self.base.names)
         for node in above:
             rows = node.with_inputs((rows,))
         return rows
+
+
+def over_keyed(window: Window, rows: Rel, names: tuple[str, ...]) -> Rel:
+    """``window``'s calls over ``rows``, which may carry a NULL-free key (:func:`keyed`) for
+    some partition columns: the calls then partition by the key's two columns instead (the same
+    partitions, and the rows' partitioning: Spark needs no exchange before the window), which
+    leave after it with every other column not in ``names``."""
+    replaced = {n[:-len(_NULL)] for n in rows.names if n.endswith(_NULL)}
+    if not replaced:
+        return window.with_inputs((rows,))
+
+    def partition(call: WindowCall) -> tuple[Expr, ...]:
+        return tuple(k for e in call.partition for k in (
+            (Column(e.name + _NULL, BOOLEAN), Column(e.name + _VALUE, e.type))
+            if isinstance(e, Column) and e.name in replaced else (e,)))
+
+    out = Window(rows, tuple((n, replace(c, partition=partition(c))) for n, c in window.calls))
+    return Project(out, tuple((f.name, f.ref()) for f in out.schema if f.name not in rows.names or f.name in names))
 
 
 def _chain(top: Window) -> _Chain:
@@ -152,7 +156,7 @@ _NULL, _VALUE = "#null", "#value"
 _SURROGATE_ZERO = {"TINYINT": 0, "SMALLINT": 0, "INT": 0, "BIGINT": 0, "STRING": "", "BOOLEAN": False}
 
 
-def _keyed(base: Rel, part: tuple[str, ...]) -> tuple[Rel, tuple[str, ...], tuple[str, ...]]:
+def keyed(base: Rel, part: tuple[str, ...]) -> tuple[Rel, tuple[str, ...], tuple[str, ...]]:
     """``base`` with a NULL-free partition key, the key, and the key columns that stay nullable.
 
     A NULL partition is a partition, which ``=`` does not match, and ``<=>`` would make Spark
@@ -162,43 +166,59 @@ def _keyed(base: Rel, part: tuple[str, ...]) -> tuple[Rel, tuple[str, ...], tupl
     ``<=>`` matches on the column, and the state is hash-partitioned on them: one look-up by
     ``=``, with no second pass for the NULL partition (a batch without NULL keys paid that pass's
     stages all the same). Other nullable columns are looked up null-safely apart."""
+    extra = surrogates(base, part)
+    keys = [k for p in part for k in ((p + _NULL, p + _VALUE) if p + _NULL in dict(extra) else (p,))]
+    nullable = tuple(p for p in part if base.field(p).nullable and p + _NULL not in dict(extra))
+    return with_surrogates(base, extra), tuple(keys), nullable
+
+
+def surrogates(base: Rel, part: tuple[str, ...]) -> tuple[tuple[str, Expr], ...]:
+    """The two NULL-free columns of each nullable partition column :func:`keyed` replaces."""
     extra: list[tuple[str, Expr]] = []
-    keys: list[str] = []
-    nullable: list[str] = []
     for p in part:
         f = base.field(p)
-        if not f.nullable:
-            keys.append(p)
-        elif f.type.name in _SURROGATE_ZERO and not f.type.params:
+        if f.nullable and f.type.name in _SURROGATE_ZERO and not f.type.params:
             col = Column(p, f.type)
             extra += [(p + _NULL, Call("IS NULL", (col,), BOOLEAN)),
                       (p + _VALUE, Call("coalesce", (col, Literal(_SURROGATE_ZERO[f.type.name], f.type)), f.type,
-                                          "coalesce({0}, {1})"))]
-            keys += [p + _NULL, p + _VALUE]
-        else:
-            keys.append(p)
-            nullable.append(p)
+                                        "coalesce({0}, {1})"))]
+    return tuple(extra)
+
+
+def with_surrogates(rows: Rel, extra: tuple[tuple[str, Expr], ...]) -> Rel:
+    """``rows`` with the columns ``extra`` computes (itself when there are none)."""
     if not extra:
-        return base, part, tuple(nullable)
-    return Project(base, tuple((f.name, f.ref()) for f in base.schema) + tuple(extra)), tuple(keys), tuple(nullable)
+        return rows
+    return Project(rows, tuple((f.name, f.ref()) for f in rows.schema) + extra)
 
 
 def _touched_partitions(chain: _Chain, state: str, fields: tuple[Field, ...], part: tuple[str, ...],
                         nullable: tuple[str, ...], version: StateVersion) -> Rel:
     """The window over the rows of the partitions the batch touched (their PARTITION BY values
-    are those of the state's delta), in ``version`` of the state: looked up by a semi join on
-    the partition key and added up per row at once, so the state may be kept as a base and a
-    tail (plan/runs.py: a look-up added up per key).
+    are those of the state's delta), in ``version`` of the state (:func:`look_up`)."""
+    touched = touched_keys(StateScan(state, StateVersion.DELTA, fields), part)
+    return chain.over(Expand(look_up(state, fields, part, nullable, version, touched), WEIGHT))
+
+
+def touched_keys(rows: Rel, part: tuple[str, ...]) -> Rel:
+    """The distinct values of ``rows``' columns ``part``, each column renamed ``<name>#t``."""
+    renamed = tuple((f"{p}#t", rows.field(p).ref()) for p in part)
+    return Aggregate(Project(rows, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
+
+
+def look_up(state: str, fields: tuple[Field, ...], part: tuple[str, ...], nullable: tuple[str, ...],
+            version: StateVersion, touched: Rel) -> Rel:
+    """The rows of ``version`` of a bag state whose ``part`` columns are among ``touched``'s
+    (:func:`touched_keys`), with their multiplicity: looked up by a semi join on the partition
+    key and added up per row at once, so the state may be kept as a base and a tail
+    (plan/runs.py: a look-up added up per key).
 
     The join compares with ``=``, as the state is hash-partitioned: Spark reads each partition
     where it lies (and prepared plans look its keys up in an index of the base, ``Plans.lookups``),
     where ``<=>`` would make it shuffle the whole state on coalesce(key), isnull(key). A NULL
     partition is a partition, which ``=`` does not match: the rows with a NULL in a ``nullable``
-    partition column (one :func:`_keyed` could not replace) are looked up null-safely apart."""
+    partition column (one :func:`keyed` could not replace) are looked up null-safely apart."""
     by_name = {f.name: f for f in fields}
-    delta = StateScan(state, StateVersion.DELTA, fields)
-    renamed = tuple((f"{p}#t", Column(p, by_name[p].type)) for p in part)
-    touched = Aggregate(Project(delta, renamed), tuple((n, Column(n, e.type)) for n, e in renamed), ())
 
     def matching(op: str) -> Expr | None:
         return and_all([Call(op, (Column(p, by_name[p].type), Column(f"{p}#t", by_name[p].type)), BOOLEAN)
@@ -215,10 +235,10 @@ def _touched_partitions(chain: _Chain, state: str, fields: tuple[Field, ...], pa
         assert with_null is not None
         found = Union((found, summed(Join(Filter(StateScan(state, version, fields), with_null), touched,
                                           JoinKind.SEMI, matching("<=>")))))
-    return chain.over(Expand(found, WEIGHT))
+    return found
 
 
-def _signed(after: Rel, before: Rel) -> Rel:
+def signed(after: Rel, before: Rel) -> Rel:
     """``after`` with weight +1 and ``before`` with −1."""
     cols = tuple((f.name, f.ref()) for f in after.schema)
     return Union((Project(after, cols + ((WEIGHT, ONE),)), Project(before, cols + ((WEIGHT, MINUS_ONE),))))
@@ -233,7 +253,7 @@ def partition_columns(window: Window) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in first if p in shared))
 
 
-def _refuse_ties(rel: Window) -> None:
+def refuse_ties(rel: Window) -> None:
     """Refuse a call whose value depends on the order among rows tying on its ORDER BY."""
     columns = rel.input.names
     node = rel.input

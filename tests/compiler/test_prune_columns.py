@@ -51,6 +51,7 @@ def test_count_star_over_a_pruned_scan_still_reads_rows():
 
 
 def test_a_window_keeps_what_is_read_above_it_and_what_its_calls_read():
-    # c is read by nobody: the window's state keeps a (its partition), b (its order and argument)
+    # c is read by nobody: the window's state keeps a (its partition, with its NULL-free key),
+    # b (its order and argument)
     keys = _keys("SELECT a, sum(b) OVER (PARTITION BY a ORDER BY b) AS t FROM R", tables=())
-    assert keys["win"] == ("R.a", "R.b")
+    assert keys["win"] == ("R.a", "R.b", "R.a#null", "R.a#value")
