@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -72,7 +73,8 @@ class Run:
 def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list[dict[str, list[tuple]]],
                  tables: dict[str, list[tuple]] | None = None, ordered: bool = False,
                  oracle_sql: str | Callable[[dict], str] | None = None, check: Callable[[int, list[tuple], dict], None] | None = None,
-                 empty_files: bool = False, out_of_order: bool = False, **options) -> Run:
+                 empty_files: bool = False, out_of_order: bool = False, inspect: Callable[[Any], None] | None = None,
+                 **options) -> Run:
     """Feed ``batches`` (rows per source per batch) to ``sql`` and check every committed batch
     (against DuckDB running ``oracle_sql`` if given: DuckDB's own text for the query; and by
     ``check(batch, snapshot, prefix)`` if given, ``prefix`` the Arrow tables of each source so far;
@@ -80,7 +82,8 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
     With ``empty_files`` a source given no rows in a batch gets a Parquet file without rows (else
     no file). With ``out_of_order`` a deletion may come in a batch before the insertion it deletes:
     a prefix then holds a row a negative number of times, where no batch query has an answer, and
-    the snapshot is compared with DuckDB's only after the batches whose prefix holds none."""
+    the snapshot is compared with DuckDB's only after the batches whose prefix holds none.
+    ``inspect(query)``, if given, looks at the running query after each batch."""
     import streamfold
 
     tables = tables or {}
@@ -131,6 +134,8 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
             problem = changes_difference(previous, snapshot, _rows(query.changes_pandas()))
             assert problem is None, f"batch {run.batches}: changes are not snapshot(t) - snapshot(t-1): {problem}"
             previous = snapshot
+            if inspect is not None:
+                inspect(query)
             run.snapshots.append(snapshot)
             run.batches += 1
     finally:

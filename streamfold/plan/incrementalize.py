@@ -35,7 +35,9 @@ from ..ir.rel import (
 from ..ir.window import Window
 from ..passes import normalize
 from ..sql.bind import BoundQuery
-from . import rules_aggregates, rules_expiry, rules_joins, rules_linear, rules_loops, rules_setops, rules_windows
+from . import (
+    rules_aggregates, rules_expiry, rules_joins, rules_linear, rules_loops, rules_setops, rules_topk, rules_windows,
+)
 from .context import PlanContext, Rule, reads_stream
 from .joins import delta_joins
 from .matrix import DEFAULT_POLICY, MatrixPolicy
@@ -48,7 +50,7 @@ RULES: dict[type[Rel], Rule] = {
     Sort: rules_linear.sort,
     Explode: rules_linear.explode,
     Project: rules_joins.body,
-    Filter: rules_expiry.time_filter,
+    Filter: rules_topk.filter_rule,
     Join: rules_joins.join,
     Aggregate: rules_aggregates.aggregate,
     Union: rules_setops.union_all,
