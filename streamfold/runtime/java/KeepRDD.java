@@ -46,13 +46,15 @@ public class KeepRDD extends RDD {
                 scala.collection.Iterator rows = parent.iterator(split, context);
                 ArrayList kept = new ArrayList();
                 while (rows.hasNext()) kept.add(((InternalRow) rows.next()).copy());
-                return scala.jdk.javaapi.CollectionConverters.asScala(kept.iterator());
+                // one value of known size (KeptRows), not one per row whose sizes are sampled
+                return scala.collection.Iterator$.MODULE$.single(new KeptRows(kept));
             }
         };
         scala.util.Either got = bm.getOrElseUpdateRDDBlock(context.taskAttemptId(), new RDDBlockId(into, split.index()),
             StorageLevel.MEMORY_AND_DISK(), scala.reflect.ClassTag$.MODULE$.AnyRef(), compute,
             bm.getOrElseUpdateRDDBlock$default$6());
-        if (got.isLeft()) return ((BlockResult) got.left().get()).data();
-        return (scala.collection.Iterator) got.right().get();  // not stored: the next job reports the block gone
+        if (got.isLeft()) return KeptRows.rowsOf(((BlockResult) got.left().get()).data());
+        // not stored: the next job reports the block gone
+        return KeptRows.rowsOf((scala.collection.Iterator) got.right().get());
     }
 }

@@ -90,7 +90,7 @@ public class SlotRDD extends RDD {
             scala.Option got = bm.get(new RDDBlockId(blocks, p), scala.reflect.ClassTag$.MODULE$.AnyRef());
             if (got.isEmpty())
                 throw new IllegalStateException("streamfold: block rdd_" + blocks + "_" + p + " of a state is gone");
-            return ((BlockResult) got.get()).data();
+            return KeptRows.rowsOf(((BlockResult) got.get()).data());
         }
         if (source == null) return scala.collection.Iterator$.MODULE$.empty();
         return source.iterator(sourceParts[p], context);
