@@ -102,9 +102,16 @@ class Recomputer:
         return cached
 
     def answer(self) -> DataFrame:
-        """The query's answer over the registered inputs (lazy)."""
+        """The query's answer over the registered inputs (lazy), its columns without Spark's
+        metadata: a ``session_window`` column carries ``spark.sessionWindow``, which made the
+        GROUP BY that compares it with the answer before (its changes) a session aggregation
+        merging the old and the new sessions of a key."""
+        from pyspark.sql import functions as F
+
         answer = self.spark.sql(self.sql)
-        return answer if self._names is None else answer.toDF(*self._names)
+        names = self._names if self._names is not None else answer.columns
+        positional = answer.toDF(*(f"_c{i}" for i in range(len(names))))  # (names may repeat)
+        return positional.select(*(F.col(f"_c{i}").alias(n, metadata={}) for i, n in enumerate(names)))
 
     def measure(self, history: dict[str, list[str]],
                 outputs: Callable[[DataFrame], None] | None = None) -> float:

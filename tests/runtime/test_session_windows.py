@@ -167,3 +167,22 @@ def test_sessions_under_a_time_bound_expire_and_equal_duckdb_at_the_batch_time(s
     run = check_stream(spark, str(tmp_path), sql, [R], batches, oracle_sql=oracle)
     assert run.batches == len(CLOCK)
     assert any(run.snapshots), "nothing inside the bound: the test would prove nothing"
+
+
+def test_recomputed_batches_hand_on_the_sessions_that_changed(spark, tmp_path, monkeypatch):
+    """A batch ``auto`` recomputes after an incremental one answers with Spark's own
+    ``session_window``, whose column carries Spark's session metadata: the changes (the
+    recomputed answer against the incremental one before, grouped) must not be planned as a
+    session aggregation, which merged a key's old and new sessions and lost both rows."""
+    from streamfold.runtime.strategy import Choice, CostModel
+
+    monkeypatch.setattr(CostModel, "choose", lambda self, *a, **k: Choice("recompute", "the test's"))
+    t0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    sql = "SELECT k, session_window AS sw FROM R GROUP BY k, session_window(ts, '1 minute')"
+    oracle = ("SELECT k, {'start': _ss, 'end': _se} FROM " + sessions("R", ("k",), str(60 * SECOND))
+              + " AS s GROUP BY k, _ss, _se")
+    # the session [00:00, 00:01) becomes [00:00, 00:02), then [00:00, 00:03) and one of key 2
+    batches = [{"R": [(1, t0, 1, 1)]}, {"R": [(1, t0 + dt.timedelta(minutes=1), 4, 1)]},
+               {"R": [(1, t0 + dt.timedelta(minutes=2), 2, 1), (2, t0, 3, 1)]}]
+    run = check_stream(spark, str(tmp_path), sql, [R], batches, oracle_sql=oracle, strategy="auto")
+    assert [len(s) for s in run.snapshots] == [1, 1, 2]
