@@ -21,6 +21,8 @@ def top_k_shape(rel: Rel) -> tuple[Window, int] | None:
     window = rel.input
     if len(window.calls) != 1 or window.calls[0][1].fn not in RANKS or not inserts_only(window.input):
         return None
+    if not any(isinstance(s, Scan) and not s.static for s in window.input.walk()):
+        return None  # static: computed once, no rule
     k = rank_bound(rel.condition, window.calls[0][0])
     return (window, k) if k is not None else None
 
