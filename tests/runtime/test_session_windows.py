@@ -14,10 +14,10 @@ import random
 import pytest
 
 from streamfold.errors import SqlError
-from streamfold.verify import compare, duckdb_answer
 
 from ..streams import Source, check_stream
-from ..strategies import random_rows, random_stream
+from ..strategies import random_stream
+from .test_windows import assert_oracle_is_sparks
 
 pytestmark = [pytest.mark.spark]
 
@@ -97,18 +97,7 @@ def test_sessions_equal_duckdb_with_deletions(spark, tmp_path, qid, sql, oracle,
 def test_oracle_is_sparks_session_window(spark, qid, sql, oracle, sources):
     """DuckDB's text gives what Spark's batch query gives on the same rows (NULL times and keys,
     events exactly a gap apart, times before 1970 included)."""
-    rng = random.Random(f"session-oracle-{qid}")
-    tables = {}
-    for src in sources:
-        table = src.table([r + (1,) for r in random_rows(rng, Source(src.name, src.columns), 24, 12)])
-        tables[src.name] = table
-        schema = ", ".join(f"{c} {t}" for c, t in src.columns)
-        spark.createDataFrame(table.drop_columns(["_weight"]).to_pylist(), schema=schema).createOrReplaceTempView(src.name)
-    expected = duckdb_answer(sql, {n: [t] for n, t in tables.items()}, duckdb_sql=oracle)
-    got = [tuple(v.asDict() if hasattr(v, "asDict") else v for v in r) for r in spark.sql(sql).collect()]
-    assert expected, "no rows: the comparison would prove nothing"
-    result = compare(got, expected)
-    assert result.matches, result.detail
+    assert_oracle_is_sparks(spark, random.Random(f"session-oracle-{qid}"), sql, oracle, sources, 24, 12)
 
 
 def test_a_late_event_merges_two_sessions_and_its_deletion_splits_them(spark, tmp_path):

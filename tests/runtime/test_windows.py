@@ -87,16 +87,21 @@ def test_windows_inserts_only(spark, tmp_path):
 def test_oracle_is_sparks_window(spark, qid, sql, oracle, sources):
     """DuckDB's text gives what Spark's batch query gives on the same rows (Spark's own
     ``window``, NULL times, times before 1970 and on window boundaries included)."""
-    rng = random.Random(f"oracle-{qid}")
+    assert_oracle_is_sparks(spark, random.Random(f"oracle-{qid}"), sql, oracle, sources, 20, 10)
+
+
+def assert_oracle_is_sparks(spark, rng: random.Random, sql: str, oracle: str, sources: list[Source], most: int,
+                            least: int) -> None:
+    """DuckDB's ``oracle`` and Spark's own ``sql`` give the same rows over random rows of
+    ``sources`` (``least`` to ``most`` each)."""
     tables = {}
     for src in sources:
-        table = src.table([r + (1,) for r in random_rows(rng, Source(src.name, src.columns), 20, 10)])
+        table = src.table([r + (1,) for r in random_rows(rng, Source(src.name, src.columns), most, least)])
         tables[src.name] = table
         schema = ", ".join(f"{c} {t}" for c, t in src.columns)
         spark.createDataFrame(table.drop_columns(["_weight"]).to_pylist(), schema=schema).createOrReplaceTempView(src.name)
     expected = duckdb_answer(sql, {n: [t] for n, t in tables.items()}, duckdb_sql=oracle)
-    got = [tuple(r) for r in spark.sql(sql).collect()]
-    got = [tuple(v.asDict() if hasattr(v, "asDict") else v for v in r) for r in got]
+    got = [tuple(v.asDict() if hasattr(v, "asDict") else v for v in r) for r in spark.sql(sql).collect()]
     assert expected, "no rows: the comparison would prove nothing"
     result = compare(got, expected)
     assert result.matches, result.detail
