@@ -10,7 +10,7 @@ partition's top k, ties at the boundary included (Feldera's and RisingWave's top
 is for deletions, which this input has none of)::
 
     T' = T ⊗ ΔT      ΔT = top_k(T[touched] ∪ ΔR) − T[touched]      touched = π_g ΔR
-    Δout = σ_{rn ≤ k} Window(T'[touched]) − σ_{rn ≤ k} Window(T[touched])
+    Δout = σ_{rn ≤ k} Window(T[touched] ∪ ΔR) − σ_{rn ≤ k} Window(T[touched])
 
 The rows ranked ≤ k over ``T[touched] ∪ ΔR`` are those ranked ≤ k over the whole partition:
 every row ranked above such a row ranks ≤ k itself, so it is kept in T or new. A batch then
@@ -59,18 +59,18 @@ def top_k(ctx: PlanContext, rel: Rel) -> Compiled | None:
     state = ctx.plan.name("topk")
     arrived = with_surrogates(child.program, surrogates(base, part))
     touched = touched_keys(arrived, key) if key else None
-
-    def kept(version: StateVersion) -> Rel:
-        scan = StateScan(state, version, fields)
-        return look_up(state, fields, key, nullable, version, touched) if touched is not None else scan
-
+    # the touched partitions' kept rows before the batch (the whole state without PARTITION BY)
+    old = look_up(state, fields, key, nullable, StateVersion.OLD, touched) if touched is not None \
+        else StateScan(state, StateVersion.OLD, fields)
     cols = tuple((f.name, f.ref()) for f in fields if f.name != WEIGHT)
-    candidates = Aggregate(Union((kept(StateVersion.OLD), Project(arrived, cols + ((WEIGHT, arrived.field(WEIGHT).ref()),)))),
+    candidates = Aggregate(Union((old, Project(arrived, cols + ((WEIGHT, arrived.field(WEIGHT).ref()),)))),
                            cols, ((WEIGHT, sum_weights()),))
-    ranked = Filter(over_keyed(window, Expand(candidates, WEIGHT), keyed_base.names),
-                    Call("<=", (window.field(name).ref(), Literal(k, window.field(name).type)), BOOLEAN))
+    # the candidates ranked: those ranked ≤ k are the touched partitions' new top k, each with its
+    # rank over the whole partition (module docstring) — the new state's rows and the answer's
+    # new rows at once, so the answer needs no second look-up of the merged state
+    ranking = over_keyed(window, Expand(candidates, WEIGHT), keyed_base.names)
+    ranked = Filter(ranking, Call("<=", (window.field(name).ref(), Literal(k, window.field(name).type)), BOOLEAN))
     top = Aggregate(Project(ranked, cols + ((WEIGHT, ONE),)), cols, ((WEIGHT, sum_weights()),))
-    old = kept(StateVersion.OLD)
     gone = Project(old, cols + ((WEIGHT, Call("*", (old.field(WEIGHT).ref(), MINUS_ONE), BIGINT)),))
     ctx.plan.add_state(
         State(state, StateRole.OUTPUT, tuple(f for f in fields if f.name != WEIGHT),
@@ -79,11 +79,11 @@ def top_k(ctx: PlanContext, rel: Rel) -> Compiled | None:
                    "row that falls out never comes back)", partition=key or None),
         Aggregate(Union((top, gone)), cols, ((WEIGHT, sum_weights()),)))
 
-    def ranked_rows(version: StateVersion) -> Rel:
-        return Filter(over_keyed(window, Expand(kept(version), WEIGHT), base.names), rel.condition)
+    after = Filter(Project(ranking, tuple((f.name, f.ref()) for f in rel.schema)), rel.condition)
+    before = Filter(over_keyed(window, Expand(old, WEIGHT), base.names), rel.condition)
 
     shown = ", ".join(display_name(p) for p in part) or "one partition"
     ctx.plan.note(f"OVER: top-{k} per partition ({shown}) of rows that are only inserted: {state} keeps each "
                   f"partition's rows ranked ≤ {k}; each batch ranks the touched partitions' kept rows with its new "
                   "rows, keeps the top, and hands on the difference")
-    return Compiled(signed(ranked_rows(StateVersion.NEW), ranked_rows(StateVersion.OLD)), static=False, weighted=True)
+    return Compiled(signed(after, before), static=False, weighted=True)
