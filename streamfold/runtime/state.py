@@ -113,7 +113,10 @@ def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
         size = min(size, _SIZE_CAP)
         stats = spark.range(0, max(size // 8, 1))._jdf.queryExecution().analyzed().stats()
         some = _jvm_class(jvm, "scala.Some")
-        copy = plan.copy(plan.output(), plan.rdd(), plan.outputPartitioning(), plan.outputOrdering(),
+        # its partitioning over its own columns, so that a second read in one statement keeps it
+        helpers = _helpers(spark)
+        partitioning = helpers.partitioning(plan) if helpers is not None else plan.outputPartitioning()
+        copy = plan.copy(plan.output(), plan.rdd(), partitioning, plan.outputOrdering(),
                          plan.isStreaming(), plan.stream(), spark._jsparkSession, some(stats),
                          some(plan.constraints()), plan.isCheckpointedInput())
         from pyspark.sql import DataFrame

@@ -82,6 +82,14 @@ public final class Plans {
             scala.jdk.javaapi.CollectionConverters.asScala(out).toSeq(), hash.numPartitions());
     }
 
+    /** ``plan``'s partitioning over its own output attributes (see ``outputs``): what a copy of a
+     *  checkpoint's plan is given so that a second read of it in one statement keeps it. */
+    public static org.apache.spark.sql.catalyst.plans.physical.Partitioning partitioning(
+            org.apache.spark.sql.execution.LogicalRDD plan) {
+        org.apache.spark.sql.catalyst.plans.physical.Partitioning hashed = outputs(plan);
+        return hashed != null ? hashed : plan.outputPartitioning();
+    }
+
     /** ``template`` (an analysed frame) reading ``to`` wherever it read ``from`` (a slot): the
      *  same columns and plan, analysed again without its SQL (a few milliseconds). */
     public static org.apache.spark.sql.classic.Dataset rebind(org.apache.spark.sql.classic.Dataset template, RDD from, RDD to,
