@@ -4,6 +4,7 @@ split into batches, and deletions of rows that are there (seed 003 §11: ΔS' �
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -103,6 +104,11 @@ DOMAINS = {
     "DATE": [None, dt.date(2020, 1, 1), dt.date(2020, 2, 29), dt.date(2021, 12, 31)],
     "BOOLEAN": [None, True, False],
     "TIMESTAMP": [None, *TIMESTAMPS],
+    "DECIMAL(12,2)": [None, Decimal("0.00"), Decimal("0.10"), Decimal("-3.25"), Decimal("9999999999.99"),
+                      Decimal("1.01")],
+    # the widest sums Spark keeps whole: sum(DECIMAL(28,6)) is DECIMAL(38,6)
+    "DECIMAL(28,6)": [None, Decimal("0.000001"), Decimal("-1.5"), Decimal("9999999999999999999999.999999"),
+                      Decimal("7.123456")],
 }
 
 

@@ -36,7 +36,7 @@ from ..ir.window import Window
 from ..passes import normalize
 from ..sql.bind import BoundQuery
 from . import (
-    rules_aggregates, rules_expiry, rules_joins, rules_linear, rules_loops, rules_setops, rules_topk, rules_windows,
+    rules_aggregates, rules_expiry, rules_joins, rules_linear, rules_loops, rules_setops, rules_topk, rules_window_suffix,
 )
 from .context import PlanContext, Rule, reads_stream
 from .joins import delta_joins
@@ -58,7 +58,7 @@ RULES: dict[type[Rel], Rule] = {
     SetOp: rules_setops.set_op,
     Recursive: rules_loops.recursive,
     Iterate: rules_loops.iterate,
-    Window: rules_windows.window,
+    Window: rules_window_suffix.window_rule,
 }
 
 

@@ -15,9 +15,10 @@ aggregate). The window's output is then a relation like any other: the query's a
 in its output state (so a snapshot reads that state, not the window recomputed), a filter over
 it (top-k per group: ``WHERE rn <= k``) keeps k rows per partition, and a join or an aggregate
 reads its change. This is Materialize's approach; Feldera and RisingWave work inside a partition
-in proportion to the change (a running sum shifts the rows after it, top-k keeps k rows and a
-reserve), which is left for later. Without a PARTITION BY shared by every call the window is one
-partition, recomputed whole (before and after) each batch.
+in proportion to the change: here a window of running functions is computed from each touched
+partition's first changed row (:mod:`.rules_window_suffix`, tried first), and a top-k of rows
+that are only inserted keeps k rows (:mod:`.rules_topk`). Without a PARTITION BY shared by every
+call the window is one partition, recomputed whole (before and after) each batch.
 
 Ties: where ORDER BY does not order a partition's rows totally, Spark numbers tying rows in the
 order it happens to read them. Functions whose value depends on that order (row_number, ntile,

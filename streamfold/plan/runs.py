@@ -74,8 +74,10 @@ def _split_read(scan: StateScan, up: tuple[Rel, ...], keys: set[str]) -> bool:
         return isinstance(parent, Filter) and touched() in conjuncts(parent.condition)
     if isinstance(parent, Filter) and parent.condition.columns() <= keys:
         # a filter on key columns keeps or drops a key's rows in the base and the tail together
-        # (the window's NULL partitions, looked up apart: rules_windows)
-        return _summed_lookup(parent, *(*up[1:], None, None)[:2])
+        # (the window's NULL partitions, looked up apart: rules_windows, rules_window_suffix)
+        grand, great = (*up[1:], None, None)[:2]
+        return _summed_lookup(parent, grand, great) or (
+            isinstance(grand, Join) and grand.kind in (JoinKind.INNER, JoinKind.CROSS) and parent in (grand.left, grand.right))
     return _join_side(scan, parent, above) or _summed_lookup(scan, parent, above)
 
 

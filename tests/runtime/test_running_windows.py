@@ -1,0 +1,104 @@
+"""Running window functions computed from each touched partition's first changed row
+(``plan/rules_window_suffix.py``): for random data with NULLs and ties in the partition and
+ORDER BY columns, random batch splits, deletions (of the first rows of a partition as well as of
+its last), and batches that append after every row already there, every snapshot and every
+changes file equals DuckDB's answer on the prefix; the plan says it uses the rule, and windows
+it does not cover keep the general rule."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+
+import pytest
+
+import streamfold
+from streamfold.runtime import runs, shape
+from streamfold.settings import env_name
+
+from ..streams import Source, check_stream
+from ..strategies import random_stream
+
+pytestmark = [pytest.mark.spark]
+
+# g partitions (NULLs included), t orders (ties, NULLs), x and w are decimals, y a BIGINT
+COLS = (("g", "INT"), ("t", "INT"), ("u", "STRING"), ("x", "DECIMAL(12,2)"), ("w", "DECIMAL(28,6)"),
+        ("y", "BIGINT"), ("d", "DATE"))
+R = Source("R", COLS, weighted=True)
+RUNNING_NOTE = "from the first row it changed"
+
+QUERIES = [
+    ("sums-and-ranks",
+     "SELECT g, t, x, sum(x) OVER (PARTITION BY g ORDER BY t) AS rx, rank() OVER (PARTITION BY g ORDER BY t) AS r, "
+     "dense_rank() OVER (PARTITION BY g ORDER BY t) AS dr, count(*) OVER (PARTITION BY g ORDER BY t) AS n, "
+     "count(x) OVER (PARTITION BY g ORDER BY t) AS nx FROM R"),
+    ("desc-nulls-first-rows-frame",
+     "SELECT g, t, u, y, x, w, d, row_number() OVER (PARTITION BY g ORDER BY t DESC NULLS FIRST, u, y, x, w, d) AS rn, "
+     "sum(y) OVER (PARTITION BY g ORDER BY t DESC NULLS FIRST, u, y, x, w, d "
+     "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ry, "
+     "min(u) OVER (PARTITION BY g ORDER BY t DESC NULLS FIRST, u, y, x, w, d) AS mu, "
+     "max(d) OVER (PARTITION BY g ORDER BY t DESC NULLS FIRST, u, y, x, w, d) AS md FROM R"),
+    ("one-partition-nulls-last",
+     "SELECT t, u, w, sum(w) OVER (ORDER BY t NULLS LAST) AS rw, dense_rank() OVER (ORDER BY t NULLS LAST, u) AS dr, "
+     "max(w) OVER (ORDER BY t NULLS LAST) AS mw FROM R"),
+    ("by-a-string-and-a-date",
+     "SELECT u, d, y, count(y) OVER (PARTITION BY u ORDER BY d DESC) AS n, sum(y) OVER (PARTITION BY u ORDER BY d DESC) "
+     "AS s, min(y) OVER (PARTITION BY u ORDER BY d DESC) AS lo FROM R"),
+    ("over-an-aggregate",
+     "SELECT g, t, sum(x) AS sx, sum(sum(x)) OVER (PARTITION BY g ORDER BY t) AS running, "
+     "rank() OVER (PARTITION BY g ORDER BY t) AS r FROM R GROUP BY g, t"),
+    ("read-by-an-aggregate",
+     "SELECT r, count(*) AS n, sum(rx) AS total FROM (SELECT rank() OVER (PARTITION BY g ORDER BY t) AS r, "
+     "sum(x) OVER (PARTITION BY g ORDER BY t) AS rx FROM R) q GROUP BY r"),
+]
+
+
+def _uses_rule(sql: str) -> bool:
+    notes = streamfold.compile(sql, {"R": R.schema_sql()}).notes
+    return any(RUNNING_NOTE in n for n in notes)
+
+
+@pytest.mark.parametrize("qid,sql", QUERIES, ids=[q[0] for q in QUERIES])
+@pytest.mark.parametrize("seed,fold", [(1, 1000.0), (2, None)], ids=["base-and-tail", "whole"])
+def test_running_windows_equal_duckdb_with_deletions(spark, tmp_path, monkeypatch, qid, sql, seed, fold):
+    """``fold``: the state kept as a base and a tail from batch 1 on, never folded (so a row
+    deleted from the base has a negative weight in the tail), or None (one state, one task)."""
+    assert _uses_rule(sql), qid
+    if fold is not None:
+        monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
+        monkeypatch.setenv(env_name("runs_min_rows"), "0")
+        monkeypatch.setenv(env_name("runs_fold"), repr(fold))
+        monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
+    batches = random_stream(random.Random(f"{qid}-{seed}"), [R], 5, max_rows=10, min_rows=2)
+    check_stream(spark, str(tmp_path), sql, [R], batches)
+
+
+def test_appends_after_every_row_and_deletes_the_first(spark, tmp_path):
+    """A running sum over time: batches that append after every row so far (the prefix is all the
+    partition's old rows), then one deleting each partition's first row (no prefix at all), then
+    one inserting a row between existing ones."""
+    sql = ("SELECT g, t, x, sum(x) OVER (PARTITION BY g ORDER BY t) AS rx, "
+           "row_number() OVER (PARTITION BY g ORDER BY t, x) AS rn FROM R")
+    def row(g, t, x, weight=1):
+        return (g, t, None, None if x is None else Decimal(x), None, None, None, weight)
+
+    rows = [(g, t, None if t % 5 == 0 else f"{t * 1.5:.2f}") for g in (1, 2, None) for t in range(8)]
+    batches = [{"R": [row(*r) for r in rows if r[1] < 4]},
+               {"R": [row(*r) for r in rows if 4 <= r[1] < 6]},
+               {"R": [row(*r) for r in rows if r[1] >= 6]},
+               {"R": [row(*r, weight=-1) for r in rows if r[1] == 0]},
+               {"R": [row(1, 3, "0.50"), row(None, 3, None, weight=2)]}]
+    check_stream(spark, str(tmp_path), sql, [R], batches)
+
+
+@pytest.mark.parametrize("sql", [
+    # a frame that does not start at the partition's first row, an average, a floating-point sum,
+    # a function that looks ahead, a decimal sum Spark would round when adding a carry to it
+    "SELECT g, t, sum(y) OVER (PARTITION BY g ORDER BY t RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM R",
+    "SELECT g, t, avg(x) OVER (PARTITION BY g ORDER BY t) AS a FROM R",
+    "SELECT g, t, y, lead(y) OVER (PARTITION BY g ORDER BY t, y) AS l FROM R",
+    "SELECT g, t, sum(CAST(w AS DECIMAL(30,10))) OVER (PARTITION BY g ORDER BY t) AS s FROM R",
+    "SELECT g, t, rank() OVER (PARTITION BY g ORDER BY t) AS r, count(*) OVER (PARTITION BY g ORDER BY y) AS n FROM R",
+])
+def test_other_windows_keep_the_general_rule(sql):
+    assert not _uses_rule(sql)
