@@ -32,6 +32,19 @@ def write_pairs(path: str, columns: tuple[str, ...], rows: int, seed: int) -> No
     write_table(path, pa.table({c: rng.integers(0, 10_001, rows, dtype=np.int32) for c in columns}))
 
 
+def write_ticks(path: str, columns: tuple[str, ...], start: int, rows: int, seed: int) -> None:
+    """``rows`` events as one Parquet file: the first column counts up from ``start`` (a time
+    after every earlier file's), the second a key in [0, 10), the third an amount in [-500, 500)."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(seed)
+    ts, key, amount = columns
+    write_table(path, pa.table({ts: np.arange(start, start + rows, dtype=np.int32),
+                                key: rng.integers(0, 10, rows, dtype=np.int32),
+                                amount: rng.integers(-500, 500, rows, dtype=np.int32)}))
+
+
 def write_table(path: str, table: pa.Table) -> None:
     """Write an Arrow table as one Parquet file that appears atomically: hidden name first, then renamed."""
     import pyarrow.parquet as pq
@@ -92,7 +105,7 @@ class DataSet:
 
 
 def cached(workload: Workload, out: str, progress: bool = True) -> DataSet:
-    """The workload's random pairs (``generator`` "pairs"), generated once under
+    """The workload's random pairs or events (``generator`` "pairs", "ticks"), generated once under
     ``out/data/<name and sizes>/`` and reused by later runs (a manifest written last marks a
     complete set: 100M rows take minutes to write)."""
     import json
@@ -124,6 +137,7 @@ def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
 
     files: list[dict[str, list[str]]] = []
     rows: list[dict[str, int]] = []
+    written = 0  # rows per source so far: the next "ticks" file's first time
     for inc in range(workload.increments + 1):
         per_file = _split(workload.history, workload.history_files) if inc == 0 else [workload.increment]
         files.append({})
@@ -134,10 +148,15 @@ def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
             paths = []
             for j, n in enumerate(per_file):
                 p = os.path.join(d, f"{inc:06d}-{j:03d}.parquet")
-                write_pairs(p, source.columns, n, workload.seed + 100_003 * inc + 1_009 * k + j)
+                seed = workload.seed + 100_003 * inc + 1_009 * k + j
+                if workload.generator == "ticks":
+                    write_ticks(p, source.columns, written + sum(per_file[:j]), n, seed)
+                else:
+                    write_pairs(p, source.columns, n, seed)
                 paths.append(p)
             files[inc][source.name] = paths
             rows[inc][source.name] = sum(per_file)
+        written += sum(per_file)
         if progress and inc == 0 and workload.history >= 1_000_000:
             print(f"[{workload.name}] generated the history ({workload.history:,} rows per source)",
                   file=sys.stderr, flush=True)

@@ -46,7 +46,9 @@ class Workload:
     increments: int
     keys: tuple[str, ...] | None
     history_files: int = 1  # the history is split into this many files (10M rows: ten files)
-    generator: str = "pairs"  # how data is made: "pairs", "rmat", "kmeans"; "files" replays a user's files
+    # how data is made: "pairs", "ticks" (a time counting up, a key, an amount), "rmat", "kmeans";
+    # "files" replays a user's files
+    generator: str = "pairs"
     tables: tuple[Source, ...] = ()  # static tables the query reads, made with the data
     example: str = ""  # the query is examples/<example>.sql (read by get_workload), not ``sql``
     seed: int = SEED
@@ -129,6 +131,11 @@ BAND_JOIN_ORACLE = ("SELECT x.A, count(*) AS n, sum(y.D) AS total FROM S1 x JOIN
 # random rows touches ~1 % of the 10,001 groups, and only those partitions are recomputed.
 TOPK_PER_GROUP_SQL = ("SELECT x, y, rn FROM (SELECT x, y, row_number() OVER (PARTITION BY x ORDER BY y DESC) AS rn "
                       "FROM S) t WHERE rn <= 3")
+# A running window over large partitions (issue 59): each of 10 accounts' balance over time, and
+# how many of its events left it below zero; an increment appends events after every earlier one,
+# so each partition is computed from its new rows on (plan/rules_window_suffix.py).
+RUNNING_SUM_SQL = ("SELECT k, count(*) AS overdrawn FROM (SELECT k, sum(v) OVER (PARTITION BY k ORDER BY ts) AS balance "
+                   "FROM S) t WHERE balance < 0 GROUP BY k")
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
@@ -158,6 +165,10 @@ WORKLOADS: dict[str, Workload] = {
         Workload("topk-per-group", TOPK_PER_GROUP_SQL, (Source("S", ("x", "y")),), 1_000_000, 100, 9, None,
                  description="issue 59's top-k per group: row_number() per x over a 1M-row history, the top 3 "
                              "kept; nine 100-row increments, each touching ~1 % of the groups"),
+        Workload("running-sum", RUNNING_SUM_SQL, (Source("S", ("ts", "k", "v")),), 1_000_000, 10_000, 9, ("k",),
+                 generator="ticks",
+                 description="issue 59's running window: a running balance per account (10 accounts) over a 1M-event "
+                             "history, the events below zero counted; nine 10K-event increments after every earlier one"),
         Workload("groupby-10m", GROUPBY_SQL, (Source("S", ("x", "y")),), 10_000_000, 40_000, 9, ("x",),
                  history_files=10,
                  description="groupBy with a 10M-row history: how an increment's cost grows with the history"),
@@ -184,6 +195,7 @@ QUICK: dict[str, Callable[[Workload], Workload]] = {
     "join-groupby": lambda w: w.sized(5_000, 1_000, 3),
     "band-join": lambda w: w.sized(5_000, 1_000, 3),
     "topk-per-group": lambda w: w.sized(20_000, 100, 3),
+    "running-sum": lambda w: w.sized(20_000, 1_000, 3),
     "groupby-10m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "groupby-100m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "pagerank": lambda w: w.sized(300, 5, 2).with_steps(2),

@@ -130,6 +130,25 @@ def test_generated_data_is_kept_and_reused(tmp_path):
     assert len(other.files) == 4 and other.files[0]["S"][0] != first.files[0]["S"][0]
 
 
+@pytest.mark.spark
+@pytest.mark.slow
+def test_quick_running_sum_appends_events_after_every_earlier_one(spark, tmp_path):
+    """The running-window workload: its events' times count up across the history's files and the
+    increments (so each increment appends after every row so far), and both systems' answers equal
+    DuckDB's."""
+    import pyarrow.parquet as pq
+
+    opts = _options("running-sum", "--quick", "--out", str(tmp_path), *ANY_LOAD, "--systems", "streamfold,recompute",
+                    "--warm-up", "0", "--increments", "2")
+    run_bench(opts, spark=spark)
+    doc = json.loads((tmp_path / "running-sum" / "results.json").read_text())
+    for name, rec in doc["systems"].items():
+        assert rec["status"] == "ok" and rec["check"]["matches_duckdb"] is True, (name, rec)
+    data = next((tmp_path / "data").iterdir())
+    times = [t for f in sorted((data / "S").glob("*.parquet")) for t in pq.read_table(f)["ts"].to_pylist()]
+    assert times == list(range(20_000 + 2 * 1_000))
+
+
 def test_answer_keys_for_upserts():
     assert answer_keys("SELECT x.A, avg(y.D) FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A") == ("A",)
     assert answer_keys("SELECT k AS key, count(*) AS n FROM S GROUP BY k") == ("key",)
