@@ -140,9 +140,10 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
     both = Aggregate(versions, cols, ((_NEW, sum_weights(_NEW)), (_OLD, sum_weights(_OLD))))
     each = Explode(both, Call("array", (Column(_NEW, BIGINT), Column(_OLD, BIGINT)), array(BIGINT), "array({0}, {1})"),
                    WEIGHT, position=_SIGN)
+    present = Filter(each, Call(">", (weight, ZERO), BOOLEAN))  # (a history's rows have no version before)
     sign = Column(_SIGN, INT)
     # (position 0: after, +1; position 1: before, −1)
-    summed = Project(each, cols + ((WEIGHT, weight), (_SIGN, Call("-", (Literal(1, INT), Call(
+    summed = Project(present, cols + ((WEIGHT, weight), (_SIGN, Call("-", (Literal(1, INT), Call(
         "*", (Literal(2, INT), sign), INT)), INT))))
     on = and_all([Call("<=>" if k in nullable else "=", (Column(k, base.field(k).type),
                                                          Column(f"{k}#c", base.field(k).type)), BOOLEAN)
