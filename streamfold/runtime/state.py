@@ -90,7 +90,9 @@ def _jvm_class(jvm: Any, name: str) -> Any:
 
 def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
     """``kept`` (a checkpoint) with a size estimate Spark can plan with: ``rows`` times the row
-    width when the rows are known, else its plan's own estimate, capped at :data:`_SIZE_CAP`.
+    width when the rows are known, else its plan's own estimate, capped at :data:`_SIZE_CAP`;
+    and with its hash partitioning named by its own columns (``Plans.partitioning``), which a
+    second read of it in one statement renames with them (else Spark shuffles that read whole).
 
     With a true size, a small state or delta is broadcast into the joins that read it instead of
     being shuffled. Spark offers no API to set a plan's statistics; the checkpoint's ``LogicalRDD``
@@ -103,19 +105,21 @@ def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
         plan = kept._jdf.queryExecution().logical()
         if plan.getClass().getSimpleName() != "LogicalRDD":
             return kept
+        # its partitioning over its own columns, so that a second read in one statement keeps it
+        helpers = _helpers(spark)
+        partitioning = helpers.partitioning(plan) if helpers is not None else plan.outputPartitioning()
         if rows is not None:
             utils = _jvm_class(jvm, "org.apache.spark.sql.catalyst.plans.logical.statsEstimation.EstimationUtils")
             size = rows * int(utils.getSizePerRow(plan.output(), getattr(utils, "getSizePerRow$default$2")()))
         else:
             size = int(plan.stats().sizeInBytes())
-            if size <= _SIZE_CAP:
+            if size <= _SIZE_CAP and partitioning.equals(plan.outputPartitioning()):
                 return kept
-        size = min(size, _SIZE_CAP)
-        stats = spark.range(0, max(size // 8, 1))._jdf.queryExecution().analyzed().stats()
+        if size <= _SIZE_CAP and rows is None:
+            stats = plan.stats()
+        else:
+            stats = spark.range(0, max(min(size, _SIZE_CAP) // 8, 1))._jdf.queryExecution().analyzed().stats()
         some = _jvm_class(jvm, "scala.Some")
-        # its partitioning over its own columns, so that a second read in one statement keeps it
-        helpers = _helpers(spark)
-        partitioning = helpers.partitioning(plan) if helpers is not None else plan.outputPartitioning()
         copy = plan.copy(plan.output(), plan.rdd(), partitioning, plan.outputOrdering(),
                          plan.isStreaming(), plan.stream(), spark._jsparkSession, some(stats),
                          some(plan.constraints()), plan.isCheckpointedInput())
