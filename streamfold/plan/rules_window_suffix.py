@@ -28,7 +28,8 @@ The carry is computed from exact values (integers, decimals; a count), so ``befo
 ``after`` agree on the rows they share and cancel where the change is consumed. Not handled
 here, so left to the general rule: other functions and frames, floating-point and average sums,
 a decimal sum whose carry's addition Spark would round (precision 38 with more than 6 decimals),
-nested windows, and windows whose calls disagree on their first ORDER BY key.
+nested windows, windows whose calls disagree on their PARTITION BY (or partition by an
+expression) or on their first ORDER BY key, and dense_ranks over different ORDER BYs.
 """
 
 from __future__ import annotations
@@ -75,6 +76,15 @@ def running(window: Window) -> SortKey | None:
                 first.expr, first.descending, first.effective_nulls_first):
             return None
     if first is None or reads_clock(first.expr) or any(isinstance(x, SubqueryExpr) for x in first.expr.walk()):
+        return None
+    # one partitioning (plain columns) for every call, as the carry is per partition; one ORDER BY
+    # for every dense_rank, as the carry counts the distinct keys of one
+    part = set(partition_columns(window))
+    if any(not all(isinstance(p, Column) for p in call.partition) or {p.name for p in call.partition if
+                                                                       isinstance(p, Column)} != part
+           for _, call in window.calls):
+        return None
+    if len({tuple(k.expr for k in call.order) for _, call in window.calls if call.fn == "dense_rank"}) > 1:
         return None
     return first
 
