@@ -4,9 +4,9 @@ A state kept so is two bags whose weights and partial sums add up per key: a bas
 a tail the batches merge into. A read of it may take that split only where the result does not
 depend on how a key's row is split:
 
-* a side of an inner or cross join, as it is or renamed by a projection — the delta rules are linear in it
-  (``ΔR ⋈ (B ⊎ T) = ΔR ⋈ B ⊎ ΔR ⋈ T``): the state's *new* or *old* version is read as the two
-  runs, and the aggregates above add their weights up;
+* a side of an inner or cross join, as it is, renamed by a projection, or filtered on its key
+  columns — the delta rules are linear in it (``ΔR ⋈ (B ⊎ T) = ΔR ⋈ B ⊎ ΔR ⋈ T``): the state's
+  *new* or *old* version is read as the two runs, and the aggregates above add their weights up;
 * looked up for some keys — the left side of a semi join — with the rows found added up per key
   at once (an aggregate of sums): a semi join's counts for the batch's left rows, and the counts
   per key and value of one on equalities and one ``<>`` (``semi_not_equal``) for the batch's
