@@ -45,6 +45,41 @@ def write_ticks(path: str, columns: tuple[str, ...], start: int, rows: int, seed
                                 amount: rng.integers(-500, 500, rows, dtype=np.int32)}))
 
 
+class Deleting:
+    """Random pairs as :func:`write_pairs` makes them, with a ``_weight`` column, and increments
+    that also delete: as many rows as they insert, half of them the first row of a random group
+    (the largest second column of a first column's value: a top-k per group loses its top row),
+    half random rows present before. It keeps the rows present, so the files of a data set are
+    written in order by one instance."""
+
+    def __init__(self, columns: tuple[str, ...], seed: int) -> None:
+        self.columns = columns
+        self.rng = np.random.default_rng(seed)
+        self.live = np.empty((0, len(columns)), dtype=np.int32)
+
+    def write(self, path: str, rows: int, deletes: bool) -> None:
+        import pyarrow as pa
+
+        new = self.rng.integers(0, 10_001, (rows, len(self.columns)), dtype=np.int32)
+        gone = np.empty((0, len(self.columns)), dtype=np.int32)
+        if deletes and len(self.live):
+            group, value = self.live[:, 0], self.live[:, 1]
+            groups = np.unique(group)
+            tops = []
+            for g in self.rng.choice(groups, size=min(rows // 2, len(groups)), replace=False):
+                members = np.flatnonzero(group == g)
+                tops.append(members[np.argmax(value[members])])
+            rest = np.setdiff1d(np.arange(len(self.live)), tops)
+            picked = np.concatenate([np.asarray(tops, dtype=np.int64),
+                                     self.rng.choice(rest, size=min(rows - len(tops), len(rest)), replace=False)])
+            gone = self.live[picked]
+            self.live = np.delete(self.live, picked, axis=0)
+        self.live = np.concatenate([self.live, new])
+        both = np.concatenate([new, gone])
+        weights = np.concatenate([np.ones(len(new), np.int64), -np.ones(len(gone), np.int64)])
+        write_table(path, pa.table({**{c: both[:, i] for i, c in enumerate(self.columns)}, "_weight": weights}))
+
+
 def write_table(path: str, table: pa.Table) -> None:
     """Write an Arrow table as one Parquet file that appears atomically: hidden name first, then renamed."""
     import pyarrow.parquet as pq
@@ -105,7 +140,7 @@ class DataSet:
 
 
 def cached(workload: Workload, out: str, progress: bool = True) -> DataSet:
-    """The workload's random pairs or events (``generator`` "pairs", "ticks"), generated once under
+    """The workload's random pairs or events (``generator`` "pairs", "pairs-deleting", "ticks"), generated once under
     ``out/data/<name and sizes>/`` and reused by later runs (a manifest written last marks a
     complete set: 100M rows take minutes to write)."""
     import json
@@ -138,6 +173,7 @@ def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
     files: list[dict[str, list[str]]] = []
     rows: list[dict[str, int]] = []
     written = 0  # rows per source so far: the next "ticks" file's first time
+    deleting = {s.name: Deleting(s.columns, workload.seed + 1_009 * k) for k, s in enumerate(workload.sources)}
     for inc in range(workload.increments + 1):
         per_file = _split(workload.history, workload.history_files) if inc == 0 else [workload.increment]
         files.append({})
@@ -151,6 +187,8 @@ def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
                 seed = workload.seed + 100_003 * inc + 1_009 * k + j
                 if workload.generator == "ticks":
                     write_ticks(p, source.columns, written + sum(per_file[:j]), n, seed)
+                elif workload.generator == "pairs-deleting":
+                    deleting[source.name].write(p, n, deletes=inc > 0)
                 else:
                     write_pairs(p, source.columns, n, seed)
                 paths.append(p)

@@ -122,8 +122,8 @@ def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
         spark = get_spark(opts.master)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     say(f"[{w.name}] generating data: {w.history:,} history rows and {w.increments} × {w.increment:,} rows "
-        f"per source" if w.generator in ("pairs", "ticks") else f"[{w.name}] replaying the files of {', '.join(w.files)}")
-    data = cached(w, opts.out) if w.generator in ("pairs", "ticks") else generate(w, os.path.join(work, "data"))
+        f"per source" if w.generator in ("pairs", "pairs-deleting", "ticks") else f"[{w.name}] replaying the files of {', '.join(w.files)}")
+    data = cached(w, opts.out) if w.generator in ("pairs", "pairs-deleting", "ticks") else generate(w, os.path.join(work, "data"))
     schemas = {s: spark.read.parquet(paths[0]).schema for s, paths in data.files[0].items() if paths}
     _warm_up(spark, os.path.join(work, "warmup"))
     warm = warm_up_workload(w, opts.warm_up)
@@ -169,7 +169,7 @@ def warm_up_workload(w: Workload, increments: int) -> Workload | None:
     an iteration, whose increments take seconds each even when small)."""
     from .workloads import QUICK
 
-    if increments < 1 or w.generator not in ("pairs", "ticks") or w.name not in QUICK:
+    if increments < 1 or w.generator not in ("pairs", "pairs-deleting", "ticks") or w.name not in QUICK:
         return None
     small = QUICK[w.name](w)
     return small.sized(min(small.history, w.history), min(small.increment, w.increment), increments)

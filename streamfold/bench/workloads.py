@@ -46,7 +46,8 @@ class Workload:
     increments: int
     keys: tuple[str, ...] | None
     history_files: int = 1  # the history is split into this many files (10M rows: ten files)
-    # how data is made: "pairs", "ticks" (a time counting up, a key, an amount), "rmat", "kmeans";
+    # how data is made: "pairs", "pairs-deleting" (pairs with _weight; increments delete as many), "ticks"
+    # (a time counting up, a key, an amount), "rmat", "kmeans";
     # "files" replays a user's files
     generator: str = "pairs"
     tables: tuple[Source, ...] = ()  # static tables the query reads, made with the data
@@ -165,6 +166,10 @@ WORKLOADS: dict[str, Workload] = {
         Workload("topk-per-group", TOPK_PER_GROUP_SQL, (Source("S", ("x", "y")),), 1_000_000, 100, 9, None,
                  description="issue 59's top-k per group: row_number() per x over a 1M-row history, the top 3 "
                              "kept; nine 100-row increments, each touching ~1 % of the groups"),
+        Workload("topk-deleting", TOPK_PER_GROUP_SQL, (Source("S", ("x", "y")),), 1_000_000, 100, 9, None,
+                 generator="pairs-deleting",
+                 description="issue 59's top-k per group under deletions: as topk-per-group, each increment also "
+                             "deleting 100 rows, half of them the top row of a random group"),
         Workload("running-sum", RUNNING_SUM_SQL, (Source("S", ("ts", "k", "v")),), 1_000_000, 10_000, 9, ("k",),
                  generator="ticks",
                  description="issue 59's running window: a running balance per account (10 accounts) over a 1M-event "
@@ -195,6 +200,7 @@ QUICK: dict[str, Callable[[Workload], Workload]] = {
     "join-groupby": lambda w: w.sized(5_000, 1_000, 3),
     "band-join": lambda w: w.sized(5_000, 1_000, 3),
     "topk-per-group": lambda w: w.sized(20_000, 100, 3),
+    "topk-deleting": lambda w: w.sized(20_000, 100, 3),
     "running-sum": lambda w: w.sized(20_000, 1_000, 3),
     "groupby-10m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "groupby-100m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),

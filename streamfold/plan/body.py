@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..ir.expr import Call, Expr, conjuncts, reads_clock
 from ..ir.rel import Field, Filter, Join, Project, Rel
-from .topk_shape import top_k_shape
+from .topk_shape import is_top_k
 
 
 @dataclass
@@ -89,8 +89,8 @@ def _walk(rel: Rel, inputs: list[Input], preds: list[Expr], make_input: InputMak
     if isinstance(rel, Project):
         inner = _walk(rel.input, inputs, preds, make_input)
         return {n: e.substitute(inner) for n, e in rel.exprs}
-    # a time bound is an input (rules_expiry), and so is a top-k per group of inserts (rules_topk)
-    if isinstance(rel, Filter) and not reads_clock(rel.condition) and top_k_shape(rel) is None:
+    # a time bound is an input (rules_expiry), and so is a top-k per group (rules_topk, rules_topk_reserve)
+    if isinstance(rel, Filter) and not reads_clock(rel.condition) and not is_top_k(rel):
         inner = _walk(rel.input, inputs, preds, make_input)
         preds.extend(c.substitute(inner) for c in conjuncts(rel.condition))
         return inner

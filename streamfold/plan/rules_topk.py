@@ -31,12 +31,14 @@ from .rules_windows import (
     keyed, look_up, over_keyed, partition_columns, refuse_ties, signed, surrogates, touched_keys, with_surrogates,
 )
 from .terms import MINUS_ONE, ONE, sum_weights
+from .rules_topk_reserve import top_k_reserve
 from .topk_shape import top_k_shape
 
 
 def filter_rule(ctx: PlanContext, rel: Rel) -> Compiled:
-    """A filter: a top-k per group kept as k rows (below), else a filter (:mod:`.rules_expiry`)."""
-    return top_k(ctx, rel) or rules_expiry.time_filter(ctx, rel)
+    """A filter: a top-k per group kept as k rows (below) or as each partition's first rows
+    (:mod:`.rules_topk_reserve`), else a filter (:mod:`.rules_expiry`)."""
+    return top_k(ctx, rel) or top_k_reserve(ctx, rel) or rules_expiry.time_filter(ctx, rel)
 
 
 def top_k(ctx: PlanContext, rel: Rel) -> Compiled | None:

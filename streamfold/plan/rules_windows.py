@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, Expr, Literal, SubqueryExpr, and_all, or_all, reads_clock
+from ..ir.expr import Call, Column, Expr, SubqueryExpr, and_all, or_all, reads_clock
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
@@ -43,6 +43,10 @@ from ..ir.window import Window, WindowCall, ties_free
 from .context import PlanContext
 from .model import Compiled
 from .terms import MINUS_ONE, ONE, sum_weights
+from .window_keys import _NULL, _VALUE, keyed, partition_columns, surrogates, with_surrogates
+
+__all__ = ["keyed", "look_up", "over_keyed", "partition_columns", "refuse_ties", "signed", "surrogates",
+           "touched_keys", "window", "with_surrogates"]
 
 
 def window(ctx: PlanContext, rel: Rel) -> Compiled:
@@ -152,47 +156,6 @@ def _source(node: Project | Filter, column: str) -> str | None:
     return e.name if isinstance(e, Column) else None
 
 
-_NULL, _VALUE = "#null", "#value"
-# types whose NULL a partition key replaces by (IS NULL, coalesce(value, a constant of the type))
-_SURROGATE_ZERO = {"TINYINT": 0, "SMALLINT": 0, "INT": 0, "BIGINT": 0, "STRING": "", "BOOLEAN": False}
-
-
-def keyed(base: Rel, part: tuple[str, ...]) -> tuple[Rel, tuple[str, ...], tuple[str, ...]]:
-    """``base`` with a NULL-free partition key, the key, and the key columns that stay nullable.
-
-    A NULL partition is a partition, which ``=`` does not match, and ``<=>`` would make Spark
-    shuffle the whole state on coalesce(key), isnull(key). So a nullable partition column of an
-    integer, string or boolean type is kept as two columns that are never NULL — whether it is
-    NULL, and its value with NULL replaced by a constant — on which ``=`` matches exactly what
-    ``<=>`` matches on the column, and the state is hash-partitioned on them: one look-up by
-    ``=``, with no second pass for the NULL partition (a batch without NULL keys paid that pass's
-    stages all the same). Other nullable columns are looked up null-safely apart."""
-    extra = surrogates(base, part)
-    keys = [k for p in part for k in ((p + _NULL, p + _VALUE) if p + _NULL in dict(extra) else (p,))]
-    nullable = tuple(p for p in part if base.field(p).nullable and p + _NULL not in dict(extra))
-    return with_surrogates(base, extra), tuple(keys), nullable
-
-
-def surrogates(base: Rel, part: tuple[str, ...]) -> tuple[tuple[str, Expr], ...]:
-    """The two NULL-free columns of each nullable partition column :func:`keyed` replaces."""
-    extra: list[tuple[str, Expr]] = []
-    for p in part:
-        f = base.field(p)
-        if f.nullable and f.type.name in _SURROGATE_ZERO and not f.type.params:
-            col = Column(p, f.type)
-            extra += [(p + _NULL, Call("IS NULL", (col,), BOOLEAN)),
-                      (p + _VALUE, Call("coalesce", (col, Literal(_SURROGATE_ZERO[f.type.name], f.type)), f.type,
-                                        "coalesce({0}, {1})"))]
-    return tuple(extra)
-
-
-def with_surrogates(rows: Rel, extra: tuple[tuple[str, Expr], ...]) -> Rel:
-    """``rows`` with the columns ``extra`` computes (itself when there are none)."""
-    if not extra:
-        return rows
-    return Project(rows, tuple((f.name, f.ref()) for f in rows.schema) + extra)
-
-
 def _touched_partitions(chain: _Chain, state: str, fields: tuple[Field, ...], part: tuple[str, ...],
                         nullable: tuple[str, ...], version: StateVersion) -> Rel:
     """The window over the rows of the partitions the batch touched (their PARTITION BY values
@@ -243,15 +206,6 @@ def signed(after: Rel, before: Rel) -> Rel:
     """``after`` with weight +1 and ``before`` with −1."""
     cols = tuple((f.name, f.ref()) for f in after.schema)
     return Union((Project(after, cols + ((WEIGHT, ONE),)), Project(before, cols + ((WEIGHT, MINUS_ONE),))))
-
-
-def partition_columns(window: Window) -> tuple[str, ...]:
-    """The columns every call partitions by (plain columns only), in the first call's order."""
-    first = [p.name for p in window.calls[0][1].partition if isinstance(p, Column)]
-    shared = set(first)
-    for _, call in window.calls[1:]:
-        shared &= {p.name for p in call.partition if isinstance(p, Column)}
-    return tuple(dict.fromkeys(p for p in first if p in shared))
 
 
 def refuse_ties(rel: Window) -> None:

@@ -1,4 +1,5 @@
-"""Which filters are a top-k per group over rows that are only inserted (:mod:`.rules_topk`).
+"""Which filters are a top-k per group: over rows that are only inserted (:mod:`.rules_topk`), or
+that may be deleted (:mod:`.rules_topk_reserve`).
 
 Decided on the query's shape alone, so that a join body (:mod:`.body`) leaves such a filter to
 its own rule rather than folding it into its predicates.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from ..ir.expr import Call, Column, Expr, Literal, SubqueryExpr, conjuncts, reads_clock
 from ..ir.rel import Explode, Filter, Join, JoinKind, Project, Rel, Scan
 from ..ir.window import Window
+from .window_keys import keyed, partition_columns
 
 RANKS = frozenset({"row_number", "rank", "dense_rank"})
 
@@ -16,10 +18,39 @@ RANKS = frozenset({"row_number", "rank", "dense_rank"})
 def top_k_shape(rel: Rel) -> tuple[Window, int] | None:
     """``rel``'s window and the largest rank it keeps, when ``rel`` is ``σ_{rank ≤ k} Window(R)``
     with one ranking call and R only ever gains rows; else None."""
+    shape = ranking_filter(rel)
+    return shape if shape is not None and inserts_only(shape[0].input) else None
+
+
+def reserve_shape(rel: Rel) -> tuple[Window, int, tuple[str, ...]] | None:
+    """``rel``'s window, k and partition columns when ``rel`` is ``σ_{rank ≤ k} Window(R)`` over
+    an R that may delete, partitioned by plain columns that :func:`.window_keys.keyed` makes
+    NULL-free (:mod:`.rules_topk_reserve`); else None."""
+    shape = ranking_filter(rel)
+    if shape is None or inserts_only(shape[0].input):
+        return None
+    window, k = shape
+    call = window.calls[0][1]
+    if not call.partition or not all(isinstance(p, Column) for p in call.partition):
+        return None
+    part = partition_columns(window)
+    if keyed(window.input, part)[2]:
+        return None  # a nullable partition column kept as it is: looked up null-safely apart
+    return window, k, part
+
+
+def is_top_k(rel: Rel) -> bool:
+    """Whether a top-k rule maintains ``rel`` (a join body then leaves it whole, an input)."""
+    return top_k_shape(rel) is not None or reserve_shape(rel) is not None
+
+
+def ranking_filter(rel: Rel) -> tuple[Window, int] | None:
+    """``rel``'s window and the largest rank it keeps, when ``rel`` is ``σ_{rank ≤ k} Window(R)``
+    with one ranking call over a stream; else None."""
     if not isinstance(rel, Filter) or not isinstance(rel.input, Window) or reads_clock(rel.condition):
         return None
     window = rel.input
-    if len(window.calls) != 1 or window.calls[0][1].fn not in RANKS or not inserts_only(window.input):
+    if len(window.calls) != 1 or window.calls[0][1].fn not in RANKS:
         return None
     if not any(isinstance(s, Scan) and not s.static for s in window.input.walk()):
         return None  # static: computed once, no rule

@@ -126,21 +126,28 @@ def _declare_states(ctx: RunContext, b: Bundle) -> None:
                 reads.loops[step.loop] = empty_frame(spark, spark_struct(loop_change_columns(step)))
                 for sub in step.steps:
                     declare(sub)
-            if not isinstance(step, LOOPS) and any(isinstance(n, StateScan) and n.state == step.state
-                                                   for n in program.walk()):
-                # a time bound's live rows: the delta reads the state before it (plan/rules_expiry.py),
-                # so the state starts with the plan's own schema, then takes the analysed one
-                fields = b.plan.state(step.state).fields
-                b.store.declare(step.state, spark_struct([(f.name, f.type) for f in fields]))
+            if not isinstance(step, LOOPS):
+                # a state read before its own step: a time bound's live rows, whose delta reads the
+                # state before it (plan/rules_expiry.py), or a top-k's prefix, read by a temp result
+                # before its merge (plan/rules_topk_reserve.py) — it starts with the plan's own
+                # schema, then takes the analysed one
+                for name in dict.fromkeys(n.state for n in program.walk() if isinstance(n, StateScan)):
+                    if name in states and name not in declared:
+                        fields = b.plan.state(name).fields
+                        b.store.declare(name, spark_struct([(f.name, f.type) for f in fields]))
+                        declared.add(name)
             df = spark.sql(reads.sql(program, views))
             if isinstance(step, Temp):
                 reads.deltas[step.state] = df
                 b.temp_schemas[step.state] = df.schema
             else:
                 b.store.declare(step.state, df.schema)
+                declared.add(step.state)
                 reads.deltas[step.state] = b.store.empty(step.state)
                 reads.merged[step.state] = b.store.merged_shape(step.state, views)
 
+        states = {s.name for s in b.plan.states}
+        declared: set[str] = {step.state for step in b.plan.init}
         for step in b.plan.delta:
             declare(step)
     finally:

@@ -2,7 +2,8 @@
 ``rank`` or ``dense_rank``): the state keeps each partition's rows ranked ≤ k, not the partition.
 For random data with NULLs and ties, random batch splits and partitions touched again and again,
 every snapshot and every changes file equals DuckDB's answer on the prefix; the plan keeps k rows
-(its note says so) where the input only inserts, and the whole partition where it may delete."""
+(its note says so) where the input only inserts, and each partition's first rows and a reserve
+where it may delete (``rules_topk_reserve``)."""
 
 from __future__ import annotations
 
@@ -70,10 +71,49 @@ def test_the_state_keeps_k_rows_per_partition(spark, tmp_path):
     assert sum(len(b["R"]) for b in batches) > 5 * sum(kept[-1].values())
 
 
-def test_a_source_that_deletes_keeps_the_partition():
-    """With deletions a row below the top k may come back: the window's state keeps every row (a
-    row_number is a running function, computed from each partition's first changed row)."""
-    sql = QUERIES[0][1]
+def test_a_global_top_k_that_deletes_is_computed_from_the_first_changed_row():
+    """Without PARTITION BY the window is one partition: with deletions a row_number is a running
+    function, computed from the partition's first changed row."""
+    sql = QUERIES[3][1]
     notes = streamfold.compile(sql, {"R": Source("R", R_COLS, weighted=True).schema_sql()}).notes
-    assert not any("rows that are only inserted" in n for n in notes)
+    assert not any("rows that are only inserted" in n or "of rows that may be deleted" in n for n in notes)
     assert any("OVER: running functions over the window's rows kept in" in n for n in notes), notes
+
+
+DELETING = [(qid, sql, [Source(s.name, s.columns, weighted=True) for s in sources])
+            for qid, sql, sources in QUERIES if "PARTITION BY" in sql]
+
+
+@pytest.mark.parametrize("qid,sql,sources", DELETING, ids=[q[0] for q in DELETING])
+def test_top_k_under_deletions_equals_duckdb(spark, tmp_path, qid, sql, sources):
+    """Sources that delete up to half their rows each batch, few partitions (``a``: NULL and 0–4)
+    of up to ~60 rows: prefixes lose rows, some below k, and are refilled from the window's rows."""
+    notes = streamfold.compile(sql, {s.name: s.schema_sql() for s in sources}).notes
+    assert any("of rows that may be deleted" in n for n in notes), notes
+    batches = random_stream(random.Random(f"topk-del-{qid}"), sources, 7, max_rows=40, min_rows=10)
+    run = check_stream(spark, str(tmp_path), sql, sources, batches)
+    assert any(run.snapshots), "no row ever ranked: the test would prove nothing"
+
+
+def test_deleting_a_partitions_first_rows_refills_it(spark, tmp_path):
+    """One partition of 30 rows and k = 2, so its prefix keeps 12: deleting its first 11 rows
+    leaves one, and the next ranks come from the window's rows; then rows inserted before, among
+    and after the prefix, deletions of rows outside it, and the partition emptied and filled."""
+    r = Source("R", R_COLS, weighted=True)
+    sql = QUERIES[0][1]
+
+    def row(a, b, s="x", w=1):  # type: ignore[no-untyped-def]
+        return (a, b, 0.5, s, None, w)
+
+    first = [row(1, b) for b in range(1, 31)] + [row(None, b) for b in range(5)] + [row(2, 7), row(2, 7, "y")]
+    batches = [
+        {"R": first},
+        {"R": [row(1, b, w=-1) for b in range(20, 31)]},  # the first 11 (b DESC): one of 12 left
+        {"R": [row(1, 19, w=-1), row(1, 3, w=-1), row(2, 7, "y", w=-1)]},
+        {"R": [row(1, 50), row(1, 10, "a"), row(1, 2, "z"), row(1, 15, w=-1)]},
+        {"R": [row(1, b, w=-1) for b in range(1, 19) if b not in (3, 15)] + [row(1, 50, w=-1), row(1, 10, "a", w=-1),
+                                                                                  row(1, 2, "z", w=-1)]},
+        {"R": [row(1, 4), row(1, 4), row(None, 9)]},
+    ]
+    run = check_stream(spark, str(tmp_path), sql, [r], batches)
+    assert [len(s) for s in run.snapshots][:2] == [2 + 2 + 2, 2 + 2 + 2]
