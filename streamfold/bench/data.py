@@ -52,8 +52,9 @@ class Deleting:
     half random rows present before. It keeps the rows present, so the files of a data set are
     written in order by one instance."""
 
-    def __init__(self, columns: tuple[str, ...], seed: int) -> None:
+    def __init__(self, columns: tuple[str, ...], seed: int, groups: int = 10_001) -> None:
         self.columns = columns
+        self.groups = groups  # the first column's values: 0 … groups − 1
         self.rng = np.random.default_rng(seed)
         self.live = np.empty((0, len(columns)), dtype=np.int32)
 
@@ -61,6 +62,7 @@ class Deleting:
         import pyarrow as pa
 
         new = self.rng.integers(0, 10_001, (rows, len(self.columns)), dtype=np.int32)
+        new[:, 0] = self.rng.integers(0, self.groups, rows, dtype=np.int32)
         gone = np.empty((0, len(self.columns)), dtype=np.int32)
         if deletes and len(self.live):
             group, value = self.live[:, 0], self.live[:, 1]
@@ -173,7 +175,8 @@ def generate(workload: Workload, root: str, progress: bool = True) -> DataSet:
     files: list[dict[str, list[str]]] = []
     rows: list[dict[str, int]] = []
     written = 0  # rows per source so far: the next "ticks" file's first time
-    deleting = {s.name: Deleting(s.columns, workload.seed + 1_009 * k) for k, s in enumerate(workload.sources)}
+    deleting = {s.name: Deleting(s.columns, workload.seed + 1_009 * k, workload.groups)
+                for k, s in enumerate(workload.sources)}
     for inc in range(workload.increments + 1):
         per_file = _split(workload.history, workload.history_files) if inc == 0 else [workload.increment]
         files.append({})

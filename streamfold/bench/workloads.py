@@ -50,6 +50,7 @@ class Workload:
     # (a time counting up, a key, an amount), "rmat", "kmeans";
     # "files" replays a user's files
     generator: str = "pairs"
+    groups: int = 10_001  # "pairs-deleting": the first column's values, 0 … groups − 1
     tables: tuple[Source, ...] = ()  # static tables the query reads, made with the data
     example: str = ""  # the query is examples/<example>.sql (read by get_workload), not ``sql``
     seed: int = SEED
@@ -170,6 +171,10 @@ WORKLOADS: dict[str, Workload] = {
                  generator="pairs-deleting",
                  description="issue 59's top-k per group under deletions: as topk-per-group, each increment also "
                              "deleting 100 rows, half of them the top row of a random group"),
+        Workload("topk-deleting-large", TOPK_PER_GROUP_SQL, (Source("S", ("x", "y")),), 1_000_000, 100, 9, None,
+                 generator="pairs-deleting", groups=100,
+                 description="topk-deleting over 100 groups of ~10,000 rows: each increment inserts 100 rows and "
+                             "deletes 100, half of them a group's top row"),
         Workload("running-sum", RUNNING_SUM_SQL, (Source("S", ("ts", "k", "v")),), 1_000_000, 10_000, 9, ("k",),
                  generator="ticks",
                  description="issue 59's running window: a running balance per account (10 accounts) over a 1M-event "
@@ -201,6 +206,7 @@ QUICK: dict[str, Callable[[Workload], Workload]] = {
     "band-join": lambda w: w.sized(5_000, 1_000, 3),
     "topk-per-group": lambda w: w.sized(20_000, 100, 3),
     "topk-deleting": lambda w: w.sized(20_000, 100, 3),
+    "topk-deleting-large": lambda w: w.sized(20_000, 100, 3),
     "running-sum": lambda w: w.sized(20_000, 1_000, 3),
     "groupby-10m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),
     "groupby-100m": lambda w: replace(w.sized(100_000, 2_000, 3), history_files=2),

@@ -23,7 +23,10 @@ with one the prefix holds is in it: ties are kept whole). Deleting prefix rows e
 only a partition left with fewer than k ranks is read whole, once, to refill its prefix to L
 (``rank`` counts rows for ``row_number`` and ``rank``, ``dense_rank`` distinct values). A
 partition is one hash partition of every state: the look-ups move no state, and prepared plans
-read a large state's touched keys from an index of its base.
+read a large state's touched keys from an index of its base. What several parts read (the
+prefixes before, the per-partition counts, C, the partitions to refill, the new prefixes) is a
+temp result, computed once per batch; ``inside`` is a running max in the reverse order (a frame
+to UNBOUNDED FOLLOWING Spark computes again for every row: quadratic in the partition).
 
 Left to the other rules: inputs that only insert (:mod:`.rules_topk`), a window without PARTITION
 BY or partitioned by an expression, and partition columns that :func:`.rules_windows.keyed`
@@ -34,7 +37,9 @@ from __future__ import annotations
 
 from ..ir.expr import Agg, Call, Cast, Column, Expr, Literal, and_all
 from ..ir.printer import display_name
-from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
+from ..ir.rel import (
+    WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, SortKey, StateScan, StateVersion, Union,
+)
 from ..ir.types import BIGINT, BOOLEAN, INT
 from ..ir.window import Frame, FrameKind, Window, WindowCall
 from .context import PlanContext
@@ -106,8 +111,11 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
     # the batch's rows with a prefix row at or after them (peers included), and the prefix's rows
     flagged = Union((Project(old, cols + ((WEIGHT, w), (_FROM_TOP, Literal(1, INT)))),
                      Project(delta, cols + ((WEIGHT, w), (_FROM_TOP, Literal(0, INT))))))
-    after_flag = WindowCall("max", (Column(_FROM_TOP, INT),), tuple(by_name[c].ref() for c in key), call.order,
-                            Frame(FrameKind.RANGE, 0, None), INT)
+    # (a running max in the reverse order: Spark computes a frame up to UNBOUNDED FOLLOWING again
+    # for every row, quadratic in the partition)
+    reverse = tuple(SortKey(o.expr, not o.descending, not o.effective_nulls_first) for o in call.order)
+    after_flag = WindowCall("max", (Column(_FROM_TOP, INT),), tuple(by_name[c].ref() for c in key), reverse,
+                            Frame(FrameKind.RANGE, None, 0), INT)
     seen = Join(Window(flagged, ((_AFTER, after_flag),)), _renamed(before, key, "s"), JoinKind.INNER, _on(key_fields, "s"))
     inside = Filter(seen, Call("OR", (Call("=", (Column(_AFTER, INT), Literal(1, INT)), BOOLEAN), whole_before),
                                BOOLEAN))
@@ -120,7 +128,7 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
     measure = Column(_RANKS, BIGINT) if fn == "dense_rank" else Column(_ROWS, BIGINT)
     short = Filter(kept, Call("AND", (Call("<", (measure, Literal(k, BIGINT)), BOOLEAN),
                                       Call(">", (Column(_COUNT, BIGINT), Column(_ROWS, BIGINT)), BOOLEAN)), BOOLEAN))
-    refill_keys = Project(short, tuple((f"{c}#t", Column(c, by_name[c].type)) for c in key))
+    refill_keys = _once(ctx, "topk_refill", Project(short, tuple((f"{c}#t", Column(c, by_name[c].type)) for c in key)))
     refilled = ranked(fn, look_up(everything, fields, key, (), StateVersion.NEW, refill_keys))
     others = Join(cut, refill_keys, JoinKind.ANTI, _on(key_fields, "t"))
     new = _once(ctx, "topk_new", Aggregate(Project(Union((others, refilled)), cols + ((WEIGHT, ONE),)), cols,

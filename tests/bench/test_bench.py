@@ -149,6 +149,36 @@ def test_quick_running_sum_appends_events_after_every_earlier_one(spark, tmp_pat
     assert times == list(range(20_000 + 2 * 1_000))
 
 
+@pytest.mark.spark
+@pytest.mark.slow
+def test_quick_topk_deleting_deletes_group_tops_and_matches_duckdb(spark, tmp_path):
+    """The top-k workload under deletions: each increment inserts and deletes as many rows, half
+    of the deletions a group's top row at the time, rows it holds; both systems equal DuckDB."""
+    from collections import Counter
+
+    import pyarrow.parquet as pq
+
+    opts = _options("topk-deleting-large", "--quick", "--out", str(tmp_path), *ANY_LOAD, "--systems",
+                    "streamfold,recompute", "--warm-up", "0", "--increments", "2")
+    run_bench(opts, spark=spark)
+    doc = json.loads((tmp_path / "topk-deleting-large" / "results.json").read_text())
+    for name, rec in doc["systems"].items():
+        assert rec["status"] == "ok" and rec["check"]["matches_duckdb"] is True, (name, rec)
+    data = next((tmp_path / "data").iterdir())
+    live: Counter = Counter()
+    for i, f in enumerate(sorted((data / "S").glob("*.parquet"))):
+        t = pq.read_table(f).to_pydict()
+        rows = list(zip(t["x"], t["y"], t["_weight"]))
+        gone = [(x, y) for x, y, w in rows if w < 0]
+        assert (len(gone) == len(rows) // 2) if i else not gone
+        tops = {x: max(y for (g, y), n in live.items() if g == x and n > 0) for x, _ in gone}
+        assert sum(tops[x] == y for x, y in gone) >= len(gone) // 2, "half the deletions are a group's top row"
+        for x, y, w in rows:
+            live[(x, y)] += w
+            assert live[(x, y)] >= 0, "a deletion of a row not present"
+        assert {x for (x, _), n in live.items() if n > 0} <= set(range(100))
+
+
 def test_answer_keys_for_upserts():
     assert answer_keys("SELECT x.A, avg(y.D) FROM S1 x JOIN S2 y ON x.B = y.C GROUP BY x.A") == ("A",)
     assert answer_keys("SELECT k AS key, count(*) AS n FROM S GROUP BY k") == ("key",)
