@@ -15,7 +15,8 @@ is for deletions, which this input has none of)::
 The rows ranked ≤ k over ``T[touched] ∪ ΔR`` are those ranked ≤ k over the whole partition:
 every row ranked above such a row ranks ≤ k itself, so it is kept in T or new. A batch then
 reads its touched partitions' k rows, not their every row. With deletions a row below the top k
-may have to come back, so the general rule keeps the partition.
+may have to come back: :mod:`.rules_topk_reserve` keeps the partition, and reads it only to refill
+a prefix that deletions left short.
 """
 
 from __future__ import annotations
