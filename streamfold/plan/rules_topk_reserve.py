@@ -28,9 +28,9 @@ prefixes before, the per-partition counts, C, the partitions to refill, the new 
 temp result, computed once per batch; ``inside`` is a running max in the reverse order (a frame
 to UNBOUNDED FOLLOWING Spark computes again for every row: quadratic in the partition).
 
-Left to the other rules: inputs that only insert (:mod:`.rules_topk`), a window without PARTITION
-BY or partitioned by an expression, and partition columns that :func:`.rules_windows.keyed`
-cannot make NULL-free.
+A window without PARTITION BY is one partition, keyed by a constant. Left to the other rules:
+inputs that only insert (:mod:`.rules_topk`), a window partitioned by an expression, and
+partition columns that :func:`.window_keys.keyed` cannot make NULL-free.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from .topk_shape import reserve_shape
 # partition: its prefix's rows before, the batch's net rows, its row count, the ranks and rows kept)
 _FROM_TOP, _AFTER, _RANK = "_tk#top", "_tk#after", "_tk#rank"
 _TOP, _DELTA, _COUNT, _RANKS, _ROWS = "_tk#old", "_tk#delta", "_tk#n", "_tk#ranks", "_tk#rows"
+_ALL = "_tk#all"  # the key of a window without PARTITION BY: one partition (TRUE, not a number: GROUP BY 0 is a position)
 
 
 def kept_ranks(k: int) -> int:
@@ -70,6 +71,9 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
     name, call = window.calls[0]
     refuse_ties(window)
     base, key, _ = keyed(window.input, part)
+    if not key:  # one partition: a constant key (so the states' look-ups are as for several)
+        base = Project(base, tuple((f.name, f.ref()) for f in base.schema) + ((_ALL, Literal(True, BOOLEAN)),))
+        key = (_ALL,)
     everything, fields = ctx.bag_state(base, "win", partition=key)
     by_name = {f.name: f for f in fields}
     key_fields = tuple(by_name[c] for c in key)
@@ -144,7 +148,7 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
     out = tuple((f.name, f.ref()) for f in rel.schema)
     after_rows = Filter(Project(over_keyed(window, Expand(new, WEIGHT), base.names), out), rel.condition)
     before_rows = Filter(Project(over_keyed(window, Expand(old, WEIGHT), base.names), out), rel.condition)
-    shown = ", ".join(display_name(p) for p in part)
+    shown = ", ".join(display_name(p) for p in part) or "one partition"
     ctx.plan.note(f"OVER: top-{k} per partition ({shown}) of rows that may be deleted: {everything} keeps the "
                   f"window's rows, {count} each partition's count, {top} each partition's first rows ranked "
                   f"≤ {kept_ranks(k)}; each batch ranks the touched partitions' first rows with its changes, and "

@@ -24,14 +24,14 @@ def top_k_shape(rel: Rel) -> tuple[Window, int] | None:
 
 def reserve_shape(rel: Rel) -> tuple[Window, int, tuple[str, ...]] | None:
     """``rel``'s window, k and partition columns when ``rel`` is ``σ_{rank ≤ k} Window(R)`` over
-    an R that may delete, partitioned by plain columns that :func:`.window_keys.keyed` makes
-    NULL-free (:mod:`.rules_topk_reserve`); else None."""
+    an R that may delete, partitioned by nothing or by plain columns that
+    :func:`.window_keys.keyed` makes NULL-free (:mod:`.rules_topk_reserve`); else None."""
     shape = ranking_filter(rel)
     if shape is None or inserts_only(shape[0].input):
         return None
     window, k = shape
     call = window.calls[0][1]
-    if not call.partition or not all(isinstance(p, Column) for p in call.partition):
+    if not all(isinstance(p, Column) for p in call.partition):
         return None
     part = partition_columns(window)
     if keyed(window.input, part)[2]:
