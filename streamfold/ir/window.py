@@ -131,12 +131,24 @@ class WindowCall(Expr):
         return self.fn not in _NOT_NULL
 
 
-def ties_free(call: WindowCall, columns: tuple[str, ...]) -> bool:
+def ties_free(call: WindowCall, columns: tuple[str, ...], equal: tuple[tuple[str, str], ...] = ()) -> bool:
     """Whether rows with ``columns`` tie on the call's PARTITION BY and ORDER BY only when they are
-    equal in every one of ``columns`` (so the order among ties cannot change the answer's bag)."""
+    equal in every one of ``columns`` (so the order among ties cannot change the answer's bag).
+    ``equal``: pairs of columns equal in every row (an inner join's ``a = b``), so either covers
+    the other."""
+    return set(columns) <= covered(call, equal)
+
+
+def covered(call: WindowCall, equal: tuple[tuple[str, str], ...] = ()) -> set[str]:
+    """The columns the call's PARTITION BY and ORDER BY name, and those ``equal`` to one of them."""
     keyed = {e.name for e in call.partition if isinstance(e, Column)}
     keyed |= {k.expr.name for k in call.order if isinstance(k.expr, Column)}
-    return set(columns) <= keyed
+    grown = True
+    while grown:
+        more = {b for a, b in equal if a in keyed} | {a for a, b in equal if b in keyed}
+        grown = not more <= keyed
+        keyed |= more
+    return keyed
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,8 @@ lag/lead, first/last/nth_value, an aggregate over a ROWS frame, a sum or average
 values — whose last bits depend on the order of addition, so a partition recomputed in another
 order would not cancel its old rows) are refused
 (``WINDOW_ORDER_NOT_TOTAL``) unless PARTITION BY and ORDER BY name every column of the window's
-input (over a GROUP BY: every group key) — then rows that tie are equal, and so is the bag of
+input (over a GROUP BY: every group key; a column an inner join's ``a = b`` equates with a named one
+counts as named) — then rows that tie are equal, and so is the bag of
 answers whatever their order.
 """
 
@@ -36,11 +37,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, Expr, SubqueryExpr, and_all, or_all, reads_clock
+from ..ir.expr import Call, Column, Expr, SubqueryExpr, and_all, conjuncts, or_all, reads_clock
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
-from ..ir.window import Window, WindowCall, ties_free
+from ..ir.window import Window, WindowCall, covered, ties_free
 from .context import PlanContext
 from .model import Compiled
 from .terms import MINUS_ONE, ONE, sum_weights
@@ -209,6 +210,26 @@ def signed(after: Rel, before: Rel) -> Rel:
     return Union((Project(after, cols + ((WEIGHT, ONE),)), Project(before, cols + ((WEIGHT, MINUS_ONE),))))
 
 
+def _equal_columns(rel: Rel) -> tuple[tuple[str, str], ...]:
+    """Pairs of columns equal in every row of ``rel``: the ``a = b`` conjuncts of the filters and
+    inner joins it is made of (``T JOIN U ON T.g = U.k``: a row's ``U.k`` is its ``T.g``)."""
+    pairs: list[tuple[str, str]] = []
+    nodes = [rel]
+    while nodes:
+        node = nodes.pop()
+        condition = None
+        if isinstance(node, Filter):
+            condition, nodes = node.condition, nodes + [node.input]
+        elif isinstance(node, Join) and node.kind in (JoinKind.INNER, JoinKind.CROSS):
+            condition, nodes = node.condition, nodes + [node.left, node.right]
+        for c in conjuncts(condition) if condition is not None else ():
+            if isinstance(c, Call) and c.op == "=" and all(isinstance(a, Column) for a in c.args):
+                left, right = c.args
+                assert isinstance(left, Column) and isinstance(right, Column)
+                pairs.append((left.name, right.name))
+    return tuple(pairs)
+
+
 def refuse_ties(rel: Window) -> None:
     """Refuse a call whose value depends on the order among rows tying on its ORDER BY."""
     columns = rel.input.names
@@ -217,10 +238,10 @@ def refuse_ties(rel: Window) -> None:
         node = node.input
     if isinstance(node, Aggregate):
         columns = tuple(n for n, _ in node.keys)  # an aggregate's rows differ in their group key
+    equal = _equal_columns(rel.input)
     for _, call in rel.calls:
-        if call.order_sensitive and not ties_free(call, columns):
-            keyed = {e.name for e in call.partition if isinstance(e, Column)}
-            keyed |= {k.expr.name for k in call.order if isinstance(k.expr, Column)}
+        if call.order_sensitive and not ties_free(call, columns, equal):
+            keyed = covered(call, equal)
             missing = [display_name(c).split(".", 1)[-1] for c in columns if c not in keyed]
             if call.float_sum:
                 raise UnsupportedError(

@@ -84,6 +84,22 @@ def test_ties_matter_only_for_columns_the_query_reads():
     assert e.value.code == "WINDOW_ORDER_NOT_TOTAL" and e.value.params["columns"] == ["g"]
 
 
+def test_an_inner_joins_equality_covers_the_other_column():
+    """``T JOIN U ON t.g = u.k``: a row's ``u.k`` is its ``t.g``, so ordering by ``t.g`` orders by
+    both; an outer join's ``u.k`` may be NULL instead, and stays a column to order by."""
+    schema = {**SCHEMA, "u": "k INT, name STRING"}
+    joined = ("SELECT g, v, k, rn FROM (SELECT t.g, t.v, u.k, row_number() OVER (PARTITION BY t.g ORDER BY t.v) AS rn "
+              "FROM t {} u ON t.g = u.k) s WHERE rn <= 2")
+    streamfold.compile(joined.format("JOIN"), schema)
+    with pytest.raises(StreamfoldError) as e:
+        streamfold.compile(joined.format("LEFT JOIN"), schema)
+    assert e.value.code == "WINDOW_ORDER_NOT_TOTAL" and e.value.params["columns"] == ["k"]
+    with pytest.raises(StreamfoldError) as e:  # u.name is read and equal to nothing ordered
+        streamfold.compile(joined.format("JOIN").replace("u.k,", "u.k, u.name,").replace("k, rn FROM", "k, name, rn FROM"),
+                           schema)
+    assert e.value.code == "WINDOW_ORDER_NOT_TOTAL" and e.value.params["columns"] == ["name"]
+
+
 @pytest.mark.parametrize("sql,code", [
     ("SELECT g, w, lag(v) OVER (PARTITION BY g ORDER BY v) FROM t", "WINDOW_ORDER_NOT_TOTAL"),
     ("SELECT g, w, sum(v) OVER (PARTITION BY g ORDER BY v ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t",

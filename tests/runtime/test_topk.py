@@ -38,6 +38,9 @@ QUERIES = [
     ("over-a-join",
      "SELECT k, v, a, r FROM (SELECT S.k, S.v, R.a, rank() OVER (PARTITION BY S.k ORDER BY S.v DESC) AS r "
      "FROM R JOIN S ON R.a = S.k WHERE R.b > 0) t WHERE r <= 2", [R, S]),
+    ("row-number-over-a-join-ordered-by-its-key",
+     "SELECT k, v, a, rn FROM (SELECT S.k, S.v, R.a, row_number() OVER (PARTITION BY S.v ORDER BY R.a DESC) AS rn "
+     "FROM R JOIN S ON R.a = S.k) t WHERE rn <= 2", [R, S]),
     ("read-by-an-aggregate",
      "SELECT s, count(*) AS n, sum(b) AS t FROM (SELECT s, b, rank() OVER (PARTITION BY s ORDER BY b DESC) AS r "
      "FROM R) t WHERE r <= 3 GROUP BY s", [R]),
