@@ -35,7 +35,7 @@ partition columns that :func:`.window_keys.keyed` cannot make NULL-free.
 
 from __future__ import annotations
 
-from ..ir.expr import Agg, Call, Cast, Column, Expr, Literal, and_all
+from ..ir.expr import Agg, Call, Cast, Column, Expr, Literal
 from ..ir.printer import display_name
 from ..ir.rel import (
     WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, SortKey, StateScan, StateVersion, Union,
@@ -47,6 +47,7 @@ from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .rules_windows import keyed, look_up, over_keyed, refuse_ties, signed, touched_keys
 from .terms import MINUS_ONE, ONE, ZERO, sum_weights
 from .topk_shape import reserve_shape
+from .window_keys import key_matches
 
 # the columns the rule adds (a row: from the prefix, a prefix row at or after it, its rank; a
 # partition: its prefix's rows before, the batch's net rows, its row count, the ranks and rows kept)
@@ -120,7 +121,7 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
     reverse = tuple(SortKey(o.expr, not o.descending, not o.effective_nulls_first) for o in call.order)
     after_flag = WindowCall("max", (Column(_FROM_TOP, INT),), tuple(by_name[c].ref() for c in key), reverse,
                             Frame(FrameKind.RANGE, None, 0), INT)
-    seen = Join(Window(flagged, ((_AFTER, after_flag),)), _renamed(before, key, "s"), JoinKind.INNER, _on(key_fields, "s"))
+    seen = Join(Window(flagged, ((_AFTER, after_flag),)), _renamed(before, key, "s"), JoinKind.INNER, _key_on(key_fields, "s"))
     inside = Filter(seen, Call("OR", (Call("=", (Column(_AFTER, INT), Literal(1, INT)), BOOLEAN), whole_before),
                                BOOLEAN))
     merged = Aggregate(inside, cols, ((WEIGHT, sum_weights()),))
@@ -134,7 +135,7 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
                                       Call(">", (Column(_COUNT, BIGINT), Column(_ROWS, BIGINT)), BOOLEAN)), BOOLEAN))
     refill_keys = _once(ctx, "topk_refill", Project(short, tuple((f"{c}#t", Column(c, by_name[c].type)) for c in key)))
     refilled = ranked(fn, look_up(everything, fields, key, (), StateVersion.NEW, refill_keys))
-    others = Join(cut, refill_keys, JoinKind.ANTI, _on(key_fields, "t"))
+    others = Join(cut, refill_keys, JoinKind.ANTI, _key_on(key_fields, "t"))
     new = _once(ctx, "topk_new", Aggregate(Project(Union((others, refilled)), cols + ((WEIGHT, ONE),)), cols,
                                            ((WEIGHT, sum_weights()),)))
     gone = Project(old, cols + ((WEIGHT, Call("*", (w, MINUS_ONE), BIGINT)),))
@@ -170,8 +171,8 @@ def _renamed(rel: Rel, key: tuple[str, ...], tag: str) -> Rel:
     return Project(rel, tuple((f"{f.name}#{tag}" if f.name in key else f.name, f.ref()) for f in rel.schema))
 
 
-def _on(key: tuple[Field, ...], tag: str) -> Expr:
-    """The key equal to its copy renamed ``<k>#<tag>`` (key columns are never NULL here)."""
-    cond = and_all([Call("=", (f.ref(), Column(f"{f.name}#{tag}", f.type)), BOOLEAN) for f in key])
+def _key_on(key: tuple[Field, ...], tag: str) -> Expr:
+    """The key equal to its copy renamed ``<k>#<tag>`` (never NULL, never empty here)."""
+    cond = key_matches(key, tag)
     assert cond is not None
     return cond

@@ -47,6 +47,7 @@ from . import rules_windows
 from .context import PlanContext
 from .model import Compiled
 from .rules_windows import keyed, over_keyed, partition_columns, refuse_ties
+from .window_keys import key_matches
 from .terms import MINUS_ONE, ZERO, coalesce0, or_false, sum_weights
 
 _RANKS = frozenset({"row_number", "rank", "dense_rank"})
@@ -121,11 +122,7 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
     delta = StateScan(state, StateVersion.DELTA, fields)
     bounds = _bounds(delta, key, first)
 
-    def matching(tag: str, null_safe: frozenset[str] = frozenset()) -> Expr | None:
-        """The partition key equal to its copy renamed ``<k>#<tag>`` (``<=>`` for ``null_safe``)."""
-        return and_all([Call("<=>" if k in null_safe else "=", (Column(k, base.field(k).type),
-                                                                Column(f"{k}#{tag}", base.field(k).type)), BOOLEAN)
-                        for k in key])
+    on = tuple(base.field(k) for k in key)
 
     # the touched partitions' rows after the merge, as the state holds them (a row may be in its
     # base and its tail), each joined with its partition's bounds — read once for the prefix and
@@ -133,11 +130,11 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
     # plans read the base's rows of the touched keys from an index of it); a NULL in a key column
     # `=` cannot match is joined null-safely apart
     scan = StateScan(state, StateVersion.NEW, fields)
-    rows: Rel = Join(scan, bounds, JoinKind.INNER, matching("t")) if key else Join(scan, bounds, JoinKind.CROSS, None)
+    rows: Rel = Join(scan, bounds, JoinKind.INNER, key_matches(on, "t")) if key else Join(scan, bounds, JoinKind.CROSS, None)
     if nullable:
         with_null = or_all([Call("IS NULL", (Column(k, base.field(k).type),), BOOLEAN) for k in nullable])
         assert with_null is not None
-        rows = Union((rows, Join(Filter(scan, with_null), bounds, JoinKind.INNER, matching("t", frozenset(key)))))
+        rows = Union((rows, Join(Filter(scan, with_null), bounds, JoinKind.INNER, key_matches(on, "t", key))))
     before_m = _before(first)
     carry = _carry(rel, Filter(rows, before_m), fields, key)
     cols = tuple((f.name, f.ref()) for f in fields if f.name != WEIGHT)
@@ -157,8 +154,8 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
     # (position 0: after, +1; position 1: before, −1)
     summed = Project(present, cols + ((WEIGHT, weight), (_SIGN, Call("-", (Literal(1, INT), Call(
         "*", (Literal(2, INT), sign), INT)), INT))))
-    on = matching("c", frozenset(nullable))
-    with_carry = Join(summed, carry, JoinKind.LEFT if on is not None else JoinKind.CROSS, on)
+    by_key = key_matches(on, "c", nullable)
+    with_carry = Join(summed, carry, JoinKind.LEFT if by_key is not None else JoinKind.CROSS, by_key)
     versioned = Window(with_carry, tuple((n, replace(c, partition=(sign, *c.partition))) for n, c in rel.calls))
     out = over_keyed(versioned, Expand(with_carry, WEIGHT), tuple(f.name for f in with_carry.schema if f.name != WEIGHT))
     change = Project(out, tuple((f.name, f.ref()) for f in rel.input.schema)

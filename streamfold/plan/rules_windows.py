@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, Expr, SubqueryExpr, and_all, conjuncts, or_all, reads_clock
+from ..ir.expr import Call, Column, Expr, SubqueryExpr, conjuncts, or_all, reads_clock
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
@@ -45,7 +45,7 @@ from ..ir.window import Window, WindowCall, covered, ties_free
 from .context import PlanContext
 from .model import Compiled
 from .terms import MINUS_ONE, ONE, sum_weights
-from .window_keys import _NULL, _VALUE, keyed, partition_columns, surrogates, with_surrogates
+from .window_keys import _NULL, _VALUE, key_matches, keyed, partition_columns, surrogates, with_surrogates
 
 __all__ = ["keyed", "look_up", "over_keyed", "partition_columns", "refuse_ties", "signed", "surrogates",
            "touched_keys", "window", "with_surrogates"]
@@ -185,22 +185,18 @@ def look_up(state: str, fields: tuple[Field, ...], part: tuple[str, ...], nullab
     partition is a partition, which ``=`` does not match: the rows with a NULL in a ``nullable``
     partition column (one :func:`keyed` could not replace) are looked up null-safely apart."""
     by_name = {f.name: f for f in fields}
-
-    def matching(op: str) -> Expr | None:
-        return and_all([Call(op, (Column(p, by_name[p].type), Column(f"{p}#t", by_name[p].type)), BOOLEAN)
-                        for p in part])
-
+    on = tuple(by_name[p] for p in part)
     keys = tuple((f.name, f.ref()) for f in fields if f.name != WEIGHT)
 
     def summed(rows: Rel) -> Rel:
         return Aggregate(rows, keys, ((WEIGHT, sum_weights()),))
 
-    found = summed(Join(StateScan(state, version, fields), touched, JoinKind.SEMI, matching("=")))
+    found = summed(Join(StateScan(state, version, fields), touched, JoinKind.SEMI, key_matches(on, "t")))
     if nullable:  # (added up apart: the rows found by `=` keep the state's partitioning)
         with_null = or_all([Call("IS NULL", (Column(p, by_name[p].type),), BOOLEAN) for p in nullable])
         assert with_null is not None
         found = Union((found, summed(Join(Filter(StateScan(state, version, fields), with_null), touched,
-                                          JoinKind.SEMI, matching("<=>")))))
+                                          JoinKind.SEMI, key_matches(on, "t", part)))))
     return found
 
 

@@ -7,8 +7,10 @@ Shared by the window rules (:mod:`.rules_windows`, :mod:`.rules_window_suffix`, 
 
 from __future__ import annotations
 
-from ..ir.expr import Call, Column, Expr, Literal
-from ..ir.rel import Project, Rel
+from collections.abc import Collection, Sequence
+
+from ..ir.expr import Call, Column, Expr, Literal, and_all
+from ..ir.rel import Field, Project, Rel
 from ..ir.types import BOOLEAN
 from ..ir.window import Window
 
@@ -60,3 +62,11 @@ def partition_columns(window: Window) -> tuple[str, ...]:
     for _, call in window.calls[1:]:
         shared &= {p.name for p in call.partition if isinstance(p, Column)}
     return tuple(dict.fromkeys(p for p in first if p in shared))
+
+
+def key_matches(key: Sequence[Field], tag: str, null_safe: Collection[str] = ()) -> Expr | None:
+    """Each column of ``key`` equal to its copy renamed ``<name>#<tag>`` (the partitions a batch
+    touched, their bounds or carries, joined back by key): ``=``, or ``<=>`` for the columns in
+    ``null_safe``; None for no column."""
+    return and_all([Call("<=>" if f.name in null_safe else "=", (Column(f.name, f.type), Column(f"{f.name}#{tag}", f.type)),
+                         BOOLEAN) for f in key])
