@@ -116,13 +116,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                                         "the history as batch 0, then N increments of 1 % of the orders (the last "
                                         "deleting 1 %); per query and batch streamfold's time and strategy, "
                                         "recompute's, DuckDB's check (streamfold/bench/tpch/streamed.py); "
-                                        "--increments defaults to 10, --queries (above) to all 22")
+                                        "--increments defaults to 10, --queries (above) to all 22. "
+                                        "streamfold bench tpcds --sf SF --increments N [--queries 3,42]: the same "
+                                        "for TPC-DS's 99 queries, 1 % of each fact table per increment "
+                                        "(streamfold/bench/tpcds/bench.py; --increments defaults to 3; "
+                                        "results.json keeps the queries measured before)")
     tpch.add_argument("--json", action="store_true", help="tpch: print results.json instead of the table")
     tpch.add_argument("--sinks", action="store_true",
                       help="tpch: each query also delivers to a PostgreSQL table (a throw-away server on loopback) "
                            "and a Delta table, both checked against DuckDB after every batch")
     tpch.add_argument("--strategy", choices=("auto", "incremental", "recompute"), default="auto",
-                      help="tpch: streamfold's strategy per batch (default auto: the cost model chooses)")
+                      help="tpch, tpcds: streamfold's strategy per batch (default auto: the cost model chooses)")
     soak.add_argument("--dimensions", choices=("source", "table"), default="source",
                       help="soak: TPC-H tables that are not streamed, as sources with one file (default) or "
                            "static tables")
@@ -263,7 +267,7 @@ def main(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     if args.workload == "tpcds":
         from .tpcds.bench import main as tpcds
 
-        return tpcds(args.sf, args.queries, args.out, args.master, args.increments)
+        return tpcds(args.sf, args.queries, args.out, args.master, args.increments, strategy=args.strategy)
     if args.queries or args.batches or args.from_batch is not None:
         raise UsageError("--queries, --batches and --from are for the soak", code="BAD_OPTION",
                          hint="streamfold bench soak --queries q21,groupby --batches 30")

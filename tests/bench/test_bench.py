@@ -335,6 +335,49 @@ def test_tpch_bench_table_states_ratios_and_checks():
     assert "| Q18 | passes | 3.00 s (+1.25 s) / 1.00 s |" in markdown(results)
 
 
+def test_tpcds_increments_deal_one_percent_of_the_rows_to_each_after_the_history():
+    import numpy as np
+
+    from streamfold.bench.tpcds.data import dealt
+
+    which = dealt(np.random.default_rng(1), 200_000, 3, 0.01)
+    shares = np.bincount(which) / len(which)
+    assert shares[0] == pytest.approx(0.98, abs=0.002) and shares[1:] == pytest.approx([0.01, 0.01], abs=0.001)
+    halves = np.bincount(dealt(np.random.default_rng(1), 200_000, 3, None)) / 200_000
+    assert halves[0] == pytest.approx(0.5, abs=0.01)  # the correctness runs: half the rows as the history
+    with pytest.raises(ValueError):
+        dealt(np.random.default_rng(1), 10, 101, 0.01)
+
+
+def test_tpcds_bench_table_counts_the_queries_measured_and_the_targets():
+    from streamfold.bench import ratios
+    from streamfold.bench.tpcds.bench import markdown
+
+    batch = {"batch": 0, "streamfold_s": 3.0, "recompute_s": 1.0, "strategy": "incremental", "check": "ok"}
+    batches = [batch, dict(batch, batch=1, streamfold_s=0.2), dict(batch, batch=2, streamfold_s=0.5, check="1 row")]
+    results = {"sf": 1, "increments": 2, "increment_fraction": 0.01, "strategy": "auto",
+               "rows": {"store_sales": [2822770, 1, -1], "inventory": [11510061, 1, -1]},
+               "queries": {"q03": {"status": "FAILS", "code": None, "batches": batches, "load_average": 1.2,
+                                   **ratios.summarize(batches)},
+                           "q41": {"status": "refused", "code": "NO_STREAM", "batches": [], "load_average": 1.4,
+                                   **ratios.summarize([])}}}
+    table = markdown(results)
+    assert "| Q03 | FAILS | 3.00 s / 1.00 s | 0.35 s / 1.00 s | 0.35 | 0.50 | incremental 3 | differs from batch 2 |" in table
+    assert "| Q41 | refused (NO_STREAM) | — |" in table
+    assert "median ≤ 1/3: 0 of 1" in table and "Measured 2 of 99 queries; refused 1, failing or in error 1." in table
+    assert "2,822,770 store sales" in table and "load average after each query: 1.2–1.4" in table
+
+
+@pytest.mark.parametrize("argv", [["--queries", "100"], ["--queries", "q3,x"], ["--increments", "0"]])
+def test_tpcds_bench_usage_mistakes_are_coded_before_any_work(argv, tmp_path):
+    from streamfold.bench.cli import main
+
+    with pytest.raises(UsageError) as e:
+        main(build_parser().parse_args(["bench", "tpcds", "--out", str(tmp_path), *argv]))
+    assert e.value.code == "BAD_OPTION"
+    assert not os.listdir(tmp_path)
+
+
 @pytest.mark.spark
 def test_a_step_past_the_time_limit_is_cancelled_and_reported(spark):
     from streamfold.bench.runner import TimeLimit, _limited

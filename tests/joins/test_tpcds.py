@@ -55,3 +55,14 @@ def test_tpcds_query_equals_duckdb_after_every_batch(nr, spark, tpcds_dataset, t
     result = tpcds.run_query(nr, tpcds_dataset, spark, str(tmp_path))
     assert result.status == "passes", f"Q{nr} {result.status} [{result.code}]: {result.message}"
     assert result.batches == ["ok"] * tpcds_dataset.total_batches
+
+
+@pytest.mark.spark
+def test_timed_run_measures_each_batch_against_a_recompute_of_the_prefix(spark, tpcds_dataset, tmp_path):
+    """``streamfold bench tpcds``'s measurement: streamfold's time to each commit and Spark
+    recomputing the query over the same prefix (the deletion batch netted), beside the check."""
+    result = tpcds.run_query(42, tpcds_dataset, spark, str(tmp_path), timed=True, options={"strategy": "incremental"})
+    assert result.status == "passes", result.message
+    assert [t["batch"] for t in result.times] == list(range(tpcds_dataset.total_batches))
+    assert [t["deletes"] for t in result.times] == [False] * tpcds_dataset.batches + [True]
+    assert all(t["streamfold_s"] > 0 and t["recompute_s"] > 0 and t["strategy"] == "incremental" for t in result.times)

@@ -2,8 +2,10 @@
 dimensions as static tables, the seven fact tables streamed.
 
 Each fact table's rows are dealt at random (seeded) into ``batches`` insert batches, the first
-the history and the others increments, then one batch deleting ``delete_fraction`` of the rows
-inserted before (``_weight`` −1): every snapshot must equal DuckDB's answer over what is left.
+the history (about half the rows, or all but ``increment`` of them per later batch when
+``increment`` is given: ``streamfold bench tpcds``'s 1 % increments) and the others increments,
+then one batch deleting ``delete_fraction`` of the rows inserted before (``_weight`` −1): every
+snapshot must equal DuckDB's answer over what is left.
 Columns are conformed to :data:`.schemas.SCHEMAS` (DuckDB's types for TPC-DS: keys BIGINT, money
 DECIMAL(7,2), text STRING). A data set is generated once per parameters under ``root`` and kept.
 """
@@ -16,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -76,13 +79,16 @@ def tpcgen_cli() -> str:
 
 
 def ensure(root: str, sf: float = 0.01, batches: int = 2, delete_fraction: float = 0.03,
-           seed: int = 20260559) -> Dataset:
+           seed: int = 20260559, increment: float | None = None, log: Any = None) -> Dataset:
     """The data set for these parameters under ``root``, generated if it is not there yet."""
-    path = os.path.join(root, f"tpcds-sf{sf:g}-b{batches}-d{delete_fraction:g}-s{seed}")
+    path = os.path.join(root, f"tpcds-sf{sf:g}-b{batches}-d{delete_fraction:g}-s{seed}"
+                        + (f"-i{increment:g}" if increment else ""))
     done = os.path.join(path, "manifest.json")
     if not os.path.exists(done):
         raw = os.path.join(path, "raw")
         shutil.rmtree(path, ignore_errors=True)
+        if log is not None:
+            log(f"generating TPC-DS SF {sf:g} with tpcgen-cli into {path} (once per parameters)")
         subprocess.run([tpcgen_cli(), "tpcds", "parquet", "-s", f"{sf:g}", f"--output-dir={raw}"], check=True,
                        stdout=subprocess.DEVNULL)
         rng = np.random.default_rng(seed)
@@ -96,20 +102,21 @@ def ensure(root: str, sf: float = 0.01, batches: int = 2, delete_fraction: float
                 pq.write_table(table, os.path.join(path, "tables", f"{name}.parquet"))
                 continue
             counts[name] = _write_stream(os.path.join(path, "streams", name), name, table, batches, delete_fraction,
-                                         rng)
+                                         rng, increment)
         shutil.rmtree(raw)
         with open(done, "w", encoding="utf-8") as fh:
             json.dump({"sf": sf, "batches": batches, "delete_fraction": delete_fraction, "seed": seed,
-                       "rows": counts}, fh)
+                       "increment": increment, "rows": counts}, fh)
     return Dataset(path, batches)
 
 
 def _write_stream(directory: str, name: str, table: pa.Table, batches: int, delete_fraction: float,
-                  rng: np.random.Generator) -> list[int]:
-    """``batches`` insert batches (the first about half the rows) and a deletion batch."""
+                  rng: np.random.Generator, increment: float | None = None) -> list[int]:
+    """``batches`` insert batches (the first about half the rows, or all but ``increment`` of
+    them per later batch) and a deletion batch."""
     os.makedirs(directory, exist_ok=True)
     n = table.num_rows
-    which = np.where(rng.random(n) < 0.5, 0, rng.integers(1, max(batches, 2), n)) if batches > 1 else np.zeros(n, int)
+    which = dealt(rng, n, batches, increment)
     rows = []
     schema = arrow_schema(name, weighted=True)
     for b in range(batches):
@@ -122,3 +129,15 @@ def _write_stream(directory: str, name: str, table: pa.Table, batches: int, dele
                    os.path.join(directory, f"{batches:04d}.parquet"))
     rows.append(-doomed.num_rows)
     return rows
+
+
+def dealt(rng: np.random.Generator, n: int, batches: int, increment: float | None) -> np.ndarray:
+    """Each of ``n`` rows' insert batch: 0 (the history) or an increment."""
+    if batches < 2:
+        return np.zeros(n, int)
+    if increment:
+        if (batches - 1) * increment >= 1:
+            raise ValueError(f"{batches - 1} increments of {increment:g} leave no history")
+        later = rng.random(n) < (batches - 1) * increment
+        return np.where(later, rng.integers(1, batches, n), 0)
+    return np.where(rng.random(n) < 0.5, 0, rng.integers(1, batches, n))

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import time
 from functools import partial
 from typing import Any
 
 from ...errors import UsageError
+from .. import ratios
 from . import data as tpch_data
 from . import run as tpch
 
@@ -126,15 +126,11 @@ def _query_result(record: tpch.QueryRecord, commits: str, sink_checks: list[str 
                         "check": "ok" if b.difference is None else b.difference,
                         **({"sinks": _sink_check(sink_checks, b.batch), "delivery_s": b.timings.get("sinks")}
                            if sink_checks is not None else {})})
-    later = [b for b in batches[1:] if b["recompute_s"]]
-    ratios = [b["streamfold_s"] / b["recompute_s"] for b in later]
     return {
         "status": record.status, "code": record.code, "message": record.message, "batches": batches,
-        "median_increment_s": _median([b["streamfold_s"] for b in later]),
-        "median_recompute_s": _median([b["recompute_s"] for b in later]),
-        "median_ratio": _median(ratios), "max_ratio": max(ratios) if ratios else None,
+        **ratios.summarize(batches),
         **({"sinks_differ": [b["batch"] for b in batches if b["sinks"] != "ok"],
-            "median_delivery_s": _median([b["delivery_s"] for b in batches[1:] if b["delivery_s"] is not None])}
+            "median_delivery_s": ratios.median([b["delivery_s"] for b in batches[1:] if b["delivery_s"] is not None])}
            if sink_checks is not None else {}),
     }
 
@@ -143,18 +139,6 @@ def _sink_check(checks: list[str | None], batch: int) -> str:
     if batch >= len(checks):
         return "not checked"
     return checks[batch] or "ok"
-
-
-def _median(values: list[float]) -> float | None:
-    return round(statistics.median(values), 4) if values else None
-
-
-def _s(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f} s"
-
-
-def _r(v: float | None) -> str:
-    return "—" if v is None else f"{v:.2f}"
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -167,65 +151,17 @@ def markdown(results: dict[str, Any]) -> str:
         f"of the orders with their line items); other tables static. 1-minute load average at the start "
         f"{load[0]:.1f}.",
         "",
-        "| query | status | batch 0: streamfold (+ after its commit) / recompute | increments, median: streamfold / recompute "
-        "| median ratio | worst ratio | strategies | DuckDB check |",
-        "|---|---|---|---|---|---|---|---|",
+        *ratios.HEADER,
     ]
-    for name, q in results["queries"].items():
-        bs = q["batches"]
-        after = bs[0].get("after_commit_s") if bs else None
-        first = (f"{_s(bs[0]['streamfold_s'])}{f' (+{after:.2f} s)' if after else ''} / {_s(bs[0]['recompute_s'])}"
-                 if bs else "—")
-        inc = f"{_s(q['median_increment_s'])} / {_s(q['median_recompute_s'])}"
-        strategies: dict[str, int] = {}
-        for b in bs:
-            strategies[b["strategy"]] = strategies.get(b["strategy"], 0) + 1
-        checks = "all ok" if bs and all(b["check"] == "ok" for b in bs) else (
-            "—" if not bs else f"differs from batch {next(b['batch'] for b in bs if b['check'] != 'ok')}")
-        if "sinks_differ" in q:
-            checks += "; sinks " + (f"differ at batches {q['sinks_differ']}" if q["sinks_differ"] else "all ok")
-            checks += f" (delivery, median {_s(q['median_delivery_s'])})"
-        status = q["status"] if q["status"] != "refused" else f"refused ({q['code']})"
-        lines.append(f"| {name.upper()} | {status} | {first} | {inc} | {_r(q['median_ratio'])} | {_r(q['max_ratio'])} "
-                     f"| {', '.join(f'{k} {v}' for k, v in strategies.items()) or '—'} | {checks} |")
-    ok = [q for q in results["queries"].values() if q["median_ratio"] is not None]
+    lines += [ratios.row(name.upper(), q) for name, q in results["queries"].items()]
     if results.get("sinks"):
         lines += ["", "With `--sinks` every query also delivered each batch to a PostgreSQL table and a Delta table "
                       "(streamfold's times are to its own commit; the delivery to both follows it, its median per "
                       "increment in the last column); both were checked against DuckDB after every batch."]
-    lines += ["", "A batch's time is until its commit (its answer is there); batch 0's work after it — preparing "
-                  "batch 1's plans and, under `--strategy auto`, measuring an empty increment and a recompute — "
-                  "is in parentheses (the next batch starts after it).",
-              "", f"Ratio = streamfold's time / recompute's time in the same run, per increment. "
-                  f"Queries with median ≤ 1/3: {sum(q['median_ratio'] <= 1 / 3 for q in ok)} of {len(ok)}; "
-                  f"worst increment ≤ 1.1 × recompute: {sum((q['max_ratio'] or 0) <= 1.1 for q in ok)} of {len(ok)}."]
+    lines += ["", ratios.FOOTNOTE, "", ratios.summary(list(results["queries"].values()))]
     return "\n".join(lines) + "\n"
 
 
 def plot(results: dict[str, Any], path: str) -> None:
-    """Per query, the median ratio of an increment to recompute (log scale), with 1 and 1/3 marked."""
-    from ..plot import _pyplot
-
-    plt = _pyplot()
-    items = [(n.upper(), q["median_ratio"], q["max_ratio"]) for n, q in results["queries"].items()
-             if q["median_ratio"] is not None]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(items) + 2), 4.0), dpi=110)
-    if items:
-        xs = range(len(items))
-        ax.bar(xs, [m for _, m, _ in items], color="steelblue", label="median increment / recompute")
-        ax.scatter(xs, [w for _, _, w in items], color="firebrick", marker="_", s=200, label="worst increment")
-        ax.set_xticks(list(xs))
-        ax.set_xticklabels([n for n, _, _ in items], rotation=60, fontsize=8)
-        ax.set_yscale("log")
-        top = max(max(m, w or m) for _, m, w in items)
-        ax.set_ylim(min(0.1, min(m for _, m, _ in items) / 2), max(2.0, top * 2))
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.axhline(1 / 3, color="gray", linewidth=0.8, linestyle="--")
-    ax.set_ylabel("streamfold / recompute (same run)")
-    ax.set_title(f"TPC-H SF {results['sf']:g}, {results['increments']} increments of "
-                 f"{results['increment_fraction']:.0%} (1-min load {results['load_average_at_start'][0]:.1f})",
-                 fontsize=10)
-    ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    ratios.plot(results["queries"], f"TPC-H SF {results['sf']:g}, {results['increments']} increments of "
+                f"{results['increment_fraction']:.0%} (1-min load {results['load_average_at_start'][0]:.1f})", path)
