@@ -22,9 +22,13 @@ def summarize(batches: list[dict[str, Any]]) -> dict[str, Any]:
     """The increments' (every batch after the history) medians and ratios to recompute."""
     later = [b for b in batches[1:] if b["recompute_s"]]
     ratios = [b["streamfold_s"] / b["recompute_s"] for b in later]
+    # a recompute after deletions nets the rows by _weight first, which costs more than the
+    # query over inserts alone: the insert increments' ratio is the one without that help
+    inserts = [b["streamfold_s"] / b["recompute_s"] for b in later if not b.get("deletes")]
     return {"median_increment_s": median([b["streamfold_s"] for b in later]),
             "median_recompute_s": median([b["recompute_s"] for b in later]),
-            "median_ratio": median(ratios), "max_ratio": max(ratios) if ratios else None}
+            "median_ratio": median(ratios), "max_ratio": max(ratios) if ratios else None,
+            "median_insert_ratio": median(inserts)}
 
 
 def _s(v: float | None) -> str:
@@ -58,9 +62,13 @@ def row(name: str, q: dict[str, Any]) -> str:
 def summary(queries: list[dict[str, Any]]) -> str:
     """How many queries meet the targets: median increment ≤ ⅓ and worst ≤ 1.1× of recompute."""
     ok = [q for q in queries if q["median_ratio"] is not None]
+    inserts = [q["median_insert_ratio"] for q in ok if q.get("median_insert_ratio") is not None]
     return (f"Ratio = streamfold's time / recompute's time in the same run, per increment. "
             f"Queries with median ≤ 1/3: {sum(q['median_ratio'] <= 1 / 3 for q in ok)} of {len(ok)}; "
-            f"worst increment ≤ 1.1 × recompute: {sum((q['max_ratio'] or 0) <= 1.1 for q in ok)} of {len(ok)}.")
+            f"worst increment ≤ 1.1 × recompute: {sum((q['max_ratio'] or 0) <= 1.1 for q in ok)} of {len(ok)}"
+            + (f"; over the insert increments alone (the recompute after deletions nets the rows by `_weight`, "
+               f"which makes it slower), median ≤ 1/3: {sum(r <= 1 / 3 for r in inserts)} of {len(inserts)}"
+               if inserts and len(inserts) == len(ok) else "") + ".")
 
 
 FOOTNOTE = ("A batch's time is until its commit (its answer is there); batch 0's work after it — preparing "

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..ir.expr import Agg, Column, Expr, Literal
 from ..ir.rel import (
-    WEIGHT, Aggregate, DeltaScan, Field, Filter, IterationMode, Iterate, Limit, Once, Project, Rel, Scan, Sort, StateScan,
+    WEIGHT, Aggregate, DeltaScan, Expand, Field, Filter, IterationMode, Iterate, Limit, Once, Project, Rel, Scan, Sort, StateScan,
     StateVersion,
 )
 from ..ir.rename import canonical, unroll
@@ -113,6 +113,18 @@ class PlanContext:
         static state, as a relation with ``rel``'s columns: what a semi or anti join with a
         static side meets every batch without reading its tables again. Relations equal up to
         their names share one state."""
+        name, first = self._static_state(rel, note)
+        scan = StateScan(name, StateVersion.OLD, self.plan.fields(name))
+        return Project(scan, tuple((g.name, Column(f.name, f.type)) for f, g in zip(first.schema, rel.schema)))
+
+    def static_bag(self, rel: Rel, note: str) -> Rel:
+        """A static relation's rows with their multiplicity, from the state :meth:`static_rows`
+        keeps (each distinct row and how many times it occurs)."""
+        name, first = self._static_state(rel, note)
+        scan = Expand(StateScan(name, StateVersion.OLD, self.plan.fields(name)), WEIGHT)
+        return Project(scan, tuple((g.name, Column(f.name, f.type)) for f, g in zip(first.schema, rel.schema)))
+
+    def _static_state(self, rel: Rel, note: str) -> tuple[str, Rel]:
         key = self.canonical(rel)
         if key not in self._statics:
             name = self.plan.name("st_rows")
@@ -122,9 +134,7 @@ class PlanContext:
                       note=note, static=True),
                 Aggregate(rel, tuple((f.name, f.ref()) for f in fields), ((WEIGHT, Agg("sum", (Literal(1, BIGINT),), False, BIGINT)),)))
             self._statics[key] = (name, rel)
-        name, first = self._statics[key]
-        scan = StateScan(name, StateVersion.OLD, self.plan.fields(name))
-        return Project(scan, tuple((g.name, Column(f.name, f.type)) for f, g in zip(first.schema, rel.schema)))
+        return self._statics[key]
 
     def _derived_alias(self) -> str:
         """``d1``, ``d2``, … for derived inputs, skipping the query's own table aliases (``FROM D d1``)."""

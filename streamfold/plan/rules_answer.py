@@ -7,6 +7,11 @@ The top of a query — ORDER BY, LIMIT/OFFSET and the final projection — is pe
   answer before and after compared);
 * a DISTINCT: an output state counts each row; a row is in the answer while its count is
   positive, its changes are the rows whose count crossed zero (keyed by every column);
+* joins of global aggregates (one row each, whatever the streams hold) with static relations —
+  scalar subqueries over the streams in a query over a dimension, or aggregates side by side —
+  are a over the aggregates' states and the static rows, the whole answer compared: the rows of
+  the join never change but through those single rows, so no join input is kept and no delta
+  join runs;
 * anything else: an output state keeps the rows with their multiplicity, and its own delta is
   the answer's change.
 """
@@ -16,8 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.expr import Column
-from ..ir.rel import WEIGHT, Aggregate, Distinct, Expand, Filter, Limit, Project, Rel, Sort, SortKey, StateScan, StateVersion
-from .context import PlanContext
+from ..ir.rel import (
+    WEIGHT, Aggregate, Distinct, Expand, Filter, Join, Limit, Project, Rel, Sort, SortKey, StateScan, StateVersion,
+)
+from . import merged_aggregates
+from .context import PlanContext, reads_stream
 from .model import Answer, ChangeMode
 from .rules_aggregates import aggregate_states
 
@@ -51,6 +59,8 @@ def answer(ctx: PlanContext) -> Answer:
         return _aggregate_query(ctx, node, above, top)
     if isinstance(top.rows, Distinct):
         return _distinct_query(ctx, top.rows, top)
+    if _over_global_aggregates(top.rows):
+        return _joined_aggregates_query(ctx, top)
     return _plain_query(ctx, top)
 
 
@@ -79,6 +89,49 @@ def _aggregate_query(ctx: PlanContext, agg: Aggregate, above: list[Rel], top: To
         changes=ChangeMode.GLOBAL if not info.keys or top.cut else ChangeMode.KEYED,
         change_states=info.states, touched_key=info.key_names, per_key=info.per_key,
     )
+
+
+def _over_global_aggregates(rel: Rel) -> bool:
+    """Whether every part of ``rel`` that reads a stream is a global aggregate under joins,
+    filters and projections."""
+    if not reads_stream(rel):
+        return True
+    if isinstance(rel, Aggregate):
+        return not rel.keys
+    return isinstance(rel, (Join, Filter, Project)) and all(_over_global_aggregates(c) for c in rel.inputs())
+
+
+def _joined_aggregates_query(ctx: PlanContext, top: Top) -> Answer:
+    states: list[str] = []
+    merged = merged_aggregates.merge([n for n in top.rows.walk() if isinstance(n, Aggregate) and reads_stream(n)])
+    rows_of: dict[Aggregate, Rel] = {}
+
+    def aggregate_rows(agg: Aggregate) -> Rel:
+        if agg not in rows_of:
+            info = aggregate_states(ctx, agg, [])
+            states.extend(info.states)
+            rows_of[agg] = info.rows
+        return rows_of[agg]
+
+    def over_states(rel: Rel) -> Rel:
+        if not reads_stream(rel):
+            return ctx.static_bag(rel, "a static side of a join with global aggregates, read by a")
+        if isinstance(rel, Aggregate):
+            if rel in merged:
+                one, names = merged[rel]
+                return merged_aggregates.column_of(one, names, rel, aggregate_rows(one))
+            return aggregate_rows(rel)
+        return rel.with_inputs(tuple(over_states(c) for c in rel.inputs()))
+
+    rows = over_states(top.rows)
+    ctx.plan.note("a join of global aggregates (one row each) and static relations: a joins the aggregates' "
+                  "states, no join input is kept, the whole answer is compared before and after each batch")
+    if merged:
+        ctx.plan.note(f"{len(merged)} global aggregates of {len(set(m for m, _ in merged.values()))} source(s), "
+                      "each under its own WHERE, kept as one aggregate per source: a filter moved into the "
+                      "arguments (agg(x) over σp(S) = agg(CASE WHEN p THEN x END) over S)")
+    return Answer(rows=rows, output=top.output, output_names=ctx.bound.output_names, order=top.order,
+                  limit=top.limit, offset=top.offset, changes=ChangeMode.GLOBAL, change_states=tuple(states))
 
 
 def _plain_query(ctx: PlanContext, top: Top) -> Answer:
