@@ -59,7 +59,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--warm-up", type=int, metavar="N", dest="warm_up",
                    help="before measuring, each system runs the query over small data with N increments, untimed, "
                         "so none is charged for warming the shared JVM (default 10, with --quick 2; 0: measure "
-                        "cold). groupby and join-groupby only")
+                        "cold). custom: the same history and its first N increments (default 2); "
+                        "not for iterations")
     p.add_argument("--profile", action="store_true",
                    help="streamfold's waterfall per increment (phases, Spark jobs and stages, py4j calls), in "
                         "results.json and waterfall.txt")
@@ -175,7 +176,7 @@ def options(args: argparse.Namespace, argv: list[str] | None = None) -> Any:
         from .accuracy import check_measurable
 
         check_measurable(workload)
-    warm_up = args.warm_up if args.warm_up is not None else 2 if args.quick else 10
+    warm_up = args.warm_up if args.warm_up is not None else 2 if args.quick or args.workload == "custom" else 10
     if warm_up < 0:
         raise UsageError(f"--warm-up must be 0 or more, not {warm_up}", code="BAD_SIZE",
                          params={"option": "--warm-up", "value": warm_up},

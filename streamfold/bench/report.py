@@ -61,9 +61,10 @@ def _shown(n: int) -> list[int]:
 def _warm(warm: dict[str, Any] | None) -> str:
     if not warm:
         return "none — the first system measured also warms the JVM all systems share"
-    return (f"before measuring, each system ran the query over {warm['history_rows_per_source']:,} rows then "
-            f"{warm['increments']} × {warm['increment_rows_per_source']:,} rows per source, untimed (the JVM's JIT "
-            f"is warm for every system)")
+    ran = (f"the same history then its first {warm['increments']} increments" if "replays" in warm else
+           f"{warm['history_rows_per_source']:,} rows then {warm['increments']} × "
+           f"{warm['increment_rows_per_source']:,} rows per source")
+    return f"before measuring, each system ran the query over {ran}, untimed (the JVM's JIT is warm for every system)"
 
 
 def _sql(text: str) -> list[str]:

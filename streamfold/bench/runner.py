@@ -21,7 +21,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..verify import compare, duckdb_answer
@@ -128,8 +128,9 @@ def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
     _warm_up(spark, os.path.join(work, "warmup"))
     warm = warm_up_workload(w, opts.warm_up)
     if warm is not None:
-        say(f"[{w.name}] warm-up: each system runs {warm.history:,} rows and {warm.increments} × {warm.increment:,} "
-            f"rows per source (not measured)")
+        say(f"[{w.name}] warm-up: each system runs " + (
+            f"the history and the first {warm.increments} increments" if warm.generator == "files" else
+            f"{warm.history:,} rows and {warm.increments} × {warm.increment:,} rows per source") + " (not measured)")
         warm_data = generate(warm, os.path.join(work, "warm-data"), progress=False)
         for name, cls in classes.items():
             if cls.own_process:  # its JVM is not this one: it warms up on its first increments instead
@@ -151,9 +152,9 @@ def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
                   "sources": {s: [r[s] for r in data.rows] for s in data.rows[0]}},
         "machine": machine_info(spark), "load_average": load, "latency_definition": LATENCY,
         "command": opts.command, "started_at": started,
-        "warm_up": None if warm is None else {"history_rows_per_source": warm.history,
-                                              "increment_rows_per_source": warm.increment,
-                                              "increments": warm.increments},
+        "warm_up": None if warm is None else {"increments": warm.increments, **(
+            {"replays": "the measured run's history and first increments"} if warm.generator == "files" else
+            {"history_rows_per_source": warm.history, "increment_rows_per_source": warm.increment})},
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "duckdb": {"rows": len(expected), "sql": _transpiled(w.oracle_sql)},
         "systems": systems,
@@ -165,10 +166,14 @@ def run_bench(opts: BenchOptions, spark: Any = None) -> dict[str, Any]:
 
 def warm_up_workload(w: Workload, increments: int) -> Workload | None:
     """The warm-up round of ``w``: its query at the ``--quick`` sizes with ``increments``
-    increments; None for none (asked for 0, a custom workload — its files are the only data — or
-    an iteration, whose increments take seconds each even when small)."""
+    increments; for a custom workload (its files are the only data) the same history and its
+    first ``increments`` increments; None for none (asked for 0, or an iteration, whose
+    increments take seconds each even when small)."""
     from .workloads import QUICK
 
+    if increments >= 1 and w.generator == "files":
+        n = min(increments, w.increments)
+        return replace(w, increments=n, files={s: p[: len(p) - w.increments + n] for s, p in w.files.items()})
     if increments < 1 or w.generator not in ("pairs", "pairs-deleting", "ticks") or w.name not in QUICK:
         return None
     small = QUICK[w.name](w)

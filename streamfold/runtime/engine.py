@@ -572,6 +572,7 @@ class Engine:
         with clock.phase("compact"):
             ctx.control.guard(batch, "compact", lambda: compact(ctx, b, batch, False, self.strategies.stale,
                                                                   self.sinks.needed()))
+        self.strategies.after_recompute(b, batch, self.post_commit)
         profile = clock.end(batch)
         return BatchResult(batch, inputs, rows, time.monotonic() - start, record["snapshot_rows"],
                            record["change_rows"], {}, dict(clock.timings), profile, committed_at, committed_at - start,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from streamfold.bench.cli import options
@@ -240,7 +242,7 @@ def test_memory_mode_defaults():
 
 def test_warm_up_rounds():
     """Each system's untimed warm-up: the query at the quick sizes, never larger than what is measured;
-    none when asked for 0, for iterations (seconds per increment) or for a user's files."""
+    none when asked for 0 or for iterations (seconds per increment)."""
     from streamfold.bench.runner import warm_up_workload
 
     assert _options("groupby").warm_up == 10 and _options("groupby", "--quick").warm_up == 2
@@ -251,6 +253,26 @@ def test_warm_up_rounds():
     assert warm_up_workload(_options("groupby-10m").workload, 10).history_files == 2
     assert warm_up_workload(_options("groupby").workload, 0) is None
     assert warm_up_workload(_options("kmeans").workload, 10) is None
+
+
+def test_custom_warm_up_replays_the_history_and_first_increments(tmp_path):
+    """A user's files are the only data: each system warms up on the same history and the first
+    increments (so batch 0 is measured warm for every system, not only for the ones run later)."""
+    from streamfold.bench.data import generate
+    from streamfold.bench.runner import warm_up_workload
+
+    src = tmp_path / "t"
+    src.mkdir()
+    for i in range(6):
+        pq.write_table(pa.table({"k": [i], "v": [i * 10]}), src / f"f{i}.parquet")
+    query = "SELECT k, sum(v) AS s FROM t GROUP BY k"
+    opts = _options("custom", "--query", query, "--source", f"t={src}", "--increments", "3")
+    assert opts.warm_up == 2 and _options("custom", "--query", query, "--source", f"t={src}", "--warm-up", "0").warm_up == 0
+    measured = generate(opts.workload, str(tmp_path / "m"))
+    warm = generate(warm_up_workload(opts.workload, opts.warm_up), str(tmp_path / "w"))
+    assert warm.files[0] == measured.files[0] and warm.files[1:] == measured.files[1:3]
+    whole = generate(warm_up_workload(opts.workload, 10), str(tmp_path / "x"))
+    assert whole.files == measured.files
 
 
 def test_quiet_means_a_low_load_or_idle_cpus(monkeypatch):

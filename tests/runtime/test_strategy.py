@@ -508,3 +508,54 @@ def test_an_in_subquery_whose_null_shows_is_never_recomputed(spark, tmp_path):
     records = [streamfold_commit(commits, n) for n in sorted(os.listdir(commits))]
     assert [c["strategy"] for c in records] == ["incremental"] * 3
     assert "IN subquery" in records[1]["cost"]["reason"]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("waiting", [False, True], ids=["idle", "file-waiting"])
+def test_the_states_floor_is_measured_after_batch_0s_commit_not_before_it(spark, tmp_path, waiting):
+    """Batch 0 recomputes a small history of many states (``CostModel.first``): what each state
+    costs at least is measured after the commit, off the batch's path — or, when batch 1's file
+    is already waiting, by batch 1's choice (issue 58). Every answer as DuckDB's."""
+    import duckdb
+    import pyarrow as pa
+
+    sql = ("SELECT a, b FROM R WHERE (b > 0 AND a IN (SELECT k FROM S WHERE v IN (SELECT b FROM R WHERE a < 3))) "
+           "OR (a = 1 AND b IN (SELECT v FROM S WHERE k > 0))")
+    rng = random.Random(f"floor {waiting}")
+    src = {n: tmp_path / n for n in "RS"}
+    for d in src.values():
+        d.mkdir()
+
+    def land(i: int) -> None:
+        for n, (x, y) in {"R": ("a", "b"), "S": ("k", "v")}.items():
+            pq.write_table(pa.table({x: pa.array([rng.randrange(5) for _ in range(6)], pa.int32()),
+                                     y: pa.array([rng.randrange(-2, 5) for _ in range(6)], pa.int32())}),
+                           src[n] / f"{i:04d}.parquet")
+
+    land(0)
+    query = streamfold.start(sql, {n: str(d) for n, d in src.items()}, str(tmp_path / "out"), spark=spark,
+                             background=False, endpoint=False, strategy="auto")
+    try:
+        later = query.engine.post_commit
+        files_waiting = later.waiting
+        if waiting:  # as if batch 1's files had landed while batch 0 ran
+            later.waiting = lambda: True
+        first = query.process_available()
+        later.waiting = files_waiting
+        assert first is not None and first.batch == 0 and query.commit(0)["strategy"] == "recompute"
+        events = [(b, what) for b, what, name in later.events if name.startswith("measure the states")]
+        floor = query.engine.strategies.cost.states_floor
+        assert events == [(0, "deferred" if waiting else "ran")] and (floor is None) == waiting, (events, floor)
+        land(1)
+        second = query.process_available()
+        assert second is not None and second.batch == 1
+        assert query.engine.strategies.cost.states_floor is not None
+        assert not later.due  # measured once, by batch 1's choice when deferred
+        con = duckdb.connect()
+        for n, d in src.items():
+            con.execute(f"CREATE VIEW {n} AS SELECT * FROM read_parquet('{d}/*.parquet')")
+        expected = sorted(con.execute(sql).fetchall())
+        got = sorted(tuple(r.values()) for r in pq.read_table(tmp_path / "out" / "snapshots" / "000001").to_pylist())
+        assert got == expected
+    finally:
+        query.stop()

@@ -36,6 +36,8 @@ from ..views import Views
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from .maintenance import PostCommit
+
 log = logging.getLogger("streamfold")
 NOT_RECOMPUTABLE = ("this plan cannot be recomputed from scratch (an iteration, a time bound, or an IN subquery "
                     "whose NULL Spark's batch plan loses: runtime/bundle.py, recomputer_for)")
@@ -54,12 +56,11 @@ class Strategies:
         self.history_rows = 0  # rows of every committed batch
         self.probe: Choice | None = None  # a recompute to measure after the batch's commit
         self.stale = stale
+        self._later: PostCommit | None = None  # where the states' floor was offered after batch 0
 
     def choose(self, b: Bundle, batch: int, rows: Mapping[str, int], installing: bool, preparable: bool) -> Choice:
         if batch == 0 and b.recomputer is not None and not installing:
             states = sum(not s.static for s in b.plan.states)
-            if self.cost.mode == "auto" and states > shape.PREPARED_MAX_STATES:
-                self._measure_states(states)
             return self.cost.first(sum(rows.values()), states, shape.ONE_TASK_ROWS, shape.PREPARED_MAX_STATES)
         if batch == 0:
             return Choice("incremental", "batch 0 builds the states")
@@ -68,7 +69,7 @@ class Strategies:
         if b.recomputer is None:
             return Choice("incremental", NOT_RECOMPUTABLE)
         if self.stale and self.cost.mode == "auto" and self.cost.states_floor is None:
-            self._measure_states(sum(not s.static for s in b.plan.states))  # (after a restart)
+            self._measure_states(b)  # (a restart, or a file came before batch 0's commit was followed by it)
         choice = self.cost.choose(self.stale, sum(rows.values()), self.history_rows, preparable)
         if self.stale and choice.strategy == "incremental":  # stale states are never merged into
             return Choice("rebuild", choice.reason, choice.estimates, choice.probe)
@@ -105,10 +106,22 @@ class Strategies:
         if records[0]["batch"] == 0 and records[0].get("strategy") == "recompute":  # a small history (cost.first)
             self.cost.small = shape.ONE_TASK_ROWS
 
-    def _measure_states(self, states: int) -> None:
+    def after_recompute(self, b: Bundle, batch: int, later: PostCommit) -> None:
+        """After a recompute batch's commit. Batch 0 recomputed a small history for a plan of many
+        states (``CostModel.first``): what each state would cost a batch at least is measured now,
+        off the batch's path, for batch 1's choice between recomputing and building them (which
+        measures it itself when a file waiting deferred this)."""
+        if batch == 0 and self.cost.mode == "auto" and self.cost.states_floor is None and self.cost.small is not None:
+            self._later = later
+            later.offer(batch, "measure the states' floor", partial(self._measure_states, b))
+
+    def _measure_states(self, b: Bundle) -> None:
         """What each of the plan's states costs a batch at least: a merge's job over one row — an
         aggregate kept as a state is, checkpointed on the executors — timed on this machine twice,
         the lesser kept."""
+        if self._later is not None:
+            self._later.cancel("measure the states' floor")
+        states = sum(not s.static for s in b.plan.states)
         spark = self.ctx.spark
         times = []
         for _ in range(2):
