@@ -12,7 +12,8 @@ recompute). Only the rows that can meet a deletion are netted: a Parquet file wh
 statistics say each ``_weight`` is 1 (no deletion, no copy) has its other rows taken as they are,
 and when every file is such, nothing is netted (the statistics of a file are read once). A
 history of at most ``shape.ONE_TASK_ROWS`` rows is netted whole (when a file may delete) and
-cached, once per recompute, whatever the number of subqueries that read it. Static tables
+cached, once per recompute, whatever the number of subqueries that read it; a history without
+a deletion is read as it is. Static tables
 are registered under theirs. The query is the text Spark analysed for the output schema
 (``spark_schema_sql``), so its answer has the snapshot's columns and types exactly — with its
 divisions in their NULL-on-zero form, as the incremental plan divides (``sql/batch_text.py``),
@@ -81,14 +82,17 @@ class Recomputer:
                 continue
             paths = [os.path.join(spec.path, n) for n in history.get(s.name, [])] if spec.format == "parquet" else None
             small = paths is not None and sum(parquet_rows(p) for p in paths) <= shape.ONE_TASK_ROWS
-            # A small history is netted whole (one grouping: the split's driver reads, broadcast
-            # and anti join cost more than grouping a task's worth of rows)...
+            # A small history with a deletion is netted whole (one grouping: the split's driver
+            # reads, broadcast and anti join cost more than grouping a task's worth of rows)...
             whole = small and paths is not None and not all(parquet_weights_all_one(p) for p in paths)
             cached += netting.register_netted(spark, s.name, names, None if whole else paths,
                                               functools.partial(read_files, spark, spec, s), view)
-            if small:
+            if whole:
                 # ... once, and kept: a query that reads the stream in each of its subqueries
                 # (nine times, bench/small-states) netted it nine times and recomputed 5-15x slower.
+                # Not kept when nothing is netted: the query reads its files as Spark's own does,
+                # only its columns — a copy of every column cost a job per stream (TPC-DS at SF 0.1:
+                # half of a recompute batch).
                 kept = spark.table(s.name).cache()
                 kept.count()
                 kept.createOrReplaceTempView(s.name)

@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamfold.runtime import netting
+from streamfold.runtime.recompute import Recomputer
 from streamfold.runtime.sources import parquet_weights_all_one
 from streamfold.verify import python_value, recompute
 
@@ -132,8 +133,14 @@ def test_the_recompute_strategy_nets_only_what_a_deletion_meets(spark, tmp_path,
     real = netting.register
     monkeypatch.setattr(netting, "register", lambda spark, name, cols, weighted, plain=None, probe=None:
                         texts.append(plain) or real(spark, name, cols, weighted, plain, probe))
+    kept: list[int] = []  # per recompute: the frames it cached (a small history netted whole is kept)
+    register_all = Recomputer.register
+    monkeypatch.setattr(Recomputer, "register", lambda self, history: (
+        lambda cached: kept.append(len(cached)) or cached)(register_all(self, history)))
     check_stream(spark, str(tmp_path), sql, [R], batches, strategy="recompute")
     # batches 2 and 3; 0 and 1 need no netting (a small history is netted whole: no plain part)
     assert texts == ([None, None] if small else ["__plain_R", "__plain_R"]), texts
+    # nothing is copied while no file deletes: the query reads the files as Spark's own would
+    assert min(kept[-2:]) >= 1 and set(kept[:-2]) == {0}, kept
     files = sorted(os.path.join(tmp_path, "in", "R", n) for n in os.listdir(tmp_path / "in" / "R"))
     assert netting.split(files, 3) == (files[:2] + files[3:], files[2:3])
