@@ -113,7 +113,8 @@ class Strategies:
         measures it itself when a file waiting deferred this)."""
         if batch == 0 and self.cost.mode == "auto" and self.cost.states_floor is None and self.cost.small is not None:
             self._later = later
-            later.offer(batch, "measure the states' floor", partial(self._measure_states, b))
+            with self.ctx.clock.phase("the states' floor measured (cost model)"):
+                later.offer(batch, "measure the states' floor", partial(self._measure_states, b))
 
     def _measure_states(self, b: Bundle) -> None:
         """What each of the plan's states costs a batch at least: a merge's job over one row — an
