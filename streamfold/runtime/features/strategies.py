@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import StreamfoldError
 from ..bundle import Bundle
@@ -36,11 +36,18 @@ from ..views import Views
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from .maintenance import PostCommit
-
 log = logging.getLogger("streamfold")
 NOT_RECOMPUTABLE = ("this plan cannot be recomputed from scratch (an iteration, a time bound, or an IN subquery "
                     "whose NULL Spark's batch plan loses: runtime/bundle.py, recomputer_for)")
+
+
+class Later(Protocol):
+    """Work after a commit that gives way to a waiting file (``maintenance.PostCommit``; a
+    feature module does not import another)."""
+
+    def offer(self, batch: int, name: str, work: Callable[[], None]) -> bool: ...
+
+    def cancel(self, name: str) -> None: ...
 
 
 class Strategies:
@@ -56,7 +63,7 @@ class Strategies:
         self.history_rows = 0  # rows of every committed batch
         self.probe: Choice | None = None  # a recompute to measure after the batch's commit
         self.stale = stale
-        self._later: PostCommit | None = None  # where the states' floor was offered after batch 0
+        self._later: Later | None = None  # where the states' floor was offered after batch 0
 
     def choose(self, b: Bundle, batch: int, rows: Mapping[str, int], installing: bool, preparable: bool) -> Choice:
         if batch == 0 and b.recomputer is not None and not installing:
@@ -106,7 +113,7 @@ class Strategies:
         if records[0]["batch"] == 0 and records[0].get("strategy") == "recompute":  # a small history (cost.first)
             self.cost.small = shape.ONE_TASK_ROWS
 
-    def after_recompute(self, b: Bundle, batch: int, later: PostCommit) -> None:
+    def after_recompute(self, b: Bundle, batch: int, later: Later) -> None:
         """After a recompute batch's commit. Batch 0 recomputed a small history for a plan of many
         states (``CostModel.first``): what each state would cost a batch at least is measured now,
         off the batch's path, for batch 1's choice between recomputing and building them (which
