@@ -48,7 +48,13 @@ class Bundle:
     levels: list[list[Step]]
     reread: bool  # some stream's batch rows are read more than once (then they are cached)
     recomputer: Recomputer | None  # the batch query from scratch, where the plan has one
-    temp_schemas: dict[str, StructType] = field(default_factory=dict)
+    _temp_schemas: dict[str, StructType] = field(default_factory=dict)
+
+    @property
+    def temp_schemas(self) -> dict[str, StructType]:
+        """Each temp result's schema, found where the states' are (:func:`build`)."""
+        self.store.schemas  # noqa: B018 - declares the states if that was deferred
+        return self._temp_schemas
 
     @cached_property
     def merged_read(self) -> frozenset[str]:
@@ -73,8 +79,10 @@ class Bundle:
                        recomputer=recomputer_for(ctx, plan, self.catalog, schema))
 
 
-def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
-    """``plan`` made ready to run: its output schema, empty states, answer, reader, loops."""
+def build(ctx: RunContext, plan: IncrementalPlan, defer: bool = False) -> Bundle:
+    """``plan`` made ready to run: its output schema, empty states, answer, reader, loops. With
+    ``defer`` the states are declared when something first reads them (``StateStore.declare_later``):
+    a run whose first batches recompute the answer may never need them."""
     catalog = Catalog(plan.sources)
     output_schema = spark_output_schema(ctx.spark, plan, catalog)
     store = StateStore(ctx.spark, plan.states, candidates(plan), ctx.config.settings)
@@ -84,7 +92,10 @@ def build(ctx: RunContext, plan: IncrementalPlan) -> Bundle:
                     BatchReader(ctx.spark, plan.streams, ctx.specs, catalog, plan.stream_columns()), loops,
                     levels(plan.delta), read_more_than_once(plan.delta),
                     recomputer_for(ctx, plan, catalog, output_schema))
-    _declare_states(ctx, bundle)
+    if defer:
+        store.declare_later(lambda: _declare_states(ctx, bundle))
+    else:
+        _declare_states(ctx, bundle)
     return bundle
 
 
@@ -139,7 +150,7 @@ def _declare_states(ctx: RunContext, b: Bundle) -> None:
             df = spark.sql(reads.sql(program, views))
             if isinstance(step, Temp):
                 reads.deltas[step.state] = df
-                b.temp_schemas[step.state] = df.schema
+                b._temp_schemas[step.state] = df.schema
             else:
                 b.store.declare(step.state, df.schema)
                 declared.add(step.state)

@@ -110,7 +110,9 @@ class Engine:
         self.adaptive = AdaptiveJoins(ctx)
         self.prepared = PreparedBatches(ctx)
         self.batch_time = BatchTime(ctx, record)
-        self.b = self._build(self.adaptive.switched_plan(current or plan, record))
+        # A run that may recompute its first batch declares the states when it first builds them
+        self.b = self._build(self.adaptive.switched_plan(current or plan, record),
+                             defer=(last < 0 or self.recovery.stale) and config.strategy != "incremental")
         self._restore_states()
         if record is not None:
             self.b = self.adaptive.resumed(self.b, record) or self.b
@@ -185,9 +187,9 @@ class Engine:
     not_maintained = staticmethod(not_maintained)
 
     # -- set-up ----------------------------------------------------------------------------------
-    def _build(self, plan: IncrementalPlan) -> Bundle:
+    def _build(self, plan: IncrementalPlan, defer: bool = False) -> Bundle:
         """A new bundle for ``plan``: its prepared plans start afresh (none captured yet)."""
-        b = build(self.ctx, plan)
+        b = build(self.ctx, plan, defer)
         self.prepared.reset(b)
         self._outputs_seen = None
         return b

@@ -34,6 +34,7 @@ the batch's delta, and replaying adds the logs up.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -192,10 +193,14 @@ class StateStore:
         self.tails: dict[str, DataFrame | None] = {}
         self.base_nulls: dict[str, frozenset[str]] = {}  # the key columns in which a base holds a NULL
         self.folds = 0  # tails folded into their bases so far
-        self.schemas: dict[str, StructType] = {}
-        self.current: dict[str, DataFrame] = {}  # the state as the next batch reads it
+        self._schemas: dict[str, StructType] = {}
+        self._current: dict[str, DataFrame] = {}  # the state as the next batch reads it
         self._backing: dict[str, DataFrame] = {}  # the materialized DataFrame behind it
-        self.rows: dict[str, int | None] = {}
+        self._rows: dict[str, int | None] = {}
+        # The states' declaration (their schemas, from analysing their programs), when deferred
+        # to the first read of a schema, a version or a row count (:meth:`declare_later`).
+        self._undeclared: Callable[[], None] | None = None
+        self._declaring = threading.RLock()
         self.touched: dict[str, int | None] = {}  # keys each merge of the last batch touched
         self._delta_rows = DeltaRows()
         # the merges whose plans' joins are read (delta joins' steps: features/join_order.py), and
@@ -210,6 +215,48 @@ class StateStore:
         self.keep: Callable[[str, DataFrame], DataFrame] | None = None
 
     # -- shape -----------------------------------------------------------------------------------
+    def declare_later(self, declare: Callable[[], None]) -> None:
+        """Declare the states (``declare`` calls :meth:`declare` and :meth:`set_static` for each)
+        only when something first reads their schemas, versions or row counts: a batch that
+        recomputes the answer reads none of them, and a plan of many states spends a second or
+        more analysing their programs (``bundle._declare_states``)."""
+        self._undeclared = declare
+
+    def _declared(self) -> None:
+        if self._undeclared is None:
+            return
+        with self._declaring:  # (the control's inspection may read a state from its own thread)
+            declare, self._undeclared = self._undeclared, None
+            if declare is None:
+                return
+            try:
+                declare()
+            except BaseException:  # nothing half declared: the next read declares them again
+                for held in (self._schemas, self._current, self._rows, self._backing):
+                    held.clear()
+                self._undeclared = declare
+                raise
+
+    @property
+    def declared(self) -> bool:
+        """Whether the states are declared (not deferred, or read since)."""
+        return self._undeclared is None
+
+    @property
+    def schemas(self) -> dict[str, StructType]:
+        self._declared()
+        return self._schemas
+
+    @property
+    def current(self) -> dict[str, DataFrame]:
+        self._declared()
+        return self._current
+
+    @property
+    def rows(self) -> dict[str, int | None]:
+        self._declared()
+        return self._rows
+
     def declare(self, name: str, schema: StructType) -> None:
         """Fix a state's schema (from its delta program's analysed schema) and start it empty."""
         state = self.defs.get(name)
@@ -552,7 +599,7 @@ class StateStore:
         held = (dict(self.current), dict(self.bases), dict(self.tails), dict(self._executed), set(self._into_nothing))
 
         def put_back() -> None:
-            self.current, self.bases, self.tails, self._executed, self._into_nothing = held
+            self._current, self.bases, self.tails, self._executed, self._into_nothing = held
             self.keep = None
 
         return put_back
@@ -583,9 +630,10 @@ class StateStore:
                 release(old)
 
     def close(self) -> None:
+        self._undeclared = None  # never declared: nothing to release
         for df in self.backings():
             release(df)
-        self.current.clear()
+        self._current.clear()
         self._backing.clear()
         self.bases.clear()
         self.base_nulls.clear()

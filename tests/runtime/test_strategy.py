@@ -559,3 +559,65 @@ def test_the_states_floor_is_measured_after_batch_0s_commit_not_before_it(spark,
         assert got == expected
     finally:
         query.stop()
+
+
+@pytest.mark.spark
+def test_a_recomputed_batch_0_leaves_the_states_undeclared_until_a_batch_builds_them(spark, tmp_path):
+    """A run that may recompute its first batch defers analysing its states' programs (a second or
+    more for a plan of many states: issue 58) to the first batch that builds them: batch 0
+    recomputing under ``auto`` analyses none, the rebuild after it declares them, and a run that
+    is always incremental declares them at its start. Every answer as DuckDB's."""
+    import duckdb
+    import pyarrow as pa
+
+    sql = ("SELECT a, b FROM R WHERE (b > 0 AND a IN (SELECT k FROM S WHERE v IN (SELECT b FROM R WHERE a < 3))) "
+           "OR (a = 1 AND b IN (SELECT v FROM S WHERE k > 0))")
+    rng = random.Random("undeclared")
+    src = {n: tmp_path / n for n in "RS"}
+    for d in src.values():
+        d.mkdir()
+
+    def land(i: int) -> None:
+        for n, (x, y) in {"R": ("a", "b"), "S": ("k", "v")}.items():
+            pq.write_table(pa.table({x: pa.array([rng.randrange(5) for _ in range(6)], pa.int32()),
+                                     y: pa.array([rng.randrange(-2, 5) for _ in range(6)], pa.int32())}),
+                           src[n] / f"{i:04d}.parquet")
+
+    def expected() -> list[tuple]:
+        con = duckdb.connect()
+        for n, d in src.items():
+            con.execute(f"CREATE VIEW {n} AS SELECT * FROM read_parquet('{d}/*.parquet')")
+        return sorted(con.execute(sql).fetchall())
+
+    def snapshot(batch: int) -> list[tuple]:
+        path = tmp_path / "out" / "snapshots" / f"{batch:06d}"
+        return sorted(tuple(r.values()) for r in pq.read_table(path).to_pylist())
+
+    land(0)
+    sources = {n: str(d) for n, d in src.items()}
+    query = streamfold.start(sql, sources, str(tmp_path / "out"), spark=spark, background=False, endpoint=False,
+                             strategy="auto")
+    try:
+        assert not query.engine.store.declared
+        first = query.process_available()
+        assert first is not None and query.commit(0)["strategy"] == "recompute"
+        assert not query.engine.store.declared  # nothing read the states
+        assert snapshot(0) == expected()
+        land(1)
+        # the model asked for an incremental batch: the stale states are rebuilt, by a new bundle
+        query.engine.strategies.cost.choose = lambda *a, **k: Choice("incremental", "given")  # type: ignore[method-assign]
+        second = query.process_available()
+        assert second is not None and query.commit(1)["strategy"] == "rebuild"
+        assert query.engine.store.declared and query.engine.store.rows  # built
+        assert snapshot(1) == expected()
+        land(2)
+        third = query.process_available()
+        assert third is not None and query.commit(2)["strategy"] == "incremental"
+        assert snapshot(2) == expected()
+    finally:
+        query.stop()
+    always = streamfold.start(sql, sources, str(tmp_path / "out2"), spark=spark, background=False, endpoint=False)
+    try:
+        assert always.engine.store.declared  # an incremental batch 0 builds them: declared at once
+    finally:
+        always.stop()
