@@ -510,30 +510,53 @@ def test_an_in_subquery_whose_null_shows_is_never_recomputed(spark, tmp_path):
     assert "IN subquery" in records[1]["cost"]["reason"]
 
 
+# A plan of many states over a small history (batch 0 recomputes it under auto): R and S, six rows
+# a batch each.
+MANY_STATES = ("SELECT a, b FROM R WHERE (b > 0 AND a IN (SELECT k FROM S WHERE v IN (SELECT b FROM R WHERE a < 3))) "
+               "OR (a = 1 AND b IN (SELECT v FROM S WHERE k > 0))")
+
+
+class _ManyStates:
+    """The sources of :data:`MANY_STATES` under ``tmp_path``, a batch of files landed at a time,
+    and DuckDB's answer over what landed."""
+
+    def __init__(self, tmp_path, seed: str) -> None:
+        self.rng = random.Random(seed)
+        self.src = {n: tmp_path / n for n in "RS"}
+        for d in self.src.values():
+            d.mkdir()
+        self.sources = {n: str(d) for n, d in self.src.items()}
+
+    def land(self, i: int) -> None:
+        import pyarrow as pa
+
+        for n, (x, y) in {"R": ("a", "b"), "S": ("k", "v")}.items():
+            pq.write_table(pa.table({x: pa.array([self.rng.randrange(5) for _ in range(6)], pa.int32()),
+                                     y: pa.array([self.rng.randrange(-2, 5) for _ in range(6)], pa.int32())}),
+                           self.src[n] / f"{i:04d}.parquet")
+
+    def expected(self) -> list[tuple]:
+        import duckdb
+
+        con = duckdb.connect()
+        for n, d in self.src.items():
+            con.execute(f"CREATE VIEW {n} AS SELECT * FROM read_parquet('{d}/*.parquet')")
+        return sorted(con.execute(MANY_STATES).fetchall())
+
+
+def _snapshot(out, batch: int) -> list[tuple]:
+    return sorted(tuple(r.values()) for r in pq.read_table(out / "snapshots" / f"{batch:06d}").to_pylist())
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("waiting", [False, True], ids=["idle", "file-waiting"])
 def test_the_states_floor_is_measured_after_batch_0s_commit_not_before_it(spark, tmp_path, waiting):
     """Batch 0 recomputes a small history of many states (``CostModel.first``): what each state
     costs at least is measured after the commit, off the batch's path — or, when batch 1's file
     is already waiting, by batch 1's choice (issue 58). Every answer as DuckDB's."""
-    import duckdb
-    import pyarrow as pa
-
-    sql = ("SELECT a, b FROM R WHERE (b > 0 AND a IN (SELECT k FROM S WHERE v IN (SELECT b FROM R WHERE a < 3))) "
-           "OR (a = 1 AND b IN (SELECT v FROM S WHERE k > 0))")
-    rng = random.Random(f"floor {waiting}")
-    src = {n: tmp_path / n for n in "RS"}
-    for d in src.values():
-        d.mkdir()
-
-    def land(i: int) -> None:
-        for n, (x, y) in {"R": ("a", "b"), "S": ("k", "v")}.items():
-            pq.write_table(pa.table({x: pa.array([rng.randrange(5) for _ in range(6)], pa.int32()),
-                                     y: pa.array([rng.randrange(-2, 5) for _ in range(6)], pa.int32())}),
-                           src[n] / f"{i:04d}.parquet")
-
-    land(0)
-    query = streamfold.start(sql, {n: str(d) for n, d in src.items()}, str(tmp_path / "out"), spark=spark,
+    data = _ManyStates(tmp_path, f"floor {waiting}")
+    data.land(0)
+    query = streamfold.start(MANY_STATES, data.sources, str(tmp_path / "out"), spark=spark,
                              background=False, endpoint=False, strategy="auto")
     try:
         later = query.engine.post_commit
@@ -546,17 +569,12 @@ def test_the_states_floor_is_measured_after_batch_0s_commit_not_before_it(spark,
         events = [(b, what) for b, what, name in later.events if name.startswith("measure the states")]
         floor = query.engine.strategies.cost.states_floor
         assert events == [(0, "deferred" if waiting else "ran")] and (floor is None) == waiting, (events, floor)
-        land(1)
+        data.land(1)
         second = query.process_available()
         assert second is not None and second.batch == 1
         assert query.engine.strategies.cost.states_floor is not None
         assert not later.due  # measured once, by batch 1's choice when deferred
-        con = duckdb.connect()
-        for n, d in src.items():
-            con.execute(f"CREATE VIEW {n} AS SELECT * FROM read_parquet('{d}/*.parquet')")
-        expected = sorted(con.execute(sql).fetchall())
-        got = sorted(tuple(r.values()) for r in pq.read_table(tmp_path / "out" / "snapshots" / "000001").to_pylist())
-        assert got == expected
+        assert _snapshot(tmp_path / "out", 1) == data.expected()
     finally:
         query.stop()
 
@@ -567,56 +585,32 @@ def test_a_recomputed_batch_0_leaves_the_states_undeclared_until_a_batch_builds_
     more for a plan of many states: issue 58) to the first batch that builds them: batch 0
     recomputing under ``auto`` analyses none, the rebuild after it declares them, and a run that
     is always incremental declares them at its start. Every answer as DuckDB's."""
-    import duckdb
-    import pyarrow as pa
-
-    sql = ("SELECT a, b FROM R WHERE (b > 0 AND a IN (SELECT k FROM S WHERE v IN (SELECT b FROM R WHERE a < 3))) "
-           "OR (a = 1 AND b IN (SELECT v FROM S WHERE k > 0))")
-    rng = random.Random("undeclared")
-    src = {n: tmp_path / n for n in "RS"}
-    for d in src.values():
-        d.mkdir()
-
-    def land(i: int) -> None:
-        for n, (x, y) in {"R": ("a", "b"), "S": ("k", "v")}.items():
-            pq.write_table(pa.table({x: pa.array([rng.randrange(5) for _ in range(6)], pa.int32()),
-                                     y: pa.array([rng.randrange(-2, 5) for _ in range(6)], pa.int32())}),
-                           src[n] / f"{i:04d}.parquet")
-
-    def expected() -> list[tuple]:
-        con = duckdb.connect()
-        for n, d in src.items():
-            con.execute(f"CREATE VIEW {n} AS SELECT * FROM read_parquet('{d}/*.parquet')")
-        return sorted(con.execute(sql).fetchall())
-
-    def snapshot(batch: int) -> list[tuple]:
-        path = tmp_path / "out" / "snapshots" / f"{batch:06d}"
-        return sorted(tuple(r.values()) for r in pq.read_table(path).to_pylist())
-
-    land(0)
-    sources = {n: str(d) for n, d in src.items()}
-    query = streamfold.start(sql, sources, str(tmp_path / "out"), spark=spark, background=False, endpoint=False,
+    data = _ManyStates(tmp_path, "undeclared")
+    data.land(0)
+    out = tmp_path / "out"
+    query = streamfold.start(MANY_STATES, data.sources, str(out), spark=spark, background=False, endpoint=False,
                              strategy="auto")
     try:
         assert not query.engine.store.declared
         first = query.process_available()
         assert first is not None and query.commit(0)["strategy"] == "recompute"
         assert not query.engine.store.declared  # nothing read the states
-        assert snapshot(0) == expected()
-        land(1)
+        assert _snapshot(out, 0) == data.expected()
+        data.land(1)
         # the model asked for an incremental batch: the stale states are rebuilt, by a new bundle
         query.engine.strategies.cost.choose = lambda *a, **k: Choice("incremental", "given")  # type: ignore[method-assign]
         second = query.process_available()
         assert second is not None and query.commit(1)["strategy"] == "rebuild"
         assert query.engine.store.declared and query.engine.store.rows  # built
-        assert snapshot(1) == expected()
-        land(2)
+        assert _snapshot(out, 1) == data.expected()
+        data.land(2)
         third = query.process_available()
         assert third is not None and query.commit(2)["strategy"] == "incremental"
-        assert snapshot(2) == expected()
+        assert _snapshot(out, 2) == data.expected()
     finally:
         query.stop()
-    always = streamfold.start(sql, sources, str(tmp_path / "out2"), spark=spark, background=False, endpoint=False)
+    always = streamfold.start(MANY_STATES, data.sources, str(tmp_path / "out2"), spark=spark, background=False,
+                              endpoint=False)
     try:
         assert always.engine.store.declared  # an incremental batch 0 builds them: declared at once
     finally:
