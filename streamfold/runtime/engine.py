@@ -341,7 +341,7 @@ class Engine:
         if installed is not None:
             installed.ran_h = not shape.answer_only
         frames, rows, cached, light = self._read(batch, inputs, shape)
-        choice = self.strategies.choose(self.b, batch, rows, installed is not None, self.prepared.usable())
+        choice = self.strategies.choose(self.b, batch, rows, installed is not None, self.prepared.usable(), inputs)
         if choice.strategy == "recompute":
             return self._recompute(batch, inputs, rows, cached, start, choice)
         if choice.strategy == "rebuild":

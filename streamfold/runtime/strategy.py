@@ -78,6 +78,7 @@ class Observation:
     history_rows: int  # every row so far, the batch's included
     seconds: float
     warm: bool = False  # an incremental batch that ran plans prepared before it (runtime/prepared.py)
+    netted: bool = False  # a recompute over a history holding a deletion (runtime/netting.py)
 
 
 class CostModel:
@@ -101,10 +102,12 @@ class CostModel:
 
     # -- observations -------------------------------------------------------------------------
     def observe(self, strategy: str, first: bool, batch_rows: int, history_rows: int, seconds: float,
-                warm: bool = False) -> None:
+                warm: bool = False, netted: bool = False) -> None:
         """A batch measured: ``first`` for batch 0 (a build, whatever it is called); ``warm`` for
-        an incremental batch that ran prepared plans."""
-        seen = Observation(batch_rows, history_rows, seconds, warm and strategy == "incremental" and not first)
+        an incremental batch that ran prepared plans; ``netted`` for a recompute (or probe) over a
+        history that holds a deletion."""
+        seen = Observation(batch_rows, history_rows, seconds, warm and strategy == "incremental" and not first,
+                           netted and strategy in ("recompute", "probe"))
         if (first and strategy != "recompute") or strategy == "rebuild":
             self.builds.append(seen)
             self.incrementals.clear()  # the states changed size at once: measure them again
@@ -163,7 +166,8 @@ class CostModel:
         for r in records:
             if "history_rows" in r:
                 self.observe(r.get("strategy", "incremental"), r["batch"] == 0, sum(r.get("rows", {}).values()),
-                             int(r["history_rows"]), float(r.get("duration_s", 0.0)), r.get("prepared") == "replay")
+                             int(r["history_rows"]), float(r.get("duration_s", 0.0)), r.get("prepared") == "replay",
+                             bool(r.get("history_deletes")))
 
     def _still_small(self, history_rows: int) -> bool:
         """Whether batch 0 recomputed a small history, no build was measured since, and the
@@ -195,8 +199,18 @@ class CostModel:
         fixed = statistics.median(max(0.0, o.seconds - rate * o.batch_rows) for o in seen)
         return fixed + rate * batch_rows
 
-    def _recompute(self, history_rows: int) -> float | None:
-        rate = self._per_row(self.recomputes) or self._per_row(self.builds)
+    def _measured(self, netted: bool) -> deque[Observation]:
+        """The recomputes measured over a history like the next one's: with a deletion in it
+        (``netted``: the streams that may delete are netted first, 2–3× the cost of reading them as
+        they are on TPC-DS) or without."""
+        return deque(o for o in self.recomputes if o.netted == netted)
+
+    def _recompute(self, history_rows: int, netted: bool = False) -> float | None:
+        # Before the first netted recompute is measured, the last build's cost (an upper bound, as
+        # before any recompute) — not the recomputes of a history without deletions, which
+        # predicted the first netted one at a third of its cost.
+        rate = (self._per_row(self._measured(netted)) or self._per_row(self.builds)
+                or self._per_row(self.recomputes))
         return None if rate is None else rate * history_rows
 
     def _rebuild(self, history_rows: int) -> float | None:
@@ -204,23 +218,27 @@ class CostModel:
         if rate is not None:
             return rate * history_rows
         # never built (batch 0 recomputed): a build computes what a recompute does, and its states
-        recompute = self._recompute(history_rows)
+        recompute = self._recompute(history_rows, False)
         return None if recompute is None or self.states_floor is None else recompute + self.states_floor
 
-    def predicted(self, strategy: str, batch_rows: int, history_rows: int) -> float | None:
-        """The model's seconds for ``strategy`` on a batch of ``batch_rows`` after ``history_rows``."""
+    def predicted(self, strategy: str, batch_rows: int, history_rows: int, netted: bool = False) -> float | None:
+        """The model's seconds for ``strategy`` on a batch of ``batch_rows`` after ``history_rows``
+        (``netted``: the history holds a deletion)."""
         if strategy == "incremental":
             return self._incremental(batch_rows)
         if strategy == "recompute":
-            return self._recompute(history_rows + batch_rows)
+            return self._recompute(history_rows + batch_rows, netted)
         return self._rebuild(history_rows)
 
     # -- the choice ---------------------------------------------------------------------------
-    def choose(self, stale: bool, batch_rows: int, history_rows: int, preparable: bool = False) -> Choice:
+    def choose(self, stale: bool, batch_rows: int, history_rows: int, preparable: bool = False,
+               netted: bool = False) -> Choice:
         """The strategy for a batch of ``batch_rows`` after ``history_rows`` rows (before it);
-        ``preparable``: incremental batches of this plan can run prepared plans."""
+        ``preparable``: incremental batches of this plan can run prepared plans; ``netted``: the
+        history, this batch's files included, holds a deletion (a recompute nets it)."""
         after = history_rows + batch_rows
-        est = {k: v for k, v in (("incremental", self._incremental(batch_rows)), ("recompute", self._recompute(after)),
+        est = {k: v for k, v in (("incremental", self._incremental(batch_rows)),
+                                 ("recompute", self._recompute(after, netted)),
                                  ("rebuild", self._rebuild(history_rows))) if v is not None}
         if self.mode == "recompute":
             return Choice("recompute", "--strategy recompute", est)
@@ -232,7 +250,7 @@ class CostModel:
             # waiting for the incremental batches to be measured: they are measured anyway, and
             # the decision can then come as soon as they are (a probe after the first warm
             # batch decided one batch later, and at TPC-H SF 1 a batch is seconds).
-            unprobed = not self.recomputes
+            unprobed = not self._measured(netted)  # (the first deletion: a netted recompute is measured)
             if inc is None or rec is None:
                 return Choice("incremental", "no incremental batch measured since the states were built"
                               + ("; a recompute is measured after the commit" if unprobed else ""), est, probe=unprobed)

@@ -6,6 +6,7 @@ recompute leaving the states stale, more recomputes, a rebuild, a restart while 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 
@@ -207,6 +208,67 @@ def test_resume_calibrates_from_commit_records():
 
 
 
+def test_the_first_recompute_that_nets_a_deletion_is_measured_before_it_is_chosen():
+    """A recompute over a history holding a deletion nets the streams that may delete, 2–3× the
+    cost of one over inserts alone (TPC-DS at SF 0.1: issue 58), so the recomputes measured before
+    the first deletion do not predict it: with the states current, the first batch that brings a
+    deletion runs incrementally and a netted recompute is measured after its commit; from then on
+    that measure predicts the recompute."""
+    model = CostModel("auto")
+    model.observe("incremental", True, 1000, 1000, 10.0)  # batch 0 builds: 0.01 s a row
+    for history in (1010, 1020, 1030):
+        model.observe("incremental", False, 10, history, 1.0, warm=True)
+    model.observe("probe", False, 0, 1030, 0.5)  # a recompute of inserts only
+    assert model.choose(False, 10, 1030).strategy == "recompute"  # 1.0 s > 0.5 s
+    first = model.choose(False, 10, 1030, netted=True)
+    assert first.strategy == "incremental" and first.probe, first
+    assert first.estimates["recompute"] == pytest.approx(0.01 * 1040)  # the build's cost: an upper bound
+    model.observe("incremental", False, 10, 1040, 1.0, warm=True)
+    model.observe("probe", False, 0, 1040, 2.0, netted=True)
+    later = model.choose(False, 10, 1040, netted=True)
+    assert later.strategy == "incremental" and not later.probe, later
+    assert later.estimates["recompute"] == pytest.approx(2.0 / 1040 * 1050)
+    # stale states: the netted measure, not the inserts', is what recomputing costs
+    assert model.choose(True, 10, 1040, netted=True).estimates["recompute"] == pytest.approx(2.0 / 1040 * 1050)
+
+
+def test_a_restart_remembers_that_the_history_holds_a_deletion(tmp_path):
+    """The commits say from which batch on the history holds a deletion (``history_deletes``,
+    under auto); a restart reads it, and the recomputes it recorded predict netted ones."""
+    from types import SimpleNamespace
+
+    from streamfold.runtime.checkpoint import OutputDir
+    from streamfold.runtime.features.strategies import Strategies
+
+    out = OutputDir(str(tmp_path))
+    records = [{"batch": 0, "rows": {"S": 1000}, "history_rows": 1000, "duration_s": 10.0, "strategy": "incremental"},
+               {"batch": 1, "rows": {"S": 10}, "history_rows": 1010, "duration_s": 1.0, "strategy": "incremental"},
+               {"batch": 2, "rows": {"S": 10}, "history_rows": 1020, "duration_s": 3.0, "strategy": "recompute",
+                "history_deletes": True}]
+    for r in records:
+        out.commit(r["batch"], r)
+    ctx = SimpleNamespace(output=out, config=SimpleNamespace(strategy="auto"))
+    strategies = Strategies(ctx, can_recompute=True, stale=True)  # type: ignore[arg-type]
+    strategies.resume(2)
+    assert strategies.deletes
+    assert strategies.cost.predicted("recompute", 10, 1020, netted=True) == pytest.approx(3.0 / 1020 * 1030)
+
+
+@pytest.mark.spark
+def test_the_commits_say_from_which_batch_the_history_holds_a_deletion(spark, tmp_path):
+    """Under auto each commit from the batch whose file first deletes a row on records
+    ``history_deletes`` (a Parquet file's footers proving every weight 1 is no deletion); every
+    answer as DuckDB's."""
+    s = Source("S", (("k", "INT"), ("v", "INT")), weighted=True)
+    batches = [{"S": [(1, 5, 1), (2, 6, 1), (1, 7, 1)]}, {"S": [(2, 8, 1)]}, {"S": [(1, 5, -1), (3, 1, 1)]},
+               {"S": [(3, 2, 1)]}]
+    check_stream(spark, str(tmp_path), "SELECT k, count(*) AS n, sum(v) AS t FROM S GROUP BY k", [s], batches,
+                 strategy="auto")
+    commits = tmp_path / "out" / "commits"
+    deletes = [json.loads((commits / f"{b:06d}.json").read_text()).get("history_deletes", False) for b in range(4)]
+    assert deletes == [False, False, True, True], deletes
+
+
 def test_a_restart_long_after_batch_0_still_predicts_a_recompute(tmp_path):
     """The model's recompute and rebuild rates come from builds (batch 0, rebuilds): a restart
     after batch 40 reads batch 0's record besides the last ones, or --strategy auto could
@@ -310,7 +372,8 @@ class Scripted:
         self.rng = random.Random(seed)
         self.taken: list[str] = []
 
-    def choose(self, stale: bool, batch_rows: int, history_rows: int, preparable: bool = False) -> Choice:
+    def choose(self, stale: bool, batch_rows: int, history_rows: int, preparable: bool = False,
+               netted: bool = False) -> Choice:
         strategy = self.rng.choice(["recompute", "rebuild"] if stale else ["incremental", "recompute"])
         self.taken.append(strategy)
         return Choice(strategy, "scripted", probe=self.rng.random() < 0.3)

@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import StreamfoldError
+from ...sql import SourceSchema
 from ..bundle import Bundle
 from .. import shape
 from ..checkpoint import batch_name
@@ -29,6 +30,7 @@ from ..installed import Installed
 from ..outputs import write_recomputed
 from ..rebuild import rebuild_states
 from ..record import commit_record, sources_only_stats
+from ..sources import parquet_weights_all_one
 from ..state import materialize, release
 from ..strategy import WINDOW, Choice, CostModel
 from ..views import Views
@@ -64,8 +66,16 @@ class Strategies:
         self.probe: Choice | None = None  # a recompute to measure after the batch's commit
         self.stale = stale
         self._later: Later | None = None  # where the states' floor was offered after batch 0
+        # The history holds a deletion: every recompute from here on nets the streams that may
+        # delete (runtime/netting.py), at several times the cost of one that reads them as they are,
+        # and the model predicts it from recomputes measured so (``CostModel._measured``).
+        self.deletes = False
 
-    def choose(self, b: Bundle, batch: int, rows: Mapping[str, int], installing: bool, preparable: bool) -> Choice:
+    def choose(self, b: Bundle, batch: int, rows: Mapping[str, int], installing: bool, preparable: bool,
+               inputs: Mapping[str, list[str]] | None = None) -> Choice:
+        """The strategy of batch ``batch`` (its files ``inputs``, per stream; ``rows`` their rows)."""
+        if inputs is not None and self.cost.mode == "auto" and not self.deletes:
+            self.deletes = any(self._may_delete(s, inputs.get(s.name, [])) for s in b.plan.streams if s.weighted)
         if batch == 0 and b.recomputer is not None and not installing:
             states = sum(not s.static for s in b.plan.states)
             return self.cost.first(sum(rows.values()), states, shape.ONE_TASK_ROWS, shape.PREPARED_MAX_STATES)
@@ -77,24 +87,36 @@ class Strategies:
             return Choice("incremental", NOT_RECOMPUTABLE)
         if self.stale and self.cost.mode == "auto" and self.cost.states_floor is None:
             self._measure_states(b)  # (a restart, or a file came before batch 0's commit was followed by it)
-        choice = self.cost.choose(self.stale, sum(rows.values()), self.history_rows, preparable)
+        choice = self.cost.choose(self.stale, sum(rows.values()), self.history_rows, preparable, self.deletes)
         if self.stale and choice.strategy == "incremental":  # stale states are never merged into
             return Choice("rebuild", choice.reason, choice.estimates, choice.probe)
         if not self.stale and choice.strategy == "rebuild":  # nothing to rebuild
             return Choice("incremental", choice.reason, choice.estimates, choice.probe)
         return choice
 
+    def _may_delete(self, stream: SourceSchema, files: list[str]) -> bool:
+        """Whether one of ``files`` (of a stream with ``_weight``) may delete a row: a Parquet
+        file unless its footers prove every weight is 1; a CSV or JSON file always (a recompute
+        nets those streams whole, whatever their weights)."""
+        spec = self.ctx.specs[stream.name.lower()]
+        if spec.format != "parquet":
+            return bool(files)
+        return not all(parquet_weights_all_one(os.path.join(spec.path, f)) for f in files)
+
     def record(self, choice: Choice, rows: Mapping[str, int]) -> dict[str, Any]:
-        """The commit's ``strategy``, its ``cost`` (why, and the estimates) and the history's rows."""
+        """The commit's ``strategy``, its ``cost`` (why, and the estimates), the history's rows,
+        and under ``auto`` whether the history holds a deletion (``history_deletes``)."""
         record: dict[str, Any] = {"strategy": choice.strategy, "history_rows": self.history_rows + sum(rows.values())}
         if self.asked != "incremental" or choice.strategy != "incremental":
             record["cost"] = choice.record()
+        if self.deletes:
+            record["history_deletes"] = True
         return record
 
     def observe(self, batch: int, choice: Choice, rows: Mapping[str, int], seconds: float, warm: bool = False) -> None:
         batch_rows = sum(rows.values())
         self.history_rows += batch_rows
-        self.cost.observe(choice.strategy, batch == 0, batch_rows, self.history_rows, seconds, warm)
+        self.cost.observe(choice.strategy, batch == 0, batch_rows, self.history_rows, seconds, warm, self.deletes)
         self.probe = choice if choice.probe else None
 
     def resume(self, last: int) -> None:
@@ -110,6 +132,7 @@ class Strategies:
         else:  # written by a streamfold without strategies: every batch's rows
             self.history_rows = sum(sum(output.read_commit(b).get("rows", {}).values()) for b in range(last + 1))
         self.cost.resume(records)
+        self.deletes = bool(records[-1].get("history_deletes"))
         if records[0]["batch"] == 0 and records[0].get("strategy") == "recompute":  # a small history (cost.first)
             self.cost.small = shape.ONE_TASK_ROWS
 
@@ -158,7 +181,7 @@ class Strategies:
         # runs h, the merges and the outputs (up to the whole batch), which counted as the
         # recompute's too would make every recompute look as dear as an incremental batch.
         around = sum(self.ctx.clock.timings.get(p, 0.0) for p in ("read", "commit"))
-        self.cost.observe("probe", False, 0, self.history_rows, seconds + around)
+        self.cost.observe("probe", False, 0, self.history_rows, seconds + around, netted=self.deletes)
 
     def _probe_outputs(self, b: Bundle, batch: int, answer: DataFrame) -> None:
         """What a recompute batch does with its answer, into a scratch directory: the answer
@@ -188,7 +211,7 @@ class Strategies:
             floor = empty_increment()
             self.cost.observe_floor(floor)
             self.measure_recompute(b, batch, batch_rows, history)
-            recompute = self.cost.predicted("recompute", 0, self.history_rows)
+            recompute = self.cost.predicted("recompute", 0, self.history_rows, self.deletes)
             if recompute is not None and floor > recompute:
                 self.cost.observe_floor(min(floor, empty_increment()))
         except Exception as e:  # noqa: BLE001 - then the first increments are measured as before
