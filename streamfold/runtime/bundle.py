@@ -53,7 +53,7 @@ class Bundle:
     @property
     def temp_schemas(self) -> dict[str, StructType]:
         """Each temp result's schema, found where the states' are (:func:`build`)."""
-        self.store.schemas  # noqa: B018 - declares the states if that was deferred
+        self.store.ensure_declared()
         return self._temp_schemas
 
     @cached_property

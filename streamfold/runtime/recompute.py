@@ -25,11 +25,11 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..plan.model import IncrementalPlan
-from ..sql import Catalog
+from ..sql import Catalog, SourceSchema
 from . import netting, shape
 from .inputs import BatchReader
 from .lowering.netting import projected
@@ -66,6 +66,17 @@ class Recomputer:
             self._reader = BatchReader(spark, self.plan.streams, self.specs, self._catalog)
         return self._spark
 
+    def nets(self, stream: SourceSchema, files: Sequence[str]) -> bool:
+        """Whether a recompute over ``files`` (names in ``stream``'s directory) nets rows: a
+        stream with ``_weight`` whose Parquet file's footers do not prove every weight is 1, or
+        any file of such a stream in another format (netted whole, whatever its weights)."""
+        if not stream.weighted or not files:
+            return False
+        spec = self.specs[stream.name.lower()]
+        if spec.format != "parquet":
+            return True
+        return not all(parquet_weights_all_one(os.path.join(spec.path, n)) for n in files)
+
     def register(self, history: dict[str, list[str]]) -> list[DataFrame]:
         """Every input as a temp view under its name, over all of ``history``'s files (per
         stream); returns what to unpersist afterwards."""
@@ -84,7 +95,7 @@ class Recomputer:
             small = paths is not None and sum(parquet_rows(p) for p in paths) <= shape.ONE_TASK_ROWS
             # A small history with a deletion is netted whole (one grouping: the split's driver
             # reads, broadcast and anti join cost more than grouping a task's worth of rows)...
-            whole = small and paths is not None and not all(parquet_weights_all_one(p) for p in paths)
+            whole = small and self.nets(s, history.get(s.name, []))
             cached += netting.register_netted(spark, s.name, names, None if whole else paths,
                                               functools.partial(read_files, spark, spec, s), view)
             if whole:

@@ -222,7 +222,8 @@ class StateStore:
         more analysing their programs (``bundle._declare_states``)."""
         self._undeclared = declare
 
-    def _declared(self) -> None:
+    def ensure_declared(self) -> None:
+        """Declare the states now if that was deferred (:meth:`declare_later`)."""
         if self._undeclared is None:
             return
         with self._declaring:  # (the control's inspection may read a state from its own thread)
@@ -244,17 +245,17 @@ class StateStore:
 
     @property
     def schemas(self) -> dict[str, StructType]:
-        self._declared()
+        self.ensure_declared()
         return self._schemas
 
     @property
     def current(self) -> dict[str, DataFrame]:
-        self._declared()
+        self.ensure_declared()
         return self._current
 
     @property
     def rows(self) -> dict[str, int | None]:
-        self._declared()
+        self.ensure_declared()
         return self._rows
 
     def declare(self, name: str, schema: StructType) -> None:

@@ -19,7 +19,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import StreamfoldError
-from ...sql import SourceSchema
 from ..bundle import Bundle
 from .. import shape
 from ..checkpoint import batch_name
@@ -30,7 +29,6 @@ from ..installed import Installed
 from ..outputs import write_recomputed
 from ..rebuild import rebuild_states
 from ..record import commit_record, sources_only_stats
-from ..sources import parquet_weights_all_one
 from ..state import materialize, release
 from ..strategy import WINDOW, Choice, CostModel
 from ..views import Views
@@ -74,8 +72,8 @@ class Strategies:
     def choose(self, b: Bundle, batch: int, rows: Mapping[str, int], installing: bool, preparable: bool,
                inputs: Mapping[str, list[str]] | None = None) -> Choice:
         """The strategy of batch ``batch`` (its files ``inputs``, per stream; ``rows`` their rows)."""
-        if inputs is not None and self.cost.mode == "auto" and not self.deletes:
-            self.deletes = any(self._may_delete(s, inputs.get(s.name, [])) for s in b.plan.streams if s.weighted)
+        if inputs is not None and self.cost.mode == "auto" and not self.deletes and b.recomputer is not None:
+            self.deletes = any(b.recomputer.nets(s, inputs.get(s.name, [])) for s in b.plan.streams)
         if batch == 0 and b.recomputer is not None and not installing:
             states = sum(not s.static for s in b.plan.states)
             return self.cost.first(sum(rows.values()), states, shape.ONE_TASK_ROWS, shape.PREPARED_MAX_STATES)
@@ -93,15 +91,6 @@ class Strategies:
         if not self.stale and choice.strategy == "rebuild":  # nothing to rebuild
             return Choice("incremental", choice.reason, choice.estimates, choice.probe)
         return choice
-
-    def _may_delete(self, stream: SourceSchema, files: list[str]) -> bool:
-        """Whether one of ``files`` (of a stream with ``_weight``) may delete a row: a Parquet
-        file unless its footers prove every weight is 1; a CSV or JSON file always (a recompute
-        nets those streams whole, whatever their weights)."""
-        spec = self.ctx.specs[stream.name.lower()]
-        if spec.format != "parquet":
-            return bool(files)
-        return not all(parquet_weights_all_one(os.path.join(spec.path, f)) for f in files)
 
     def record(self, choice: Choice, rows: Mapping[str, int]) -> dict[str, Any]:
         """The commit's ``strategy``, its ``cost`` (why, and the estimates), the history's rows,
