@@ -44,7 +44,7 @@ from ..ir.types import BIGINT, BOOLEAN, INT
 from ..ir.window import Frame, FrameKind, Window, WindowCall
 from .context import PlanContext
 from .model import Compiled, Monoid, State, StateColumn, StateRole
-from .rules_windows import keyed, look_up, over_keyed, refuse_ties, signed, touched_keys
+from .rules_windows import keyed, look_up, once, over_keyed, refuse_ties, signed, touched_keys
 from .terms import MINUS_ONE, ONE, ZERO, sum_weights
 from .topk_shape import reserve_shape
 from .window_keys import key_matches
@@ -92,7 +92,7 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
         Aggregate(delta, keys, ((WEIGHT, sum_weights()),)))
     top = ctx.plan.name("topk")
     # (what several parts read is computed once per batch, as a temp result)
-    old = _once(ctx, "topk_old", look_up(top, fields, key, (), StateVersion.OLD, touched))
+    old = once(ctx, "topk_old", look_up(top, fields, key, (), StateVersion.OLD, touched))
 
     def ranked(fn: str, rows: Rel) -> Rel:
         """``rows`` (with their multiplicity) ranked by ``fn`` in the window's order, cut at L."""
@@ -108,7 +108,7 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
 
     counted = look_up(count, key_fields + (Field(WEIGHT, BIGINT),), key, (), StateVersion.NEW, touched)
     # per touched partition: its prefix's rows before the batch, the batch's net rows, its row count after
-    before = _once(ctx, "topk_parts", per_partition(
+    before = once(ctx, "topk_parts", per_partition(
         ((old, (w, ZERO, ZERO)), (delta, (ZERO, w, ZERO)), (counted, (ZERO, ZERO, w))),
         (_TOP, _DELTA, _COUNT), ("sum", "sum", "sum")))
     whole_before = Call("<=", (Call("-", (Column(_COUNT, BIGINT), Column(_DELTA, BIGINT)), BIGINT),
@@ -126,17 +126,17 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
                                BOOLEAN))
     merged = Aggregate(inside, cols, ((WEIGHT, sum_weights()),))
     fn = "dense_rank" if call.fn == "dense_rank" else "rank"
-    cut = _once(ctx, "topk_cut", ranked(fn, Filter(merged, Call(">", (w, ZERO), BOOLEAN))))
+    cut = once(ctx, "topk_cut", ranked(fn, Filter(merged, Call(">", (w, ZERO), BOOLEAN))))
     # per touched partition: the ranks and rows C keeps, and the rows the partition has
     kept = per_partition(((cut, (Cast(Column(_RANK, INT), BIGINT), ONE, ZERO)), (before, (ZERO, ZERO, Column(_COUNT, BIGINT)))),
                          (_RANKS, _ROWS, _COUNT), ("max", "sum", "sum"))
     measure = Column(_RANKS, BIGINT) if fn == "dense_rank" else Column(_ROWS, BIGINT)
     short = Filter(kept, Call("AND", (Call("<", (measure, Literal(k, BIGINT)), BOOLEAN),
                                       Call(">", (Column(_COUNT, BIGINT), Column(_ROWS, BIGINT)), BOOLEAN)), BOOLEAN))
-    refill_keys = _once(ctx, "topk_refill", Project(short, tuple((f"{c}#t", Column(c, by_name[c].type)) for c in key)))
+    refill_keys = once(ctx, "topk_refill", Project(short, tuple((f"{c}#t", Column(c, by_name[c].type)) for c in key)))
     refilled = ranked(fn, look_up(everything, fields, key, (), StateVersion.NEW, refill_keys))
     others = Join(cut, refill_keys, JoinKind.ANTI, _key_on(key_fields, "t"))
-    new = _once(ctx, "topk_new", Aggregate(Project(Union((others, refilled)), cols + ((WEIGHT, ONE),)), cols,
+    new = once(ctx, "topk_new", Aggregate(Project(Union((others, refilled)), cols + ((WEIGHT, ONE),)), cols,
                                            ((WEIGHT, sum_weights()),)))
     gone = Project(old, cols + ((WEIGHT, Call("*", (w, MINUS_ONE), BIGINT)),))
     ctx.plan.add_state(
@@ -155,11 +155,6 @@ def top_k_reserve(ctx: PlanContext, rel: Rel) -> Compiled | None:
                   f"≤ {kept_ranks(k)}; each batch ranks the touched partitions' first rows with its changes, and "
                   f"reads a partition from {everything} only when deletions leave it fewer than {k} ({name})")
     return Compiled(signed(after_rows, before_rows), static=False, weighted=True)
-
-
-def _once(ctx: PlanContext, base: str, rel: Rel) -> Rel:
-    """``rel`` computed once per batch (a temp result), read as its name."""
-    return StateScan(ctx.plan.add_temp(base, rel), StateVersion.DELTA, rel.schema)
 
 
 def _agg(fn: str, column: str) -> Agg:

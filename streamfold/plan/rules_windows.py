@@ -200,6 +200,11 @@ def look_up(state: str, fields: tuple[Field, ...], part: tuple[str, ...], nullab
     return found
 
 
+def once(ctx: PlanContext, base: str, rel: Rel) -> Rel:
+    """``rel`` computed once per batch (a temp result), read as its name."""
+    return StateScan(ctx.plan.add_temp(base, rel), StateVersion.DELTA, rel.schema)
+
+
 def signed(after: Rel, before: Rel) -> Rel:
     """``after`` with weight +1 and ``before`` with −1."""
     cols = tuple((f.name, f.ref()) for f in after.schema)

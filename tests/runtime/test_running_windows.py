@@ -7,6 +7,7 @@ it does not cover keep the general rule."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from decimal import Decimal
 
@@ -89,6 +90,69 @@ def test_appends_after_every_row_and_deletes_the_first(spark, tmp_path):
                {"R": [row(*r) for r in rows if r[1] >= 6]},
                {"R": [row(*r, weight=-1) for r in rows if r[1] == 0]},
                {"R": [row(1, 3, "0.50"), row(None, 3, None, weight=2)]}]
+    check_stream(spark, str(tmp_path), sql, [R], batches)
+
+
+def _appending(rng: random.Random, batches: int, descending: bool) -> list[dict[str, list[tuple]]]:
+    """Batches over partitions g (NULL among them) that mostly append after every row so far (by
+    t, and by d the other way round: one clock for all), and now and then insert between rows,
+    delete a row (a partition's last one half of the time, so its last key moves back), or bring
+    a NULL t (and d) — partitions appended to beside partitions changed inside, in one batch."""
+    live: list[tuple] = []
+    clock = 0
+    out = []
+    for _ in range(batches):
+        rows: list[tuple] = []
+        for g in (1, 2, 3, None):
+            move = rng.random()
+            if move < 0.6:  # append (a step of 0: a tie with the last row)
+                for _ in range(rng.randint(1, 3)):
+                    clock += rng.randint(0, 2)
+                    rows.append(_event(rng, g, clock, descending))
+            elif move < 0.75:  # insert between rows
+                rows.append(_event(rng, g, rng.randint(0, clock), descending))
+            elif move < 0.9:  # delete a row of the partition
+                mine = [r for r in live if r[0] == g and r not in rows]
+                if mine:
+                    last = max(mine, key=lambda r: -1 if r[1] is None else (-r[1] if descending else r[1]))
+                    rows.append((last if rng.random() < 0.5 else rng.choice(mine))[:-1] + (-1,))
+            else:
+                rows.append((g, None, rng.choice("ab"), Decimal("1.50"), None, 1, None, 1))
+        for r in rows:
+            if r[-1] < 0:
+                live.remove(r[:-1] + (1,))
+            else:
+                live.append(r)
+        out.append({"R": rows})
+    return out
+
+
+def _event(rng: random.Random, g: int | None, time: int, descending: bool) -> tuple:
+    """A row of R at ``time``: t counts it up (down where the window orders by t DESC), d down."""
+    x = rng.choice([None, Decimal("0.25"), Decimal("-3.00"), Decimal("12.50")])
+    return (g, -time if descending else time, rng.choice("ab"), x, None, rng.choice([None, 1, 5]),
+            dt.date(2030, 1, 1) - dt.timedelta(days=time), 1)
+
+
+APPENDED = dict(QUERIES) | {
+    "nulls-last-min-max": "SELECT g, t, x, y, sum(x) OVER (PARTITION BY g ORDER BY t NULLS LAST) AS rx, "
+                          "max(y) OVER (PARTITION BY g ORDER BY t NULLS LAST) AS my, "
+                          "dense_rank() OVER (PARTITION BY g ORDER BY t NULLS LAST) AS dr FROM R",
+    "one-partition": "SELECT t, y, sum(y) OVER (ORDER BY t) AS s, count(y) OVER (ORDER BY t) AS n FROM R",
+}
+
+
+@pytest.mark.parametrize("qid", ["sums-and-ranks", "desc-nulls-first-rows-frame", "nulls-last-min-max",
+                                 "one-partition", "by-a-string-and-a-date"])
+def test_batches_that_append_read_the_summary_and_equal_duckdb(spark, tmp_path, monkeypatch, qid):
+    """Most batches append to most partitions: those partitions' carries come from their summary
+    (``totals``), not from their rows; the rest are read. Ten batches, the states kept as a base
+    and a tail (so a summary replaced is a row in the base and its negation in the tail)."""
+    monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
+    monkeypatch.setenv(env_name("runs_min_rows"), "0")
+    monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
+    sql = APPENDED[qid]
+    batches = _appending(random.Random(qid), 10, descending="t DESC" in sql)
     check_stream(spark, str(tmp_path), sql, [R], batches)
 
 
