@@ -179,24 +179,26 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
         Project(Filter(parts, appends), kept + tuple((n, Column(n, t)) for n, t in columns)))))
     cols = tuple((f.name, f.ref()) for f in fields if f.name != WEIGHT)
     # each suffix row's multiplicity after the merge and before it (the batch's rows taken back:
-    # they all lie in the suffix; where the batch appends, they are the suffix, and the version
-    # before holds none of them), then the row once per version, signed +1 after and −1 before:
+    # they all lie in the suffix), then the row once per version, signed +1 after and −1 before:
     # one read of the state gives both versions, and one window partitioned by the sign computes
-    # both (a version that holds no copy of the row gives none)
-    taken_back = Call("*", (weight, MINUS_ONE), BIGINT)
+    # both (a version that holds no copy of the row gives none). Where the batch appends, its
+    # rows are the suffix after it, one row each (the state's delta is added up per row), and
+    # the version before holds none of them: they go to the window as they are.
     tagged = Join(delta, Project(parts, tuple((f"{k}#t", Column(f"{k}#t", by_name[k].type)) for k in key)
                                  + ((_APPEND, appends),)), JoinKind.INNER, key_matches(on, "t", nullable))
+    appended = Project(Filter(tagged, Call("AND", (appends, Call(">", (weight, ZERO), BOOLEAN)), BOOLEAN)),
+                       cols + ((WEIGHT, weight),))
+    taken_back = Call("*", (weight, MINUS_ONE), BIGINT)
     versions = Union((Project(Filter(rows, Call("NOT", (before_m,), BOOLEAN)), cols + ((_NEW, weight), (_OLD, weight))),
-                      Project(tagged, cols + ((_NEW, Case(((appends, weight),), ZERO, BIGINT)),
-                                              (_OLD, Case(((appends, ZERO),), taken_back, BIGINT))))))
+                      Project(Filter(tagged, Call("NOT", (appends,), BOOLEAN)), cols + ((_NEW, ZERO), (_OLD, taken_back)))))
     both = Aggregate(versions, cols, ((_NEW, sum_weights(_NEW)), (_OLD, sum_weights(_OLD))))
     each = Explode(both, Call("array", (Column(_NEW, BIGINT), Column(_OLD, BIGINT)), array(BIGINT), "array({0}, {1})"),
                    WEIGHT, position=_SIGN)
-    present = Filter(each, Call(">", (weight, ZERO), BOOLEAN))  # (a history's rows have no version before)
+    present = Filter(each, Call(">", (weight, ZERO), BOOLEAN))
     sign = Column(_SIGN, INT)
     # (position 0: after, +1; position 1: before, −1)
-    summed = Project(present, cols + ((WEIGHT, weight), (_SIGN, Call("-", (Literal(1, INT), Call(
-        "*", (Literal(2, INT), sign), INT)), INT))))
+    summed = Union((Project(present, cols + ((WEIGHT, weight), (_SIGN, Call("-", (Literal(1, INT), Call(
+        "*", (Literal(2, INT), sign), INT)), INT)))), Project(appended, cols + ((WEIGHT, weight), (_SIGN, Literal(1, INT))))))
     with_carry = Join(summed, carry, JoinKind.LEFT, key_matches(on, "c", nullable))
     versioned = Window(with_carry, tuple((n, replace(c, partition=(sign, *c.partition))) for n, c in rel.calls))
     out = over_keyed(versioned, Expand(with_carry, WEIGHT), tuple(f.name for f in with_carry.schema if f.name != WEIGHT))
@@ -205,7 +207,8 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
                      + ((WEIGHT, Cast(sign, BIGINT)),))
 
     # each touched partition's summary after the batch: its carry and its suffix after the batch
-    after = Project(Filter(both, Call(">", (Column(_NEW, BIGINT), ZERO), BOOLEAN)), cols + ((WEIGHT, Column(_NEW, BIGINT)),))
+    after = Union((Project(Filter(both, Call(">", (Column(_NEW, BIGINT), ZERO), BOOLEAN)), cols + ((WEIGHT, Column(_NEW, BIGINT)),)),
+                   appended))
     keys = tuple((f"{k}#c", by_name[k].ref()) for k in key)
     totals = _aggregated(rel, first, Expand(after, WEIGHT), keys)
     if any(call.fn == "dense_rank" for _, call in rel.calls):
