@@ -362,6 +362,9 @@ QUERIES = [
     # IN under OR: a join matrix and 22 states, so under auto batch 0 recomputes (issue 58)
     ("in-or", "SELECT a, b FROM R WHERE (b > 0 AND a IN (SELECT k FROM S WHERE v IN (SELECT b FROM R WHERE a < 3))) "
               "OR (a = 1 AND b IN (SELECT v FROM S WHERE k > 0))", "RS", False),
+    # running functions: each partition's summary a state, rebuilt with the others when stale
+    ("running-window", "SELECT a, b, sum(b) OVER (PARTITION BY a ORDER BY b) AS rb, "
+                       "dense_rank() OVER (PARTITION BY a ORDER BY b) AS r FROM R", "R", False),
 ]
 
 
