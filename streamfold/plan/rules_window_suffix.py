@@ -210,7 +210,10 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
     after = Union((Project(Filter(both, Call(">", (Column(_NEW, BIGINT), ZERO), BOOLEAN)), cols + ((WEIGHT, Column(_NEW, BIGINT)),)),
                    appended))
     keys = tuple((f"{k}#c", by_name[k].ref()) for k in key)
-    totals = _aggregated(rel, first, Expand(after, WEIGHT), keys)
+    # (each row once, its weight positive: min and max read it as it is, counts and sums weigh it)
+    totals = _weighted_carry(rel, first, after, keys, positive=True) \
+        if all(_linear(call) or call.fn in ("min", "max") for _, call in rel.calls) \
+        else _aggregated(rel, first, Expand(after, WEIGHT), keys)
     if any(call.fn == "dense_rank" for _, call in rel.calls):
         totals = _with_distinct(totals, after, keys, rel)
     new = _merged(rel, first, columns, key, carry, totals)
@@ -355,7 +358,10 @@ def _linear(call: WindowCall) -> bool:
     return t.is_integral or (t.is_decimal and t.precision is not None and t.precision <= 17)
 
 
-def _weighted_carry(window: Window, first: SortKey, prefix: Rel, keys: tuple[tuple[str, Expr], ...]) -> Rel:
+def _weighted_carry(window: Window, first: SortKey, prefix: Rel, keys: tuple[tuple[str, Expr], ...],
+                    positive: bool = False) -> Rel:
+    """:func:`_carry` of rows whose weights add up (counts and sums of values times weights);
+    ``positive``: each row once, with a weight above zero, so a min or max reads it as it is."""
     weight = Column(WEIGHT, BIGINT)
 
     def live(args: tuple[Expr, ...]) -> Agg:
@@ -378,6 +384,10 @@ def _weighted_carry(window: Window, first: SortKey, prefix: Rel, keys: tuple[tup
             alive = Call(">", (Column(f"{name}#n", BIGINT), ZERO), BOOLEAN)
             shown.append((name, Case(((alive, _cast(Column(name, total.type), _carried_type(call))),), None,
                                      _carried_type(call))))
+        elif call.fn in ("min", "max"):
+            assert positive, "a min or max carry needs each row's copies added up"
+            aggs.append((name, Agg(call.fn, call.args, False, call.type)))
+            shown.append((name, Column(name, call.type)))
     ends = _ends(first)
     out = Aggregate(prefix, keys, tuple(aggs) + ends)
     return Project(out, _keys_of(out, keys) + tuple(shown) + tuple((n, Column(n, a.type)) for n, a in ends))
