@@ -139,11 +139,14 @@ APPENDED = dict(QUERIES) | {
                           "max(y) OVER (PARTITION BY g ORDER BY t NULLS LAST) AS my, "
                           "dense_rank() OVER (PARTITION BY g ORDER BY t NULLS LAST) AS dr FROM R",
     "one-partition": "SELECT t, y, sum(y) OVER (ORDER BY t) AS s, count(y) OVER (ORDER BY t) AS n FROM R",
+    # a nullable DECIMAL partition: its NULL partition looked up null-safely, not by a NULL-free key
+    "by-a-nullable-decimal": "SELECT x, t, y, sum(y) OVER (PARTITION BY x ORDER BY t) AS s, "
+                             "count(*) OVER (PARTITION BY x ORDER BY t) AS n FROM R",
 }
 
 
 @pytest.mark.parametrize("qid", ["sums-and-ranks", "desc-nulls-first-rows-frame", "nulls-last-min-max",
-                                 "one-partition", "by-a-string-and-a-date"])
+                                 "one-partition", "by-a-string-and-a-date", "by-a-nullable-decimal"])
 def test_batches_that_append_read_the_summary_and_equal_duckdb(spark, tmp_path, monkeypatch, qid):
     """Most batches append to most partitions: those partitions' carries come from their summary
     (``totals``), not from their rows; the rest are read. Ten batches, the states kept as a base
