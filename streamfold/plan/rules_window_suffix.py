@@ -139,7 +139,8 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
     by_name = {f.name: f for f in fields}
     on = tuple(by_name[k] for k in key)
     delta = StateScan(state, StateVersion.DELTA, fields)
-    bounds = _bounds(delta, key, first)
+    # (read by the summaries' look-up and joined with what it finds: computed once per batch)
+    bounds = once(ctx, "win_bounds", _bounds(delta, key, first))
     weight = Column(WEIGHT, BIGINT)
 
     # each touched partition's summary before the batch, and whether the batch only appends to it
