@@ -304,6 +304,9 @@ def _sort(k: SortKey) -> str:
 
 def _changes_text(plan: IncrementalPlan) -> str:
     a = plan.answer
+    if a.changes == "delta" and a.change_rows is not None:
+        return (f"the delta of state {a.change_states[0]} (rows whose multiplicity changed), projected and filtered "
+                "as a reads the state")
     if a.changes == "delta":
         return f"the delta of state {a.change_states[0]} itself (rows whose multiplicity changed)"
     if a.changes == "keyed" and a.per_key is not None:

@@ -349,6 +349,10 @@ class Answer:
     # key gives at most one answer row from its own state row): the changes of a batch then
     # compare a over a touched key's new and old rows, with no join and no shuffle.
     per_key: Rel | None = None
+    # for ``delta``: the changes as projections and filters (carrying ``_weight``) over the
+    # delta of ``change_states[0]``, whose rows ``rows`` reads the same way (None: that delta,
+    # the answer's rows being the state's)
+    change_rows: Rel | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "changes", ChangeMode(self.changes))

@@ -12,6 +12,9 @@ The top of a query — ORDER BY, LIMIT/OFFSET and the final projection — is pe
   are a over the aggregates' states and the static rows, the whole answer compared: the rows of
   the join never change but through those single rows, so no join input is kept and no delta
   join runs;
+* rows that a state already keeps as a bag, through projections and filters (a top-k per
+  group's kept rows): a reads that state, and its delta so projected and filtered is the
+  answer's change;
 * anything else: an output state keeps the rows with their multiplicity, and its own delta is
   the answer's change.
 """
@@ -26,7 +29,7 @@ from ..ir.rel import (
 )
 from . import merged_aggregates
 from .context import PlanContext, reads_stream
-from .model import Answer, ChangeMode
+from .model import Answer, ChangeMode, Monoid, StateRole
 from .rules_aggregates import aggregate_states
 
 
@@ -135,12 +138,54 @@ def _joined_aggregates_query(ctx: PlanContext, top: Top) -> Answer:
 
 
 def _plain_query(ctx: PlanContext, top: Top) -> Answer:
-    state, fields = ctx.bag_state(top.rows, "out")
+    compiled = ctx.compile(top.rows)
+    kept = _kept_bag(ctx, compiled.program)
+    if kept is not None:
+        state, rows = kept
+        ctx.plan.note(f"the answer's rows are {state}'s, through projections and filters: no state of their own")
+        return Answer(rows=rows, output=top.output, output_names=ctx.bound.output_names, order=top.order,
+                      limit=top.limit, offset=top.offset, changes=ChangeMode.GLOBAL if top.cut else ChangeMode.DELTA,
+                      change_states=(state,), change_rows=None if top.cut else compiled.program)
+    state, fields = ctx.bag_state(top.rows, "out", compiled)
     return Answer(
         rows=Expand(StateScan(state, StateVersion.NEW, fields), WEIGHT), output=top.output, output_names=ctx.bound.output_names,
         order=top.order, limit=top.limit, offset=top.offset,
         changes=ChangeMode.GLOBAL if top.cut else ChangeMode.DELTA, change_states=(state,),
     )
+
+
+def _kept_bag(ctx: PlanContext, program: Rel) -> tuple[str, Rel] | None:
+    """When a batch's rows of the query (``program``) are the delta of a state that keeps a bag
+    of rows (each row and its multiplicity, merged by adding up), through projections and
+    filters that do not read ``_weight``: that state, and the query's rows over its new version
+    the same way — the state already holds the answer, so it needs no output state of its own
+    (a top-k per group's kept rows, :mod:`.rules_topk`)."""
+    chain: list[Project | Filter] = []
+    node = program
+    while isinstance(node, (Project, Filter)):
+        chain.append(node)
+        node = node.input
+    if not (isinstance(node, StateScan) and node.version == StateVersion.DELTA):
+        return None
+    state = ctx.plan.state(node.state)
+    if (state.role is not StateRole.OUTPUT or state.kept_while is not None or state.keep_empty or state.static
+            or [(c.name, c.monoid) for c in state.columns] != [(WEIGHT, Monoid.SUM)]):
+        return None
+    rows: Rel = Expand(StateScan(node.state, StateVersion.NEW, node.fields), WEIGHT)
+    weight = WEIGHT  # the multiplicity's name, as the projections pass it on
+    for each in reversed(chain):
+        if isinstance(each, Filter):
+            if weight in each.condition.columns():
+                return None
+            rows = Filter(rows, each.condition)
+            continue
+        passed = [n for n, e in each.exprs if isinstance(e, Column) and e.name == weight]
+        exprs = tuple((n, e) for n, e in each.exprs if n not in passed)
+        if len(passed) != 1 or any(weight in e.columns() for _, e in exprs):
+            return None
+        weight = passed[0]
+        rows = Project(rows, exprs)
+    return (node.state, rows) if weight == WEIGHT else None
 
 
 def _distinct_query(ctx: PlanContext, rows: Distinct, top: Top) -> Answer:

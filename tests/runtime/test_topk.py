@@ -41,6 +41,9 @@ QUERIES = [
     ("row-number-over-a-join-ordered-by-its-key",
      "SELECT k, v, a, rn FROM (SELECT S.k, S.v, R.a, row_number() OVER (PARTITION BY S.v ORDER BY R.a DESC) AS rn "
      "FROM R JOIN S ON R.a = S.k) t WHERE rn <= 2", [R, S]),
+    ("ordered-and-limited",
+     "SELECT a, b, s, rn FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn FROM R) t "
+     "WHERE rn <= 2 ORDER BY b DESC NULLS LAST, a NULLS FIRST, s NULLS FIRST, rn LIMIT 4", [R]),
     ("read-by-an-aggregate",
      "SELECT s, count(*) AS n, sum(b) AS t FROM (SELECT s, b, rank() OVER (PARTITION BY s ORDER BY b DESC) AS r "
      "FROM R) t WHERE r <= 3 GROUP BY s", [R]),
@@ -54,6 +57,53 @@ def test_top_k_of_inserts_equals_duckdb(spark, tmp_path, qid, sql, sources):
     batches = random_stream(random.Random(f"topk-{qid}"), sources, 5, max_rows=12, min_rows=3)
     run = check_stream(spark, str(tmp_path), sql, sources, batches)
     assert any(run.snapshots), "no row ever ranked: the test would prove nothing"
+
+
+def test_the_answer_reads_the_kept_rows_and_a_restart_restores_them(spark, tmp_path):
+    """The kept rows carry their rank, so the answer reads them (no output state of its own) and
+    the changes are theirs, projected and filtered; stopped and started again every other
+    batch, the answer comes back from the kept rows in the checkpoint."""
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streamfold.verify import changes_difference, compare, duckdb_answer, python_value
+
+    # a filter beside the rank's bound (it drops every partition's first row): the answer and
+    # its changes are the kept rows' filtered
+    sql = ("SELECT a, b, s, rn FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn "
+           "FROM R) t WHERE rn <= 3 AND rn > 1")
+    plan = streamfold.compile(sql, {"R": R.schema_sql()})
+    assert [s.name for s in plan.states] == ["topk"], [s.name for s in plan.states]
+    assert any("the answer's rows are topk's" in n for n in plan.notes), plan.notes
+    source = tmp_path / "R"
+    source.mkdir()
+    start = lambda: streamfold.start(sql, {"R": str(source)}, str(tmp_path / "out"), spark=spark,  # noqa: E731
+                                     background=False, partitions=2, schemas={"R": R.schema_sql()})
+
+    def rows(frame) -> list[tuple]:  # type: ignore[no-untyped-def]
+        return [tuple(python_value(v) for v in r) for r in frame.itertuples(index=False, name=None)]
+
+    query = start()
+    prefix: list[pa.Table] = [R.table([])]
+    previous: list[tuple] = []
+    try:
+        for i, batch in enumerate(random_stream(random.Random("topk-restart"), [R], 8, max_rows=10, min_rows=3)):
+            if i and i % 2 == 0:
+                query.stop()
+                query = start()
+            prefix.append(R.table(batch["R"]))
+            pq.write_table(prefix[-1], os.path.join(source, f"{i:04d}.parquet"))
+            assert query.process_available() is not None
+            got = rows(query.snapshot_pandas())
+            result = compare(got, duckdb_answer(sql, {"R": prefix}))
+            assert result.matches, f"batch {i}: {result.detail}"
+            problem = changes_difference(previous, got, rows(query.changes_pandas()))
+            assert problem is None, f"batch {i}: {problem}"
+            previous = got
+    finally:
+        query.stop()
 
 
 def test_the_state_keeps_k_rows_per_partition(spark, tmp_path):

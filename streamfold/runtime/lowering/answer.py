@@ -57,8 +57,10 @@ class AnswerLowering:
         a = self.answer
         if a.changes == ChangeMode.DELTA:
             name = a.change_states[0]
-            changed = self.final(select_all(f"{subquery(multiplicity_change(self.table(name), merged(name)))} _d"),
-                                 weight=True)
+            change = subquery(multiplicity_change(self.table(name), merged(name)))
+            if a.change_rows is not None:  # the state's delta through the answer's projections and filters
+                return self._consolidate(self.final(program(a.change_rows, lambda leaf: change), weight=True))
+            changed = self.final(select_all(f"{change} _d"), weight=True)
             # rows of the output state are distinct already, unless hidden sort columns are dropped
             hidden = len(a.output) < len(self.table(name).keys)
             return self._consolidate(changed) if hidden else changed
