@@ -59,7 +59,10 @@ class AnswerLowering:
             name = a.change_states[0]
             change = subquery(multiplicity_change(self.table(name), merged(name)))
             if a.change_rows is not None:  # the state's delta through the answer's projections and filters
-                return self._consolidate(self.final(program(a.change_rows, lambda leaf: change), weight=True))
+                def delta(leaf: Rel) -> str:
+                    assert isinstance(leaf, StateScan) and leaf.state == name, f"a's changes read {name} only"
+                    return change
+                return self._consolidate(self.final(program(a.change_rows, delta), weight=True))
             changed = self.final(select_all(f"{change} _d"), weight=True)
             # rows of the output state are distinct already, unless hidden sort columns are dropped
             hidden = len(a.output) < len(self.table(name).keys)
