@@ -143,6 +143,40 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
     return run
 
 
+def check_restarting(spark, tmp: str, sql: str, source: Source, batches: list[list[tuple]], every: int) -> None:
+    """Feed ``batches`` (rows of the one stream ``source``) to ``sql``, stopping the query and
+    starting it again from its checkpoint before every ``every``-th batch; after each batch the
+    snapshot equals DuckDB's answer on the prefix, and the changes are snapshot(t) − snapshot(t−1)."""
+    import streamfold
+
+    directory = os.path.join(tmp, source.name)
+    os.makedirs(directory)
+
+    def start():  # type: ignore[no-untyped-def]
+        return streamfold.start(sql, {source.name: directory}, os.path.join(tmp, "out"), spark=spark,
+                                background=False, partitions=2, schemas={source.name: source.schema_sql()})
+
+    query = start()
+    prefix: list[pa.Table] = [source.table([])]
+    previous: list[tuple] = []
+    try:
+        for i, rows in enumerate(batches):
+            if i and i % every == 0:
+                query.stop()
+                query = start()
+            prefix.append(source.table(rows))
+            pq.write_table(prefix[-1], os.path.join(directory, f"{i:04d}.parquet"))
+            assert query.process_available() is not None
+            snapshot = _rows(query.snapshot_pandas())
+            result = compare(snapshot, duckdb_answer(sql, {source.name: prefix}))
+            assert result.matches, f"batch {i}: {result.detail}"
+            problem = changes_difference(previous, snapshot, _rows(query.changes_pandas()))
+            assert problem is None, f"batch {i}: {problem}"
+            previous = snapshot
+    finally:
+        query.stop()
+
+
 def _negative(prefix: dict[str, list[pa.Table]]) -> bool:
     """Whether some source's rows so far hold a row a negative number of times."""
     for tables in prefix.values():

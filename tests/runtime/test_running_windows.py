@@ -17,7 +17,7 @@ import streamfold
 from streamfold.runtime import runs, shape
 from streamfold.settings import env_name
 
-from ..streams import Source, check_stream
+from ..streams import Source, check_restarting, check_stream
 from ..strategies import random_stream
 
 pytestmark = [pytest.mark.spark]
@@ -162,33 +162,9 @@ def test_batches_that_append_read_the_summary_and_equal_duckdb(spark, tmp_path, 
 def test_a_restart_reads_the_summaries_back_and_appends_exactly(spark, tmp_path):
     """Stopped after every third batch and started again: the summaries come back from the
     checkpoint with the window's rows, and the batches after a restart that append read them."""
-    import os
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from streamfold.verify import compare, duckdb_answer, python_value
-
     sql = APPENDED["nulls-last-min-max"]
-    source = tmp_path / "R"
-    source.mkdir()
-    start = lambda: streamfold.start(sql, {"R": str(source)}, str(tmp_path / "out"), spark=spark,  # noqa: E731
-                                     background=False, partitions=2, schemas={"R": R.schema_sql()})
-    query = start()
-    prefix: list[pa.Table] = [R.table([])]
-    try:
-        for i, batch in enumerate(_appending(random.Random("restart"), 9, descending=False)):
-            if i and i % 3 == 0:
-                query.stop()
-                query = start()
-            prefix.append(R.table(batch["R"]))
-            pq.write_table(prefix[-1], os.path.join(source, f"{i:04d}.parquet"))
-            assert query.process_available() is not None
-            got = [tuple(python_value(v) for v in r) for r in query.snapshot_pandas().itertuples(index=False, name=None)]
-            result = compare(got, duckdb_answer(sql, {"R": prefix}))
-            assert result.matches, f"batch {i}: {result.detail}"
-    finally:
-        query.stop()
+    batches = _appending(random.Random("restart"), 9, descending=False)
+    check_restarting(spark, str(tmp_path), sql, R, [b["R"] for b in batches], every=3)
 
 
 def _rows(*rows: tuple) -> list[tuple]:

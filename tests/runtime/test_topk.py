@@ -13,7 +13,7 @@ import pytest
 
 import streamfold
 
-from ..streams import Source, check_stream
+from ..streams import Source, check_restarting, check_stream
 from ..strategies import random_stream
 from .test_differential import R_COLS, S_COLS
 
@@ -63,13 +63,6 @@ def test_the_answer_reads_the_kept_rows_and_a_restart_restores_them(spark, tmp_p
     """The kept rows carry their rank, so the answer reads them (no output state of its own) and
     the changes are theirs, projected and filtered; stopped and started again every other
     batch, the answer comes back from the kept rows in the checkpoint."""
-    import os
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from streamfold.verify import changes_difference, compare, duckdb_answer, python_value
-
     # a filter beside the rank's bound (it drops every partition's first row): the answer and
     # its changes are the kept rows' filtered
     sql = ("SELECT a, b, s, rn FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn "
@@ -77,33 +70,8 @@ def test_the_answer_reads_the_kept_rows_and_a_restart_restores_them(spark, tmp_p
     plan = streamfold.compile(sql, {"R": R.schema_sql()})
     assert [s.name for s in plan.states] == ["topk"], [s.name for s in plan.states]
     assert any("the answer's rows are topk's" in n for n in plan.notes), plan.notes
-    source = tmp_path / "R"
-    source.mkdir()
-    start = lambda: streamfold.start(sql, {"R": str(source)}, str(tmp_path / "out"), spark=spark,  # noqa: E731
-                                     background=False, partitions=2, schemas={"R": R.schema_sql()})
-
-    def rows(frame) -> list[tuple]:  # type: ignore[no-untyped-def]
-        return [tuple(python_value(v) for v in r) for r in frame.itertuples(index=False, name=None)]
-
-    query = start()
-    prefix: list[pa.Table] = [R.table([])]
-    previous: list[tuple] = []
-    try:
-        for i, batch in enumerate(random_stream(random.Random("topk-restart"), [R], 8, max_rows=10, min_rows=3)):
-            if i and i % 2 == 0:
-                query.stop()
-                query = start()
-            prefix.append(R.table(batch["R"]))
-            pq.write_table(prefix[-1], os.path.join(source, f"{i:04d}.parquet"))
-            assert query.process_available() is not None
-            got = rows(query.snapshot_pandas())
-            result = compare(got, duckdb_answer(sql, {"R": prefix}))
-            assert result.matches, f"batch {i}: {result.detail}"
-            problem = changes_difference(previous, got, rows(query.changes_pandas()))
-            assert problem is None, f"batch {i}: {problem}"
-            previous = got
-    finally:
-        query.stop()
+    batches = random_stream(random.Random("topk-restart"), [R], 8, max_rows=10, min_rows=3)
+    check_restarting(spark, str(tmp_path), sql, R, [b["R"] for b in batches], every=2)
 
 
 def test_the_state_keeps_k_rows_per_partition(spark, tmp_path):
