@@ -7,6 +7,7 @@ or the inputs (shown with its code and a hint), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import threading
@@ -403,9 +404,14 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     try:
         query.run(args.trigger, args.until_idle)
-    finally:
+    except BaseException:
         status.close()
-        stop_within(query.stop, STOP_SECONDS)
+        # the run's own error is the one to show: a stop after a JVM that died (py4j finding it
+        # gone while releasing the states) must not replace it with a traceback
+        stop_within(query.stop, STOP_SECONDS, raising=False)
+        raise
+    status.close()
+    stop_within(query.stop, STOP_SECONDS)
     return EXIT_OK
 
 
@@ -415,9 +421,10 @@ STOP_SECONDS = 120.0
 _STOP_HUNG = threading.Event()
 
 
-def stop_within(stop: Callable[[], None], seconds: float) -> bool:
+def stop_within(stop: Callable[[], None], seconds: float, raising: bool = True) -> bool:
     """Call ``stop`` and wait for it at most ``seconds``; past them, report it and mark the process
-    to end at once after its error is printed (:func:`_guarded`). Whether it stopped in time."""
+    to end at once after its error is printed (:func:`_guarded`). Whether it stopped in time.
+    The stop's error is raised here, or with ``raising`` False (a stop after the run failed) logged."""
     errors: list[BaseException] = []
 
     def call() -> None:
@@ -433,8 +440,10 @@ def stop_within(stop: Callable[[], None], seconds: float) -> bool:
         print(f"warning: Spark did not stop within {seconds:.0f} s; the process ends without it", file=sys.stderr)
         _STOP_HUNG.set()
         return False
-    if errors:
+    if errors and raising:
         raise errors[0]
+    if errors:
+        logging.getLogger("streamfold").debug("stopping after the run's error failed too", exc_info=errors[0])
     return True
 
 

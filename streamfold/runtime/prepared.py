@@ -265,9 +265,18 @@ class Prepared:
         self.lookups += self._helpers.lookups(plan, bases)
 
     def release(self) -> None:
-        """These plans run no more: drop the indexes of their bases from the JVM."""
-        if self.bases:
+        """These plans run no more: drop the indexes of their bases from the JVM (nothing to drop
+        when the JVM is gone: they went with it)."""
+        if not self.bases:
+            return
+        try:
             self._helpers.dropIndexes(_array(self._gateway, "long", [slot.id() for slot in self.bases.values()]))
+        except Exception as e:
+            from .failures import lost_jvm
+
+            if lost_jvm(e) is None:
+                raise
+            log.debug("the bases' indexes were not dropped: Spark's JVM is gone", exc_info=True)
 
     def outputs(self, stacked: DataFrame) -> pa.Table:
         """The capture batch's stacked outputs: planned once into an RDD of Arrow batches, then

@@ -142,3 +142,71 @@ def test_a_jvm_out_of_heap_ends_the_run_with_batch_failed_not_a_hang(tmp_path):
     assert "--driver-memory" in run.stderr and "is 512m" in run.stderr
     assert "Traceback" not in run.stderr, run.stderr[-3000:]
     assert not (out / "commits").exists() or not list((out / "commits").iterdir())
+
+
+def _java_children(pid: int) -> list[int]:
+    found = []
+    for child in open(f"/proc/{pid}/task/{pid}/children").read().split():
+        with open(f"/proc/{child}/cmdline", "rb") as f:
+            if b"java" in f.read():
+                found.append(int(child))
+    return found
+
+
+@pytest.mark.slow
+def test_a_jvm_killed_under_indexed_bases_ends_with_batch_failed_not_a_traceback(tmp_path):
+    """Spark's JVM killed (as the kernel's OOM killer does) while a run holds prepared plans over
+    states kept as a base and a tail, whose indexes live in that JVM: the next batch fails with
+    ``BATCH_FAILED`` naming the JVM's exit, and releasing the plans while stopping — py4j finding
+    the JVM gone — neither replaces that error with a ``ConnectionRefusedError`` traceback nor
+    commits anything of the batch."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    dirs = {n: tmp_path / n for n in ("A", "B")}
+    for d in dirs.values():
+        d.mkdir()
+    out = tmp_path / "out"
+
+    def write(i: int, keys: range, names=("A", "B")) -> None:
+        for n in names:
+            t = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(keys, pa.int64())})
+            pq.write_table(t, dirs[n] / f".{i}.tmp")
+            os.rename(dirs[n] / f".{i}.tmp", dirs[n] / f"{i:03d}.parquet")
+
+    def committed(batch: int) -> None:
+        while not (out / "commits" / f"{batch:06d}.json").exists():
+            assert run.poll() is None, run.communicate()[1][-3000:]
+            time.sleep(0.1)
+
+    write(0, range(2000))
+    sql = "SELECT A.k % 10 AS g, count(*) AS n, sum(B.v) AS s FROM A JOIN B ON A.k = B.k GROUP BY A.k % 10"
+    run = subprocess.Popen([sys.executable, "-m", "streamfold", "run", sql, "--output", str(out), "--trigger", "0.1",
+                            *[a for n, d in dirs.items() for a in ("--source", f"{n}={d}")]],
+                           env=dict(os.environ, STREAMFOLD_RUNS_MIN_ROWS="0"), stderr=subprocess.PIPE, text=True)
+    try:
+        for i in (1, 2):  # runs start after batch 0; batch 1 captures the plans, batch 2 runs them
+            committed(i - 1)
+            write(i, range(2000 + 10 * i, 2010 + 10 * i))
+        committed(2)
+        assert json.loads((out / "commits" / "000002.json").read_text())["prepared"] == "replay"
+        time.sleep(2.0)  # the post-commit work done
+        jvms = _java_children(run.pid)
+        assert jvms
+        for pid in jvms:
+            os.kill(pid, signal.SIGKILL)
+        write(3, range(3000, 3010), ("A",))
+        stderr = run.communicate(timeout=240)[1]
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1  # EXIT_FAILED
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: [BATCH_FAILED] batch 3 failed running: JVM exit: Spark's JVM exited (code -9) "
+                      "while the batch ran"], stderr[-3000:]
+    assert "Traceback" not in stderr and "ConnectionRefusedError" not in stderr, stderr[-3000:]
+    assert not (out / "commits" / "000003.json").exists()
