@@ -200,12 +200,13 @@ class Engine:
             return
         self.ctx.progress(f"resuming after batch {batch_name(rec.last_committed)}: loading state")
         checkpoint = self.ctx.checkpoint
-        logs = [(rec.base, checkpoint.base_dir(rec.base))] if rec.base is not None else []
-        logs += [(b, checkpoint.delta_dir(b)) for b in rec.deltas]
+        base = [(rec.base, checkpoint.base_dir(rec.base))] if rec.base is not None else []
+        base = [(b, p) for b, p in base if os.path.isdir(p)]
+        deltas = [(b, p) for b, p in ((b, checkpoint.delta_dir(b)) for b in rec.deltas) if os.path.isdir(p)]
         views = Views(self.ctx.spark, "restore")
         self.batch_time.show_last()  # a time bound's live rows are restored as of it
         try:
-            self.b.store.restore([(b, p) for b, p in logs if os.path.isdir(p)], views)
+            self.b.store.restore(base + deltas, views, based=bool(base))
         finally:
             views.drop()
 

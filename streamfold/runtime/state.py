@@ -555,18 +555,22 @@ class StateStore:
         """(name, Spark type) of the columns :meth:`pack_sql` gives."""
         return lowering.pack_columns([self.table(n) for n in self.durable()])
 
-    def restore(self, logs: list[tuple[int, str]], views: Views) -> None:
-        """Rebuild every durable state from packed changelogs (batch, directory), oldest first:
-        each key's latest row wins, and a key whose latest row has ``_weight`` 0 is gone. States
-        logged as deltas are added up; an appended state keeps the rows its condition holds for
-        at the batch time shown (the caller shows the last committed batch's)."""
+    def restore(self, logs: list[tuple[int, str]], views: Views, based: bool = False) -> None:
+        """Rebuild every durable state from packed changelogs (batch, directory), oldest first
+        (``based``: the first is a whole copy of the states, a base): each key's latest row wins,
+        and a key whose latest row has ``_weight`` 0 is gone. States logged as deltas are added
+        up (one batch's delta log alone holds each key once: nothing to add); an appended state
+        keeps the rows its condition holds for at the batch time shown (the caller shows the
+        last committed batch's)."""
         if not logs:
             return
         every = views.name(self.spark.sql(lowering.changelogs(logs)), "logs")
+        one_delta = len(logs) == 1 and not based
         for name in self.durable():
             kept = self.defs[name].kept_while
             if self._summed(name):
-                text = lowering.summed_logs(self.table(name), every, None if kept is None else sql(kept, spark=True))
+                text = lowering.summed_logs(self.table(name), every, None if kept is None else sql(kept, spark=True),
+                                            one_delta=one_delta and not self.defs[name].appended)
             else:
                 text = lowering.latest(self.table(name), every, single=len(logs) == 1)
             df = self.spark.sql(text)
