@@ -143,10 +143,12 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
     return run
 
 
-def check_restarting(spark, tmp: str, sql: str, source: Source, batches: list[list[tuple]], every: int) -> None:
+def check_restarting(spark, tmp: str, sql: str, source: Source, batches: list[list[tuple]], every: int,
+                     **options: Any) -> None:
     """Feed ``batches`` (rows of the one stream ``source``) to ``sql``, stopping the query and
     starting it again from its checkpoint before every ``every``-th batch; after each batch the
-    snapshot equals DuckDB's answer on the prefix, and the changes are snapshot(t) − snapshot(t−1)."""
+    snapshot equals DuckDB's answer on the prefix, and the changes are snapshot(t) − snapshot(t−1).
+    ``options`` go to ``streamfold.start`` (``compact_every``, …)."""
     import streamfold
 
     directory = os.path.join(tmp, source.name)
@@ -154,7 +156,8 @@ def check_restarting(spark, tmp: str, sql: str, source: Source, batches: list[li
 
     def start():  # type: ignore[no-untyped-def]
         return streamfold.start(sql, {source.name: directory}, os.path.join(tmp, "out"), spark=spark,
-                                background=False, partitions=2, schemas={source.name: source.schema_sql()})
+                                background=False, partitions=2, schemas={source.name: source.schema_sql()},
+                                **options)
 
     query = start()
     prefix: list[pa.Table] = [source.table([])]
