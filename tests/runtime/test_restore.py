@@ -37,7 +37,7 @@ def test_a_query_stopped_before_every_batch_restarts_exactly(spark, tmp_path, mo
     and the logs after it); the snapshot and the changes after every batch are DuckDB's."""
     monkeypatch.setenv(env_name("runs_min_rows"), str(runs_min_rows))
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)  # into runs however much of a join input a batch touches
-    batches = random_stream(random.Random(f"restore-{runs_min_rows}-{compact_every}"), [S], 9, max_rows=12,
+    batches = random_stream(random.Random(f"restore-{runs_min_rows}-{compact_every}"), [S], 7, max_rows=10,
                             min_rows=2)
     check_restarting(spark, str(tmp_path), SQL, S, [b["S"] for b in batches], every=1,
                      compact_every=compact_every)
