@@ -16,7 +16,8 @@ Spark's boolean aggregates are counts (sums of weights: exact under deletions, n
       any(p)
     bool_and(p), every(p)    →  CASE WHEN count(p) = 0 THEN NULL ELSE count(CASE WHEN NOT p THEN 1 END) = 0 END
 
-Every other aggregate Spark knows is refused by name, with the exact rewrite where there is one.
+``covar_pop``, ``covar_samp`` and ``corr`` are counts and sums too (:mod:`.covariance`). Every other
+aggregate Spark knows is refused by name, with the exact rewrite where there is one.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ...errors import BindError, SqlError, UnsupportedError
 from ...ir.expr import Agg, Expr, Literal
 from ...ir.types import BIGINT, DOUBLE, DataType, avg_type, sum_type
 from .context import ExprContext
+from .covariance import bind_covariance, covariance
 
 AGGS: dict[type, str] = {
     exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
@@ -50,7 +52,7 @@ UNSUPPORTED_ANON_AGGS = frozenset({
     "regr_intercept", "approx_top_k",
 })
 _SUPPORTED_AGGS = ("supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance, count_if, "
-                   "bool_and, bool_or")
+                   "bool_and, bool_or, covar_pop, covar_samp, corr")
 # What to write instead, where there is an exact spelling
 _AGG_HINTS = {
     "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",
@@ -109,6 +111,12 @@ def bind_filter(ctx: ExprContext, node: exp.Filter) -> Expr:
     if boolean is not None:  # the predicate NULL where the filter fails: each of them skips it
         fn, p = boolean
         return ctx.bind(boolean_counts(fn, exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=p.copy())])))
+    two = covariance(agg)
+    if two is not None:  # each argument NULL where the filter fails: a pair with a NULL is skipped
+        fn, x, y = two
+        cond = node.expression.this
+        x, y = (exp.Case(ifs=[exp.If(this=cond.copy(), true=e.copy())]) for e in (x, y))
+        return bind_covariance(ctx, node, fn, x, y)
     anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in ANON_AGGS
     if not (anonymous or type(agg) in AGGS):
         if isinstance(agg, exp.AggFunc) or (isinstance(agg, exp.Anonymous)

@@ -21,6 +21,7 @@ from .arithmetic import ARITH, bind_arith, bind_concat, bind_int_div, bind_neg
 from .calls import bind_call
 from .conditionals import bind_case, bind_if
 from .context import ExprContext
+from .covariance import bind_covariance, covariance
 from .grouping import bind_grouping
 from .literals import bind_boolean, bind_cast, bind_literal, bind_null
 from .names import bind_bracket, bind_column, bind_dot
@@ -65,6 +66,9 @@ class ExprBinder(ExprContext):
         for cls, op in COMPARE.items():
             if isinstance(node, cls):
                 return bind_compare(self, node, op)
+        two = covariance(node)
+        if two is not None:
+            return bind_covariance(self, node, *two)
         for agg_cls, fn in AGGS.items():
             if type(node) is agg_cls:
                 return bind_agg(self, node, fn)

@@ -20,6 +20,7 @@ from ...ir.rel import SortKey
 from ...ir.types import BIGINT, DOUBLE, INT, DataType
 from ...ir.window import AGGREGATES, FRAMELESS, Frame, FrameKind, WindowCall
 from .aggregates import agg_type, boolean_aggregate, boolean_counts
+from .covariance import covariance, sums
 from .context import ExprContext
 
 _RANKING: dict[type, str] = {
@@ -63,6 +64,14 @@ def bind_window(ctx: ExprContext, node: exp.Window) -> Expr:
             window.set("this", count.copy())
             count.replace(window)
         return ctx.bind(counts.this)
+    two = covariance(func)
+    if two is not None:  # covar_pop, covar_samp, corr: the counts and sums they are made of, over the same window
+        made = exp.paren(sums(ctx, func, *two), copy=False)
+        for agg in list(made.find_all(exp.Count, exp.Sum)):
+            window = node.copy()
+            window.set("this", agg.copy())
+            agg.replace(window)
+        return ctx.bind(made.this)
     partition = tuple(ctx.bind(p) for p in node.args.get("partition_by") or [])
     order_node = node.args.get("order")
     order = tuple(sort_key(o, ctx.bind(o.this)) for o in (order_node.expressions if order_node else []))
