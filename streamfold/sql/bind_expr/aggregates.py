@@ -16,7 +16,7 @@ Spark's boolean aggregates are counts (sums of weights: exact under deletions, n
       any(p)
     bool_and(p), every(p)    →  CASE WHEN count(p) = 0 THEN NULL ELSE count(CASE WHEN NOT p THEN 1 END) = 0 END
 
-``covar_pop``, ``covar_samp`` and ``corr`` are counts and sums too (:mod:`.covariance`). Every other
+``covar_pop``, ``covar_samp``, ``corr`` and ``regr_*`` are counts and sums too (:mod:`.covariance`). Every other
 aggregate Spark knows is refused by name, with the exact rewrite where there is one.
 """
 
@@ -48,11 +48,10 @@ UNSUPPORTED_AGGS = {
 # Spark aggregates sqlglot does not know (parsed as anonymous calls)
 UNSUPPORTED_ANON_AGGS = frozenset({
     "product", "try_sum", "try_avg", "histogram_numeric", "count_min_sketch", "hll_sketch_agg",
-    "bit_xor", "regr_count", "regr_r2", "regr_sxx", "regr_sxy", "regr_syy", "regr_avgx", "regr_avgy",
-    "regr_intercept", "approx_top_k",
+    "bit_xor", "approx_top_k",
 })
 _SUPPORTED_AGGS = ("supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance, count_if, "
-                   "bool_and, bool_or, covar_pop, covar_samp, corr")
+                   "bool_and, bool_or, covar_pop, covar_samp, corr, regr_*")
 # What to write instead, where there is an exact spelling
 _AGG_HINTS = {
     "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",
@@ -115,8 +114,8 @@ def bind_filter(ctx: ExprContext, node: exp.Filter) -> Expr:
     if two is not None:  # each argument NULL where the filter fails: a pair with a NULL is skipped
         fn, x, y = two
         cond = node.expression.this
-        x, y = (exp.Case(ifs=[exp.If(this=cond.copy(), true=e.copy())]) for e in (x, y))
-        return bind_covariance(ctx, node, fn, x, y)
+        return bind_covariance(ctx, node, fn, *(None if e is None else exp.Case(ifs=[exp.If(this=cond.copy(), true=e.copy())])
+                                                 for e in (x, y)))
     anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in ANON_AGGS
     if not (anonymous or type(agg) in AGGS):
         if isinstance(agg, exp.AggFunc) or (isinstance(agg, exp.Anonymous)

@@ -20,7 +20,7 @@ from ...ir.rel import SortKey
 from ...ir.types import BIGINT, DOUBLE, INT, DataType
 from ...ir.window import AGGREGATES, FRAMELESS, Frame, FrameKind, WindowCall
 from .aggregates import agg_type, boolean_aggregate, boolean_counts
-from .covariance import covariance, sums
+from .covariance import bind_covariance, covariance, sums
 from .context import ExprContext
 
 _RANKING: dict[type, str] = {
@@ -65,9 +65,12 @@ def bind_window(ctx: ExprContext, node: exp.Window) -> Expr:
             count.replace(window)
         return ctx.bind(counts.this)
     two = covariance(func)
-    if two is not None:  # covar_pop, covar_samp, corr: the counts and sums they are made of, over the same window
-        made = exp.paren(sums(ctx, func, *two), copy=False)
-        for agg in list(made.find_all(exp.Count, exp.Sum)):
+    if two is not None:  # covariances, regr_*: the counts and sums they are made of, over the same window
+        fn, first, second = two
+        if first is None or second is None:
+            return bind_covariance(ctx, func, fn, first, second)  # its WRONG_ARGUMENTS
+        made = exp.paren(sums(ctx, func, fn, first, second), copy=False)
+        for agg in list(made.find_all(exp.Count, exp.Sum, exp.Avg)):
             window = node.copy()
             window.set("this", agg.copy())
             agg.replace(window)
