@@ -1,8 +1,8 @@
 """``covar_pop``, ``covar_samp``, ``corr`` and ``regr_*`` kept as counts and sums (``sql/bind_expr/covariance.py``):
 after every batch, with deletions, NULLs on either side and groups whose one side is constant, the
-snapshot equals DuckDB's answer on the prefix — grouped, global, with FILTER, in HAVING and over a
-window. Spark answers NULL where a correlation divides by zero (one row, a constant side); DuckDB
-says NaN there, so the oracle turns its NaN into NULL."""
+snapshot equals DuckDB's answer on the prefix — grouped, global, with FILTER, in HAVING, under
+ROLLUP and over a window. Spark answers NULL where a correlation or a slope divides by zero (one
+row, a constant side); DuckDB says NaN there, so the oracle turns its NaN into NULL."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ QUERIES = [
      f"SELECT a, regr_count(b, x) AS n, regr_avgx(b, m) AS ax, regr_avgy(c, b) AS ay, regr_sxx(b, x) AS sxx, "
      f"regr_syy(m, b) AS syy, regr_sxy(x, m) AS sxy, {_nan_null('regr_slope(b, x)')} AS sl, "
      f"{_nan_null('regr_intercept(x, m)')} AS ic, {_nan_null('regr_r2(b, x)')} AS r2 FROM R GROUP BY a"),
+    ("rollup", "SELECT a, b, corr(x, m) AS r, regr_slope(m, b) AS sl, count(*) AS n FROM R GROUP BY ROLLUP(a, b)",
+     f"SELECT a, b, {_nan_null('corr(x, m)')} AS r, {_nan_null('regr_slope(m, b)')} AS sl, count(*) AS n FROM R "
+     "GROUP BY ROLLUP(a, b)"),
     ("over", "SELECT a, b, x, covar_pop(b, x) OVER (PARTITION BY a) AS cp, corr(x, b) OVER (PARTITION BY a) AS r, "
              "regr_avgx(b, m) OVER (PARTITION BY a) AS ax FROM R",
      f"SELECT a, b, x, covar_pop(b, x) OVER (PARTITION BY a) AS cp, {_nan_null('corr(x, b) OVER (PARTITION BY a)')} AS r, "
