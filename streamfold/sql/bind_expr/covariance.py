@@ -116,11 +116,10 @@ def sums(ctx: ExprContext, node: exp.Expr, fn: str, first: exp.Expr, second: exp
     count = exp.cast(n.copy(), "DECIMAL(20, 0)")
     c = minus(times(count.copy(), sxy), times(sx.copy(), sy.copy()))
     nd = double(n.copy())
-    if fn == "covar_pop":
-        return _unless(exp.EQ(this=n.copy(), expression=exp.Literal.number(0)),
-                       exp.Div(this=double(c), expression=times(nd, nd.copy())))
-    few = exp.LTE(this=n.copy(), expression=exp.Literal.number(1))
     none = exp.EQ(this=n.copy(), expression=exp.Literal.number(0))
+    few = exp.LTE(this=n.copy(), expression=exp.Literal.number(1))
+    if fn == "covar_pop":
+        return _unless(none, exp.Div(this=double(c), expression=times(nd, nd.copy())))
     if fn == "covar_samp":
         return _unless(few, exp.Div(this=double(c), expression=times(nd, minus(nd.copy(), exp.Literal.number(1)))))
     if fn == "regr_sxy":
