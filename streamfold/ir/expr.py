@@ -123,6 +123,8 @@ class Cast(Expr):
 AGGREGATES = frozenset({
     "count", "sum", "avg", "min", "max",
     "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",
+    # percentile(x, p): Spark's exact percentile (median and percentile_cont bind to it)
+    "percentile",
     # grouping() and grouping_id() under GROUPING SETS, CUBE and ROLLUP: bound as aggregates so
     # the select list lifts them like one, each replaced by its set's constant (sql/bind/grouping_sets.py)
     "grouping", "grouping_id",

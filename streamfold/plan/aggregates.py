@@ -14,6 +14,7 @@ stddev, variance            count(x), sum(x), sumsq(x) = Σ w·x² (+)         t
 min(x), max(x), no deletes  min(x) / max(x) (min / max)                     itself
 min/max under deletions,    a multiset state of the values, keyed by        min/max/count/sum/avg
 count/sum/avg(DISTINCT x)   (group, x) with its count (+)                   over the values present
+percentile(x, p)            the same multiset                               percentile(value, p, count)
 ==========================  ==============================================  ====================
 
 ``w`` is a row's weight: +1 for an insert, −1 for a delete. Beyond the seed, which has no
@@ -205,6 +206,8 @@ def decompose(agg: Agg, deletions: bool) -> AggSpec:
     if not agg.args:
         return AggSpec(agg, (), None)
     arg = agg.args[0]
+    if fn == "percentile":  # Spark's percentile over the values' multiset, each value's count its frequency
+        return AggSpec(agg, (), arg)
     if agg.distinct and fn not in ("min", "max"):
         return AggSpec(agg, (), arg)
     if fn in ("min", "max"):
@@ -216,9 +219,12 @@ def decompose(agg: Agg, deletions: bool) -> AggSpec:
     return AggSpec(agg, (Partial("count", arg), Partial("sum", arg), Partial("sumsq", arg)), None)
 
 
-def multiset_final(agg: Agg, value: Column) -> Agg:
-    """The aggregate that a over a multiset state computes: the same function over distinct values."""
+def multiset_final(agg: Agg, value: Column, count: Column) -> Agg:
+    """The aggregate that a over a multiset state computes: the same function over distinct values
+    — a percentile over them with each one's ``count`` (its rows) as its frequency."""
     fn = agg.fn
+    if fn == "percentile":
+        return Agg(fn, (value, agg.args[1], count), False, agg.type)
     if fn in ("stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop") and not agg.distinct:
         raise ValueError("moments are never kept as multisets")
     return Agg(fn, (value,), False, agg.type)

@@ -134,6 +134,9 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
     state_fields = key_fields + (Field(WEIGHT, BIGINT),) + tuple(Field(p.name, p.type) for p in partials)
     columns: list[Field] = [Field(WEIGHT, BIGINT)] + [Field(p.name, p.type) for p in partials]
     columns += [Field(f"v{k}", m.type) for k, m in enumerate(multisets)]
+    # a percentile reads its multiset's counts as the values' frequencies
+    counted = {multisets.index(spec.multiset) for _, spec in specs if spec.multiset is not None and spec.agg.fn == "percentile"}
+    columns += [Field(f"c{k}", BIGINT) for k in sorted(counted)]
     key_refs = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
     # Each branch renames the key (to _g0, _g1, …): Spark 4.3 keeps a union's hash
     # partitioning through projections that alias the key, but drops it when the key passes
@@ -147,12 +150,14 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
     branches = [branch(StateScan(name, StateVersion.NEW, state_fields), {f.name: f.ref() for f in state_fields[len(keys):]})]
     for k, m in enumerate(multisets):
         ms_fields = key_fields + (Field("v", m.type), Field(WEIGHT, BIGINT))
-        branches.append(branch(StateScan(ms_names[k], StateVersion.NEW, ms_fields), {f"v{k}": Column("v", m.type)}))
+        present: dict[str, Expr] = {f"v{k}": Column("v", m.type), **({f"c{k}": weight()} if k in counted else {})}
+        branches.append(branch(StateScan(ms_names[k], StateVersion.NEW, ms_fields), present))
     merged: list[tuple[str, Agg]] = [(WEIGHT, sum_weights()), *_merged_partials(partials)]
     for i, (_, spec) in enumerate(specs):
         if spec.multiset is not None:
             k = multisets.index(spec.multiset)
-            merged.append((f"_ms{i}", multiset_final(spec.agg, Column(f"v{k}", spec.multiset.type))))
+            merged.append((f"_ms{i}", multiset_final(spec.agg, Column(f"v{k}", spec.multiset.type),
+                                                     Column(f"c{k}", BIGINT))))
     source: Rel = branches[0] if len(branches) == 1 else Union(tuple(branches))
     grouped: Rel = Aggregate(source, tuple((n, Column(g, e.type)) for (n, e), (g, _) in zip(key_refs, grouped_keys)),
                              tuple(merged))
@@ -195,6 +200,9 @@ def _note_aggregates(ctx: PlanContext, specs: list[tuple[str, AggSpec]]) -> None
         elif spec.multiset is not None and a.fn in ("min", "max") and not a.distinct:
             ctx.plan.note(f"{shown}: inputs may delete rows, so the multiset of values is kept "
                           f"(a min/max cannot be un-merged)")
+        elif spec.multiset is not None and a.fn == "percentile":
+            ctx.plan.note(f"{shown}: the multiset of values per group is kept; a is Spark's percentile over it, "
+                          f"each value's count its frequency")
         elif spec.multiset is not None:
             ctx.plan.note(f"{shown}: the multiset of values per group is kept; a counts the distinct ones")
         elif a.fn.startswith(("stddev", "var")):

@@ -55,3 +55,16 @@ def null_observable_in(tree: exp.Expr) -> bool:
         if not isinstance(up, (exp.Where, exp.Having)):
             return True
     return False
+
+
+def spark_spellings(tree: exp.Expr) -> exp.Expr:
+    """A copy of ``tree`` that sqlglot writes as Spark reads it: sqlglot's Spark dialect writes
+    ``percentile_cont(p) WITHIN GROUP (ORDER BY x)`` as ``percentile_approx(x, p)``, another
+    aggregate (approximate); here it stays the exact one, spelled as Spark spells it."""
+
+    def rewrite(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.PercentileCont) and isinstance(node.parent, exp.WithinGroup):
+            return exp.Anonymous(this="PERCENTILE_CONT", expressions=[node.this.copy()])
+        return node
+
+    return tree.transform(rewrite)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...ir.expr import Column, Expr
+from ..batch_text import spark_spellings
 from ..parse import span_of
 from ..scope import Scope
 from ..window_text import WINDOW_CALL
@@ -65,8 +66,10 @@ def _pretty(item: exp.Expr) -> str:
     clone = item.copy()
     for col in clone.find_all(exp.Column):
         col.set("table", None)
-    text = clone.sql(dialect="spark")
-    if isinstance(item, exp.Func) and "(" in text:
+    text = spark_spellings(clone).sql(dialect="spark")
+    if type(item) is exp.Quantile and text.endswith(")"):  # Spark names percentile(x, p) with its frequency
+        text = text[:-1] + ", 1)"
+    if isinstance(item, (exp.Func, exp.WithinGroup)) and "(" in text:
         head, rest = text.split("(", 1)
         text = head.lower() + "(" + rest
     if text.lower().startswith("count(*)"):

@@ -41,7 +41,7 @@ ANON_AGGS = {"var_samp": "var_samp", "var_pop": "var_pop", "stddev_samp": "stdde
 # Spark's names for the aggregates sqlglot parses to a node of its own (others are named by the node)
 UNSUPPORTED_AGGS = {
     exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "collect_list", exp.ArrayUniqueAgg: "collect_set",
-    exp.Quantile: "percentile", exp.ApproxQuantile: "percentile_approx", exp.AnyValue: "any_value",
+    exp.ApproxQuantile: "percentile_approx", exp.AnyValue: "any_value",
     exp.First: "first", exp.Last: "last", exp.GroupConcat: "string_agg", exp.ArgMin: "min_by", exp.ArgMax: "max_by",
     exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or",
 }
@@ -51,17 +51,17 @@ UNSUPPORTED_ANON_AGGS = frozenset({
     "bit_xor", "approx_top_k",
 })
 _SUPPORTED_AGGS = ("supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance, count_if, "
-                   "bool_and, bool_or, covar_pop, covar_samp, corr, regr_*")
+                   "bool_and, bool_or, covar_pop, covar_samp, corr, regr_*, median, percentile, percentile_cont")
 # What to write instead, where there is an exact spelling
 _AGG_HINTS = {
     "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",
     "first": "which row is first depends on the order Spark reads the files; use min or max",
     "last": "which row is last depends on the order Spark reads the files; use min or max",
     "any_value": "which row it picks depends on the order Spark reads the files; use min or max",
-    "percentile_cont": "a percentile is not maintained; the share of a group at or below a value t is: "
-                       "avg(CASE WHEN x <= t THEN 1.0 ELSE 0.0 END)",
-    "percentile_disc": "a percentile is not maintained; the share of a group at or below a value t is: "
-                       "avg(CASE WHEN x <= t THEN 1.0 ELSE 0.0 END)",
+    "percentile_disc": "percentile_cont(p) WITHIN GROUP (ORDER BY x), percentile(x, p) and median(x) are exact and "
+                       "maintained (they interpolate between the two nearest values)",
+    "percentile_approx": "percentile(x, p) is exact and maintained incrementally",
+    "approx_percentile": "percentile(x, p) is exact and maintained incrementally",
 }
 
 
@@ -151,7 +151,10 @@ def unsupported_agg(ctx: ExprContext, node: exp.Expr, fn: str) -> SqlError:
                    _AGG_HINTS.get(fn, _SUPPORTED_AGGS), function=fn)
 
 
-def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str) -> Expr:
+def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str, argument: exp.Expr | None = None,
+             constants: tuple[Expr, ...] = ()) -> Expr:
+    """``fn`` over its argument (``argument``, else the node's own), then ``constants`` (a
+    percentile's fraction), as an :class:`Agg` handed to the context's hook."""
     if ctx.on_agg is None:
         raise ctx.err(
             BindError, "AGGREGATE_NOT_ALLOWED", f"aggregate `{fn}` is not allowed in {ctx.clause}", node,
@@ -162,7 +165,8 @@ def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str) -> Expr:
         raise ctx.err(BindError, "NESTED_AGGREGATE", f"aggregate `{fn}` inside another aggregate", node,
                       "compute the inner aggregate in a subquery", function=fn)
     distinct = False
-    inner = node.this if not isinstance(node, exp.Anonymous) else (node.expressions[0] if node.expressions else None)
+    inner = argument if argument is not None else node.this if not isinstance(node, exp.Anonymous) \
+        else (node.expressions[0] if node.expressions else None)
     if isinstance(inner, exp.Distinct):
         distinct = True
         if len(inner.expressions) != 1 or isinstance(inner.expressions[0], exp.Star):
@@ -181,7 +185,7 @@ def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str) -> Expr:
         ctx.in_agg = False
     if fn == "count" and args and isinstance(args[0], Literal) and args[0].value is not None and not distinct:
         args = ()  # count(1) is count(*)
-    agg = Agg(fn, args, distinct, agg_type(ctx, node, fn, args))
+    agg = Agg(fn, args + constants, distinct, agg_type(ctx, node, fn, args))
     return ctx.on_agg(agg, node)
 
 

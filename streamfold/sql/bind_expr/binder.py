@@ -16,12 +16,13 @@ from sqlglot import exp
 
 from ...errors import UnsupportedError
 from ...ir.expr import Expr
-from .aggregates import AGGS, UNSUPPORTED_AGGS, bind_agg, bind_filter, boolean_aggregate, boolean_counts, unsupported_agg
+from .aggregates import AGGS, UNSUPPORTED_AGGS, bind_agg, boolean_aggregate, boolean_counts, unsupported_agg
 from .arithmetic import ARITH, bind_arith, bind_concat, bind_int_div, bind_neg
 from .calls import bind_call
 from .conditionals import bind_case, bind_if
 from .context import ExprContext
 from .covariance import bind_covariance, covariance
+from .percentiles import bind_filtered, bind_percentile, percentile
 from .grouping import bind_grouping
 from .literals import bind_boolean, bind_cast, bind_literal, bind_null
 from .names import bind_bracket, bind_column, bind_dot
@@ -45,7 +46,7 @@ _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
     exp.NullSafeNEQ: bind_distinct_from, exp.And: bind_and, exp.Or: bind_or, exp.Not: bind_not,
     exp.Is: bind_is, exp.In: bind_in, exp.Between: bind_between, exp.Like: bind_like, exp.ILike: bind_ilike,
     exp.Case: bind_case, exp.If: bind_if,
-    exp.Filter: bind_filter,
+    exp.Filter: bind_filtered,
     exp.Grouping: bind_grouping, exp.GroupingId: bind_grouping,
 }
 
@@ -69,6 +70,9 @@ class ExprBinder(ExprContext):
         two = covariance(node)
         if two is not None:
             return bind_covariance(self, node, *two)
+        quantile = percentile(node)
+        if quantile is not None:
+            return bind_percentile(self, node, *quantile)
         for agg_cls, fn in AGGS.items():
             if type(node) is agg_cls:
                 return bind_agg(self, node, fn)

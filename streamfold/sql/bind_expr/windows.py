@@ -121,8 +121,12 @@ def _function(ctx: ExprContext, node: exp.Window, func: exp.Expr) -> tuple[str, 
         arg = ctx.bind(inner)
         return fn, (arg,), agg_type(ctx, func, fn, (arg,))
     name = func.sql_name().lower() if isinstance(func, exp.Func) else type(func).__name__
+    name = {"quantile": "percentile"}.get(name, name)  # Spark's name, not the parser's
+    hint = f"supported window functions: {WINDOW_FUNCTIONS}"
+    if name in ("percentile", "median"):
+        hint = f"{name} is maintained as an aggregate: compute it per group in a derived table and join it back"
     raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"window function `{name}` is not supported", node,
-                  f"supported window functions: {WINDOW_FUNCTIONS}", construct=name)
+                  hint, construct=name)
 
 
 def _int_literal(ctx: ExprContext, node: exp.Expr | None, what: str, positive: bool = False) -> int:
