@@ -66,6 +66,8 @@ def python_value(v: Any) -> Any:
 def _comparable(v: Any) -> Any:
     if isinstance(v, dict):  # a STRUCT (a time window's start and end): its fields compared alike
         return {k: _comparable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)) or type(v).__name__ == "ndarray":  # an ARRAY (Arrow: a list; pandas: NumPy)
+        return tuple(_comparable(x.item() if hasattr(x, "item") else x) for x in v)
     if isinstance(v, dt.datetime):
         v = v.replace(tzinfo=None)
         if v.time() == dt.time(0):
@@ -89,6 +91,8 @@ def same_value(a: Any, b: Any) -> bool:
     a, b = _comparable(a), _comparable(b)
     if a is None or b is None:
         return a is None and b is None
+    if isinstance(a, tuple) and isinstance(b, tuple):  # arrays: element by element
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
     if _number(a) and _number(b):
         fa, fb = float(a), float(b)
         if math.isnan(fa) or math.isnan(fb):

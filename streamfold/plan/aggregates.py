@@ -15,6 +15,7 @@ min(x), max(x), no deletes  min(x) / max(x) (min / max)                     itse
 min/max under deletions,    a multiset state of the values, keyed by        min/max/count/sum/avg
 count/sum/avg(DISTINCT x)   (group, x) with its count (+)                   over the values present
 percentile(x, p)            the same multiset                               percentile(value, p, count)
+collect_set(x) (sorted)     the same multiset                               collect_set over the values
 ==========================  ==============================================  ====================
 
 ``w`` is a row's weight: +1 for an insert, −1 for a delete. Beyond the seed, which has no
@@ -206,7 +207,7 @@ def decompose(agg: Agg, deletions: bool) -> AggSpec:
     if not agg.args:
         return AggSpec(agg, (), None)
     arg = agg.args[0]
-    if fn == "percentile":  # Spark's percentile over the values' multiset, each value's count its frequency
+    if fn in ("percentile", "collect_set"):  # over the values' multiset (a percentile with their counts)
         return AggSpec(agg, (), arg)
     if agg.distinct and fn not in ("min", "max"):
         return AggSpec(agg, (), arg)

@@ -19,6 +19,7 @@ from ...ir.expr import Column, Expr
 from ..batch_text import spark_spellings
 from ..parse import span_of
 from ..scope import Scope
+from ..bind_expr.value_sets import spark_name, value_set
 from ..window_text import WINDOW_CALL
 
 # (output name, node, pre-resolved column for * and generators)
@@ -63,6 +64,9 @@ def _pretty(item: exp.Expr) -> str:
     """An approximation of the name Spark gives an unaliased select expression."""
     if isinstance(item, exp.Anonymous) and item.name.lower() == WINDOW_CALL:  # window(…), renamed for the parser
         return "window"
+    collected = value_set(item)
+    if collected is not None and not isinstance(collected[1], exp.Filter):
+        return spark_name(item, _pretty(collected[1].this)) or ""
     clone = item.copy()
     for col in clone.find_all(exp.Column):
         col.set("table", None)

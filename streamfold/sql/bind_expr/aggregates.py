@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from ...errors import BindError, SqlError, UnsupportedError
 from ...ir.expr import Agg, Expr, Literal
-from ...ir.types import BIGINT, DOUBLE, DataType, avg_type, sum_type
+from ...ir.types import BIGINT, DOUBLE, DataType, array, avg_type, sum_type
 from .context import ExprContext
 from .covariance import bind_covariance, covariance
 
@@ -61,6 +61,8 @@ _AGG_HINTS = {
     "percentile_disc": "percentile_cont(p) WITHIN GROUP (ORDER BY x), percentile(x, p) and median(x) are exact and "
                        "maintained (they interpolate between the two nearest values)",
     "percentile_approx": "percentile(x, p) is exact and maintained incrementally",
+    "collect_set": "the order of its elements depends on the order Spark reads the files; sort_array(collect_set(x)) "
+                   "and size(collect_set(x)) are maintained",
     "approx_percentile": "percentile(x, p) is exact and maintained incrementally",
 }
 
@@ -231,6 +233,8 @@ def agg_type(ctx: ExprContext, node: exp.Expr, fn: str, args: tuple[Expr, ...]) 
     if fn == "count":
         return BIGINT
     t = args[0].type
+    if fn == "collect_set":  # (only under sort_array or size: value_sets.py, which checks the element type)
+        return array(t)
     if fn in ("min", "max"):
         if not t.is_orderable:
             raise ctx.mismatch(node, f"{fn} cannot order values of type {t}", function=fn, actual=t.sql())

@@ -23,6 +23,7 @@ from .conditionals import bind_case, bind_if
 from .context import ExprContext
 from .covariance import bind_covariance, covariance
 from .percentiles import bind_filtered, bind_percentile, percentile
+from .value_sets import bind_value_set, value_set
 from .grouping import bind_grouping
 from .literals import bind_boolean, bind_cast, bind_literal, bind_null
 from .names import bind_bracket, bind_column, bind_dot
@@ -73,6 +74,9 @@ class ExprBinder(ExprContext):
         quantile = percentile(node)
         if quantile is not None:
             return bind_percentile(self, node, *quantile)
+        collected = value_set(node)
+        if collected is not None:
+            return bind_value_set(self, node, *collected)
         for agg_cls, fn in AGGS.items():
             if type(node) is agg_cls:
                 return bind_agg(self, node, fn)
