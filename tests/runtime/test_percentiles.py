@@ -93,6 +93,8 @@ def test_percentiles_are_one_multiset_and_refuse_what_spark_would_answer_otherwi
 
     batch = parse_query("SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY m) FROM R").batch_sql()
     assert "PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY m)" in batch and "APPROX" not in batch
+    for fraction in ("0.5D", "1", "0", "5e-1"):  # Spark's spellings of a constant fraction
+        streamfold.compile(f"SELECT percentile(b, {fraction}) FROM R", {"R": R.schema_sql()})
     for sql, code in [("SELECT percentile(b, 1.5) FROM R", "UNSUPPORTED_AGGREGATE"),
                       ("SELECT percentile(b, a) FROM R", "UNSUPPORTED_AGGREGATE"),
                       ("SELECT percentile(b, array(0.25, 0.75)) FROM R", "UNSUPPORTED_AGGREGATE"),

@@ -21,7 +21,7 @@ from decimal import Decimal
 from sqlglot import exp
 
 from ...errors import SqlError, UnsupportedError
-from ...ir.expr import Expr, Literal
+from ...ir.expr import Cast, Expr, Literal
 from ...ir.types import DOUBLE
 from .aggregates import bind_agg, bind_filter
 from .context import ExprContext
@@ -79,6 +79,8 @@ def bind_percentile(ctx: ExprContext, node: exp.Expr, x: exp.Expr, p: exp.Expr |
 
 def _fraction(ctx: ExprContext, node: exp.Expr, name: str, p: exp.Expr) -> float:
     bound = ctx.bind(p)
+    if isinstance(bound, Cast) and bound.type == DOUBLE and isinstance(bound.expr, Literal):
+        bound = bound.expr  # 0.5D: the literal as a double, as Spark reads it (float() below)
     value = bound.value if isinstance(bound, Literal) else None
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise _refuse(ctx, node, name, f"the fraction of {name} must be a constant number",
