@@ -90,8 +90,9 @@ def _back_to_back(results: dict[str, Any], w: str, full_size: bool) -> list[dict
     size: 40K-row increments, at least 25 of them (``--increments 25``)."""
     limit, ratio = BACK_TO_BACK[w]
     cli = results["systems"][CLI]
-    warm = int(cli.get("describe", {}).get("warm_increments") or 0)
     last = results["sizes"]["increments"]
+    # the increments its median is of (bench/runner.py: at least the last one)
+    warm = min(int(cli.get("describe", {}).get("warm_increments") or 0), last - 1)
     judged = full_size and last >= BACK_TO_BACK_INCREMENTS
     note = "" if judged else f"judged over {BACK_TO_BACK_INCREMENTS}+ increments of 40,000 rows (--increments 25)"
     span = f"increments {warm + 1}–{last}"
