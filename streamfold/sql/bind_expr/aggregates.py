@@ -101,6 +101,11 @@ def boolean_counts(fn: str, predicate: exp.Expr) -> exp.Expr:
     return exp.Case(ifs=[exp.If(this=none, true=exp.Null())], default=value)
 
 
+def filtered(node: exp.Filter, x: exp.Expr) -> exp.Expr:
+    """``x`` where the FILTER's condition holds, else NULL: ``CASE WHEN p THEN x END`` (copies)."""
+    return exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=x.copy())])
+
+
 def bind_filter(ctx: ExprContext, node: exp.Filter) -> Expr:
     """``agg(x) FILTER (WHERE p)`` is ``agg(CASE WHEN p THEN x END)``: every supported aggregate
     skips NULLs, and ``count(*) FILTER (WHERE p)`` counts ``CASE WHEN p THEN 1 END``::
@@ -111,13 +116,11 @@ def bind_filter(ctx: ExprContext, node: exp.Filter) -> Expr:
     boolean = boolean_aggregate(agg)
     if boolean is not None:  # the predicate NULL where the filter fails: each of them skips it
         fn, p = boolean
-        return ctx.bind(boolean_counts(fn, exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=p.copy())])))
+        return ctx.bind(boolean_counts(fn, filtered(node, p)))
     two = covariance(agg)
     if two is not None:  # each argument NULL where the filter fails: a pair with a NULL is skipped
         fn, x, y = two
-        cond = node.expression.this
-        return bind_covariance(ctx, node, fn, *(None if e is None else exp.Case(ifs=[exp.If(this=cond.copy(), true=e.copy())])
-                                                 for e in (x, y)))
+        return bind_covariance(ctx, node, fn, *(None if e is None else filtered(node, e) for e in (x, y)))
     anonymous = isinstance(agg, exp.Anonymous) and agg.name.lower() in ANON_AGGS
     if not (anonymous or type(agg) in AGGS):
         if isinstance(agg, exp.AggFunc) or (isinstance(agg, exp.Anonymous)
@@ -125,19 +128,14 @@ def bind_filter(ctx: ExprContext, node: exp.Filter) -> Expr:
             return ctx.bind(agg)  # its own UNSUPPORTED_AGGREGATE
         raise ctx.err(UnsupportedError, "UNSUPPORTED_EXPRESSION", "FILTER (WHERE …) applies only to an aggregate",
                       node, "write the condition in WHERE or in a CASE", construct="FILTER")
-    cond = node.expression.this
-
-    def guard(x: exp.Expr) -> exp.Expr:
-        return exp.Case(ifs=[exp.If(this=cond.copy(), true=x)])
-
     guarded = agg.copy()
     inner = guarded.expressions[0] if anonymous and guarded.expressions else None if anonymous else guarded.this
     if inner is None or isinstance(inner, exp.Star):
-        replacement: exp.Expr = guard(exp.Literal.number(1))
+        replacement: exp.Expr = filtered(node, exp.Literal.number(1))
     elif isinstance(inner, exp.Distinct):
-        replacement = exp.Distinct(expressions=[guard(e) for e in inner.expressions])
+        replacement = exp.Distinct(expressions=[filtered(node, e) for e in inner.expressions])
     else:
-        replacement = guard(inner.copy())
+        replacement = filtered(node, inner)
     if inner is None and anonymous:
         guarded.set("expressions", [replacement])
     elif inner is None:

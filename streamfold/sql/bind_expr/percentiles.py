@@ -23,7 +23,7 @@ from sqlglot import exp
 from ...errors import SqlError, UnsupportedError
 from ...ir.expr import Cast, Expr, Literal
 from ...ir.types import DOUBLE
-from .aggregates import bind_agg, bind_filter
+from .aggregates import bind_agg, bind_filter, filtered
 from .context import ExprContext
 
 FN = "percentile"
@@ -52,8 +52,7 @@ def bind_filtered(ctx: ExprContext, node: exp.Filter) -> Expr:
     if quantile is None:
         return bind_filter(ctx, node)
     x, p, desc = quantile
-    return bind_percentile(ctx, node.this, exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=x.copy())]),
-                           p, desc)
+    return bind_percentile(ctx, node.this, filtered(node, x), p, desc)
 
 
 def bind_percentile(ctx: ExprContext, node: exp.Expr, x: exp.Expr, p: exp.Expr | None, desc: bool) -> Expr:

@@ -19,7 +19,7 @@ from sqlglot import exp
 from ...errors import UnsupportedError
 from ...ir.expr import Call, Expr, Literal
 from ...ir.types import BOOLEAN, INT
-from .aggregates import bind_agg
+from .aggregates import bind_agg, filtered
 from .context import ExprContext
 
 FN = "collect_set"
@@ -53,7 +53,7 @@ def bind_value_set(ctx: ExprContext, node: exp.Expr, consumer: str, call: exp.Ex
     if isinstance(x, exp.Distinct):
         x = x.expressions[0] if len(x.expressions) == 1 else x
     if isinstance(call, exp.Filter):  # the value NULL where the filter fails: a set skips NULLs
-        x = exp.Case(ifs=[exp.If(this=call.expression.this.copy(), true=x.copy())])
+        x = filtered(call, x)
     stand_in = bind_agg(ctx, agg_node, FN, argument=x)
     element = stand_in.type.element
     if not (element.is_integral or element.is_decimal or element.is_string or element.is_datetime
