@@ -151,3 +151,34 @@ def test_count_distinct_over_several_columns_is_refused_where_a_value_is_not_its
         with pytest.raises(UnsupportedError) as e:
             streamfold.compile(sql, schemas)
         assert e.value.code == "UNSUPPORTED_AGGREGATE" and e.value.hint
+
+
+@pytest.mark.parametrize("spelling,meaning", [
+    ("SELECT t.tag, count(*) AS n FROM E, LATERAL explode(E.tags) AS t(tag) GROUP BY t.tag",
+     "SELECT t.tag, count(*) AS n FROM E LATERAL VIEW explode(E.tags) t AS tag GROUP BY t.tag"),
+    ("SELECT id, col FROM E CROSS JOIN LATERAL explode(tags)", "SELECT id, col FROM E LATERAL VIEW explode(tags) x"),
+    ("SELECT id, t.pos, t.tag FROM E JOIN LATERAL posexplode(tags) AS t(pos, tag)",
+     "SELECT id, t.pos, t.tag FROM E LATERAL VIEW posexplode(tags) t AS pos, tag"),
+    ("SELECT id, tag FROM E LEFT JOIN LATERAL explode(tags) AS t(tag) ON true",
+     "SELECT id, tag FROM E LATERAL VIEW OUTER explode(tags) t AS tag"),
+    ("SELECT id, tag FROM E JOIN LATERAL explode(tags) AS t(tag) ON tag <> 'x'",
+     "SELECT id, tag FROM E LATERAL VIEW explode(tags) t AS tag WHERE tag <> 'x'"),
+])
+def test_a_lateral_generator_in_a_join_is_a_lateral_view(spelling: str, meaning: str) -> None:
+    """Spark 3.4's ``FROM s, LATERAL explode(arr) AS t(v)`` (and its JOIN spellings)."""
+    schemas = {"E": "id INT, tags ARRAY<STRING>"}
+    assert streamfold.compile(spelling, schemas).states == streamfold.compile(meaning, schemas).states
+    assert streamfold.compile(spelling, schemas).answer.output == streamfold.compile(meaning, schemas).answer.output
+
+
+@pytest.mark.parametrize("sql,code,hint", [
+    ("SELECT * FROM E LEFT JOIN LATERAL explode(tags) AS t(tag) ON tag = 'x'", "UNSUPPORTED_JOIN", "ON true"),
+    ("SELECT * FROM E RIGHT JOIN LATERAL explode(tags) AS t(tag) ON true", "UNSUPPORTED_JOIN", "LATERAL explode"),
+    ("SELECT tag FROM E, LATERAL (SELECT explode(tags) AS tag)", "UNSUPPORTED_CLAUSE", "LATERAL explode"),
+    ("SELECT t.tag FROM E, explode(E.tags) AS t(tag)", "UNSUPPORTED_FROM", "LATERAL explode"),
+    ("SELECT * FROM range(10)", "UNSUPPORTED_FROM", "--source"),
+])
+def test_lateral_forms_that_are_not_a_generator_joined_are_refused_with_a_hint(sql: str, code: str, hint: str) -> None:
+    with pytest.raises(UnsupportedError) as e:
+        streamfold.compile(sql, {"E": "id INT, tags ARRAY<STRING>"})
+    assert e.value.code == code and hint in (e.value.hint or "")

@@ -110,6 +110,10 @@ QUERIES = [
     ("posexplode", "SELECT id, pos, v.x, v.y FROM N LATERAL VIEW posexplode(pts) e AS pos, v WHERE v.x IS NOT NULL", "N", False),
     ("explode-select", "SELECT id, explode(tags) AS tag FROM N WHERE array_contains(tags, 'a') OR p.a > 2", "N", False),
     ("lateral-view-outer", "SELECT id, tag FROM N LATERAL VIEW OUTER explode(tags) g AS tag", "N", False),
+    # Spark 3.4's LATERAL generator in a join: LEFT … ON true keeps an empty array's row, ON filters
+    ("lateral-join-left", "SELECT id, t.tag FROM N LEFT JOIN LATERAL explode(tags) AS t(tag) ON true", "N", False),
+    ("lateral-join-on", "SELECT id, e.pos, e.v.x FROM N JOIN LATERAL posexplode(pts) AS e(pos, v) ON e.v.y > 0 OR e.pos = 0",
+     "N", False),
     ("explode-join", "SELECT S.k, count(*), sum(q.y) FROM (SELECT id, pt.x AS x, pt.y AS y FROM N LATERAL VIEW explode(pts) e AS pt) q JOIN S ON q.x = S.k GROUP BY S.k", "NS", False),
 ]
 # Subqueries as people write them (issue 24): as values under OR, NOT and CASE and in the select
@@ -156,10 +160,14 @@ SUBQUERY_SHAPES = [
      "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0 ORDER BY 1, 4, 3, 2) AS q(c1, c2, c3, c4)",
      "R", True),
 ]
-# DuckDB's text where sqlglot's translation is wrong (it drops OUTER from LATERAL VIEW OUTER), or
+# DuckDB's text where sqlglot's translation is wrong (it drops OUTER from LATERAL VIEW OUTER) or has
+# no DuckDB spelling (posexplode), or
 # where DuckDB keeps no promise the query makes (the order of a derived table's rows)
 ORACLE_SQL = {
     "lateral-view-outer": "SELECT id, tag FROM N LEFT JOIN LATERAL (SELECT unnest(tags) AS tag) g ON TRUE",
+    "lateral-join-left": "SELECT id, tag FROM N LEFT JOIN LATERAL (SELECT unnest(tags) AS tag) g ON TRUE",
+    "lateral-join-on": "SELECT id, e.pos, e.v.x FROM N, LATERAL (SELECT generate_subscripts(pts, 1) - 1 AS pos, "
+                       "unnest(pts) AS v) e WHERE e.v.y > 0 OR e.pos = 0",
     "derived-column-list-order":
         "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0) AS q(c1, c2, c3, c4) "
         "ORDER BY c1 NULLS FIRST, c4 NULLS FIRST, c3 NULLS FIRST, c2 NULLS FIRST",
@@ -196,7 +204,8 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, phas
 # what inserts alone change for them — a source read without _weight, the output state in one
 # task — is what filter-project-inserts checks for such a plan (lateral-view-groupby-inserts and
 # explode-join-inserts for nested sources and generators).
-ROW_WISE = {"scalar-functions", "negations", "nested-fields", "posexplode", "explode-select", "lateral-view-outer"}
+ROW_WISE = {"scalar-functions", "negations", "nested-fields", "posexplode", "explode-select", "lateral-view-outer",
+            "lateral-join-left", "lateral-join-on"}
 CASES = [(*q, weighted) for weighted in (False, True) for q in QUERIES if weighted or q[0] not in ROW_WISE]
 
 

@@ -23,7 +23,7 @@ from ..bind_expr import ExprBinder
 from ..scope import Scope, ScopeEntry
 from .context import BindContext, Cte
 from .ctes import bind_cte, named_columns
-from .generators import lateral_view
+from .generators import lateral_join, lateral_view
 
 
 def from_clause(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
@@ -34,6 +34,9 @@ def from_clause(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
     scope = Scope([], ctx.sql, parent=parent)
     rel = _table_ref(ctx, from_.this, ctes, scope)
     for join in node.args.get("joins") or []:
+        if isinstance(join.this, exp.Lateral):
+            rel = lateral_join(ctx, join, rel, scope)
+            continue
         right = _table_ref(ctx, join.this, ctes, scope)
         rel = _join(ctx, join, rel, right, scope)
     for lateral in node.args.get("laterals") or []:
@@ -63,6 +66,12 @@ def _one_row(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte]) -> Rel:
 
 def _table_ref(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte], scope: Scope) -> Rel:
     _table_clauses(ctx, node)
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_FROM",
+                      f"the table-valued function `{node.this.sql(dialect='spark')}` in FROM is not supported", node,
+                      "explode an array column with FROM s, LATERAL explode(s.arr) AS t(v)"
+                      if isinstance(node.this, exp.Explode) else "read sources named with --source or --table",
+                      construct="table-valued function")
     if isinstance(node, exp.Table):
         if node.args.get("db") or node.args.get("catalog"):
             raise ctx.err(UnsupportedError, "UNSUPPORTED_TABLE_NAME",

@@ -1,19 +1,25 @@
-"""Bind generators: ``LATERAL VIEW [OUTER] explode(arr) t AS v`` and ``SELECT explode(arr) AS v``.
+"""Bind generators: ``LATERAL VIEW [OUTER] explode(arr) t AS v``, ``FROM s, LATERAL explode(arr)
+AS t(v)`` and ``SELECT explode(arr) AS v``.
 
-Both are an :class:`Explode` of one array, with a position column for ``posexplode``; OUTER
-keeps a row whose array is empty or NULL. A LATERAL VIEW's columns join the FROM clause's scope
-under its alias. A generator in the select list runs after WHERE, as in Spark: it must be a
+All are an :class:`Explode` of one array, with a position column for ``posexplode``; OUTER
+keeps a row whose array is empty or NULL. A lateral generator's columns join the FROM clause's
+scope under its alias. Joined (Spark 3.4's ``LATERAL`` in a join), a comma, CROSS or INNER JOIN
+explodes; ``ON cond`` filters the exploded rows; ``LEFT JOIN … ON true`` keeps a row whose array
+is empty, as ``explode_outer`` does (another LEFT JOIN condition is refused: a row whose
+elements all fail it keeps one row with NULLs, which a filter cannot give). A generator in the select list runs after WHERE, as in Spark: it must be a
 whole select item, the only one of its SELECT, and not in an aggregate block; its columns are
 select items, not names for the rest of the block.
 """
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from sqlglot import exp
 
 from ...errors import BindError, UnsupportedError
 from ...ir.expr import Column
-from ...ir.rel import Explode, Rel
+from ...ir.rel import Explode, Filter, Rel
 from ..bind_expr import ExprBinder
 from ..scope import Scope, ScopeEntry
 from .context import BindContext
@@ -24,14 +30,51 @@ def lateral_view(ctx: BindContext, node: exp.Lateral, rel: Rel, scope: Scope) ->
     """``LATERAL VIEW [OUTER] explode(arr) t AS v`` / ``posexplode(arr) t AS pos, v``."""
     gen = node.this
     if not node.args.get("view") or not isinstance(gen, exp.Explode):
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE",
-                      f"`{node.sql(dialect='spark').strip()}` is not supported", node,
-                      "use LATERAL VIEW [OUTER] explode(array) or posexplode(array)", construct="lateral")
-    alias = node.args.get("alias")
-    view = alias.name if alias is not None and alias.name else ctx.fresh("_gen")
-    names = [c.name for c in alias.columns] if alias is not None and alias.columns else []
+        _refuse_lateral(ctx, node)
+    view, names = _named(ctx, node)
     outer = bool(node.args.get("outer")) or _outer_generator(gen)
     return _explode(ctx, gen, rel, scope, view, names, outer, node)
+
+
+def lateral_join(ctx: BindContext, join: exp.Join, rel: Rel, scope: Scope) -> Rel:
+    """``FROM s, LATERAL explode(arr) [AS] t[(v)]`` (or ``[CROSS|INNER|LEFT] JOIN LATERAL …``)."""
+    node = join.this
+    assert isinstance(node, exp.Lateral)
+    gen = node.this
+    if not isinstance(gen, exp.Explode):
+        _refuse_lateral(ctx, node)
+    side, kind = (join.side or "").lower(), (join.kind or "").lower()
+    on = join.args.get("on")
+    if join.args.get("using") or join.args.get("method") or kind in ("semi", "anti") or side in ("right", "full"):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_JOIN",
+                      f"`{join.sql(dialect='spark').strip()}`: a LATERAL generator is joined by a comma, CROSS, "
+                      "INNER or LEFT JOIN", join, "write `FROM s, LATERAL explode(arr) AS t(v)`",
+                      construct="lateral join")
+    always = on is None or (isinstance(on, exp.Boolean) and on.this is True)
+    if side == "left" and not always:
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_JOIN",
+                      "LEFT JOIN LATERAL with a condition other than ON true is not supported", on,
+                      "LEFT JOIN LATERAL … ON true (explode_outer), or an inner JOIN LATERAL … ON cond", construct="lateral join")
+    view, names = _named(ctx, node)
+    outer = side == "left" or _outer_generator(gen)
+    out: Rel = _explode(ctx, gen, rel, scope, view, names, outer, node)
+    if on is not None and not always:
+        out = Filter(out, ExprBinder(scope, "ON").boolean(on))
+    return out
+
+
+def _refuse_lateral(ctx: BindContext, node: exp.Lateral) -> NoReturn:
+    what = "a LATERAL subquery" if isinstance(node.this, exp.Subquery) else f"`{node.sql(dialect='spark').strip()}`"
+    raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{what} is not supported", node,
+                  "explode an array column with LATERAL VIEW [OUTER] explode(arr) t AS v, or "
+                  "FROM s, LATERAL explode(arr) AS t(v) (posexplode for positions)", construct="lateral")
+
+
+def _named(ctx: BindContext, node: exp.Lateral) -> tuple[str, list[str]]:
+    """The generator's alias and its column names (none given: the defaults)."""
+    alias = node.args.get("alias")
+    view = alias.name if alias is not None and alias.name else ctx.fresh("_gen")
+    return view, [c.name for c in alias.columns] if alias is not None and alias.columns else []
 
 
 def _explode(ctx: BindContext, gen: exp.Explode, rel: Rel, scope: Scope, view: str, names: list[str],
