@@ -542,10 +542,9 @@ class Engine:
             ctx.control.guard(batch, "compact", checkpoint)
         if b.store.start_runs():  # the next batch merges into the new runs' tails
             self.prepared.invalidated()
-        if b.store.fold_due():
+        if b.store.fold_due():  # not deferred: the batches after a fold merge and join a shorter tail
             with clock.phase("fold"):
-                ctx.control.guard(batch, "fold", lambda: later.offer(
-                    batch, "fold", lambda: fold_tails(ctx, b, self.prepared.rebase)))
+                ctx.control.guard(batch, "fold", lambda: fold_tails(ctx, b, self.prepared.rebase))
         batch_rows = sum(rows.values())
         if self.strategies.probe is not None:
             # (the files of the batch just committed are added to ``consumed`` once _run returns)

@@ -3,7 +3,8 @@
 A compaction due after batch N is deferred when the file of batch N+1 is there at N's commit:
 batch N+1 starts first, and the compaction runs after the first commit that finds no file
 waiting (with that batch's states), when the run is idle, or after it gave way MAX_DEFERRED
-times in a row. The answers and a restart are the same either way.
+times in a row. The answers and a restart are the same either way. A tail's fold does not give
+way: it runs after its commit whether or not a file waits.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import streamfold
+from streamfold.runtime import runs
 from streamfold.runtime.features.maintenance import PostCommit
 from streamfold.runtime.profile import WAITED
 
@@ -37,14 +39,14 @@ def test_work_gives_way_to_a_waiting_file_at_most_limit_times_and_runs_when_idle
     assert not later.offer(2, "compact", lambda: ran.append("compact@2"))
     assert later.offer(3, "compact", lambda: ran.append("compact@3"))  # deferred 3 times in a row: runs anyway
     assert ran == ["compact@3"] and later.due == {}
-    assert not later.offer(4, "fold", lambda: ran.append("fold@4"))
+    assert not later.offer(4, "collect", lambda: ran.append("collect@4"))
     assert not later.offer(4, "probe", lambda: ran.append("probe@4"))
     later.run_pending()  # still a file waiting
     assert ran == ["compact@3"]
     waiting[0] = False
     later.run_pending()  # idle: what was deferred after the last commit runs, in the order it was offered
-    assert ran == ["compact@3", "fold@4", "probe@4"] and later.due == {}
-    assert [e for e in later.events if e[1] == "ran"] == [(3, "ran", "compact"), (4, "ran", "fold"), (4, "ran", "probe")]
+    assert ran == ["compact@3", "collect@4", "probe@4"] and later.due == {}
+    assert [e for e in later.events if e[1] == "ran"] == [(3, "ran", "compact"), (4, "ran", "collect"), (4, "ran", "probe")]
     later.cancel("nothing due")  # harmless
 
 
@@ -122,5 +124,49 @@ def test_a_file_waiting_at_a_commit_starts_its_batch_before_the_compaction(spark
         third = query.process_available()
         assert third is not None and _answer(out, 2) == _expected(tables)
         assert _compactions(query) == [(1, "ran"), (2, "ran")] and _bases(out) == ["base-000002"]
+    finally:
+        query.stop()
+
+
+@pytest.mark.spark
+def test_a_tails_fold_runs_at_its_commit_even_with_a_file_waiting(spark, tmp_path: Path, monkeypatch) -> None:
+    """A fold is what makes the batches after it cheaper (each merges and joins the tail), so it
+    does not give way to a waiting file as the compaction does."""
+    from tests.runtime.test_runs import runs_settings
+
+    monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
+    runs_settings(monkeypatch, 0, 0.0)  # runs from the first batch, a fold after every batch
+    dirs = {n: tmp_path / "in" / n for n in ("R", "S")}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    rng = random.Random(3)
+
+    def land(i: int) -> None:
+        pq.write_table(pa.table({"a": pa.array([rng.randrange(9) for _ in range(50)], pa.int32()),
+                                 "b": pa.array([rng.randrange(5) for _ in range(50)], pa.int32())}),
+                       dirs["R"] / f"{i:04d}.parquet")
+        pq.write_table(pa.table({"k": pa.array([rng.randrange(5) for _ in range(20)], pa.int32()),
+                                 "v": pa.array([rng.randrange(100) for _ in range(20)], pa.int32())}),
+                       dirs["S"] / f"{i:04d}.parquet")
+
+    def progress(message: str) -> None:  # while batch 1 writes its answer, batch 2's files land
+        if message == "batch 000001: answer" and not (dirs["R"] / "0002.parquet").exists():
+            land(2)
+
+    sql = "SELECT R.a, count(*) AS n, sum(S.v) AS t FROM R JOIN S ON R.b = S.k GROUP BY R.a"
+    query = streamfold.start(sql, {n: str(d) for n, d in dirs.items()}, str(tmp_path / "out"), spark=spark,
+                             background=False, endpoint=False, partitions=2, compact_every=1, progress=progress,
+                             schemas={"R": "a INT, b INT", "S": "k INT, v INT"})
+    try:
+        land(0)
+        assert query.process_available() is not None
+        land(1)
+        store = query.engine.store
+        assert store.tails, "the join inputs are kept as runs after batch 0"
+        before = store.folds
+        second = query.process_available()
+        assert second is not None and second.batch == 1
+        assert store.folds > before and not store.fold_due(), "the fold ran after batch 1 though a file waited"
+        assert _compactions(query)[-1] == (1, "deferred")  # the compaction gave way to that file
     finally:
         query.stop()

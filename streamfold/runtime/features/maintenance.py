@@ -8,12 +8,15 @@ its runs start after a commit, so the next batch already merges into the tail, a
 past its bound is folded into the base, in a job of its own.
 
 **A waiting file goes first.** The work after a commit that is not needed by the next batch — a
-compaction, a tail's fold, a recompute measured for the cost model, Python's garbage collection —
+compaction, a recompute measured for the cost model, Python's garbage collection —
 runs through :class:`PostCommit`: when a file is already waiting in a source directory, each piece
 is deferred instead, and the next batch starts at once. Deferred work runs after the next
 commit that finds no file waiting, or when the poll finds nothing (the run is idle); a piece
 deferred :data:`MAX_DEFERRED` times in a row runs regardless, so a stream that never pauses still
-bounds the changelogs a restart replays (``--compact-every`` plus that many) and a tail's size.
+bounds the changelogs a restart replays (``--compact-every`` plus that many). A tail's fold does
+not give way: it is what makes the batches after it cheaper, and each batch it gave way to would
+merge and join a longer tail — under files that keep arriving, more than the fold costs
+(docs/benchmarks.md, "Post-commit work gives way to a waiting file").
 Deferring changes when the work runs, never what the batches compute or the checkpoint holds
 after a commit: a compaction run late writes the states of the batch it runs after.
 """
