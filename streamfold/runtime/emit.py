@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from . import files
@@ -95,7 +96,21 @@ def write_parts(table: pa.Table, parts: Sequence[tuple[str, Columns]],
              for k, (_, cols) in enumerate(parts)]
     if ready is not None:
         ready(split)
-    return [_write_part(part, final) for part, (final, _) in zip(split, parts)]
+    if len(split) == 1:
+        return [_write_part(split[0], parts[0][0])]
+    # Each file written and its directory synced in a thread of its own (Arrow's writer and the
+    # syncs release the GIL): the parts are independent, and the commit waits for all of them.
+    return list(_writers().map(_write_part, split, [final for final, _ in parts]))
+
+
+_WRITERS: list[ThreadPoolExecutor] = []
+
+
+def _writers() -> ThreadPoolExecutor:
+    """The threads that write a batch's parts (snapshot, changes, changelog) side by side."""
+    if not _WRITERS:
+        _WRITERS.append(ThreadPoolExecutor(max_workers=3, thread_name_prefix="streamfold-write"))
+    return _WRITERS[0]
 
 
 def _write_part(part: pa.Table, final: str) -> int:
