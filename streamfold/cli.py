@@ -367,10 +367,11 @@ def _run(args: argparse.Namespace) -> int:
     compilation.parsed  # noqa: B018
     _check_paths({n: p for n, p in sources.items() if formats[n] != "delta"}, tables)  # a table: when opened
     status = _Status(args.quiet)
-    from .runtime.session import get_spark
+    from .runtime.session import cancel_jobs, get_spark, plain_interrupts
 
     try:  # Spark's own console bar is off: the progress line says more (the step, rows read)
         spark = get_spark(args.master, settings=config.settings)
+        plain_interrupts(spark)
         status.poller.attach(spark.sparkContext)
         query = launch(config, compilation, spark=spark, master=args.master, background=False,
                        progress=status.poller.step, endpoint=True, control_host=args.control_host,
@@ -404,8 +405,13 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     try:
         query.run(args.trigger, args.until_idle)
-    except BaseException:
+    except BaseException as e:
         status.close()
+        if isinstance(e, KeyboardInterrupt):
+            cancel_jobs(spark)
+            last = query.last_batch
+            print(f"\ncommitted through batch {last:06d}: the same command resumes after it" if last >= 0 else
+                  "\nno batch committed yet: the same command starts again", file=sys.stderr)
         # the run's own error is the one to show: a stop after a JVM that died (py4j finding it
         # gone while releasing the states) must not replace it with a traceback
         stop_within(query.stop, STOP_SECONDS, raising=False)

@@ -138,12 +138,37 @@ def _quiet_python_loggers() -> None:
 
 
 class _AfterJvmExit(logging.Filter):
-    """Drops py4j's "Exception while sending command." once Spark's JVM has exited."""
+    """Drops py4j's "Exception while sending command." once Spark's JVM has exited, and its
+    "KeyboardInterrupt while sending command." (Ctrl-C: the command line says it was interrupted)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from .failures import JVM_EXIT_WAIT_S, jvm_exit
 
+        if record.msg == "KeyboardInterrupt while sending command.":
+            return False
         return not (record.msg == "Exception while sending command." and jvm_exit(JVM_EXIT_WAIT_S) is not None)
+
+
+def plain_interrupts(spark: SparkSession) -> None:
+    """Ctrl-C in a command-line process raises KeyboardInterrupt and nothing else.
+
+    PySpark's own SIGINT handler cancels every Spark job from inside the handler: a py4j call
+    made while the interrupted thread waits on the same connection, which fails ("reentrant
+    call") and printed two tracebacks before the command's own "interrupted". The command line
+    cancels the jobs itself (:func:`cancel_jobs`) once the interrupt has unwound."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def cancel_jobs(spark: SparkSession) -> None:
+    """Cancel Spark's running jobs (after an interrupt), if the JVM still answers."""
+    try:
+        spark.sparkContext.cancelAllJobs()
+    except Exception:  # noqa: BLE001 - the JVM may be gone; the process is ending anyway
+        pass
 
 
 def engine_session(spark: SparkSession, partitions: int, settings: Settings | None = None) -> SparkSession:

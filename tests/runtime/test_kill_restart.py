@@ -138,6 +138,49 @@ def test_sigkill_at_random_points_loses_nothing_and_counts_nothing_twice(tmp_pat
     assert sum(r[1] for r in actual) < sum(t.column("_weight").to_pylist().count(1) for t in files) // 2
 
 
+def test_ctrl_c_mid_batch_says_where_a_rerun_resumes_and_the_rerun_loses_nothing(tmp_path):
+    """Ctrl-C (SIGINT) while a batch runs: exit 130 with one line on where the rerun resumes, no
+    traceback (PySpark's own handler called into the JVM from inside the signal and printed two);
+    the same command again applies every file exactly once."""
+    src, out = str(tmp_path / "S"), str(tmp_path / "out")
+    os.makedirs(src)
+    rng = random.Random(5)
+    files = [pa.table({"k": pa.array([rng.randint(0, 50) for _ in range(20_000)], pa.int32()),
+                       "v": pa.array([rng.randint(0, 9) for _ in range(20_000)], pa.int64()),
+                       "_weight": pa.array([1] * 20_000, pa.int64())}, schema=PLAIN_SCHEMA) for _ in range(3)]
+    _write(src, 0, files[0])
+    command = [sys.executable, "-m", "streamfold", "run", PLAIN_SQL, "--source", f"S={src}", "--output", out,
+               "--trigger", "0.2", "--partitions", "2"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 300
+        while not os.path.exists(os.path.join(out, "commits", "000000.json")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-3000:]  # type: ignore[union-attr]
+            time.sleep(0.05)
+        _write(src, 1, files[1])  # batch 1, the first increment in a cold JVM: about a second
+        time.sleep(0.4)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read()  # type: ignore[union-attr]
+    assert code == 130, err[-3000:]
+    assert "Traceback" not in err and "ERROR:root" not in err, err[-3000:]
+    last = max(int(n[:6]) for n in os.listdir(os.path.join(out, "commits")) if n.endswith(".json"))
+    assert f"committed through batch {last:06d}: the same command resumes after it" in err and "interrupted" in err
+    _write(src, 2, files[2])
+    rerun = subprocess.run(command + ["--until-idle", "2"], capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    consumed = [n for c in sorted(os.listdir(os.path.join(out, "commits")))
+                for n in json.load(open(os.path.join(out, "commits", c)))["inputs"]["S"]]
+    assert sorted(consumed) == ["0000.parquet", "0001.parquet", "0002.parquet"], "every file once"
+    final = max(os.listdir(os.path.join(out, "snapshots")))
+    actual = [tuple(r.values()) for r in pq.read_table(os.path.join(out, "snapshots", final)).to_pylist()]
+    assert compare(actual, duckdb_answer(PLAIN_SQL, {"S": files})).matches
+
+
 class _Killed(BaseException):
     """The process dying at this instant (nothing after it runs, no handler catches it)."""
 
