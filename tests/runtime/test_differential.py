@@ -156,6 +156,9 @@ SUBQUERY_SHAPES = [
     ("grouped-subquery-correlated",
      "SELECT a, b FROM R WHERE EXISTS (SELECT 1 FROM S WHERE S.k = R.a GROUP BY S.v HAVING count(*) > 1) "
      "OR b IN (SELECT count(*) FROM S z WHERE z.k = R.a GROUP BY z.w)", "RS", False),
+    # a generator in a subquery's FROM is the subquery's, not part of the select item around it
+    ("scalar-over-lateral", "SELECT k, (SELECT count(*) FROM N, LATERAL explode(N.tags) AS t(tag) WHERE N.id = S.k) AS n "
+     "FROM S", "NS", False),
     ("derived-column-list-order",
      "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0 ORDER BY 1, 4, 3, 2) AS q(c1, c2, c3, c4)",
      "R", True),
@@ -168,6 +171,8 @@ ORACLE_SQL = {
     "lateral-join-left": "SELECT id, tag FROM N LEFT JOIN LATERAL (SELECT unnest(tags) AS tag) g ON TRUE",
     "lateral-join-on": "SELECT id, e.pos, e.v.x FROM N, LATERAL (SELECT generate_subscripts(pts, 1) - 1 AS pos, "
                        "unnest(pts) AS v) e WHERE e.v.y > 0 OR e.pos = 0",
+    "scalar-over-lateral": "SELECT k, (SELECT count(*) FROM N, LATERAL (SELECT unnest(N.tags) AS tag) t "
+                           "WHERE N.id = S.k) AS n FROM S",
     "derived-column-list-order":
         "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0) AS q(c1, c2, c3, c4) "
         "ORDER BY c1 NULLS FIRST, c4 NULLS FIRST, c3 NULLS FIRST, c2 NULLS FIRST",

@@ -109,8 +109,9 @@ def select_generators(ctx: BindContext, node: exp.Select, rel: Rel,
     WHERE. It becomes an Explode under the projection; the item reads its columns."""
     gens = [(i, item) for i, item in enumerate(node.expressions) if isinstance(_unalias_all(item), exp.Explode)]
     for item in node.expressions:
-        for sub in item.walk():
-            if isinstance(sub, (exp.Explode, exp.Inline)) and _unalias_all(item) is not sub:
+        for sub in item.walk():  # (a generator of a subquery's own FROM or select list is its own)
+            if (isinstance(sub, (exp.Explode, exp.Inline)) and _unalias_all(item) is not sub
+                    and sub.find_ancestor(exp.Select) is node):
                 raise ctx.err(UnsupportedError, "UNSUPPORTED_GENERATOR",
                               "a generator must be a whole select item, not part of an expression", sub,
                               "explode in a LATERAL VIEW and use its column", construct="generator")
