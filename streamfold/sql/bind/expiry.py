@@ -71,6 +71,17 @@ def _is_now(node: exp.Expr) -> bool:
                                                        and node.name.lower() in ("now", EVENT_TIME))
 
 
+def _upper_bound(node: exp.Expr) -> bool:
+    """``ts <= now()`` (``<``, or written the other way round) or ``ts BETWEEN … AND now()``."""
+    if isinstance(node, exp.Between):
+        return reads_now(node.args["high"])
+    if isinstance(node, (exp.LT, exp.LTE)):
+        return reads_now(node.expression) and not reads_now(node.this)
+    if isinstance(node, (exp.GT, exp.GTE)):
+        return reads_now(node.this) and not reads_now(node.expression)
+    return False
+
+
 def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
     """``ts > now - INTERVAL d`` as the bound's IR; None when ``node`` is not of that form (it
     then reads no clock, or is refused by the expression binder)."""
@@ -84,10 +95,15 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
         if reads_now(node):  # under OR, NOT, a CASE …, or not a lower bound
             call = next(n for n in node.walk() if _is_now(n))
             name = call.name.lower() if isinstance(call, exp.Anonymous) else "current_timestamp"
+            hint = f"write `ts > {name}() - INTERVAL 1 HOUR` (or >=) as a conjunct of WHERE"
+            if _upper_bound(node):
+                hint = (f"an upper bound on an event time by the clock (`ts <= {name}()`, `ts < {name}() - …`, "
+                        f"BETWEEN … AND {name}()) lets a row enter only later, as the clock passes it, which is "
+                        f"not supported; keep only the lower bound (`ts > {name}() - INTERVAL 1 DAY`) when no "
+                        "event time lies in the future")
             raise ctx.err(UnsupportedError, "UNSUPPORTED_TIME_BOUND",
                           f"{name}() may only bound an event time from below, as a conjunct of WHERE", node,
-                          f"write `ts > {name}() - INTERVAL 1 HOUR` (or >=) as a conjunct of WHERE",
-                          construct="time bound")
+                          hint, construct="time bound")
         return None
     interval = limit.expression
     text = f"{interval.this.name if interval.this is not None else ''} {interval.unit.name if interval.unit else ''}"

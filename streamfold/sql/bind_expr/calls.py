@@ -47,7 +47,7 @@ def bind_call(ctx: ExprContext, node: exp.Func) -> Expr:
         raise ctx.err(
             UnsupportedError, "NONDETERMINISTIC_FUNCTION",
             f"`{name}` gives a different value each time it runs, so a continuous query cannot keep the batch answer",
-            node, "compute the value once and pass it in as a literal or a static table", function=name,
+            node, _nondeterministic_hint(name), function=name,
         )
     if not functions.is_known(name):
         known = sorted(functions.FUNCTIONS)
@@ -84,3 +84,16 @@ def _template(node: exp.Func) -> tuple[str, list[exp.Expr]]:
     text = clone.sql(dialect="spark").replace("{", "{{").replace("}", "}}")
     text = re.sub(r"__sfarg(\d+)__", lambda m: "{" + m.group(1) + "}", text)
     return text, args
+
+
+# The clock functions a time bound reads: the hint names the bound, the one exact use of the clock.
+_CLOCKS = frozenset({"current_date", "curdate", "current_timestamp", "now", "localtimestamp", "unix_timestamp",
+                     "current_timezone"})
+
+
+def _nondeterministic_hint(name: str) -> str:
+    hint = "compute the value once and pass it in as a literal or a static table"
+    if name in _CLOCKS:
+        return (f"to keep only recent rows, bound the event time from below in WHERE: `ts > current_timestamp() "
+                f"- INTERVAL 7 DAYS` (rows leave as the clock passes; docs/windows.md); otherwise {hint}")
+    return hint
