@@ -144,10 +144,15 @@ def struct(fields: list[tuple[str, DataType]] | tuple[tuple[str, DataType], ...]
 
 def split_top(text: str) -> list[str]:
     """Split ``a INT, b DECIMAL(10,2), c STRUCT<d: INT, e: INT>`` at the commas outside
-    parentheses and angle brackets."""
+    parentheses, angle brackets and backquoted names."""
     parts: list[str] = []
-    depth, current = 0, ""
+    depth, current, quoted = 0, "", False
     for ch in text:
+        if ch == "`":  # a quoted name (`order id`) may hold any character; `` is a backtick
+            quoted = not quoted
+        if quoted:
+            current += ch
+            continue
         if ch in "(<":
             depth += 1
         elif ch in ")>":

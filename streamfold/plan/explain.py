@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..ir.printer import display_name, sql
+from ..ir.printer import display_name, quote, sql
 from ..ir.sqltext import rel_sql
 from ..ir.rel import WEIGHT, DeltaScan, Iterate, Recursive, Rel, Scan, SortKey, StateScan, written_name
 from .runs import candidates
@@ -27,7 +27,7 @@ def explain_text(plan: IncrementalPlan) -> str:
     width = max(len(s.name) for s in plan.sources)
     for s in plan.sources:
         kind = "static table" if s.static else ("stream with deletions (_weight)" if s.weighted else "stream, insert-only")
-        cols = ", ".join(f"{c} {t.sql()}" for c, t in s.columns)
+        cols = ", ".join(f"{quote(c)} {t.sql()}" for c, t in s.columns)
         out.append(f"  {s.name:<{width}}  {kind}: {cols}")
     out.append("")
     loops = [n for n in plan.logical.walk() if isinstance(n, (Iterate, Recursive))]

@@ -53,18 +53,40 @@ def parse_schema(text: str) -> list[tuple[str, DataType]]:
     """Parse ``"a INT, b DECIMAL(10,2), c STRING"`` into (name, type) pairs."""
     columns = []
     for part in split_top(text):
-        bits = part.strip().split(None, 1)
+        bits = _name_and_type(part.strip())
         if len(bits) != 2:
             raise UsageError(
                 f"cannot read column definition {part.strip()!r}", code="BAD_SCHEMA",
-                params={"definition": part.strip()}, hint='write it as "name TYPE, name TYPE, ..."',
+                params={"definition": part.strip()},
+                hint='write it as "name TYPE, name TYPE, ..." (backquote a name with spaces, dots or commas: '
+                     '`order id` INT)',
             )
         name, type_text = bits
         try:
-            columns.append((name.strip("`"), parse_type(type_text)))
+            columns.append((name, parse_type(type_text)))
         except ValueError as e:
-            raise UsageError(str(e), code="BAD_SCHEMA", params={"definition": part.strip()}) from None
+            raise UsageError(f"{e} in column definition {part.strip()!r}", code="BAD_SCHEMA",
+                             params={"definition": part.strip()},
+                             hint="Spark's type names: INT, BIGINT, DOUBLE, DECIMAL(p,s), STRING, DATE, TIMESTAMP, "
+                                  "BOOLEAN, ARRAY<T>, STRUCT<name: T, …>; backquote a name with spaces "
+                                  "(`order id` INT)") from None
     return columns
+
+
+def _name_and_type(definition: str) -> list[str]:
+    """``name TYPE`` or ```a name` TYPE`` (backquoted, ```` a backtick in it) as [name, type]."""
+    if not definition.startswith("`"):
+        return definition.split(None, 1)
+    i, name = 1, ""
+    while i < len(definition):
+        if definition[i] == "`":
+            if definition[i + 1:i + 2] == "`":
+                name, i = name + "`", i + 2
+                continue
+            rest = definition[i + 1:].strip()
+            return [name, rest] if rest and definition[i + 1:i + 2].isspace() else [definition]
+        name, i = name + definition[i], i + 1
+    return [definition]  # no closing backtick
 
 
 class Catalog(Mapping[str, SourceSchema]):

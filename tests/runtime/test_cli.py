@@ -35,6 +35,18 @@ def test_explain_reads_parquet_schemas_without_spark(capsys, tmp_path):
     assert "S  stream, insert-only: x INT, y BIGINT" in capsys.readouterr().out
 
 
+def test_a_schema_names_columns_with_spaces_dots_and_commas_in_backquotes(capsys):
+    from streamfold.sql.catalog import parse_schema
+
+    assert [c for c, _ in parse_schema("`Order ID` INT, `amount.usd` DOUBLE, `a,b` DECIMAL(10,2), `x``y` INT, "
+                                       "s STRUCT<p: INT, q: STRING>")] == ["Order ID", "amount.usd", "a,b", "x`y", "s"]
+    sql = "SELECT `Order ID`, sum(`amount.usd`) FROM S GROUP BY `Order ID`"
+    assert main(["explain", sql, "--schema", "S=`Order ID` BIGINT, `amount.usd` DOUBLE"]) == 0
+    assert "S  stream, insert-only: `Order ID` BIGINT, `amount.usd` DOUBLE" in capsys.readouterr().out
+    assert main(["explain", "SELECT 1 FROM S", "--schema", "S=`Order ID BIGINT"]) != 0  # no closing backquote
+    assert "BAD_SCHEMA" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv,code", [
     (["explain", "SELECT amout FROM S", "--schema", "S=amount INT"], "UNKNOWN_COLUMN"),
     (["explain", "SELECT a FROM S WHERE", "--schema", "S=a INT"], "PARSE_ERROR"),
