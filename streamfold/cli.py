@@ -238,24 +238,46 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
 def _guarded(run: Callable[[], int], verbose: Callable[[], bool] = lambda: False) -> int:
     """Run a command; a coded error is printed and becomes its exit code (a failed batch's
     whole chain of causes too when ``verbose()``: the setting, or the flag)."""
-    from .errors import BatchError
-
     try:
         code = run()
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        code = EXIT_INTERRUPTED
-    except StreamfoldError as e:
-        print(f"error: {e}", file=sys.stderr)
-        code = EXIT_USAGE
-        if isinstance(e, BatchError):
-            if e.causes and verbose():
-                print(e.chain(), file=sys.stderr)
-            code = EXIT_FAILED
+    except BaseException as e:
+        if not interrupted(e) and not isinstance(e, StreamfoldError):
+            raise
+        if interrupted(e):
+            print("\ninterrupted", file=sys.stderr)
+            code = EXIT_INTERRUPTED
+        else:
+            code = _coded(e, verbose)  # type: ignore[arg-type]
     if _STOP_HUNG.is_set():  # a JVM thread that never answers would keep the process alive
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    return code
+
+
+def interrupted(e: BaseException) -> bool:
+    """Whether ``e`` is Ctrl-C, or an error raised while Ctrl-C unwound (a py4j call in a
+    ``finally`` finding the connection the interrupt broke)."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _coded(e: StreamfoldError, verbose: Callable[[], bool]) -> int:
+    """Print a coded error; its exit code."""
+    from .errors import BatchError
+
+    print(f"error: {e}", file=sys.stderr)
+    code = EXIT_USAGE
+    if isinstance(e, BatchError):
+        if e.causes and verbose():
+            print(e.chain(), file=sys.stderr)
+        code = EXIT_FAILED
     return code
 
 
@@ -407,7 +429,7 @@ def _run(args: argparse.Namespace) -> int:
         query.run(args.trigger, args.until_idle)
     except BaseException as e:
         status.close()
-        if isinstance(e, KeyboardInterrupt):
+        if interrupted(e):
             cancel_jobs(spark)
             last = query.last_batch
             print(f"\ncommitted through batch {last:06d}: the same command resumes after it" if last >= 0 else

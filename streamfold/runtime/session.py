@@ -132,21 +132,34 @@ def _quiet_python_loggers() -> None:
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
-    root = logging.getLogger()
-    if not any(isinstance(f, _AfterJvmExit) for f in root.filters):
-        root.addFilter(_AfterJvmExit())
+    for logger in (logging.getLogger(), logging.getLogger("py4j.clientserver"), logging.getLogger("py4j.java_gateway")):
+        if not any(isinstance(f, _AfterJvmExit) for f in logger.filters):  # (a logger's filters see its own records)
+            logger.addFilter(_AfterJvmExit())
 
 
 class _AfterJvmExit(logging.Filter):
-    """Drops py4j's "Exception while sending command." once Spark's JVM has exited, and its
-    "KeyboardInterrupt while sending command." (Ctrl-C: the command line says it was interrupted)."""
+    """Drops py4j's "Exception while sending command." once Spark's JVM has exited, and what it
+    logs of a Ctrl-C (the command line says it was interrupted)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from .failures import JVM_EXIT_WAIT_S, jvm_exit
 
-        if record.msg == "KeyboardInterrupt while sending command.":
+        if record.msg == "KeyboardInterrupt while sending command." or _interrupt_in(record):
             return False
         return not (record.msg == "Exception while sending command." and jvm_exit(JVM_EXIT_WAIT_S) is not None)
+
+
+def _interrupt_in(record: logging.LogRecord) -> bool:
+    """Whether the record's exception arose while Ctrl-C unwound (py4j shutting the connection
+    the interrupt broke: "Exception occurred while shutting down connection")."""
+    error = record.exc_info[1] if record.exc_info else None
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def plain_interrupts(spark: SparkSession) -> None:
