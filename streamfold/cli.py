@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import StreamfoldError, UsageError
+from .errors import StreamfoldError, UsageError, interrupted
 from .plan.matrix import EQUI_PARTITIONINGS, MatrixPolicy
 from .runtime.config import ON_BAD_FILE
 from .runtime.strategy import MODES
@@ -253,19 +253,6 @@ def _guarded(run: Callable[[], int], verbose: Callable[[], bool] = lambda: False
         sys.stderr.flush()
         os._exit(code)
     return code
-
-
-def interrupted(e: BaseException) -> bool:
-    """Whether ``e`` is Ctrl-C, or an error raised while Ctrl-C unwound (a py4j call in a
-    ``finally`` finding the connection the interrupt broke)."""
-    seen: set[int] = set()
-    cause: BaseException | None = e
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 def _coded(e: StreamfoldError, verbose: Callable[[], bool]) -> int:

@@ -215,6 +215,18 @@ class ControlError(StreamfoldError):
         self.status = status
 
 
+def interrupted(e: BaseException | None) -> bool:
+    """Whether ``e`` is Ctrl-C, or an error raised while Ctrl-C unwound (a py4j call in a
+    ``finally`` finding the connection the interrupt broke)."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def highlight_sql(sql: str, span: Span | None, context: int = 2) -> str:
     """Render ``sql`` with line numbers, marking ``span`` with carets under the text.
 

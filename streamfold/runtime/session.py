@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..errors import interrupted
 from ..settings import Settings, resolve
 from . import jvm_archive
 from .views import use_public_api
@@ -144,22 +145,10 @@ class _AfterJvmExit(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         from .failures import JVM_EXIT_WAIT_S, jvm_exit
 
-        if record.msg == "KeyboardInterrupt while sending command." or _interrupt_in(record):
+        # (py4j shutting the connection Ctrl-C broke: "Exception occurred while shutting down connection")
+        if record.msg == "KeyboardInterrupt while sending command." or interrupted(record.exc_info and record.exc_info[1]):
             return False
         return not (record.msg == "Exception while sending command." and jvm_exit(JVM_EXIT_WAIT_S) is not None)
-
-
-def _interrupt_in(record: logging.LogRecord) -> bool:
-    """Whether the record's exception arose while Ctrl-C unwound (py4j shutting the connection
-    the interrupt broke: "Exception occurred while shutting down connection")."""
-    error = record.exc_info[1] if record.exc_info else None
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
 
 
 def plain_interrupts(spark: SparkSession) -> None:
