@@ -92,6 +92,18 @@ def test_expiring_rows_equal_duckdb_at_the_batch_time(spark, tmp_path, monkeypat
         None, "capture", "replay", "replay", "replay"]
 
 
+@pytest.mark.parametrize("strategy", ["incremental", "recompute"])
+def test_an_interval_of_several_units_bounds_as_their_sum(spark, tmp_path, monkeypatch, strategy):
+    """Spark's ``INTERVAL 9 MINUTES 60 SECONDS`` (to sqlglot, a sum of intervals) is ten minutes,
+    maintained and recomputed (its text is what Spark runs then)."""
+    moving_clock(monkeypatch, CLOCK)
+    batches = random_stream(random.Random("expiry-units"), [R], batches=len(CLOCK), max_rows=10, min_rows=2)
+    sql = "SELECT k, count(*) AS n, sum(v) AS t FROM R WHERE ts > current_timestamp() - INTERVAL 9 MINUTES 60 SECONDS GROUP BY k"
+    run = check_stream(spark, str(tmp_path), sql, [R], batches, strategy=strategy,
+                       oracle_sql=lambda r: f"SELECT k, count(*), sum(v) FROM R WHERE {bound(10)(r)} GROUP BY k")
+    assert run.batches == len(CLOCK) and any(run.snapshots)
+
+
 def test_a_batch_without_rows_of_the_bounded_stream_still_expires_its_rows(spark, tmp_path, monkeypatch):
     """Batches that bring only S: the live rows of R read no new row, yet the clock passed some of
     them, so their step runs (it is never skipped as 'reads nothing new') and they leave."""

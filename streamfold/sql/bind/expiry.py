@@ -71,6 +71,17 @@ def _is_now(node: exp.Expr) -> bool:
                                                        and node.name.lower() in ("now", EVENT_TIME))
 
 
+def _interval_text(node: exp.Expr) -> str | None:
+    """``INTERVAL 1 HOUR`` as ``1 HOUR``; Spark's ``INTERVAL 1 DAY 2 HOURS`` (an addition of
+    intervals to sqlglot) as ``1 DAY 2 HOURS``; None if ``node`` is not an interval."""
+    if isinstance(node, exp.Add):
+        left, right = _interval_text(node.this), _interval_text(node.expression)
+        return None if left is None or right is None else f"{left} {right}"
+    if not isinstance(node, exp.Interval):
+        return None
+    return f"{node.this.name if node.this is not None else ''} {node.unit.name if node.unit else ''}".strip()
+
+
 def _upper_bound(node: exp.Expr) -> bool:
     """``ts <= now()`` (``<``, or written the other way round) or ``ts BETWEEN … AND now()``."""
     if isinstance(node, exp.Between):
@@ -91,7 +102,7 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
         ts_node, limit, op = node.expression, node.this, ">" if isinstance(node, exp.LT) else ">="
     else:
         ts_node = limit = None
-    if not (isinstance(limit, exp.Sub) and _is_now(limit.this) and isinstance(limit.expression, exp.Interval)):
+    if not (isinstance(limit, exp.Sub) and _is_now(limit.this) and _interval_text(limit.expression) is not None):
         if reads_now(node):  # under OR, NOT, a CASE …, or not a lower bound
             call = next(n for n in node.walk() if _is_now(n))
             name = call.name.lower() if isinstance(call, exp.Anonymous) else "current_timestamp"
@@ -106,8 +117,7 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
                           hint, construct="time bound")
         return None
     interval = limit.expression
-    text = f"{interval.this.name if interval.this is not None else ''} {interval.unit.name if interval.unit else ''}"
-    micros = duration_micros(text)
+    micros = duration_micros(_interval_text(interval) or "")
     if micros is None or micros < 0:
         raise ctx.err(BindError, "INVALID_TIME_BOUND", f"cannot read the interval `{interval.sql(dialect='spark')}`",
                       limit, "write INTERVAL n UNIT with a unit of fixed length (weeks to microseconds)")
