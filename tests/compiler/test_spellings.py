@@ -26,6 +26,11 @@ SPELLINGS = [
     ("having-alias-input-column-first",  # `pid` is a column of F, so HAVING's pid is the group key
      "SELECT pid, count(*) AS pid_n, max(cid) AS cid FROM F GROUP BY pid HAVING pid > 1",
      "SELECT pid, count(*) AS pid_n, max(cid) AS cid FROM F GROUP BY pid HAVING F.pid > 1"),
+    ("named-window",
+     "SELECT cid, count(*) OVER w AS n, rank() OVER (w) AS r, max(pid) OVER v AS m FROM F "
+     "WINDOW w AS (PARTITION BY cid ORDER BY pid), v AS w",
+     "SELECT cid, count(*) OVER (PARTITION BY cid ORDER BY pid) AS n, rank() OVER (PARTITION BY cid ORDER BY pid) AS r, "
+     "max(pid) OVER (PARTITION BY cid ORDER BY pid) AS m FROM F"),
     ("group-by-all",
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY ALL",
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY cid + 1, status"),
@@ -182,3 +187,13 @@ def test_lateral_forms_that_are_not_a_generator_joined_are_refused_with_a_hint(s
     with pytest.raises(UnsupportedError) as e:
         streamfold.compile(sql, {"E": "id INT, tags ARRAY<STRING>"})
     assert e.value.code == code and hint in (e.value.hint or "")
+
+
+@pytest.mark.parametrize("sql,code", [
+    ("SELECT cid, count(*) OVER x AS n FROM F WINDOW w AS (PARTITION BY cid)", "UNKNOWN_WINDOW"),
+    ("SELECT cid, count(*) OVER (w ORDER BY pid) AS n FROM F WINDOW w AS (PARTITION BY cid)", "INVALID_WINDOW"),
+])
+def test_a_named_window_spark_would_not_read_is_refused_with_a_code(sql: str, code: str) -> None:
+    with pytest.raises(BindError) as e:
+        streamfold.compile(sql, SCHEMAS)
+    assert e.value.code == code and e.value.hint

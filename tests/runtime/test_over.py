@@ -60,6 +60,9 @@ WINDOW_QUERIES = [
      "sum(r) OVER (PARTITION BY a ORDER BY b RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS near "
      "FROM (SELECT a, b, rank() OVER (PARTITION BY a ORDER BY b) AS r FROM R WHERE b IS NOT NULL OR a > 1) x "
      "WHERE r < 4", 0.0),
+    # named windows (WINDOW w AS …; OVER w, OVER (w), a name for another name): written out in place
+    ("named-windows", "SELECT a, b, sum(b) OVER w AS rs, rank() OVER w AS r, count(*) OVER (w2) AS n, "
+     "max(b) OVER p AS mb FROM R WINDOW w AS (PARTITION BY a ORDER BY b), w2 AS w, p AS (PARTITION BY s)", None),
     ("nested-across", "SELECT s, a, r, dense_rank() OVER (PARTITION BY s ORDER BY r DESC) AS rr "
      "FROM (SELECT s, a, b, rank() OVER (PARTITION BY a ORDER BY b) AS r FROM R) x", None),
 ]

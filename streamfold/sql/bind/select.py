@@ -28,6 +28,7 @@ from .generators import select_generators
 from .grouping import aggregate_select, has_agg
 from .order import finish
 from .expiry import bind_where, reads_now
+from . import named_windows
 from .over import WindowCalls
 from .select_list import Item, internal_name, select_items, unalias
 from .session_windows import session_window
@@ -36,7 +37,8 @@ from .time_windows import time_window
 
 def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
            parent: Scope | None = None) -> tuple[Rel, list[str]]:
-    for clause, text in (("windows", "WINDOW"), ("qualify", "QUALIFY")):  # both name window functions
+    named_windows.inline(ctx, node)  # WINDOW w AS (…): each OVER w written out
+    for clause, text in (("qualify", "QUALIFY"),):
         if node.args.get(clause):
             found = node.args[clause]
             raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW",
