@@ -3,12 +3,14 @@ AS t(v)`` and ``SELECT explode(arr) AS v``.
 
 All are an :class:`Explode` of one array, with a position column for ``posexplode``; OUTER
 keeps a row whose array is empty or NULL. A lateral generator's columns join the FROM clause's
-scope under its alias. Joined (Spark 3.4's ``LATERAL`` in a join), a comma, CROSS or INNER JOIN
+scope under its alias. Joined (Spark's ``LATERAL`` in a join), a comma, CROSS or INNER JOIN
 explodes; ``ON cond`` filters the exploded rows; ``LEFT JOIN … ON true`` keeps a row whose array
 is empty, as ``explode_outer`` does (another LEFT JOIN condition is refused: a row whose
-elements all fail it keeps one row with NULLs, which a filter cannot give). A generator in the select list runs after WHERE, as in Spark: it must be a
-whole select item, the only one of its SELECT, and not in an aggregate block; its columns are
-select items, not names for the rest of the block.
+elements all fail it keeps one row with NULLs, which a filter cannot give).
+
+A generator in the select list runs after WHERE, as in Spark: it must be a whole select item,
+the only one of its SELECT, and not in an aggregate block; its columns are select items, not
+names for the rest of the block.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def lateral_join(ctx: BindContext, join: exp.Join, rel: Rel, scope: Scope) -> Re
     if side == "left" and not always:
         raise ctx.err(UnsupportedError, "UNSUPPORTED_JOIN",
                       "LEFT JOIN LATERAL with a condition other than ON true is not supported", on,
-                      "LEFT JOIN LATERAL … ON true (explode_outer), or an inner JOIN LATERAL … ON cond", construct="lateral join")
+                      "LEFT JOIN LATERAL … ON true (explode_outer), or an inner JOIN LATERAL … ON cond",
+                      construct="lateral join")
     view, names = _named(ctx, node)
     outer = side == "left" or _outer_generator(gen)
     out: Rel = _explode(ctx, gen, rel, scope, view, names, outer, node)
