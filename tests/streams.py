@@ -7,6 +7,7 @@ when the query's ORDER BY is total), and snapshot(t) = snapshot(t−1) + changes
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from typing import Any
 from dataclasses import dataclass, field
@@ -141,6 +142,31 @@ def check_stream(spark, tmp: str, sql: str, sources: list[Source], batches: list
     finally:
         query.stop()
     return run
+
+
+def check_seeded(spark, tmp: str, seed: str, sql: str, sources: list[Source], oracle_sql: str | None,
+                 batches: int = 4, **options) -> Run:
+    """:func:`check_stream` over ``batches`` random batches drawn from ``seed`` (2–10 rows per
+    stream each, weighted sources deleting earlier rows), every one of them committed."""
+    from .strategies import random_stream
+
+    drawn = random_stream(random.Random(seed), sources, batches=batches, max_rows=10, min_rows=2)
+    run = check_stream(spark, tmp, sql, sources, drawn, oracle_sql=oracle_sql, **options)
+    assert run.batches == batches
+    return run
+
+
+def assert_refused(cases: list[tuple[str, str]], schemas: dict[str, str], unhinted: tuple[str, ...] = ()) -> None:
+    """Each (SQL, code) compiles to that coded error, with a hint (but for the codes ``unhinted``)."""
+    import pytest
+
+    import streamfold
+
+    for sql, code in cases:
+        with pytest.raises(streamfold.StreamfoldError) as e:
+            streamfold.compile(sql, schemas)
+        assert e.value.code == code, (sql, e.value.code)
+        assert e.value.hint or code in unhinted, sql
 
 
 def check_restarting(spark, tmp: str, sql: str, source: Source, batches: list[list[tuple]], every: int,
