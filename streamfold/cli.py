@@ -380,7 +380,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:  # Spark's own console bar is off: the progress line says more (the step, rows read)
         spark = get_spark(args.master, settings=config.settings)
-        plain_interrupts(spark)
+        plain_interrupts()
         status.poller.attach(spark.sparkContext)
         query = launch(config, compilation, spark=spark, master=args.master, background=False,
                        progress=status.poller.step, endpoint=True, control_host=args.control_host,

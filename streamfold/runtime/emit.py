@@ -8,6 +8,7 @@ renamed into place.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -103,14 +104,10 @@ def write_parts(table: pa.Table, parts: Sequence[tuple[str, Columns]],
     return list(_writers().map(_write_part, split, [final for final, _ in parts]))
 
 
-_WRITERS: list[ThreadPoolExecutor] = []
-
-
+@functools.cache
 def _writers() -> ThreadPoolExecutor:
     """The threads that write a batch's parts (snapshot, changes, changelog) side by side."""
-    if not _WRITERS:
-        _WRITERS.append(ThreadPoolExecutor(max_workers=3, thread_name_prefix="streamfold-write"))
-    return _WRITERS[0]
+    return ThreadPoolExecutor(max_workers=3, thread_name_prefix="streamfold-write")
 
 
 def _write_part(part: pa.Table, final: str) -> int:

@@ -151,7 +151,7 @@ class _AfterJvmExit(logging.Filter):
         return not (record.msg == "Exception while sending command." and jvm_exit(JVM_EXIT_WAIT_S) is not None)
 
 
-def plain_interrupts(spark: SparkSession) -> None:
+def plain_interrupts() -> None:
     """Ctrl-C in a command-line process raises KeyboardInterrupt and nothing else.
 
     PySpark's own SIGINT handler cancels every Spark job from inside the handler: a py4j call
