@@ -31,6 +31,15 @@ SPELLINGS = [
      "WINDOW w AS (PARTITION BY cid ORDER BY pid), v AS w",
      "SELECT cid, count(*) OVER (PARTITION BY cid ORDER BY pid) AS n, rank() OVER (PARTITION BY cid ORDER BY pid) AS r, "
      "max(pid) OVER (PARTITION BY cid ORDER BY pid) AS m FROM F"),
+    ("qualify",  # a filter over the block's window column, as around a derived table
+     "SELECT cid, pid FROM F QUALIFY row_number() OVER (PARTITION BY cid ORDER BY pid DESC, amount) <= 2",
+     "SELECT cid, pid FROM (SELECT cid, pid, row_number() OVER (PARTITION BY cid ORDER BY pid DESC, amount) AS r "
+     "FROM F) t WHERE r <= 2"),
+    ("qualify-alias-over-aggregate",
+     "SELECT status, sum(amount) AS t, rank() OVER (ORDER BY sum(amount) DESC) AS r FROM F GROUP BY status "
+     "QUALIFY r <= 3 AND t > 0",
+     "SELECT status, t, r FROM (SELECT status, sum(amount) AS t, rank() OVER (ORDER BY sum(amount) DESC) AS r "
+     "FROM F GROUP BY status) x WHERE r <= 3 AND t > 0"),
     ("group-by-all",
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY ALL",
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY cid + 1, status"),
@@ -194,6 +203,18 @@ def test_lateral_forms_that_are_not_a_generator_joined_are_refused_with_a_hint(s
     ("SELECT cid, count(*) OVER (w ORDER BY pid) AS n FROM F WINDOW w AS (PARTITION BY cid)", "INVALID_WINDOW"),
 ])
 def test_a_named_window_spark_would_not_read_is_refused_with_a_code(sql: str, code: str) -> None:
+    with pytest.raises(BindError) as e:
+        streamfold.compile(sql, SCHEMAS)
+    assert e.value.code == code and e.value.hint
+
+
+@pytest.mark.parametrize("sql,code", [
+    ("SELECT cid FROM F QUALIFY pid > 1", "QUALIFY_WITHOUT_WINDOW"),
+    ("SELECT cid, sum(amount) AS t FROM F GROUP BY cid QUALIFY count(*) > 1 AND rank() OVER (ORDER BY cid) = 1",
+     "QUALIFY_AGGREGATE_NOT_ALLOWED"),
+    ("SELECT cid, pid FROM F QUALIFY count(*) OVER () > 1 AND sum(pid) > 1", "QUALIFY_AGGREGATE_NOT_ALLOWED"),
+])
+def test_qualify_spark_would_not_run_is_refused_with_a_code(sql: str, code: str) -> None:
     with pytest.raises(BindError) as e:
         streamfold.compile(sql, SCHEMAS)
     assert e.value.code == code and e.value.hint

@@ -63,6 +63,11 @@ WINDOW_QUERIES = [
     # named windows (WINDOW w AS …; OVER w, OVER (w), a name for another name): written out in place
     ("named-windows", "SELECT a, b, sum(b) OVER w AS rs, rank() OVER w AS r, count(*) OVER (w2) AS n, "
      "max(b) OVER p AS mb FROM R WINDOW w AS (PARTITION BY a ORDER BY b), w2 AS w, p AS (PARTITION BY s)", None),
+    # QUALIFY: a filter over the block's window columns (a window of its own, or a select alias's)
+    ("qualify-rows", "SELECT a, b AS bb, s FROM R QUALIFY b = max(b) OVER (PARTITION BY a) "
+     "OR count(*) OVER (PARTITION BY s ORDER BY b RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) > 2", None),
+    ("qualify-over-aggregate", "SELECT DISTINCT s, sum(b) AS t FROM R GROUP BY s, a "
+     "QUALIFY dense_rank() OVER (PARTITION BY a ORDER BY t DESC) <= 2 AND t > 1", None),
     ("nested-across", "SELECT s, a, r, dense_rank() OVER (PARTITION BY s ORDER BY r DESC) AS rr "
      "FROM (SELECT s, a, b, rank() OVER (PARTITION BY a ORDER BY b) AS r FROM R) x", None),
 ]

@@ -26,6 +26,7 @@ QUERIES = [
     ("row-number-per-group",
      "SELECT a, b, s, rn FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn FROM R) t "
      "WHERE rn <= 2", [R]),
+    ("qualify", "SELECT a, b, s FROM R QUALIFY row_number() OVER (PARTITION BY a ORDER BY b DESC, s) <= 2", [R]),
     ("rank-with-ties-at-the-boundary",
      "SELECT s, a, b, r FROM (SELECT s, a, b, rank() OVER (PARTITION BY s ORDER BY b) AS r FROM R) t WHERE r <= 2",
      [R]),

@@ -19,13 +19,12 @@ from ...errors import BindError, SqlError, UnsupportedError
 from ...ir.expr import Agg, Column, Expr, SubqueryExpr, outer_columns
 from ...ir.rel import Aggregate, Filter, Rel
 from ..bind_expr import ExprBinder
-from ..bind_expr.aggregates import ANON_AGGS
 from ..scope import Scope
-from . import grouping_sets
+from . import grouping_sets, qualify
 from .context import BindContext, Cte
 from .order import bind_order, finish
 from .time_windows import window_keys
-from .select_list import Item, inside_subquery, internal_name, unalias, with_aliases
+from .select_list import Item, aggregate_call, internal_name, unalias, with_aliases
 from .over import WindowCalls
 
 
@@ -35,20 +34,7 @@ def has_agg(items: list[Item], node: exp.Select) -> bool:
     order = node.args.get("order")
     if order:
         nodes += order.expressions
-    for n in nodes:
-        for sub in n.walk():
-            if isinstance(sub, exp.AggFunc) and not inside_subquery(sub, n) and not _window_function(sub):
-                return True
-            if isinstance(sub, exp.Anonymous) and sub.name.lower() in ANON_AGGS:
-                return True
-    return False
-
-
-def _window_function(node: exp.Expr) -> bool:
-    """Whether ``node`` is the function of an OVER clause (``sum(x) OVER (…)`` aggregates no group)."""
-    while isinstance(node.parent, (exp.IgnoreNulls, exp.RespectNulls)):
-        node = node.parent
-    return isinstance(node.parent, exp.Window) and node.parent.this is node
+    return any(aggregate_call(sub, n) for n in nodes for sub in n.walk())
 
 
 def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope, items: list[Item],
@@ -97,6 +83,11 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
         having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=ctx.subquery_hook(ctes)).boolean(condition),
                       having_node.this, having=True)
 
+    cond = qualify.condition(ctx, node, items, scope, ExprBinder(
+        scope, "QUALIFY", on_agg, subquery=ctx.subquery_hook(ctes), on_window=windows))
+    if cond is not None:
+        cond = lift(cond, node.args["qualify"].this)
+
     def order_bind(n: exp.Expr) -> Expr:
         return lift(ExprBinder(scope, "ORDER BY", on_agg).bind(n), n)
 
@@ -117,7 +108,8 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
         agg_rel = Filter(agg_rel, having)
     names = [n for n, _, _ in items]
     distinct = node.args.get("distinct") is not None
-    return finish(ctx, node, windows.over(agg_rel, lift), exprs, names, distinct, None, order_exprs)
+    return finish(ctx, node, qualify.qualified(ctx, node, windows.over(agg_rel, lift), windows, cond), exprs, names,
+                  distinct, None, order_exprs)
 
 
 def group_items(group: exp.Group | None, items: list[Item]) -> list[exp.Expr | Column]:
@@ -126,9 +118,8 @@ def group_items(group: exp.Group | None, items: list[Item]) -> list[exp.Expr | C
         return []
     if not group.args.get("all"):
         return list(group.expressions)
-    return [ref if ref is not None else unalias(item) for _, item, ref in items if ref is not None or not any(
-        (isinstance(sub, exp.AggFunc) or (isinstance(sub, exp.Anonymous) and sub.name.lower() in ANON_AGGS))
-        and not inside_subquery(sub, item) and not _window_function(sub) for sub in item.walk())]
+    return [ref if ref is not None else unalias(item) for _, item, ref in items
+            if ref is not None or not any(aggregate_call(sub, item) for sub in item.walk())]
 
 
 def _set_items(sets: list[list[exp.Expr]]) -> list[exp.Expr]:

@@ -8,8 +8,9 @@
 FROM (:mod:`.from_clause`) builds the scope the other clauses read; WHERE is bound over it; a
 generator in the select list (:mod:`.generators`) comes next; then the block is an aggregate one
 (:mod:`.grouping`) or a plain one, its window calls (OVER) in a ``Window`` node under the select
-list (:mod:`.windows`), and :func:`.order.finish` puts the top on it. Clauses the binder does not
-support are refused, never ignored: the WINDOW and QUALIFY clauses, PIVOT, CONNECT BY,
+list (:mod:`.over`), filtered by QUALIFY (:mod:`.qualify`), and :func:`.order.finish` puts the
+top on it. Clauses the binder does not
+support are refused, never ignored: PIVOT, CONNECT BY,
 TABLESAMPLE, DISTINCT ON, GROUPING SETS, CUBE and ROLLUP.
 """
 
@@ -20,7 +21,7 @@ from sqlglot import exp
 from ...errors import UnsupportedError
 from ...ir.expr import Expr
 from ...ir.rel import Filter, Rel
-from ..bind_expr import WINDOW_HINT, ExprBinder
+from ..bind_expr import ExprBinder
 from ..scope import Scope
 from .context import BindContext, Cte
 from .from_clause import from_clause
@@ -28,7 +29,7 @@ from .generators import select_generators
 from .grouping import aggregate_select, has_agg
 from .order import finish
 from .expiry import bind_where, reads_now
-from . import named_windows
+from . import named_windows, qualify
 from .over import WindowCalls
 from .select_list import Item, internal_name, select_items, unalias
 from .session_windows import session_window
@@ -38,12 +39,6 @@ from .time_windows import time_window
 def select(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
            parent: Scope | None = None) -> tuple[Rel, list[str]]:
     named_windows.inline(ctx, node)  # WINDOW w AS (…): each OVER w written out
-    for clause, text in (("qualify", "QUALIFY"),):
-        if node.args.get(clause):
-            found = node.args[clause]
-            raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW",
-                          f"{text} (a clause of window functions) is not supported in a continuous query",
-                          found[0] if isinstance(found, list) else found, WINDOW_HINT, construct=text)
     for unsupported in ("pivots", "connect", "sample"):
         if node.args.get(unsupported):
             raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{unsupported.upper()} is not supported yet",
@@ -78,7 +73,9 @@ def _plain_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope, it
     for i, (name, item, ref) in enumerate(items):
         e = ref if ref is not None else binder.bind(unalias(item))
         exprs.append((internal_name(name, i, exprs), e))
+    cond = qualify.condition(ctx, node, items, scope, ExprBinder(
+        scope, "QUALIFY", subquery=ctx.subquery_hook(ctes), on_window=windows))
     names = [n for n, _, _ in items]
     distinct = node.args.get("distinct") is not None
-    return finish(ctx, node, windows.over(rel), exprs, names, distinct,
+    return finish(ctx, node, qualify.qualified(ctx, node, windows.over(rel), windows, cond), exprs, names, distinct,
                   lambda n: ExprBinder(scope, "ORDER BY").bind(n))

@@ -19,6 +19,7 @@ from ...ir.expr import Column, Expr
 from ..batch_text import spark_spellings
 from ..parse import span_of
 from ..scope import Scope
+from ..bind_expr.aggregates import ANON_AGGS
 from ..bind_expr.value_sets import spark_name, value_set
 from ..window_text import WINDOW_CALL
 
@@ -93,6 +94,17 @@ def with_aliases(node: exp.Expr, aliases: dict[str, exp.Expr], scope: Scope) -> 
     if not aliases or not any(aliased(n) for n in node.walk()):
         return node
     return node.transform(lambda n: aliases[n.name.lower()].copy() if aliased(n) else n, copy=True)
+
+
+def aggregate_call(sub: exp.Expr, root: exp.Expr) -> bool:
+    """Whether ``sub`` calls an aggregate of ``root``'s block: not inside a subquery of ``root``,
+    and not the function of an OVER clause (``sum(x) OVER (…)`` aggregates no group)."""
+    if not isinstance(sub, exp.AggFunc) and not (isinstance(sub, exp.Anonymous) and sub.name.lower() in ANON_AGGS):
+        return False
+    node: exp.Expr = sub
+    while isinstance(node.parent, (exp.IgnoreNulls, exp.RespectNulls)):
+        node = node.parent
+    return not (isinstance(node.parent, exp.Window) and node.parent.this is node) and not inside_subquery(sub, root)
 
 
 def inside_subquery(sub: exp.Expr, root: exp.Expr) -> bool:

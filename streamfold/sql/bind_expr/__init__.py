@@ -8,7 +8,7 @@ with an :class:`.context.ExprContext`: the block's scope, the clause, and the qu
 hooks for aggregates and subqueries.
 """
 
-from .binder import WINDOW_HINT, ExprBinder
+from .binder import ExprBinder
 from .literals import number_literal
 
-__all__ = ["WINDOW_HINT", "ExprBinder", "number_literal"]
+__all__ = ["ExprBinder", "number_literal"]

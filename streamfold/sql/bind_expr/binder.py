@@ -34,10 +34,6 @@ from .predicates import (
 from .subqueries import bind_subquery, quantified_refusal
 from .windows import bind_window
 
-# What to write instead of a window function, for every refusal of one (OVER, WINDOW, QUALIFY)
-WINDOW_HINT = ("compute the window function in the select list of a subquery and filter or read its column in the "
-               "outer query (for QUALIFY: SELECT * FROM (SELECT …, rank() OVER (…) AS r FROM …) WHERE r <= 3)")
-
 _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
     exp.Column: bind_column, exp.Dot: bind_dot, exp.Bracket: bind_bracket,
     exp.Paren: lambda ctx, node: ctx.bind(node.this),
