@@ -125,8 +125,9 @@ AGGREGATES = frozenset({
     "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",
     # percentile(x, p): Spark's exact percentile (median and percentile_cont bind to it)
     "percentile",
-    # collect_set(x), only under sort_array or size (sql/bind_expr/value_sets.py)
-    "collect_set",
+    # collect_set(x), only under sort_array or size (sql/bind_expr/value_sets.py); collect_list(x),
+    # only sorted, for listagg … WITHIN GROUP (ORDER BY x) (sql/bind_expr/listagg.py)
+    "collect_set", "collect_list",
     # grouping() and grouping_id() under GROUPING SETS, CUBE and ROLLUP: bound as aggregates so
     # the select list lifts them like one, each replaced by its set's constant (sql/bind/grouping_sets.py)
     "grouping", "grouping_id",

@@ -16,6 +16,7 @@ min/max under deletions,    a multiset state of the values, keyed by        min/
 count/sum/avg(DISTINCT x)   (group, x) with its count (+)                   over the values present
 percentile(x, p)            the same multiset                               percentile(value, p, count)
 collect_set(x) (sorted)     the same multiset                               collect_set over the values
+collect_list(x) (sorted)    the same multiset                               each value count times
 ==========================  ==============================================  ====================
 
 ``w`` is a row's weight: +1 for an insert, −1 for a delete. Beyond the seed, which has no
@@ -30,8 +31,8 @@ from dataclasses import dataclass
 from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.types import (
-    BIGINT, BOOLEAN, DOUBLE, MAX_PRECISION, STRING, DataType, arithmetic_type, decimal, partial_sum_type,
-    sum_type,
+    BIGINT, BOOLEAN, DOUBLE, INT, MAX_PRECISION, STRING, DataType, arithmetic_type, array, decimal,
+    partial_sum_type, sum_type,
 )
 from ..ir.averages import decimal_average
 from .model import Monoid
@@ -207,7 +208,7 @@ def decompose(agg: Agg, deletions: bool) -> AggSpec:
     if not agg.args:
         return AggSpec(agg, (), None)
     arg = agg.args[0]
-    if fn in ("percentile", "collect_set"):  # over the values' multiset (a percentile with their counts)
+    if fn in ("percentile", "collect_set", "collect_list"):  # over the values' multiset (with their counts)
         return AggSpec(agg, (), arg)
     if agg.distinct and fn not in ("min", "max"):
         return AggSpec(agg, (), arg)
@@ -226,6 +227,10 @@ def multiset_final(agg: Agg, value: Column, count: Column) -> Agg:
     fn = agg.fn
     if fn == "percentile":
         return Agg(fn, (value, agg.args[1], count), False, agg.type)
+    if fn == "collect_list":  # each value as often as it occurs: collect_list(array_repeat(v, count)), flattened
+        repeated = Call("array_repeat", (value, Cast(count, INT)), array(value.type), "array_repeat({0}, {1})")
+        present = Case(((Call("IS NULL", (value,), BOOLEAN), Literal(None, repeated.type)),), repeated, repeated.type)
+        return Agg(fn, (present,), False, array(repeated.type))
     if fn in ("stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop") and not agg.distinct:
         raise ValueError("moments are never kept as multisets")
     return Agg(fn, (value,), False, agg.type)

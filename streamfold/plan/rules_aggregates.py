@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..ir.expr import Agg, Call, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
-from ..ir.types import BIGINT, BOOLEAN
+from ..ir.types import BIGINT, BOOLEAN, array
 from .aggregates import AggSpec, Partial, decompose, multiset_final
 from .changes import global_delta, keyed_delta, per_key_delta
 from .context import PlanContext
@@ -135,7 +135,8 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
     columns: list[Field] = [Field(WEIGHT, BIGINT)] + [Field(p.name, p.type) for p in partials]
     columns += [Field(f"v{k}", m.type) for k, m in enumerate(multisets)]
     # a percentile reads its multiset's counts as the values' frequencies
-    counted = {multisets.index(spec.multiset) for _, spec in specs if spec.multiset is not None and spec.agg.fn == "percentile"}
+    counted = {multisets.index(spec.multiset) for _, spec in specs
+               if spec.multiset is not None and spec.agg.fn in ("percentile", "collect_list")}
     columns += [Field(f"c{k}", BIGINT) for k in sorted(counted)]
     key_refs = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
     # Each branch renames the key (to _g0, _g1, …): Spark 4.3 keeps a union's hash
@@ -169,6 +170,8 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
             final: Expr = Column(f"_ms{i}", spec.agg.type)
             if spec.agg.fn == "count":
                 final = coalesce0(final)
+            elif spec.agg.fn == "collect_list":  # its values' arrays, each repeated by its count
+                final = Call("flatten", (Column(f"_ms{i}", array(spec.agg.type)),), spec.agg.type, "flatten({0})")
         else:
             final = spec.final(weight())
         exprs.append((out, final))
@@ -203,6 +206,9 @@ def _note_aggregates(ctx: PlanContext, specs: list[tuple[str, AggSpec]]) -> None
         elif spec.multiset is not None and a.fn == "percentile":
             ctx.plan.note(f"{shown}: the multiset of values per group is kept; a is Spark's percentile over it, "
                           f"each value's count its frequency")
+        elif spec.multiset is not None and a.fn in ("collect_set", "collect_list"):
+            ctx.plan.note(f"{shown}: the multiset of values per group is kept; a collects "
+                          + ("each value once" if a.fn == "collect_set" else "each value as often as its count"))
         elif spec.multiset is not None:
             ctx.plan.note(f"{shown}: the multiset of values per group is kept; a counts the distinct ones")
         elif a.fn.startswith(("stddev", "var")):

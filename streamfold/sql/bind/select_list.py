@@ -20,6 +20,7 @@ from ..batch_text import spark_spellings
 from ..parse import span_of
 from ..scope import Scope
 from ..bind_expr.aggregates import ANON_AGGS
+from ..bind_expr.listagg import spark_name as listagg_name
 from ..bind_expr.value_sets import spark_name, value_set
 from ..window_text import WINDOW_CALL
 
@@ -65,6 +66,8 @@ def _pretty(item: exp.Expr) -> str:
     """An approximation of the name Spark gives an unaliased select expression."""
     if isinstance(item, exp.Anonymous) and item.name.lower() == WINDOW_CALL:  # window(…), renamed for the parser
         return "window"
+    if isinstance(item, exp.GroupConcat):
+        return listagg_name(item, _pretty)
     collected = value_set(item)
     if collected is not None and not isinstance(collected[1], exp.Filter):
         return spark_name(item, _pretty(collected[1].this)) or ""

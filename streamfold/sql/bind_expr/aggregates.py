@@ -231,7 +231,7 @@ def agg_type(ctx: ExprContext, node: exp.Expr, fn: str, args: tuple[Expr, ...]) 
     if fn == "count":
         return BIGINT
     t = args[0].type
-    if fn == "collect_set":  # (only under sort_array or size: value_sets.py, which checks the element type)
+    if fn in ("collect_set", "collect_list"):  # (only sorted or counted: value_sets.py, listagg.py check the type)
         return array(t)
     if fn in ("min", "max"):
         if not t.is_orderable:

@@ -23,6 +23,7 @@ from .conditionals import bind_case, bind_if
 from .context import ExprContext
 from .covariance import bind_covariance, covariance
 from .percentiles import bind_filtered, bind_percentile, percentile
+from .listagg import bind_listagg, listagg
 from .value_sets import bind_value_set, value_set
 from .grouping import bind_grouping
 from .literals import bind_boolean, bind_cast, bind_literal, bind_null
@@ -55,6 +56,9 @@ class ExprBinder(ExprContext):
         boolean = boolean_aggregate(node)
         if boolean is not None:
             return self.bind(boolean_counts(*boolean))
+        joined = listagg(node)
+        if joined is not None:
+            return bind_listagg(self, node, joined)
         rule = _RULES.get(type(node))
         if rule is not None:
             return rule(self, node)
