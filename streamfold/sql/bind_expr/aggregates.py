@@ -63,6 +63,8 @@ _AGG_HINTS = {
     "percentile_approx": "percentile(x, p) is exact and maintained incrementally",
     "collect_set": "the order of its elements depends on the order Spark reads the files; sort_array(collect_set(x)) "
                    "and size(collect_set(x)) are maintained",
+    "collect_list": "the order of its elements depends on the order Spark reads the files; sort_array(collect_list(x)) "
+                    "and listagg(x, ',') WITHIN GROUP (ORDER BY x) are maintained",
     "approx_percentile": "percentile(x, p) is exact and maintained incrementally",
 }
 

@@ -1,12 +1,14 @@
 """Bind ``collect_set(x)`` where its order does not matter: ``sort_array(collect_set(x) [, asc])``,
-``array_sort(collect_set(x))``, ``size(collect_set(x))`` and ``cardinality(collect_set(x))``.
+``array_sort(collect_set(x))``, ``size(collect_set(x))`` and ``cardinality(collect_set(x))`` — and
+the same of ``collect_list(x)``, whose values come as often as their rows.
 
 The elements of ``collect_set`` come in the order Spark's hash set happens to hold them, which
 depends on the order the rows were read; alone it is refused (aggregates.py), with this spelling
 as the hint. Sorted or counted, its answer is the group's set of distinct non-NULL values — the
 multiset state that ``count(DISTINCT x)`` keeps (plan/aggregates.py) — so deletions are exact: a
 value leaves the set when its last row is deleted. A group whose values are all NULL answers
-``[]`` (and size 0), as Spark does.
+``[]`` (and size 0), as Spark does. ``collect_list`` keeps the same multiset, and its answer
+repeats each value by its count (plan/aggregates.py).
 
 Elements of FLOAT and DOUBLE are refused (Spark's hash set keeps ``-0.0`` beside ``0.0`` and each
 NaN apart, where the state's grouping makes them one), as are nested types.
@@ -32,7 +34,7 @@ def value_set(node: exp.Expr) -> tuple[str, exp.Expr, bool] | None:
         node.expressions[0] if isinstance(node, exp.Anonymous) and node.name.lower() == "cardinality" \
         and len(node.expressions) == 1 else None
     agg = inner.this if isinstance(inner, exp.Filter) else inner
-    if inner is None or not isinstance(agg, exp.ArrayUniqueAgg):
+    if inner is None or not isinstance(agg, (exp.ArrayUniqueAgg, exp.ArrayAgg)):
         return None
     if isinstance(node, exp.ArraySort):
         if node.args.get("expression") is not None:  # array_sort(arr, comparator)
@@ -54,17 +56,24 @@ def bind_value_set(ctx: ExprContext, node: exp.Expr, consumer: str, call: exp.Ex
         x = x.expressions[0] if len(x.expressions) == 1 else x
     if isinstance(call, exp.Filter):  # the value NULL where the filter fails: a set skips NULLs
         x = filtered(call, x)
-    stand_in = bind_agg(ctx, agg_node, FN, argument=x)
+    fn = collected_fn(agg_node)
+    stand_in = bind_agg(ctx, agg_node, fn, argument=x)
     element = stand_in.type.element
     if not (element.is_integral or element.is_decimal or element.is_string or element.is_datetime
             or element.name == "BOOLEAN"):
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"collect_set of {element.sql()} values is not "
-                      "supported", agg_node, "CAST the values to a DECIMAL or a STRING: Spark's set keeps -0.0 beside "
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"{fn} of {element.sql()} values is not "
+                      "supported", agg_node, "CAST the values to a DECIMAL or a STRING: Spark keeps -0.0 beside "
                       "0.0 and every NaN apart" if element.name in ("FLOAT", "DOUBLE") else
-                      "collect a column of a simple type", function=FN, actual=element.sql())
+                      "collect a column of a simple type", function=fn, actual=element.sql())
     if consumer == "size":
         return Call("size", (stand_in,), INT, "size({0})")
     return Call("sort_array", (stand_in, Literal(ascending, BOOLEAN)), stand_in.type, "sort_array({0}, {1})")
+
+
+def collected_fn(agg: exp.Expr) -> str:
+    """``collect_list`` for ``collect_list(x)`` (each value as often as its rows), else ``collect_set``
+    (``collect_set(x)``, ``collect_list(DISTINCT x)``)."""
+    return "collect_list" if isinstance(agg, exp.ArrayAgg) and not isinstance(agg.this, exp.Distinct) else FN
 
 
 # the comparator Spark's array_sort(arr) is given, as it appears in the column's name
@@ -81,7 +90,8 @@ def spark_name(node: exp.Expr, inner: str) -> str | None:
     found = value_set(node)
     if found is None:
         return None
-    collected = f"collect_set({inner})"
+    agg = found[1].this if isinstance(found[1], exp.Filter) else found[1]
+    collected = f"{'collect_list' if isinstance(agg, exp.ArrayAgg) else FN}({inner})"
     if isinstance(node, exp.ArraySort):
         if node.args.get("nulls_first") is not None and node.args.get("asc") is None \
                 and not node.args["nulls_first"].this:  # array_sort(arr): Spark's default comparator
