@@ -14,6 +14,7 @@ from sqlglot.errors import TokenError
 from ..errors import ParseError, Span
 from .batch_text import tolerant_division
 from .iterate import Iterative, extract, spark_schema_text
+from .pipe import unpipe
 from .window_text import mark_window_calls
 
 
@@ -28,6 +29,7 @@ class ParsedQuery:
     tree: exp.Query
     loops: Mapping[str, Iterative]  # by lower-cased name
     steps: Mapping[str, exp.Query]  # each loop's step, by the loop's lower-cased name
+    written: str  # the text parsed: ``sql``, pipe syntax written out (:func:`.pipe.unpipe`); errors mark it
 
     def spark_sql(self) -> str:
         """A query Spark can analyse for the query's output columns (:func:`.iterate.spark_schema_text`)."""
@@ -40,9 +42,12 @@ class ParsedQuery:
 
 
 def parse_query(sql: str) -> ParsedQuery:
-    """Parse ``sql``, iterations and all; coded errors as :func:`parse`."""
-    text, loops = extract(sql)
-    return ParsedQuery(sql, _parse_marked(text), loops, {name: _parse_marked(loop.step_sql) for name, loop in loops.items()})
+    """Parse ``sql``, iterations and all, pipe syntax written out (:func:`.pipe.unpipe`); coded
+    errors as :func:`parse`."""
+    written = unpipe(sql)
+    text, loops = extract(written)
+    return ParsedQuery(sql, _parse_marked(text), loops,
+                       {name: _parse_marked(loop.step_sql) for name, loop in loops.items()}, written)
 
 
 def _parse_marked(text: str) -> exp.Query:

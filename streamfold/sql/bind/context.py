@@ -43,7 +43,7 @@ class BindContext(ABC):
     """The state of binding one query text; :mod:`.query` supplies :meth:`query`."""
 
     def __init__(self, parsed: ParsedQuery, catalog: Catalog) -> None:
-        self.sql, self.loops, self.steps = parsed.sql, parsed.loops, parsed.steps  # (each loop's step parsed)
+        self.sql, self.loops, self.steps = parsed.written, parsed.loops, parsed.steps  # (each loop's step parsed)
         self.catalog = catalog
         self._auto_alias = 0
         # Internal names are unique across the whole query, so blocks can later be joined

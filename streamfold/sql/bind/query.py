@@ -38,7 +38,7 @@ def bind(query: str | ParsedQuery, catalog: Catalog) -> BoundQuery:
     """Bind ``query`` (its text, parsed here, or parsed already) against ``catalog``; raises a
     coded :class:`SqlError` on a mistake."""
     parsed = query if isinstance(query, ParsedQuery) else parse_query(query)
-    sql = parsed.sql
+    sql = parsed.written
     try:
         rel, names = _QueryBinder(parsed, catalog).query(parsed.tree, {})
     except SqlError as e:
