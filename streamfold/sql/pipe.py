@@ -8,9 +8,9 @@ derived table under it where not::
     FROM t |> WHERE x > 1 |> AGGREGATE sum(v) AS s GROUP BY k |> WHERE s > 10
       → SELECT * FROM (SELECT k, sum(v) AS s FROM t WHERE x > 1 GROUP BY k) AS t WHERE s > 10
 
-``WHERE``, ``SELECT``, ``EXTEND``, ``AGGREGATE`` and a ``JOIN`` fold into a query that is still
-``SELECT * FROM …`` (with a ``WHERE``, but a join only without one: a filter before an outer join
-is not one after it); ``ORDER BY`` folds in unless the query has one or a limit, ``LIMIT`` and
+``WHERE``, ``SELECT``, ``EXTEND``, ``DROP`` (``* EXCEPT (…)``), ``AGGREGATE`` and a ``JOIN`` fold
+into a query that is still ``SELECT * FROM …`` (with a ``WHERE``, but a join only without one: a
+filter before an outer join is not one after it); ``ORDER BY`` folds in unless the query has one or a limit, ``LIMIT`` and
 ``OFFSET`` unless it has them. A derived table takes the name of the query's one table (or the
 ``|> AS`` name), so ``t.x`` still reads ``x`` after it, as in Spark. Operators nested in
 parentheses (a subquery written with pipes) are written out first.
@@ -18,9 +18,9 @@ parentheses (a subquery written with pipes) are written out first.
 sqlglot reads pipe syntax too, but not as Spark does (it drops ``SELECT DISTINCT`` and moves a
 ``WHERE`` after an aggregate query into it), so the text is rewritten here and sqlglot reads
 the result. What Spark refuses or this cannot write without the input's columns is
-``UNSUPPORTED_PIPE``: ``SET``, ``DROP``, ``TABLESAMPLE``, ``PIVOT``, ``UNPIVOT``, an aggregate
-in ``SELECT``/``EXTEND``/``WHERE`` (Spark's ``|> AGGREGATE`` computes them), and ``GROUP BY``
-positions in ``AGGREGATE``.
+``UNSUPPORTED_PIPE``: ``SET`` (which keeps a column in its place), ``TABLESAMPLE``, ``PIVOT``,
+``UNPIVOT``, an aggregate in ``SELECT``/``EXTEND``/``WHERE`` (Spark's ``|> AGGREGATE`` computes
+them), and ``GROUP BY`` positions in ``AGGREGATE``.
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ _OPEN = (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)
 _CLOSE = (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
 _JOINS = {"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "SEMI", "ANTI", "NATURAL"}
 _SET_OPS = {"UNION", "INTERSECT", "EXCEPT", "MINUS"}
-_REFUSED = {"SET": "write |> SELECT with the columns and the new values",
-            "DROP": "write |> SELECT with the columns to keep",
+_REFUSED = {"SET": "write |> SELECT with the columns and the new values (|> SELECT * EXCEPT (x), … AS x moves x last)",
             "TABLESAMPLE": "TABLESAMPLE is not maintained (its rows are random)",
             "PIVOT": "write the pivot as aggregates with FILTER (WHERE …) in |> AGGREGATE",
             "UNPIVOT": "write one |> UNION ALL branch per column"}
@@ -180,6 +179,9 @@ def _apply(sql: str, q: _Query, op: str) -> _Query:
         _no_aggregate(sql, head, f"SELECT {items}")
         q = q if q.bare else q.wrapped()
         return replace(q, select=items if head == "SELECT" else f"*, {items}", distinct=distinct)
+    if head == "DROP":  # the star without the columns, in their place
+        q = q if q.bare else q.wrapped()
+        return replace(q, select=f"* EXCEPT ({op[4:].strip()})")
     if head == "AGGREGATE":
         return _aggregate(sql, q if q.bare else q.wrapped(), op[len(head):].strip())
     if head == "AS":

@@ -40,6 +40,9 @@ SPELLINGS = [
      "QUALIFY r <= 3 AND t > 0",
      "SELECT status, t, r FROM (SELECT status, sum(amount) AS t, rank() OVER (ORDER BY sum(amount) DESC) AS r "
      "FROM F GROUP BY status) x WHERE r <= 3 AND t > 0"),
+    ("star-except", "SELECT * EXCEPT (amount, F.status) FROM F", "SELECT cid, pid, d, ts FROM F"),
+    ("star-except-using", "SELECT F.* EXCEPT (cid), C.* EXCEPT (cid) FROM F JOIN C USING (cid)",
+     "SELECT F.pid, F.amount, F.status, F.d, F.ts, C.region FROM F JOIN C USING (cid)"),
     ("group-by-all",
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY ALL",
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY cid + 1, status"),
@@ -215,6 +218,17 @@ def test_a_named_window_spark_would_not_read_is_refused_with_a_code(sql: str, co
     ("SELECT cid, pid FROM F QUALIFY count(*) OVER () > 1 AND sum(pid) > 1", "QUALIFY_AGGREGATE_NOT_ALLOWED"),
 ])
 def test_qualify_spark_would_not_run_is_refused_with_a_code(sql: str, code: str) -> None:
+    with pytest.raises(BindError) as e:
+        streamfold.compile(sql, SCHEMAS)
+    assert e.value.code == code and e.value.hint
+
+
+@pytest.mark.parametrize("sql,code", [
+    ("SELECT * EXCEPT (nope) FROM F", "UNKNOWN_COLUMN"),
+    ("SELECT F.* EXCEPT (region) FROM F JOIN C USING (cid)", "UNKNOWN_COLUMN"),  # not a column of F.*
+    ("SELECT * EXCEPT (cid) FROM F JOIN C ON F.cid = C.cid", "AMBIGUOUS_COLUMN"),
+])
+def test_star_except_of_a_column_the_star_has_not_is_refused(sql: str, code: str) -> None:
     with pytest.raises(BindError) as e:
         streamfold.compile(sql, SCHEMAS)
     assert e.value.code == code and e.value.hint

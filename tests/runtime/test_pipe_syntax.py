@@ -39,6 +39,8 @@ QUERIES = [
     ("union-aggregate",
      "FROM R |> SELECT k, v |> UNION ALL (FROM U |> SELECT k, w) |> AGGREGATE sum(v) AS t GROUP BY k",
      "SELECT k, sum(v) FROM (SELECT k, v FROM R UNION ALL SELECT k, w FROM U) u GROUP BY k", [R, U], False),
+    ("drop-then-aggregate", "FROM R |> DROP x |> AGGREGATE count(*) AS n GROUP BY k, v",
+     "SELECT k, v, count(*) FROM R GROUP BY k, v", [R], False),
     ("aggregate-order-limit",
      "FROM R |> AGGREGATE sum(v) AS t GROUP BY k |> ORDER BY t DESC NULLS LAST, k NULLS FIRST |> LIMIT 2",
      "SELECT k, sum(v) AS t FROM R GROUP BY k ORDER BY t DESC NULLS LAST, k NULLS FIRST LIMIT 2", [R], True),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ...errors import BindError, UnsupportedError
 from ...ir.expr import Column, Expr
 from ..batch_text import spark_spellings
 from ..parse import span_of
@@ -37,14 +38,35 @@ def select_items(node: exp.Select, scope: Scope, generated: dict[int, list[tuple
             continue
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
             table = item.table if isinstance(item, exp.Column) and item.table else None
-            for name, ref in scope.star(table, span_of(item)):
-                out.append((name, item, ref))
+            expanded = scope.star(table, span_of(item))
+            dropped = _excepted(item.this if isinstance(item, exp.Column) else item, table, expanded, scope)
+            for name, ref in expanded:
+                if ref not in dropped:
+                    out.append((name, item, ref))
             continue
         # a lateral column alias (Spark): an earlier item's alias names its expression
         item = with_aliases(item, {n.lower(): i.this for n, i, ref in out
                                    if ref is None and isinstance(i, exp.Alias)}, scope)
         out.append((_output_name(item, scope), item, None))
     return out
+
+
+def _excepted(star: exp.Star, table: str | None, expanded: list[tuple[str, Column]], scope: Scope) -> set[Column]:
+    """The columns ``* EXCEPT (a, t.b)`` leaves out (Spark's form), each one the star has; a name
+    under ``t.* EXCEPT (…)`` is ``t``'s."""
+    for other in ("replace", "rename"):
+        if star.args.get(other):
+            raise UnsupportedError(f"* {other.upper()} (…) is not Spark SQL", code="UNSUPPORTED_CLAUSE",
+                                   sql=scope.sql, span=span_of(star), hint="list the columns, or * EXCEPT (…) them")
+    dropped: set[Column] = set()
+    for col in star.args.get("except_") or star.args.get("except") or []:
+        ref = scope.resolve(col.table or table, col.name, span_of(col)) if isinstance(col, exp.Column) else None
+        if not isinstance(ref, Column) or all(ref != r for _, r in expanded):
+            raise BindError(f"`{col.sql(dialect='spark')}` in * EXCEPT (…) is not a column of the star",
+                            code="UNKNOWN_COLUMN", sql=scope.sql, span=span_of(col),
+                            hint="name columns the star lists: " + ", ".join(n for n, _ in expanded))
+        dropped.add(ref)
+    return dropped
 
 
 def _output_name(item: exp.Expr, scope: Scope) -> str:
