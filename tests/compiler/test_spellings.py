@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import streamfold
-from streamfold.errors import BindError, UnsupportedError
+from streamfold.errors import BindError, StreamfoldError, UnsupportedError
 
 SCHEMAS = {"F": "cid INT, pid INT, amount DOUBLE, status STRING, d DATE, ts TIMESTAMP, _weight BIGINT",
            "C": "cid INT, region STRING, _weight BIGINT"}
@@ -43,6 +43,10 @@ SPELLINGS = [
     ("star-except", "SELECT * EXCEPT (amount, F.status) FROM F", "SELECT cid, pid, d, ts FROM F"),
     ("star-except-using", "SELECT F.* EXCEPT (cid), C.* EXCEPT (cid) FROM F JOIN C USING (cid)",
      "SELECT F.pid, F.amount, F.status, F.d, F.ts, C.region FROM F JOIN C USING (cid)"),
+    ("order-by-all", "SELECT cid, status FROM F ORDER BY ALL DESC NULLS FIRST LIMIT 3",
+     "SELECT cid, status FROM F ORDER BY cid DESC NULLS FIRST, status DESC NULLS FIRST LIMIT 3"),
+    ("order-by-all-of-a-union", "SELECT cid FROM F UNION SELECT cid FROM C ORDER BY ALL",
+     "SELECT cid FROM F UNION SELECT cid FROM C ORDER BY cid"),
     ("group-by-all",
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY ALL",
      "SELECT cid + 1 AS k, status, count(*) AS n, sum(amount) - 1 AS t FROM F GROUP BY cid + 1, status"),
@@ -230,5 +234,16 @@ def test_qualify_spark_would_not_run_is_refused_with_a_code(sql: str, code: str)
 ])
 def test_star_except_of_a_column_the_star_has_not_is_refused(sql: str, code: str) -> None:
     with pytest.raises(BindError) as e:
+        streamfold.compile(sql, SCHEMAS)
+    assert e.value.code == code and e.value.hint
+
+
+@pytest.mark.parametrize("sql,code", [
+    ("SELECT cid FROM F UNION ALL BY NAME SELECT cid FROM C", "UNSUPPORTED_CLAUSE"),
+    ("SELECT cid, sum(pid) OVER (ORDER BY cid, pid, amount, status, d, ts ROWS BETWEEN UNBOUNDED PRECEDING AND "
+     "CURRENT ROW EXCLUDE CURRENT ROW) AS s FROM F", "UNSUPPORTED_WINDOW"),
+])
+def test_what_sqlglot_reads_but_spark_does_not_is_refused_not_dropped(sql: str, code: str) -> None:
+    with pytest.raises(StreamfoldError) as e:
         streamfold.compile(sql, SCHEMAS)
     assert e.value.code == code and e.value.hint

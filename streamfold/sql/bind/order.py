@@ -2,7 +2,8 @@
 
 The block's top is ``Limit? ← Sort? ← Distinct? ← Project(select list [+ hidden sort columns])``.
 An ORDER BY item names an output column (by position, by name, or by being the same expression
-as a select item) or else is an expression over the block's input, computed in a hidden
+as a select item; ``ORDER BY ALL`` names every one, left to right) or else is an expression over
+the block's input, computed in a hidden
 ``_sort<n>`` column that a last Project drops (not allowed with DISTINCT, whose rows it would
 change). ORDER BY and LIMIT on a set operation or a parenthesised query see its output columns
 only.
@@ -29,7 +30,10 @@ def order_limit(ctx: BindContext, node: exp.Expr, rel: Rel, names: list[str]) ->
     if order:
         scope = Scope([ScopeEntry.of("", [(n, f) for n, f in zip(names, rel.schema)])], ctx.sql)
         keys = []
-        for o in order.expressions:
+        every = order_all(order, names)
+        if every is not None:
+            keys = [sort_key(every, f.ref()) for f in rel.schema]
+        for o in order.expressions if every is None else []:
             e = _ordinal(ctx, o.this, [f.ref() for f in rel.schema]) or ExprBinder(scope, "ORDER BY").bind(o.this)
             keys.append(sort_key(o, e))
         rel = Sort(rel, tuple(keys))
@@ -40,6 +44,9 @@ def bind_order(ctx: BindContext, node: exp.Select, exprs: list[tuple[str, Expr]]
                bind_fn: Callable[[exp.Expr], Expr]) -> list[tuple[SortKey, str | None]]:
     """Bind ORDER BY items: (key over the select output or the input, output column it names)."""
     order = node.args.get("order")
+    every = order_all(order, names) if order else None
+    if every is not None:  # ORDER BY ALL: every select item, left to right
+        return [(sort_key(every, Column(n, e.type)), n) for n, e in exprs]
     out: list[tuple[SortKey, str | None]] = []
     for o in (order.expressions if order else []):
         target = o.this
@@ -95,6 +102,16 @@ def finish(ctx: BindContext, node: exp.Select, rel: Rel, exprs: list[tuple[str, 
     if hidden:
         out = Project(out, tuple((n, Column(n, e.type)) for n, e in exprs))
     return out, names
+
+
+def order_all(order: exp.Order, names: list[str]) -> exp.Ordered | None:
+    """The item of ``ORDER BY ALL [ASC|DESC] [NULLS …]`` (Spark: every output column, left to
+    right), unless an output column is named ``all``; else None."""
+    items = order.expressions
+    if len(items) == 1 and isinstance(items[0].this, exp.Var) and items[0].this.name.upper() == "ALL" \
+            and "all" not in (n.lower() for n in names):
+        return items[0]
+    return None
 
 
 def _limit(ctx: BindContext, node: exp.Expr, rel: Rel) -> Rel:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ...errors import BindError
+from ...errors import BindError, UnsupportedError
 from ...ir.expr import Cast, Expr
 from ...ir.rel import Distinct, Project, Rel, SetKind, SetOp, Union
 from ...ir.types import DataType, common_type
@@ -22,6 +22,9 @@ from .order import order_limit
 def union(ctx: BindContext, node: exp.SetOperation, ctes: dict[str, Cte],
           parent: Scope | None = None) -> tuple[Rel, list[str]]:
     """UNION [ALL], INTERSECT [ALL], EXCEPT [ALL]: both sides widened to common column types."""
+    if node.args.get("by_name") or node.args.get("on") or node.args.get("side") or node.args.get("kind"):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", "a set operation BY NAME or CORRESPONDING is not "
+                      "Spark SQL", node, "select the columns in the same order on both sides", construct="BY NAME")
     left, names = ctx.query(node.left, ctes, parent)
     right, _ = ctx.query(node.right, ctes, parent)
     if len(left.schema) != len(right.schema):

@@ -145,6 +145,10 @@ def _frame(ctx: ExprContext, node: exp.Window, fn: str, order: tuple[SortKey, ..
         raise ctx.err(BindError, "WINDOW_FRAME_NOT_ALLOWED", f"`{fn}` takes no window frame", spec,
                       "remove ROWS/RANGE … from its OVER clause (Spark fixes the frame of ranking and offset "
                       "functions)", function=fn)
+    if spec.args.get("exclude") is not None:
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", "a frame's EXCLUDE is not Spark SQL", spec,
+                      "leave the rows out with a CASE inside the function, or subtract the current row's value",
+                      construct="EXCLUDE")
     kind = FrameKind(str(spec.args.get("kind")).lower())
 
     def bound(value: object, side: object, start: bool) -> int | None:
