@@ -66,8 +66,8 @@ def python_value(v: Any) -> Any:
 def _comparable(v: Any) -> Any:
     if isinstance(v, dict):  # a STRUCT (a time window's start and end): its fields compared alike
         return {k: _comparable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)) or type(v).__name__ == "ndarray":  # an ARRAY (Arrow: a list; pandas: NumPy)
-        return tuple(_comparable(x.item() if hasattr(x, "item") else x) for x in v)
+    if isinstance(v, (list, tuple)) or type(v).__name__ == "ndarray":  # an ARRAY (Arrow: a list; pandas: NumPy,
+        return tuple(_comparable(python_value(x)) for x in v)  # its NULL integers NaNs of a float array)
     if isinstance(v, dt.datetime):
         v = v.replace(tzinfo=None)
         if v.time() == dt.time(0):
@@ -116,8 +116,21 @@ def _sort_key(row: Sequence[Any]) -> tuple:
             f = float(v)
             out.append((1, 0.0, "NaN") if math.isnan(f) else (1, float(f"{f:.6g}"), ""))
         else:
-            out.append((2, 0.0, str(v)))
+            out.append((2, 0.0, _text(v)))
     return tuple(out)
+
+
+def _text(v: Any) -> str:
+    """A compared value's text, numbers to 6 significant digits (an array's 4 and 4.0 alike)."""
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_text(x) for x in v) + ")"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_text(x)}" for k, x in v.items()) + "}"
+    if v is None:
+        return "NULL"
+    if _number(v):
+        return f"{float(v):.6g}"
+    return str(v)
 
 
 # -- answers -----------------------------------------------------------------------------------------

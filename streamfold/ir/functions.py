@@ -26,6 +26,8 @@ def _first(args: Sequence[DataType]) -> DataType:
 
 
 def _common(args: Sequence[DataType]) -> DataType:
+    if not args:
+        raise TypeError("it needs at least one argument")
     result = args[0]
     for a in args[1:]:
         c = common_type(result, a)
@@ -99,6 +101,7 @@ FUNCTIONS.update({
     # arrays (nested data)
     "size": _array_fn(INT), "cardinality": _array_fn(INT), "array_contains": _array_fn(BOOLEAN),
     "split": _fixed(array(STRING)),  # split(s, regex[, limit]): the pieces, read with element_at or [i]
+    "array": lambda a: array(_common(a)),  # array(x, y, …): its arguments' common type (explode(array(a, b)))
 })
 
 NONDETERMINISTIC = frozenset({

@@ -114,6 +114,11 @@ QUERIES = [
     ("lateral-join-left", "SELECT id, t.tag FROM N LEFT JOIN LATERAL explode(tags) AS t(tag) ON true", "N", False),
     ("lateral-join-on", "SELECT id, e.pos, e.v.x FROM N JOIN LATERAL posexplode(pts) AS e(pos, v) ON e.v.y > 0 OR e.pos = 0",
      "N", False),
+    # array(…) built from a row's columns: the unpivot idiom, and an array as a group key
+    ("explode-array-of-columns", "SELECT a, col, count(*) AS n FROM R LATERAL VIEW explode(array(b, a, 7)) u AS col "
+     "WHERE array_contains(array(1, 2), a) OR col > 2 GROUP BY a, col", "R", False),
+    ("array-key", "SELECT array(a, b) AS ab, count(*) AS n, size(array(s, s)) AS two FROM R GROUP BY array(a, b), "
+     "size(array(s, s))", "R", False),
     ("explode-join", "SELECT S.k, count(*), sum(q.y) FROM (SELECT id, pt.x AS x, pt.y AS y FROM N LATERAL VIEW explode(pts) e AS pt) q JOIN S ON q.x = S.k GROUP BY S.k", "NS", False),
 ]
 # Subqueries as people write them (issue 24): as values under OR, NOT and CASE and in the select

@@ -17,6 +17,7 @@ from ...ir.rel import Rel
 from ..catalog import Catalog
 from ..parse import ParsedQuery, parse_query
 from ..scope import Scope
+from .foreign import refuse_foreign
 from .context import BindContext, Cte
 from .ctes import with_clause
 from .order import order_limit
@@ -40,7 +41,10 @@ def bind(query: str | ParsedQuery, catalog: Catalog) -> BoundQuery:
     parsed = query if isinstance(query, ParsedQuery) else parse_query(query)
     sql = parsed.written
     try:
-        rel, names = _QueryBinder(parsed, catalog).query(parsed.tree, {})
+        binder = _QueryBinder(parsed, catalog)
+        for tree in (parsed.tree, *parsed.steps.values()):
+            refuse_foreign(binder, tree)
+        rel, names = binder.query(parsed.tree, {})
     except SqlError as e:
         raise e.with_sql(sql) from None
     check_output_names(names, sql)
