@@ -240,6 +240,14 @@ def test_star_except_of_a_column_the_star_has_not_is_refused(sql: str, code: str
 
 @pytest.mark.parametrize("sql,code", [
     ("SELECT cid FROM F UNION ALL BY NAME SELECT cid FROM C", "UNSUPPORTED_CLAUSE"),
+    # other dialects' clauses: several are dropped by sqlglot's Spark writer, so Spark would not refuse them
+    ("SELECT cid FROM F ORDER BY cid LIMIT 2 PERCENT", "UNSUPPORTED_CLAUSE"),
+    ("SELECT cid INTO z FROM F", "UNSUPPORTED_CLAUSE"),
+    ("SELECT cid, count(*) AS n FROM F GROUP BY cid WITH TOTALS", "UNSUPPORTED_CLAUSE"),
+    ("SELECT cid FROM F ORDER BY cid WITH FILL", "UNSUPPORTED_CLAUSE"),
+    ("SELECT * ILIKE 'c%' FROM F", "UNSUPPORTED_CLAUSE"),
+    ("SELECT * FROM F WITH ORDINALITY", "UNSUPPORTED_CLAUSE"),
+    ("SELECT cid FROM (SELECT AS STRUCT cid FROM F) x", "UNSUPPORTED_CLAUSE"),
     ("SELECT cid, sum(pid) OVER (ORDER BY cid, pid, amount, status, d, ts ROWS BETWEEN UNBOUNDED PRECEDING AND "
      "CURRENT ROW EXCLUDE CURRENT ROW) AS s FROM F", "UNSUPPORTED_WINDOW"),
 ])
