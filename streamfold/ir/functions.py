@@ -65,6 +65,13 @@ def _floor_ceil(args: Sequence[DataType]) -> DataType:
     return BIGINT
 
 
+def _epoch_seconds(args: Sequence[DataType]) -> DataType:
+    if len(args) != 1 or args[0].name not in ("TIMESTAMP", "NULL"):
+        raise TypeError("it reads one TIMESTAMP (a date or a string is read in the session's time zone: "
+                        "CAST it to a TIMESTAMP first)")
+    return BIGINT
+
+
 _STRING_FUNCS = (
     "upper", "lower", "ucase", "lcase", "substring", "substr", "concat", "concat_ws", "trim", "ltrim",
     "rtrim", "btrim", "replace", "lpad", "rpad", "left", "right", "repeat", "initcap",
@@ -101,6 +108,7 @@ FUNCTIONS.update({
     # arrays (nested data)
     "size": _array_fn(INT), "cardinality": _array_fn(INT), "array_contains": _array_fn(BOOLEAN),
     "split": _fixed(array(STRING)),  # split(s, regex[, limit]): the pieces, read with element_at or [i]
+    "unix_timestamp": lambda a: _epoch_seconds(a),  # of a TIMESTAMP (without one: the clock, refused)
     "array": lambda a: array(_common(a)),  # array(x, y, …): its arguments' common type (explode(array(a, b)))
 })
 
@@ -109,6 +117,10 @@ NONDETERMINISTIC = frozenset({
     "localtimestamp", "current_timezone", "monotonically_increasing_id", "spark_partition_id",
     "input_file_name", "curdate", "unix_timestamp", "current_time", "uniform", "randstr",
 })
+
+
+# the clock's functions that, given a value, read it rather than the clock (unix_timestamp(ts))
+CLOCK_WITH_ARGUMENT = frozenset({"unix_timestamp"})
 
 
 def result_type(name: str, args: Sequence[DataType]) -> DataType:

@@ -33,3 +33,14 @@ def test_intervals_move_timestamps_as_spark_does(spark, tmp_path, name, seed):
     batches = random_stream(random.Random(f"interval-{name}-{seed}"), [R], batches=4, max_rows=10, min_rows=2)
     run = check_stream(spark, str(tmp_path), QUERIES[name], [R], batches)
     assert run.batches == 4 and any(run.snapshots)
+
+
+def test_unix_timestamp_of_a_timestamp_reads_it_not_the_clock(spark, tmp_path):
+    """``unix_timestamp(ts)`` is the instant's whole seconds since 1970 (floored before it), as in
+    Spark; without an argument it is the clock (NONDETERMINISTIC_FUNCTION)."""
+    sql = "SELECT k, unix_timestamp(ts) AS e, count(*) AS n FROM R WHERE unix_timestamp(ts) % 2 = 0 OR k > 1 GROUP BY 1, 2"
+    oracle = ("SELECT k, CAST(floor(epoch(ts)) AS BIGINT) AS e, count(*) FROM R "
+              "WHERE CAST(floor(epoch(ts)) AS BIGINT) % 2 = 0 OR k > 1 GROUP BY 1, 2")
+    batches = random_stream(random.Random("unix-timestamp"), [R], batches=4, max_rows=10, min_rows=2)
+    run = check_stream(spark, str(tmp_path), sql, [R], batches, oracle_sql=oracle)
+    assert run.batches == 4 and any(run.snapshots)

@@ -43,7 +43,7 @@ def bind_call(ctx: ExprContext, node: exp.Func) -> Expr:
         return bind_agg(ctx, node, ANON_AGGS[name])
     if isinstance(node, exp.Anonymous) and name in UNSUPPORTED_ANON_AGGS:
         raise unsupported_agg(ctx, node, name)
-    if name in functions.NONDETERMINISTIC:
+    if name in functions.NONDETERMINISTIC and not (name in functions.CLOCK_WITH_ARGUMENT and arg_nodes):
         raise ctx.err(
             UnsupportedError, "NONDETERMINISTIC_FUNCTION",
             f"`{name}` gives a different value each time it runs, so a continuous query cannot keep the batch answer",
