@@ -114,6 +114,13 @@ QUERIES = [
     ("lateral-join-left", "SELECT id, t.tag FROM N LEFT JOIN LATERAL explode(tags) AS t(tag) ON true", "N", False),
     ("lateral-join-on", "SELECT id, e.pos, e.v.x FROM N JOIN LATERAL posexplode(pts) AS e(pos, v) ON e.v.y > 0 OR e.pos = 0",
      "N", False),
+    # Spark's short spellings (try_divide, decode, isnull, zeroifnull …), bitwise operators, hashes
+    ("spellings-and-bits", "SELECT a, try_divide(b, a) AS q, decode(a, 1, 'one', 2, 'two', 'many') AS w, "
+     "isnull(b) AS nb, isnotnull(s) AS ns, zeroifnull(b) AS zb, nullifzero(a) AS na, equal_null(a, b) AS e, "
+     "a & b AS band, a | b AS bor, a ^ b AS bx, ~a AS bn, shiftright(b, 1) AS sr, md5(s) AS h, sha2(s, 256) AS h2, "
+     "levenshtein(s, 'ab') AS lv, regexp_count(s, 'a') AS rc, chr(65 + a) AS ch, hex(a) AS hx, "
+     "array_max(array(a, b)) AS mx, array_join(array(s, 'x'), '-') AS aj, factorial(abs(a)) AS fa FROM R "
+     "WHERE isnotnull(a) OR zeroifnull(b) > 0", "R", False),
     # array(…) built from a row's columns: the unpivot idiom, and an array as a group key
     ("explode-array-of-columns", "SELECT a, col, count(*) AS n FROM R LATERAL VIEW explode(array(b, a, 7)) u AS col "
      "WHERE array_contains(array(1, 2), a) OR col > 2 GROUP BY a, col", "R", False),
@@ -178,6 +185,12 @@ ORACLE_SQL = {
                        "unnest(pts) AS v) e WHERE e.v.y > 0 OR e.pos = 0",
     "scalar-over-lateral": "SELECT k, (SELECT count(*) FROM N, LATERAL (SELECT unnest(N.tags) AS tag) t "
                            "WHERE N.id = S.k) AS n FROM S",
+    "spellings-and-bits":  # each spelled in DuckDB's words (it has no isnull, zeroifnull …)
+        "SELECT a, CASE WHEN a = 0 THEN NULL ELSE b / a END, CASE WHEN a IS NOT DISTINCT FROM 1 THEN 'one' "
+        "WHEN a IS NOT DISTINCT FROM 2 THEN 'two' ELSE 'many' END, b IS NULL, s IS NOT NULL, coalesce(b, 0), "
+        "nullif(a, 0), a IS NOT DISTINCT FROM b, a & b, a | b, xor(a, b), ~a, b >> 1, md5(s), sha256(s), "
+        "levenshtein(s, 'ab'), len(regexp_extract_all(s, 'a')), chr(65 + a), hex(a), list_max([a, b]), "
+        "array_to_string([s, 'x'], '-'), factorial(abs(a)) FROM R WHERE a IS NOT NULL OR coalesce(b, 0) > 0",
     "derived-column-list-order":
         "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0) AS q(c1, c2, c3, c4) "
         "ORDER BY c1 NULLS FIRST, c4 NULLS FIRST, c3 NULLS FIRST, c2 NULLS FIRST",
@@ -214,7 +227,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, phas
 # what inserts alone change for them — a source read without _weight, the output state in one
 # task — is what filter-project-inserts checks for such a plan (lateral-view-groupby-inserts and
 # explode-join-inserts for nested sources and generators).
-ROW_WISE = {"scalar-functions", "negations", "nested-fields", "posexplode", "explode-select", "lateral-view-outer",
+ROW_WISE = {"scalar-functions", "spellings-and-bits", "negations", "nested-fields", "posexplode", "explode-select", "lateral-view-outer",
             "lateral-join-left", "lateral-join-on"}
 CASES = [(*q, weighted) for weighted in (False, True) for q in QUERIES if weighted or q[0] not in ROW_WISE]
 

@@ -24,6 +24,7 @@ from .context import ExprContext
 from .covariance import bind_covariance, covariance
 from .percentiles import bind_filtered, bind_percentile, percentile
 from .listagg import bind_listagg, listagg
+from .respell import bind_bitwise, bitwise, respelled
 from .value_sets import bind_value_set, value_set
 from .grouping import bind_grouping
 from .literals import bind_boolean, bind_cast, bind_literal, bind_null
@@ -59,6 +60,11 @@ class ExprBinder(ExprContext):
         joined = listagg(node)
         if joined is not None:
             return bind_listagg(self, node, joined)
+        meant = respelled(node)
+        if meant is not None:
+            return self.bind(meant)
+        if bitwise(node):
+            return bind_bitwise(self, node)
         rule = _RULES.get(type(node))
         if rule is not None:
             return rule(self, node)
