@@ -205,42 +205,23 @@ def test_lateral_forms_that_are_not_a_generator_joined_are_refused_with_a_hint(s
     assert e.value.code == code and hint in (e.value.hint or "")
 
 
-@pytest.mark.parametrize("sql,code", [
+# (SQL, code): what Spark would not run, or sqlglot reads but Spark does not (several of those
+# dropped by sqlglot's Spark writer, so Spark would not refuse them): refused with a code and a hint
+REFUSED = [
+    # named windows Spark would not read
     ("SELECT cid, count(*) OVER x AS n FROM F WINDOW w AS (PARTITION BY cid)", "UNKNOWN_WINDOW"),
     ("SELECT cid, count(*) OVER (w ORDER BY pid) AS n FROM F WINDOW w AS (PARTITION BY cid)", "INVALID_WINDOW"),
-])
-def test_a_named_window_spark_would_not_read_is_refused_with_a_code(sql: str, code: str) -> None:
-    with pytest.raises(BindError) as e:
-        streamfold.compile(sql, SCHEMAS)
-    assert e.value.code == code and e.value.hint
-
-
-@pytest.mark.parametrize("sql,code", [
+    # QUALIFY: Spark's rules
     ("SELECT cid FROM F QUALIFY pid > 1", "QUALIFY_WITHOUT_WINDOW"),
     ("SELECT cid, sum(amount) AS t FROM F GROUP BY cid QUALIFY count(*) > 1 AND rank() OVER (ORDER BY cid) = 1",
      "QUALIFY_AGGREGATE_NOT_ALLOWED"),
     ("SELECT cid, pid FROM F QUALIFY count(*) OVER () > 1 AND sum(pid) > 1", "QUALIFY_AGGREGATE_NOT_ALLOWED"),
-])
-def test_qualify_spark_would_not_run_is_refused_with_a_code(sql: str, code: str) -> None:
-    with pytest.raises(BindError) as e:
-        streamfold.compile(sql, SCHEMAS)
-    assert e.value.code == code and e.value.hint
-
-
-@pytest.mark.parametrize("sql,code", [
+    # * EXCEPT of a column the star has not
     ("SELECT * EXCEPT (nope) FROM F", "UNKNOWN_COLUMN"),
     ("SELECT F.* EXCEPT (region) FROM F JOIN C USING (cid)", "UNKNOWN_COLUMN"),  # not a column of F.*
     ("SELECT * EXCEPT (cid) FROM F JOIN C ON F.cid = C.cid", "AMBIGUOUS_COLUMN"),
-])
-def test_star_except_of_a_column_the_star_has_not_is_refused(sql: str, code: str) -> None:
-    with pytest.raises(BindError) as e:
-        streamfold.compile(sql, SCHEMAS)
-    assert e.value.code == code and e.value.hint
-
-
-@pytest.mark.parametrize("sql,code", [
+    # other dialects' clauses
     ("SELECT cid FROM F UNION ALL BY NAME SELECT cid FROM C", "UNSUPPORTED_CLAUSE"),
-    # other dialects' clauses: several are dropped by sqlglot's Spark writer, so Spark would not refuse them
     ("SELECT cid FROM F ORDER BY cid LIMIT 2 PERCENT", "UNSUPPORTED_CLAUSE"),
     ("SELECT cid INTO z FROM F", "UNSUPPORTED_CLAUSE"),
     ("SELECT cid, count(*) AS n FROM F GROUP BY cid WITH TOTALS", "UNSUPPORTED_CLAUSE"),
@@ -250,8 +231,11 @@ def test_star_except_of_a_column_the_star_has_not_is_refused(sql: str, code: str
     ("SELECT cid FROM (SELECT AS STRUCT cid FROM F) x", "UNSUPPORTED_CLAUSE"),
     ("SELECT cid, sum(pid) OVER (ORDER BY cid, pid, amount, status, d, ts ROWS BETWEEN UNBOUNDED PRECEDING AND "
      "CURRENT ROW EXCLUDE CURRENT ROW) AS s FROM F", "UNSUPPORTED_WINDOW"),
-])
-def test_what_sqlglot_reads_but_spark_does_not_is_refused_not_dropped(sql: str, code: str) -> None:
+]
+
+
+@pytest.mark.parametrize("sql,code", REFUSED)
+def test_what_spark_would_not_run_is_refused_with_a_code(sql: str, code: str) -> None:
     with pytest.raises(StreamfoldError) as e:
         streamfold.compile(sql, SCHEMAS)
     assert e.value.code == code and e.value.hint
