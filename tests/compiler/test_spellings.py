@@ -43,6 +43,10 @@ SPELLINGS = [
     ("star-except", "SELECT * EXCEPT (amount, F.status) FROM F", "SELECT cid, pid, d, ts FROM F"),
     ("star-except-using", "SELECT F.* EXCEPT (cid), C.* EXCEPT (cid) FROM F JOIN C USING (cid)",
      "SELECT F.pid, F.amount, F.status, F.d, F.ts, C.region FROM F JOIN C USING (cid)"),
+    ("like-any-all", "SELECT cid FROM F WHERE status LIKE ANY ('o%', 'c%') AND status NOT LIKE ALL ('%x', '%y') "
+     "OR status ILIKE SOME ('A%')",
+     "SELECT cid FROM F WHERE (status LIKE 'o%' OR status LIKE 'c%') AND (status NOT LIKE '%x' AND "
+     "status NOT LIKE '%y') OR (status ILIKE 'A%')"),
     ("order-by-all", "SELECT cid, status FROM F ORDER BY ALL DESC NULLS FIRST LIMIT 3",
      "SELECT cid, status FROM F ORDER BY cid DESC NULLS FIRST, status DESC NULLS FIRST LIMIT 3"),
     ("order-by-all-of-a-union", "SELECT cid FROM F UNION SELECT cid FROM C ORDER BY ALL",

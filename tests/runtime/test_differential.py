@@ -120,7 +120,7 @@ QUERIES = [
      "a & b AS band, a | b AS bor, a ^ b AS bx, ~a AS bn, shiftright(b, 1) AS sr, md5(s) AS h, sha2(s, 256) AS h2, "
      "levenshtein(s, 'ab') AS lv, regexp_count(s, 'a') AS rc, chr(65 + a) AS ch, hex(a) AS hx, "
      "array_max(array(a, b)) AS mx, array_join(array(s, 'x'), '-') AS aj, factorial(abs(a)) AS fa FROM R "
-     "WHERE isnotnull(a) OR zeroifnull(b) > 0", "R", False),
+     "WHERE isnotnull(a) OR zeroifnull(b) > 0 OR s LIKE ANY ('a%', '%b') OR s NOT LIKE ALL ('', 'a')", "R", False),
     # array(…) built from a row's columns: the unpivot idiom, and an array as a group key
     ("explode-array-of-columns", "SELECT a, col, count(*) AS n FROM R LATERAL VIEW explode(array(b, a, 7)) u AS col "
      "WHERE array_contains(array(1, 2), a) OR col > 2 GROUP BY a, col", "R", False),
@@ -190,7 +190,8 @@ ORACLE_SQL = {
         "WHEN a IS NOT DISTINCT FROM 2 THEN 'two' ELSE 'many' END, b IS NULL, s IS NOT NULL, coalesce(b, 0), "
         "nullif(a, 0), a IS NOT DISTINCT FROM b, a & b, a | b, xor(a, b), ~a, b >> 1, md5(s), sha256(s), "
         "levenshtein(s, 'ab'), len(regexp_extract_all(s, 'a')), chr(65 + a), hex(a), list_max([a, b]), "
-        "array_to_string([s, 'x'], '-'), factorial(abs(a)) FROM R WHERE a IS NOT NULL OR coalesce(b, 0) > 0",
+        "array_to_string([s, 'x'], '-'), factorial(abs(a)) FROM R WHERE a IS NOT NULL OR coalesce(b, 0) > 0 "
+        "OR (s LIKE 'a%' OR s LIKE '%b') OR (s NOT LIKE '' AND s NOT LIKE 'a')",
     "derived-column-list-order":
         "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0) AS q(c1, c2, c3, c4) "
         "ORDER BY c1 NULLS FIRST, c4 NULLS FIRST, c3 NULLS FIRST, c2 NULLS FIRST",

@@ -26,7 +26,6 @@ QUERIES = [
     ("row-number-per-group",
      "SELECT a, b, s, rn FROM (SELECT a, b, s, row_number() OVER (PARTITION BY a ORDER BY b DESC, s) AS rn FROM R) t "
      "WHERE rn <= 2", [R]),
-    ("qualify", "SELECT a, b, s FROM R QUALIFY row_number() OVER (PARTITION BY a ORDER BY b DESC, s) <= 2", [R]),
     ("rank-with-ties-at-the-boundary",
      "SELECT s, a, b, r FROM (SELECT s, a, b, rank() OVER (PARTITION BY s ORDER BY b) AS r FROM R) t WHERE r <= 2",
      [R]),
@@ -48,6 +47,8 @@ QUERIES = [
     ("read-by-an-aggregate",
      "SELECT s, count(*) AS n, sum(b) AS t FROM (SELECT s, b, rank() OVER (PARTITION BY s ORDER BY b DESC) AS r "
      "FROM R) t WHERE r <= 3 GROUP BY s", [R]),
+    # QUALIFY: the same filter right over the window
+    ("qualify", "SELECT a, b, s FROM R QUALIFY row_number() OVER (PARTITION BY a ORDER BY b DESC, s) <= 2", [R]),
 ]
 
 

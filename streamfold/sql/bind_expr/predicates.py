@@ -138,6 +138,8 @@ def bind_between(ctx: ExprContext, node: exp.Between) -> Expr:
 
 
 def bind_like(ctx: ExprContext, node: exp.Like) -> Expr:
+    if isinstance(node.expression, (exp.Any, exp.All)):
+        return ctx.bind(_quantified_like(node))
     value, pattern = ctx.bind(node.this), ctx.bind(node.expression)
     for side_node, side in ((node.this, value), (node.expression, pattern)):
         if not (side.type.is_string or side.type.is_null):
@@ -146,8 +148,22 @@ def bind_like(ctx: ExprContext, node: exp.Like) -> Expr:
     return Call("NOT LIKE" if node.args.get("negate") else "LIKE", (value, pattern), BOOLEAN)
 
 
+def _quantified_like(node: exp.Like | exp.ILike) -> exp.Expr:
+    """Spark's ``x [NOT] LIKE ANY|SOME|ALL (p1, p2, …)`` as what it means: each pattern's
+    ``x [NOT] LIKE p`` joined by OR (ANY, SOME) or AND (ALL), NULLs as OR and AND treat them."""
+    quantifier = node.expression
+    inner = quantifier.this
+    patterns = inner.expressions if isinstance(inner, exp.Tuple) else [inner.this if isinstance(inner, exp.Paren)
+                                                                       else inner]
+    each = [type(node)(this=node.this.copy(), expression=p.copy(), negate=node.args.get("negate")) for p in patterns]
+    joined = exp.or_(*each) if isinstance(quantifier, exp.Any) else exp.and_(*each)
+    return exp.Paren(this=joined)
+
+
 def bind_ilike(ctx: ExprContext, node: exp.ILike) -> Expr:
     """``x ILIKE p`` is Spark's ``lower(x) LIKE lower(p)``."""
+    if isinstance(node.expression, (exp.Any, exp.All)):
+        return ctx.bind(_quantified_like(node))
     like = bind_like(ctx, node)  # type: ignore[arg-type]
     assert isinstance(like, Call)
     lowered = tuple(Call("lower", (a,), a.type, "LOWER({0})") for a in like.args)
