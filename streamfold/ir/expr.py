@@ -128,6 +128,9 @@ AGGREGATES = frozenset({
     # collect_set(x), only under sort_array or size (sql/bind_expr/value_sets.py); collect_list(x),
     # only sorted, for listagg … WITHIN GROUP (ORDER BY x) (sql/bind_expr/listagg.py)
     "collect_set", "collect_list",
+    # mode(x, true) and mode() WITHIN GROUP (ORDER BY x DESC) (sql/bind_expr/modes.py); min_by and
+    # max_by only as their answer over the values' multiset (plan/aggregates.py)
+    "mode", "mode_desc", "min_by", "max_by",
     # grouping() and grouping_id() under GROUPING SETS, CUBE and ROLLUP: bound as aggregates so
     # the select list lifts them like one, each replaced by its set's constant (sql/bind/grouping_sets.py)
     "grouping", "grouping_id",

@@ -109,6 +109,8 @@ class ExprPrinter:
             if not e.args:
                 return f"{e.fn}(*)" if e.fn == "count" else f"{e.fn}()"
             inner = ", ".join(self.expr(a, True) for a in e.args)
+            if e.fn in ("mode", "mode_desc"):  # ties broken by the value, as Spark spells it
+                return f"mode() WITHIN GROUP (ORDER BY {inner}{' DESC' if e.fn == 'mode_desc' else ''})"
             return f"{e.fn}({'DISTINCT ' if e.distinct else ''}{inner})"
         if isinstance(e, Call):
             return self.call(e, top)

@@ -17,6 +17,7 @@ count/sum/avg(DISTINCT x)   (group, x) with its count (+)                   over
 percentile(x, p)            the same multiset                               percentile(value, p, count)
 collect_set(x) (sorted)     the same multiset                               collect_set over the values
 collect_list(x) (sorted)    the same multiset                               each value count times
+mode(x, true)               the same multiset                               min_by(value, (−count, value))
 ==========================  ==============================================  ====================
 
 ``w`` is a row's weight: +1 for an insert, −1 for a delete. Beyond the seed, which has no
@@ -208,7 +209,7 @@ def decompose(agg: Agg, deletions: bool) -> AggSpec:
     if not agg.args:
         return AggSpec(agg, (), None)
     arg = agg.args[0]
-    if fn in ("percentile", "collect_set", "collect_list"):  # over the values' multiset (with their counts)
+    if fn in ("percentile", "collect_set", "collect_list", "mode", "mode_desc"):  # the values' multiset, counted
         return AggSpec(agg, (), arg)
     if agg.distinct and fn not in ("min", "max"):
         return AggSpec(agg, (), arg)
@@ -227,6 +228,11 @@ def multiset_final(agg: Agg, value: Column, count: Column) -> Agg:
     fn = agg.fn
     if fn == "percentile":
         return Agg(fn, (value, agg.args[1], count), False, agg.type)
+    if fn in ("mode", "mode_desc"):  # the most frequent value, ties to the lowest (DESC: the highest)
+        sign = "-" if fn == "mode" else ""
+        key = Call("named_struct", (count, value), DataType("STRUCT", params=(("c", BIGINT), ("v", value.type))),
+                   f"IF({{1}} IS NULL, NULL, named_struct('c', {sign}({{0}}), 'v', {{1}}))")
+        return Agg("min_by" if fn == "mode" else "max_by", (value, key), False, agg.type)
     if fn == "collect_list":  # each value as often as it occurs: collect_list(array_repeat(v, count)), flattened
         repeated = Call("array_repeat", (value, Cast(count, INT)), array(value.type), "array_repeat({0}, {1})")
         present = Case(((Call("IS NULL", (value,), BOOLEAN), Literal(None, repeated.type)),), repeated, repeated.type)

@@ -136,7 +136,7 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
     columns += [Field(f"v{k}", m.type) for k, m in enumerate(multisets)]
     # a percentile reads its multiset's counts as the values' frequencies
     counted = {multisets.index(spec.multiset) for _, spec in specs
-               if spec.multiset is not None and spec.agg.fn in ("percentile", "collect_list")}
+               if spec.multiset is not None and spec.agg.fn in ("percentile", "collect_list", "mode", "mode_desc")}
     columns += [Field(f"c{k}", BIGINT) for k in sorted(counted)]
     key_refs = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
     # Each branch renames the key (to _g0, _g1, …): Spark 4.3 keeps a union's hash
@@ -206,6 +206,9 @@ def _note_aggregates(ctx: PlanContext, specs: list[tuple[str, AggSpec]]) -> None
         elif spec.multiset is not None and a.fn == "percentile":
             ctx.plan.note(f"{shown}: the multiset of values per group is kept; a is Spark's percentile over it, "
                           f"each value's count its frequency")
+        elif spec.multiset is not None and a.fn in ("mode", "mode_desc"):
+            ctx.plan.note(f"{shown}: the multiset of values per group is kept; a picks the value with the "
+                          f"largest count, ties to the {'lowest' if a.fn == 'mode' else 'highest'} value")
         elif spec.multiset is not None and a.fn in ("collect_set", "collect_list"):
             ctx.plan.note(f"{shown}: the multiset of values per group is kept; a collects "
                           + ("each value once" if a.fn == "collect_set" else "each value as often as its count"))

@@ -233,6 +233,8 @@ def agg_type(ctx: ExprContext, node: exp.Expr, fn: str, args: tuple[Expr, ...]) 
     if fn == "count":
         return BIGINT
     t = args[0].type
+    if fn in ("mode", "mode_desc"):  # (modes.py checks the type)
+        return t
     if fn in ("collect_set", "collect_list"):  # (only sorted or counted: value_sets.py, listagg.py check the type)
         return array(t)
     if fn in ("min", "max"):

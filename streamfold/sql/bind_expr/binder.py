@@ -24,6 +24,7 @@ from .context import ExprContext
 from .covariance import bind_covariance, covariance
 from .percentiles import bind_filtered, bind_percentile, percentile
 from .listagg import bind_listagg, listagg
+from .modes import bind_mode, mode
 from .respell import bind_bitwise, bitwise, respelled
 from .value_sets import bind_value_set, value_set
 from .grouping import bind_grouping
@@ -60,6 +61,9 @@ class ExprBinder(ExprContext):
         joined = listagg(node)
         if joined is not None:
             return bind_listagg(self, node, joined)
+        frequent = mode(node)
+        if frequent is not None:
+            return bind_mode(self, node, *frequent)
         meant = respelled(node)
         if meant is not None:
             return self.bind(meant)
