@@ -58,10 +58,18 @@ def _array_fn(t: DataType) -> TypeRule:
 
 
 def _element(args: Sequence[DataType]) -> DataType:
-    """An array's element type (array_max, array_min; flatten: an array of arrays' inner array)."""
+    """An array's element type (array_max, array_min)."""
     if args[0].name != "ARRAY":
         raise TypeError(f"the argument must be an array, not {args[0]}")
     return args[0].element
+
+
+def _flattened(args: Sequence[DataType]) -> DataType:
+    """flatten(array of arrays): the inner array type."""
+    inner = _element(args)
+    if inner.name != "ARRAY":
+        raise TypeError(f"the argument must be an array of arrays, not an array of {inner}")
+    return inner
 
 
 def _floor_ceil(args: Sequence[DataType]) -> DataType:
@@ -118,7 +126,7 @@ FUNCTIONS.update({
     "unix_timestamp": lambda a: _epoch_seconds(a),  # of a TIMESTAMP (without one: the clock, refused)
     "array": lambda a: array(_common(a)),
     "array_join": _array_fn(STRING), "array_max": _element, "array_min": _element, "slice": _first,
-    "flatten": _element,
+    "flatten": lambda a: _flattened(a),
     "md5": _fixed(STRING), "sha": _fixed(STRING), "sha1": _fixed(STRING), "sha2": _fixed(STRING),
     "hex": _fixed(STRING), "bin": _fixed(STRING), "chr": _fixed(STRING),
     "levenshtein": _fixed(INT), "regexp_count": _fixed(INT), "factorial": _fixed(BIGINT),
