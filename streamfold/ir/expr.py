@@ -131,6 +131,8 @@ AGGREGATES = frozenset({
     # mode(x, true) and mode() WITHIN GROUP (ORDER BY x DESC) (sql/bind_expr/modes.py); min_by and
     # max_by only as their answer over the values' multiset (plan/aggregates.py)
     "mode", "mode_desc", "min_by", "max_by",
+    # percentile_disc(p) WITHIN GROUP (ORDER BY x [DESC]) (sql/bind_expr/percentiles.py)
+    "percentile_disc", "percentile_disc_desc",
     # grouping() and grouping_id() under GROUPING SETS, CUBE and ROLLUP: bound as aggregates so
     # the select list lifts them like one, each replaced by its set's constant (sql/bind/grouping_sets.py)
     "grouping", "grouping_id",

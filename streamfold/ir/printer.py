@@ -109,6 +109,9 @@ class ExprPrinter:
             if not e.args:
                 return f"{e.fn}(*)" if e.fn == "count" else f"{e.fn}()"
             inner = ", ".join(self.expr(a, True) for a in e.args)
+            if e.fn in ("percentile_disc", "percentile_disc_desc"):
+                x, p = (self.expr(a, True) for a in e.args)
+                return f"percentile_disc({p}) WITHIN GROUP (ORDER BY {x}{' DESC' if e.fn.endswith('desc') else ''})"
             if e.fn in ("mode", "mode_desc"):  # ties broken by the value, as Spark spells it
                 return f"mode() WITHIN GROUP (ORDER BY {inner}{' DESC' if e.fn == 'mode_desc' else ''})"
             return f"{e.fn}({'DISTINCT ' if e.distinct else ''}{inner})"

@@ -18,6 +18,7 @@ percentile(x, p)            the same multiset                               perc
 collect_set(x) (sorted)     the same multiset                               collect_set over the values
 collect_list(x) (sorted)    the same multiset                               each value count times
 mode(x, true)               the same multiset                               min_by(value, (−count, value))
+percentile_disc(p)          the same multiset                               the sorted (value, count) pairs walked
 ==========================  ==============================================  ====================
 
 ``w`` is a row's weight: +1 for an insert, −1 for a delete. Beyond the seed, which has no
@@ -203,13 +204,20 @@ def _moment(fn: str, n: Expr, s: Expr, q: Expr, arg_t: DataType) -> Expr:
     return Case(((too_few, Literal(None, DOUBLE)),), value, DOUBLE)
 
 
+# aggregates kept over the values' multiset whatever the input, and those whose answer reads each
+# value's count (its rows)
+MULTISET_FNS = frozenset({"percentile", "collect_set", "collect_list", "mode", "mode_desc", "percentile_disc",
+                          "percentile_disc_desc"})
+COUNTED = frozenset({"percentile", "collect_list", "mode", "mode_desc", "percentile_disc", "percentile_disc_desc"})
+
+
 def decompose(agg: Agg, deletions: bool) -> AggSpec:
     """Choose the partials (or multiset) for ``agg``; ``deletions`` if its input may lose rows."""
     fn = agg.fn
     if not agg.args:
         return AggSpec(agg, (), None)
     arg = agg.args[0]
-    if fn in ("percentile", "collect_set", "collect_list", "mode", "mode_desc"):  # the values' multiset, counted
+    if fn in MULTISET_FNS:  # the values' multiset (each value's count read by COUNTED)
         return AggSpec(agg, (), arg)
     if agg.distinct and fn not in ("min", "max"):
         return AggSpec(agg, (), arg)
@@ -233,6 +241,10 @@ def multiset_final(agg: Agg, value: Column, count: Column) -> Agg:
         key = Call("named_struct", (count, value), DataType("STRUCT", params=(("c", BIGINT), ("v", value.type))),
                    f"IF({{1}} IS NULL, NULL, named_struct('c', {sign}({{0}}), 'v', {{1}}))")
         return Agg("min_by" if fn == "mode" else "max_by", (value, key), False, agg.type)
+    if fn in ("percentile_disc", "percentile_disc_desc"):  # the (value, count) pairs, walked in the answer
+        pair = DataType("STRUCT", params=(("v", value.type), ("c", BIGINT)))
+        paired = Call("named_struct", (value, count), pair, "IF({0} IS NULL, NULL, named_struct('v', {0}, 'c', {1}))")
+        return Agg("collect_list", (paired,), False, array(pair))
     if fn == "collect_list":  # each value as often as it occurs: collect_list(array_repeat(v, count)), flattened
         repeated = Call("array_repeat", (value, Cast(count, INT)), array(value.type), "array_repeat({0}, {1})")
         present = Case(((Call("IS NULL", (value,), BOOLEAN), Literal(None, repeated.type)),), repeated, repeated.type)
@@ -240,3 +252,14 @@ def multiset_final(agg: Agg, value: Column, count: Column) -> Agg:
     if fn in ("stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop") and not agg.distinct:
         raise ValueError("moments are never kept as multisets")
     return Agg(fn, (value,), False, agg.type)
+
+
+def discrete_percentile(pairs: Expr, fraction: Expr, descending: bool) -> Expr:
+    """``percentile_disc`` over a group's (value, count) pairs: sorted (descending: from the top),
+    the first value whose running count reaches ``max(1, ceil(p · n))``, as a DOUBLE; NULL for none."""
+    walk = ("aggregate(sort_array({0}, %s), named_struct('seen', CAST(0 AS BIGINT), 'val', CAST(NULL AS DOUBLE)), "
+            "(_pd_acc, _pd_e) -> IF(_pd_acc.val IS NOT NULL, _pd_acc, named_struct('seen', _pd_acc.seen + _pd_e.c, "
+            "'val', IF(_pd_acc.seen + _pd_e.c >= greatest(1, ceil({1} * aggregate({0}, CAST(0 AS BIGINT), "
+            "(_pd_n, _pd_y) -> _pd_n + _pd_y.c))), CAST(_pd_e.v AS DOUBLE), CAST(NULL AS DOUBLE)))), "
+            "_pd_acc -> _pd_acc.val)") % ("false" if descending else "true")
+    return Call("percentile_disc", (pairs, fraction), DOUBLE, walk)

@@ -19,7 +19,7 @@ from ..ir.expr import Agg, Call, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN, array
-from .aggregates import AggSpec, Partial, decompose, multiset_final
+from .aggregates import COUNTED, AggSpec, Partial, decompose, discrete_percentile, multiset_final
 from .changes import global_delta, keyed_delta, per_key_delta
 from .context import PlanContext
 from .joins import JoinTerms
@@ -136,7 +136,7 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
     columns += [Field(f"v{k}", m.type) for k, m in enumerate(multisets)]
     # a percentile reads its multiset's counts as the values' frequencies
     counted = {multisets.index(spec.multiset) for _, spec in specs
-               if spec.multiset is not None and spec.agg.fn in ("percentile", "collect_list", "mode", "mode_desc")}
+               if spec.multiset is not None and spec.agg.fn in COUNTED}
     columns += [Field(f"c{k}", BIGINT) for k in sorted(counted)]
     key_refs = [(n, Column(n, f.type)) for (n, _), f in zip(keys, key_fields)]
     # Each branch renames the key (to _g0, _g1, …): Spark 4.3 keeps a union's hash
@@ -172,6 +172,10 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
                 final = coalesce0(final)
             elif spec.agg.fn == "collect_list":  # its values' arrays, each repeated by its count
                 final = Call("flatten", (Column(f"_ms{i}", array(spec.agg.type)),), spec.agg.type, "flatten({0})")
+            elif spec.agg.fn in ("percentile_disc", "percentile_disc_desc"):  # its (value, count) pairs, walked
+                pairs = multiset_final(spec.agg, Column("v", spec.multiset.type), Column("c", BIGINT))
+                final = discrete_percentile(Column(f"_ms{i}", pairs.type), spec.agg.args[1],
+                                            spec.agg.fn.endswith("desc"))
         else:
             final = spec.final(weight())
         exprs.append((out, final))
@@ -206,6 +210,9 @@ def _note_aggregates(ctx: PlanContext, specs: list[tuple[str, AggSpec]]) -> None
         elif spec.multiset is not None and a.fn == "percentile":
             ctx.plan.note(f"{shown}: the multiset of values per group is kept; a is Spark's percentile over it, "
                           f"each value's count its frequency")
+        elif spec.multiset is not None and a.fn in ("percentile_disc", "percentile_disc_desc"):
+            ctx.plan.note(f"{shown}: the multiset of values per group is kept; a walks its values in order to the "
+                          f"first whose running count reaches ceil(p · n)")
         elif spec.multiset is not None and a.fn in ("mode", "mode_desc"):
             ctx.plan.note(f"{shown}: the multiset of values per group is kept; a picks the value with the "
                           f"largest count, ties to the {'lowest' if a.fn == 'mode' else 'highest'} value")

@@ -32,6 +32,12 @@ QUERIES = [
      "SELECT s.v, median(r.b) AS md, count(*) AS n FROM R r JOIN S s ON r.a = s.k GROUP BY s.v HAVING median(r.b) >= 1",
      "SELECT s.v, median(CAST(r.b AS DOUBLE)), count(*) FROM R r JOIN S s ON r.a = s.k GROUP BY s.v "
      "HAVING median(CAST(r.b AS DOUBLE)) >= 1", "RS"),
+    ("discrete",  # percentile_disc: a value of the group's, ascending and descending (DuckDB: negated)
+     "SELECT a, percentile_disc(0.5) WITHIN GROUP (ORDER BY b) AS d50, percentile_disc(0.3) WITHIN GROUP "
+     "(ORDER BY m DESC) AS d30, percentile_disc(0.9) WITHIN GROUP (ORDER BY c) FILTER (WHERE b > 0) AS d90 "
+     "FROM R GROUP BY a",
+     "SELECT a, quantile_disc(b, 0.5), -quantile_disc(-m, 0.3), quantile_disc(c, 0.9) FILTER (WHERE b > 0) "
+     "FROM R GROUP BY a", "R"),
     ("rollup",
      "SELECT a, b, median(c) AS md, percentile(m, 0.75) AS p FROM R GROUP BY ROLLUP(a, b)",
      "SELECT a, b, median(c), quantile_cont(CAST(m AS DOUBLE), 0.75) FROM R GROUP BY ROLLUP(a, b)", "R"),
@@ -79,6 +85,32 @@ def test_the_answer_is_spark_batch_percentile_to_the_last_bit(spark, tmp_path):
     assert sorted(run.snapshots[-1]) == sorted(tuple(r) for r in batch)
 
 
+@pytest.mark.spark
+def test_a_discrete_percentile_is_sparks_batch_answer_at_every_boundary(spark, tmp_path):
+    """Groups of 1 to 30 rows with ties and fractions whose p·n falls on or just off a whole
+    number (0.1 of 30, a third, 0.6 of 5): after deletions each maintained value equals Spark's
+    own batch percentile_disc, both orders."""
+    src = Source("T", (("g", "INT"), ("x", "INT")), weighted=True)
+    rows = [(g, (g * 7 + i * 3) % 11, 1) for g in range(1, 31) for i in range(g)] + [(4, None, 1)]
+    gone = [(g, (g * 7) % 11, -1) for g in range(3, 31, 4)]
+    fractions = (0.0, 0.1, 1 / 3, 0.6, 0.75, 1.0)
+    calls = ", ".join(f"percentile_disc({p!r}) WITHIN GROUP (ORDER BY x{o}) AS p{i}{'d' if o else ''}"
+                      for i, p in enumerate(fractions) for o in ("", " DESC"))
+    sql = f"SELECT g, {calls} FROM T GROUP BY g"
+    oracle = "SELECT g, " + ", ".join(f"quantile_disc(x, {p!r}), -quantile_disc(-x, {p!r})" for p in fractions) + \
+        " FROM T GROUP BY g"
+    run = check_stream(spark, str(tmp_path), sql, [src], [{"T": rows}, {"T": gone}], oracle_sql=oracle)
+    live: list[tuple] = []
+    for g, x, w in rows + gone:
+        if w > 0:
+            live.append((g, x))
+        else:
+            live.remove((g, x))
+    values = ", ".join(f"({g}, {'NULL' if x is None else x})" for g, x in live)
+    batch = spark.sql(sql.replace("FROM T", f"FROM VALUES {values} AS T(g, x)")).collect()
+    assert sorted(run.snapshots[-1]) == sorted(tuple(r) for r in batch)
+
+
 def test_percentiles_are_one_multiset_and_refuse_what_spark_would_answer_otherwise():
     plan = streamfold.compile("SELECT a, median(b) AS md, percentile(b, 0.9) AS p, min(b) AS mn FROM R GROUP BY a",
                               {"R": R.schema_sql()})
@@ -99,7 +131,8 @@ def test_percentiles_are_one_multiset_and_refuse_what_spark_would_answer_otherwi
                     ("SELECT percentile(b, 0.5, a) FROM R", "UNSUPPORTED_AGGREGATE"),
                     ("SELECT percentile(DISTINCT b, 0.5) FROM R", "UNSUPPORTED_AGGREGATE"),
                     ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY b DESC) FROM R", "UNSUPPORTED_AGGREGATE"),
-                    ("SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY b) FROM R", "UNSUPPORTED_AGGREGATE"),
+                    ("SELECT percentile_disc(array(0.5, 0.6)) WITHIN GROUP (ORDER BY b) FROM R",
+                     "UNSUPPORTED_AGGREGATE"),
                     ("SELECT percentile_approx(b, 0.5) FROM R", "UNSUPPORTED_AGGREGATE"),
                     ("SELECT median(CAST(a AS STRING)) FROM R", "TYPE_MISMATCH"),
                     ("SELECT a FROM R WHERE median(b) > 0", "AGGREGATE_NOT_ALLOWED"),

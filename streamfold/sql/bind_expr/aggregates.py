@@ -58,8 +58,8 @@ _AGG_HINTS = {
     "first": "which row is first depends on the order Spark reads the files; use min or max",
     "last": "which row is last depends on the order Spark reads the files; use min or max",
     "any_value": "which row it picks depends on the order Spark reads the files; use min or max",
-    "percentile_disc": "percentile_cont(p) WITHIN GROUP (ORDER BY x), percentile(x, p) and median(x) are exact and "
-                       "maintained (they interpolate between the two nearest values)",
+    "percentile_disc": "percentile_disc(p) WITHIN GROUP (ORDER BY x) is maintained; so are percentile_cont(p) WITHIN "
+                       "GROUP (ORDER BY x), percentile(x, p) and median(x)",
     "percentile_approx": "percentile(x, p) is exact and maintained incrementally",
     "collect_set": "the order of its elements depends on the order Spark reads the files; sort_array(collect_set(x)) "
                    "and size(collect_set(x)) are maintained",

@@ -22,7 +22,7 @@ from .calls import bind_call
 from .conditionals import bind_case, bind_if
 from .context import ExprContext
 from .covariance import bind_covariance, covariance
-from .percentiles import bind_filtered, bind_percentile, percentile
+from .percentiles import bind_filtered, bind_percentile, bind_percentile_disc, percentile, percentile_disc
 from .listagg import bind_listagg, listagg
 from .modes import bind_mode, mode
 from .respell import bind_bitwise, bitwise, respelled
@@ -81,6 +81,9 @@ class ExprBinder(ExprContext):
         two = covariance(node)
         if two is not None:
             return bind_covariance(self, node, *two)
+        discrete = percentile_disc(node)
+        if discrete is not None:
+            return bind_percentile_disc(self, node, *discrete)
         quantile = percentile(node)
         if quantile is not None:
             return bind_percentile(self, node, *quantile)
