@@ -59,13 +59,15 @@ def null_observable_in(tree: exp.Expr) -> bool:
 
 def spark_spellings(tree: exp.Expr) -> exp.Expr:
     """A copy of ``tree`` that sqlglot writes as Spark reads it: sqlglot's Spark dialect writes
-    ``percentile_cont(p) WITHIN GROUP (ORDER BY x)`` as ``percentile_approx(x, p)``, another
-    aggregate (approximate); here it stays the exact one, spelled as Spark spells it. It writes
+    ``percentile_cont(p) WITHIN GROUP (ORDER BY x)`` (and ``percentile_disc``, dropping a DESC) as
+    ``percentile_approx(x, p)``, another aggregate (approximate); here it stays the exact one,
+    spelled as Spark spells it. It writes
     ``listagg(x)`` as ``listagg(x, ',')``; here its separator stays Spark's default."""
 
     def rewrite(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.PercentileCont) and isinstance(node.parent, exp.WithinGroup):
-            return exp.Anonymous(this="PERCENTILE_CONT", expressions=[node.this.copy()])
+        if isinstance(node, (exp.PercentileCont, exp.PercentileDisc)) and isinstance(node.parent, exp.WithinGroup):
+            name = "PERCENTILE_CONT" if isinstance(node, exp.PercentileCont) else "PERCENTILE_DISC"
+            return exp.Anonymous(this=name, expressions=[node.this.copy()])
         if isinstance(node, exp.GroupConcat) and node.args.get("separator") is None:
             node.set("separator", exp.Null())  # Spark's default (no separator); sqlglot would write ','
         return node

@@ -65,6 +65,14 @@ def test_percentiles_of_inserts_only_and_recomputed_equal_duckdb(spark, tmp_path
 
 
 @pytest.mark.spark
+def test_a_discrete_percentile_recomputed_is_sparks_exact_one(spark, tmp_path):
+    """The batch text keeps percentile_disc … WITHIN GROUP (ORDER BY x DESC): sqlglot's Spark
+    writer would make it percentile_approx(x, p), dropping the DESC."""
+    _, sql, oracle, _ = next(q for q in QUERIES if q[0] == "discrete")
+    check_seeded(spark, str(tmp_path), "discrete-recomputed", sql, [R], oracle, strategy="recompute")
+
+
+@pytest.mark.spark
 def test_the_answer_is_spark_batch_percentile_to_the_last_bit(spark, tmp_path):
     """Values chosen so that interpolation rounds (thirds, tenths): after deletions the maintained
     doubles equal Spark's batch query's exactly, not within a tolerance."""
@@ -123,6 +131,8 @@ def test_percentiles_are_one_multiset_and_refuse_what_spark_would_answer_otherwi
 
     batch = parse_query("SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY m) FROM R").batch_sql()
     assert "PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY m)" in batch and "APPROX" not in batch
+    batch = parse_query("SELECT percentile_disc(0.9) WITHIN GROUP (ORDER BY m DESC) FROM R").batch_sql()
+    assert "PERCENTILE_DISC(0.9) WITHIN GROUP (ORDER BY m DESC)" in batch and "APPROX" not in batch
     for fraction in ("0.5D", "1", "0", "5e-1"):  # Spark's spellings of a constant fraction
         streamfold.compile(f"SELECT percentile(b, {fraction}) FROM R", {"R": R.schema_sql()})
     assert_refused([("SELECT percentile(b, 1.5) FROM R", "UNSUPPORTED_AGGREGATE"),
