@@ -19,7 +19,21 @@ oracle) are handled here:
 
 from __future__ import annotations
 
-from sqlglot import exp
+from sqlglot import exp, transforms
+from sqlglot.dialects.spark import Spark
+
+
+class SparkText(Spark):
+    """sqlglot's Spark dialect writing ``QUALIFY`` as Spark 4 reads it. sqlglot's writer moves a
+    QUALIFY into a derived table, whose ``SELECT *`` then outputs the window column too and
+    whose ORDER BY no longer orders the answer; Spark 4.3 reads the clause itself."""
+
+    class Generator(Spark.Generator):  # type: ignore[valid-type,misc]  # sqlglot assigns it at class creation
+        TRANSFORMS = {
+            **Spark.Generator.TRANSFORMS,
+            exp.Select: transforms.preprocess([transforms.eliminate_distinct_on, transforms.unnest_to_explode,
+                                               transforms.any_to_exists]),
+        }
 
 
 def tolerant_division(tree: exp.Expr) -> exp.Expr:

@@ -37,7 +37,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import ParseError
-from .batch_text import spark_spellings
+from .batch_text import SparkText, spark_spellings
 from .window_text import unmark_window_calls
 
 MODES = ("exact", "differential", "diffusion")
@@ -284,4 +284,4 @@ def spark_schema_text(tree: exp.Expr, loops: Mapping[str, Iterative], steps: Map
             while isinstance(node, exp.Union):
                 node.set("distinct", False)
                 node = node.left
-    return spark_spellings(unmark_window_calls(out)).sql(dialect="spark")
+    return spark_spellings(unmark_window_calls(out)).sql(dialect=SparkText)

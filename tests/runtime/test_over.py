@@ -139,3 +139,15 @@ def test_touched_partitions_are_looked_up_in_an_index_of_the_base_and_null_ones_
     assert seen["lookups"] > 0, "the touched partitions were not looked up in the base's index"
     if column == "d":
         assert seen["tail only"] > 0, "the NULL partition was read from the base although it holds none"
+
+
+def test_qualify_recomputed_is_sparks_own_clause(spark, tmp_path):
+    """The batch text keeps QUALIFY (sqlglot's Spark writer would move it into a derived table
+    whose ``SELECT *`` outputs the window column too): recomputed, the answer equals DuckDB's."""
+    from streamfold.sql.parse import parse_query
+
+    sql = "SELECT * FROM R QUALIFY dense_rank() OVER (PARTITION BY a ORDER BY b DESC) <= 2"
+    assert "QUALIFY" in parse_query(sql).batch_sql()
+    sources = [Source("R", R_COLS, weighted=True)]
+    batches = random_stream(random.Random("qualify-recomputed"), sources, 3, max_rows=12, min_rows=4)
+    check_stream(spark, str(tmp_path), sql, sources, batches, strategy="recompute")
