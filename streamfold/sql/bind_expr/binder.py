@@ -51,6 +51,15 @@ _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
 }
 
 
+# Aggregates of a shape of their own (under FILTER too, for listagg and mode): the shape's parts,
+# or None, and the binder of those parts
+_AGGREGATE_SHAPES: tuple[tuple[Callable[[exp.Expr], tuple[Any, ...] | None], Callable[..., Expr]], ...] = (
+    (lambda n: (found,) if (found := listagg(n)) is not None else None, bind_listagg),
+    (mode, bind_mode), (covariance, bind_covariance), (percentile_disc, bind_percentile_disc),
+    (percentile, bind_percentile), (value_set, bind_value_set),
+)
+
+
 class ExprBinder(ExprContext):
     """An :class:`ExprContext` that binds each node by the rule for its kind."""
 
@@ -58,12 +67,10 @@ class ExprBinder(ExprContext):
         boolean = boolean_aggregate(node)
         if boolean is not None:
             return self.bind(boolean_counts(*boolean))
-        joined = listagg(node)
-        if joined is not None:
-            return bind_listagg(self, node, joined)
-        frequent = mode(node)
-        if frequent is not None:
-            return bind_mode(self, node, *frequent)
+        for shape, bind_shape in _AGGREGATE_SHAPES:
+            found = shape(node)
+            if found is not None:
+                return bind_shape(self, node, *found)
         meant = respelled(node)
         if meant is not None:
             return self.bind(meant)
@@ -78,18 +85,6 @@ class ExprBinder(ExprContext):
         for cls, op in COMPARE.items():
             if isinstance(node, cls):
                 return bind_compare(self, node, op)
-        two = covariance(node)
-        if two is not None:
-            return bind_covariance(self, node, *two)
-        discrete = percentile_disc(node)
-        if discrete is not None:
-            return bind_percentile_disc(self, node, *discrete)
-        quantile = percentile(node)
-        if quantile is not None:
-            return bind_percentile(self, node, *quantile)
-        collected = value_set(node)
-        if collected is not None:
-            return bind_value_set(self, node, *collected)
         for agg_cls, fn in AGGS.items():
             if type(node) is agg_cls:
                 return bind_agg(self, node, fn)
