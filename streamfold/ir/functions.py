@@ -123,16 +123,16 @@ FUNCTIONS.update({
     # arrays (nested data)
     "size": _array_fn(INT), "cardinality": _array_fn(INT), "array_contains": _array_fn(BOOLEAN),
     "split": _fixed(array(STRING)),  # split(s, regex[, limit]): the pieces, read with element_at or [i]
-    "unix_timestamp": lambda a: _epoch_seconds(a),  # of a TIMESTAMP (without one: the clock, refused)
-    "array": lambda a: array(_common(a)),
+    "unix_timestamp": _epoch_seconds,  # of a TIMESTAMP (without one: the clock, refused)
+    "array": lambda a: array(_common(a)),  # array(x, y, …): its arguments' common type (explode(array(a, b)))
     "array_join": _array_fn(STRING), "array_max": _element, "array_min": _element, "slice": _first,
-    "flatten": lambda a: _flattened(a),
+    "flatten": _flattened,
     "md5": _fixed(STRING), "sha": _fixed(STRING), "sha1": _fixed(STRING), "sha2": _fixed(STRING),
     "hex": _fixed(STRING), "bin": _fixed(STRING), "chr": _fixed(STRING),
     "levenshtein": _fixed(INT), "regexp_count": _fixed(INT), "factorial": _fixed(BIGINT),
     "pi": _fixed(DOUBLE), "cot": _fixed(DOUBLE), "sinh": _fixed(DOUBLE), "cosh": _fixed(DOUBLE),
     "tanh": _fixed(DOUBLE), "asinh": _fixed(DOUBLE),
-    "make_timestamp": _fixed(TIMESTAMP), "next_day": _fixed(DATE),  # array(x, y, …): its arguments' common type (explode(array(a, b)))
+    "make_timestamp": _fixed(TIMESTAMP), "next_day": _fixed(DATE),
 })
 
 NONDETERMINISTIC = frozenset({

@@ -38,6 +38,7 @@ from ..ir.types import (
 )
 from ..ir.averages import decimal_average
 from .model import Monoid
+from .terms import coalesce0
 
 ZERO = Literal(0, BIGINT)
 
@@ -254,7 +255,18 @@ def multiset_final(agg: Agg, value: Column, count: Column) -> Agg:
     return Agg(fn, (value,), False, agg.type)
 
 
-def discrete_percentile(pairs: Expr, fraction: Expr, descending: bool) -> Expr:
+def multiset_answer(agg: Agg, merged: Column) -> Expr:
+    """The answer of ``agg`` from ``merged``, the column :func:`multiset_final`'s aggregate fills."""
+    if agg.fn == "count":  # NULL where the group has no value
+        return coalesce0(merged)
+    if agg.fn == "collect_list":  # its values' arrays, each repeated by its count
+        return Call("flatten", (merged,), agg.type, "flatten({0})")
+    if agg.fn in ("percentile_disc", "percentile_disc_desc"):  # its (value, count) pairs, walked
+        return _discrete_percentile(merged, agg.args[1], agg.fn.endswith("desc"))
+    return merged
+
+
+def _discrete_percentile(pairs: Expr, fraction: Expr, descending: bool) -> Expr:
     """``percentile_disc`` over a group's (value, count) pairs: sorted (descending: from the top),
     the first value whose running count reaches ``max(1, ceil(p · n))``, as a DOUBLE; NULL for none."""
     walk = ("aggregate(sort_array({0}, %s), named_struct('seen', CAST(0 AS BIGINT), 'val', CAST(NULL AS DOUBLE)), "

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from ..ir.expr import Agg, Call, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
-from ..ir.types import BIGINT, BOOLEAN, array
-from .aggregates import COUNTED, AggSpec, Partial, decompose, discrete_percentile, multiset_final
+from ..ir.types import BIGINT, BOOLEAN
+from .aggregates import COUNTED, AggSpec, Partial, decompose, multiset_answer, multiset_final
 from .changes import global_delta, keyed_delta, per_key_delta
 from .context import PlanContext
 from .joins import JoinTerms
 from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .rules_joins import note_joins
-from .terms import coalesce0, nonzero, sum_weights, weight
+from .terms import nonzero, sum_weights, weight
 
 
 
@@ -154,11 +154,12 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
         present: dict[str, Expr] = {f"v{k}": Column("v", m.type), **({f"c{k}": weight()} if k in counted else {})}
         branches.append(branch(StateScan(ms_names[k], StateVersion.NEW, ms_fields), present))
     merged: list[tuple[str, Agg]] = [(WEIGHT, sum_weights()), *_merged_partials(partials)]
+    finals: dict[int, Agg] = {}  # each multiset aggregate's, by its position in specs
     for i, (_, spec) in enumerate(specs):
         if spec.multiset is not None:
             k = multisets.index(spec.multiset)
-            merged.append((f"_ms{i}", multiset_final(spec.agg, Column(f"v{k}", spec.multiset.type),
-                                                     Column(f"c{k}", BIGINT))))
+            finals[i] = multiset_final(spec.agg, Column(f"v{k}", spec.multiset.type), Column(f"c{k}", BIGINT))
+            merged.append((f"_ms{i}", finals[i]))
     source: Rel = branches[0] if len(branches) == 1 else Union(tuple(branches))
     grouped: Rel = Aggregate(source, tuple((n, Column(g, e.type)) for (n, e), (g, _) in zip(key_refs, grouped_keys)),
                              tuple(merged))
@@ -167,15 +168,7 @@ def _answer(name: str, ms_names: list[str], above: list[Rel], keys: list[tuple[s
     exprs: list[tuple[str, Expr]] = list(key_refs)
     for i, (out, spec) in enumerate(specs):
         if spec.multiset is not None:
-            final: Expr = Column(f"_ms{i}", spec.agg.type)
-            if spec.agg.fn == "count":
-                final = coalesce0(final)
-            elif spec.agg.fn == "collect_list":  # its values' arrays, each repeated by its count
-                final = Call("flatten", (Column(f"_ms{i}", array(spec.agg.type)),), spec.agg.type, "flatten({0})")
-            elif spec.agg.fn in ("percentile_disc", "percentile_disc_desc"):  # its (value, count) pairs, walked
-                pairs = multiset_final(spec.agg, Column("v", spec.multiset.type), Column("c", BIGINT))
-                final = discrete_percentile(Column(f"_ms{i}", pairs.type), spec.agg.args[1],
-                                            spec.agg.fn.endswith("desc"))
+            final = multiset_answer(spec.agg, Column(f"_ms{i}", finals[i].type))
         else:
             final = spec.final(weight())
         exprs.append((out, final))

@@ -150,10 +150,7 @@ class _Query:
 def _compose(sql: str, stages: list[str]) -> str:
     first = stages[0].strip()
     if _words(first)[:1] == ["FROM"]:
-        rest = first[4:].strip()
-        simple = _one_table(rest)
-        query = _Query(source=rest, name=simple) if simple is not None or not _has_clauses(rest) else \
-            _Query(text=f"SELECT * {first}")
+        query = _from_first(first[4:].strip())
     else:
         query = _Query(text=first)
     for stage in stages[1:]:
@@ -205,7 +202,12 @@ def _apply(sql: str, q: _Query, op: str) -> _Query:
 def _aggregate(sql: str, q: _Query, rest: str) -> _Query:
     """``|> AGGREGATE aggs [GROUP BY keys]``: the keys, then the aggregates, as Spark lists them."""
     tokens = Spark().tokenize(rest)
-    cut = next((k for k, t in enumerate(tokens) if t.token_type == TokenType.GROUP_BY and _depth(tokens, k) == 0), None)
+    cut, depth = None, 0
+    for k, t in enumerate(tokens):
+        if t.token_type == TokenType.GROUP_BY and depth == 0:
+            cut = k
+            break
+        depth += 1 if t.token_type in _OPEN else -1 if t.token_type in _CLOSE else 0
     aggs = rest[:tokens[cut].start].strip() if cut is not None else rest
     keys_text = rest[tokens[cut].end + 1:].strip() if cut is not None else ""
     keys: list[tuple[str, str]] = []  # (expression, its output text)
@@ -248,33 +250,20 @@ def _words(text: str) -> list[str]:
     return [w.upper() for w in text.split()[:3]]
 
 
-def _one_table(source: str) -> str | None:
-    """The name a FROM of one table gives it (``t``, ``t AS a``, ``db.t a``), else None."""
+def _from_first(source: str) -> _Query:
+    """The query ``FROM source`` starts: still bare, named by its one table (``t``, ``t AS a``) if it
+    has one, unless its text goes on past the FROM (``FROM t WHERE …``)."""
+    text = f"SELECT * FROM {source}"
     try:
-        tree = sqlglot.parse_one(f"SELECT * FROM {source}", read="spark")
+        tree = sqlglot.parse_one(text, read="spark")
     except SqlglotParseError:
-        return None
+        return _Query(text=text)  # the parser reports it on the whole query
+    if any(tree.args.get(k) for k in ("where", "group", "having", "order", "limit", "offset", "qualify")):
+        return _Query(text=text)
     from_ = tree.args.get("from_") or tree.args.get("from")
-    if tree.args.get("joins") or not isinstance(from_, exp.From) or not isinstance(from_.this, exp.Table) or \
-            any(tree.args.get(k) for k in ("where", "group", "order", "limit", "laterals")):
-        return None
-    return from_.this.alias_or_name
-
-
-def _has_clauses(source: str) -> bool:
-    """Whether a FROM-first query's text goes on past its FROM (``FROM t WHERE …``)."""
-    try:
-        tree = sqlglot.parse_one(f"SELECT * FROM {source}", read="spark")
-    except SqlglotParseError:
-        return True
-    return any(tree.args.get(k) for k in ("where", "group", "having", "order", "limit", "offset", "qualify"))
-
-
-def _depth(tokens: list[Token], k: int) -> int:
-    depth = 0
-    for t in tokens[:k]:
-        depth += 1 if t.token_type in _OPEN else -1 if t.token_type in _CLOSE else 0
-    return depth
+    table = from_.this if isinstance(from_, exp.From) else None
+    single = isinstance(table, exp.Table) and not tree.args.get("joins") and not tree.args.get("laterals")
+    return _Query(source=source, name=table.alias_or_name if single and table is not None else None)
 
 
 def _refuse(sql: str, message: str, hint: str) -> UnsupportedError:

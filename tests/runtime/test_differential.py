@@ -121,6 +121,8 @@ QUERIES = [
      "levenshtein(s, 'ab') AS lv, regexp_count(s, 'a') AS rc, chr(65 + a) AS ch, hex(a) AS hx, "
      "array_max(array(a, b)) AS mx, array_join(array(s, 'x'), '-') AS aj, factorial(abs(a)) AS fa FROM R "
      "WHERE isnotnull(a) OR zeroifnull(b) > 0 OR s LIKE ANY ('a%', '%b') OR s NOT LIKE ALL ('', 'a')", "R", False),
+    # Spark's * EXCEPT (…) and ORDER BY ALL (every output column, NULLs first as Spark sorts ascending)
+    ("star-except-order-all", "SELECT * EXCEPT (c, d) FROM R WHERE b IS NOT NULL ORDER BY ALL LIMIT 4", "R", True),
     # array(…) built from a row's columns: the unpivot idiom, and an array as a group key
     ("explode-array-of-columns", "SELECT a, col, count(*) AS n FROM R LATERAL VIEW explode(array(b, a, 7)) u AS col "
      "WHERE array_contains(array(1, 2), a) OR col > 2 GROUP BY a, col", "R", False),
@@ -192,6 +194,8 @@ ORACLE_SQL = {
         "levenshtein(s, 'ab'), len(regexp_extract_all(s, 'a')), chr(65 + a), hex(a), list_max([a, b]), "
         "array_to_string([s, 'x'], '-'), factorial(abs(a)) FROM R WHERE a IS NOT NULL OR coalesce(b, 0) > 0 "
         "OR (s LIKE 'a%' OR s LIKE '%b') OR (s NOT LIKE '' AND s NOT LIKE 'a')",
+    "star-except-order-all":
+        "SELECT a, b, s FROM R WHERE b IS NOT NULL ORDER BY a NULLS FIRST, b NULLS FIRST, s NULLS FIRST LIMIT 4",
     "derived-column-list-order":
         "SELECT * FROM (SELECT a, b, CASE WHEN a < b THEN 1 ELSE 2 END, c FROM R WHERE a > 0) AS q(c1, c2, c3, c4) "
         "ORDER BY c1 NULLS FIRST, c4 NULLS FIRST, c3 NULLS FIRST, c2 NULLS FIRST",

@@ -24,7 +24,7 @@ from . import grouping_sets, qualify
 from .context import BindContext, Cte
 from .order import bind_order, finish
 from .time_windows import window_keys
-from .select_list import Item, aggregate_call, internal_name, unalias, with_aliases
+from .select_list import Item, aggregate_call, internal_name, item_aliases, unalias
 from .over import WindowCalls
 
 
@@ -79,7 +79,7 @@ def aggregate_select(ctx: BindContext, node: exp.Select, rel: Rel, scope: Scope,
     having_node = node.args.get("having")
     having = None
     if having_node is not None:
-        condition = _having_aliases(having_node.this, items, scope)
+        condition = item_aliases(having_node.this, items, scope)
         having = lift(ExprBinder(scope, "HAVING", on_agg, subquery=ctx.subquery_hook(ctes)).boolean(condition),
                       having_node.this, having=True)
 
@@ -129,13 +129,6 @@ def _set_items(sets: list[list[exp.Expr]]) -> list[exp.Expr]:
         for g in s:
             seen.setdefault(id(g), g)
     return list(seen.values())
-
-
-def _having_aliases(condition: exp.Expr, items: list[Item], scope: Scope) -> exp.Expr:
-    """HAVING may name a select item by its alias, as in Spark (``SELECT a, sum(b) AS t … HAVING
-    t > 1`` is ``HAVING sum(b) > 1``)."""
-    return with_aliases(condition, {name.lower(): item.this for name, item, _ in items
-                                    if isinstance(item, exp.Alias)}, scope)
 
 
 def group_target(ctx: BindContext, g: exp.Expr, items: list[Item], scope: Scope) -> exp.Expr:

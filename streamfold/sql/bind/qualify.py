@@ -24,7 +24,7 @@ from ..bind_expr import ExprBinder
 from ..scope import Scope
 from .context import BindContext
 from .over import WindowCalls
-from .select_list import Item, aggregate_call, with_aliases
+from .select_list import Item, aggregate_call, item_aliases
 
 
 def condition(ctx: BindContext, node: exp.Select, items: list[Item], scope: Scope,
@@ -37,8 +37,7 @@ def condition(ctx: BindContext, node: exp.Select, items: list[Item], scope: Scop
     if agg is not None:
         raise ctx.err(BindError, "QUALIFY_AGGREGATE_NOT_ALLOWED", "QUALIFY cannot call an aggregate", agg,
                       "name the aggregate in the select list (… AS total) and use the name in QUALIFY")
-    aliases = {name.lower(): item.this for name, item, _ in items if isinstance(item, exp.Alias)}
-    return binder.boolean(with_aliases(clause.this, aliases, scope))
+    return binder.boolean(item_aliases(clause.this, items, scope))
 
 
 def qualified(ctx: BindContext, node: exp.Select, rel: Rel, windows: WindowCalls, cond: Expr | None) -> Rel:

@@ -121,6 +121,13 @@ def with_aliases(node: exp.Expr, aliases: dict[str, exp.Expr], scope: Scope) -> 
     return node.transform(lambda n: aliases[n.name.lower()].copy() if aliased(n) else n, copy=True)
 
 
+def item_aliases(condition: exp.Expr, items: list[Item], scope: Scope) -> exp.Expr:
+    """``condition`` (HAVING, QUALIFY) naming a select item by its alias, as in Spark (``SELECT a,
+    sum(b) AS t … HAVING t > 1`` is ``HAVING sum(b) > 1``); an input column of the name stays it."""
+    return with_aliases(condition, {name.lower(): item.this for name, item, _ in items
+                                    if isinstance(item, exp.Alias)}, scope)
+
+
 def aggregate_call(sub: exp.Expr, root: exp.Expr) -> bool:
     """Whether ``sub`` calls an aggregate of ``root``'s block: not inside a subquery of ``root``,
     and not the function of an OVER clause (``sum(x) OVER (…)`` aggregates no group)."""

@@ -213,7 +213,7 @@ def _distinct_tuple(ctx: ExprContext, node: exp.Expr, fn: str, distinct: exp.Dis
     finally:
         ctx.in_agg = False
     for m, t in zip(members, types):
-        if not (t.is_integral or t.is_decimal or t.is_string or t.is_datetime or t.name in ("BOOLEAN", "NULL")):
+        if not keyed_exactly(t):
             raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE",
                           f"count(DISTINCT …) over several columns with a {t.sql()} column (`{m.sql('spark')}`) "
                           "is not supported", node,
@@ -227,6 +227,20 @@ def _distinct_tuple(ctx: ExprContext, node: exp.Expr, fn: str, distinct: exp.Dis
     parts.append(texts[-1])
     present = exp.and_(*(exp.Not(this=exp.Is(this=m.copy(), expression=exp.Null())) for m in members))
     return exp.Case(ifs=[exp.If(this=present, true=exp.Concat(expressions=parts))])
+
+
+def keyed_exactly(t: DataType) -> bool:
+    """Whether values of ``t`` are kept exactly as a multiset's key (or a text): not FLOAT or DOUBLE
+    (grouping makes -0.0 and 0.0 one value, and every NaN, where Spark keeps them apart) nor nested."""
+    return t.is_integral or t.is_decimal or t.is_string or t.is_datetime or t.name in ("BOOLEAN", "NULL")
+
+
+def refuse_inexact(ctx: ExprContext, node: exp.Expr, fn: str, t: DataType, hint: str) -> None:
+    """``UNSUPPORTED_AGGREGATE`` unless :func:`keyed_exactly` (``hint`` for a type that is not a float)."""
+    if not keyed_exactly(t):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"{fn} of {t.sql()} values is not supported", node,
+                      "CAST the values to a DECIMAL or a STRING: Spark keeps -0.0 beside 0.0 and every NaN apart"
+                      if t.name in ("FLOAT", "DOUBLE") else hint, function=fn, actual=t.sql())
 
 
 def agg_type(ctx: ExprContext, node: exp.Expr, fn: str, args: tuple[Expr, ...]) -> DataType:

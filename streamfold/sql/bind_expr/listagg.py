@@ -27,8 +27,9 @@ from sqlglot import exp
 from ...errors import UnsupportedError
 from ...ir.expr import Call, Case, Cast, Expr, Literal
 from ...ir.types import BOOLEAN, INT, STRING, array
-from .aggregates import bind_agg, filtered
+from .aggregates import filtered
 from .context import ExprContext
+from .value_sets import collected, sorted_values
 
 FN = "listagg"
 
@@ -69,18 +70,11 @@ def bind_listagg(ctx: ExprContext, node: exp.Expr, call: exp.GroupConcat) -> Exp
             and not isinstance(separator, exp.Null):
         raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", "listagg's separator must be a string literal",
                       separator, "write the separator as a string, e.g. ', '", function=FN)
-    element = bound.type
-    if not (element.is_integral or element.is_decimal or element.is_string or element.is_datetime
-            or element.name == "BOOLEAN" or element.is_null):
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"listagg of {element.sql()} values is not "
-                      "supported", x, "CAST the values to a DECIMAL or a STRING: Spark writes -0.0 and 0.0 apart"
-                      if element.name in ("FLOAT", "DOUBLE") else "CAST the values to a STRING", function=FN,
-                      actual=element.sql())
     argument = filtered(node, x) if isinstance(node, exp.Filter) else x
-    collected = bind_agg(ctx, call, "collect_set" if distinct else "collect_list", argument=argument)
-    ascending = Literal(not first.args.get("desc"), BOOLEAN)
-    values = Call("sort_array", (collected, ascending), collected.type, "sort_array({0}, {1})")
-    texts = values if element.is_string else Cast(values, array(STRING))
+    stand_in = collected(ctx, call, "collect_set" if distinct else "collect_list", argument,
+                         "CAST the values to a STRING")
+    values = sorted_values(stand_in, not first.args.get("desc"))
+    texts = values if bound.type.is_string else Cast(values, array(STRING))
     sep = Literal(separator.this if isinstance(separator, exp.Literal) else "", STRING)
     joined = Call("array_join", (texts, sep), STRING, "array_join({0}, {1})")
     empty = Call("=", (Call("size", (values,), INT, "size({0})"), Literal(0, INT)), BOOLEAN)

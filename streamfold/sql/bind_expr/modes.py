@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from ...errors import UnsupportedError
 from ...ir.expr import Expr
-from .aggregates import bind_agg, filtered
+from .aggregates import bind_agg, filtered, refuse_inexact
 from .context import ExprContext
 
 
@@ -48,10 +48,5 @@ def bind_mode(ctx: ExprContext, node: exp.Expr, x: exp.Expr, filter_node: exp.Ex
         x = call.this
     argument = filtered(filter_node, x) if isinstance(filter_node, exp.Filter) else x
     stand_in = bind_agg(ctx, node, "mode_desc" if desc else "mode", argument=argument)
-    t = stand_in.type
-    if not (t.is_integral or t.is_decimal or t.is_string or t.is_datetime or t.name in ("BOOLEAN", "NULL")):
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"mode of {t.sql()} values is not supported", node,
-                      "CAST the values to a DECIMAL or a STRING: Spark counts -0.0 apart from 0.0"
-                      if t.name in ("FLOAT", "DOUBLE") else "take the mode of a column of a simple type",
-                      function="mode", actual=t.sql())
+    refuse_inexact(ctx, node, "mode", stand_in.type, "take the mode of a column of a simple type")
     return stand_in

@@ -21,7 +21,7 @@ from sqlglot import exp
 from ...errors import UnsupportedError
 from ...ir.expr import Call, Expr, Literal
 from ...ir.types import BOOLEAN, INT
-from .aggregates import bind_agg, filtered
+from .aggregates import bind_agg, filtered, refuse_inexact
 from .context import ExprContext
 
 FN = "collect_set"
@@ -56,18 +56,22 @@ def bind_value_set(ctx: ExprContext, node: exp.Expr, consumer: str, call: exp.Ex
         x = x.expressions[0] if len(x.expressions) == 1 else x
     if isinstance(call, exp.Filter):  # the value NULL where the filter fails: a set skips NULLs
         x = filtered(call, x)
-    fn = collected_fn(agg_node)
-    stand_in = bind_agg(ctx, agg_node, fn, argument=x)
-    element = stand_in.type.element
-    if not (element.is_integral or element.is_decimal or element.is_string or element.is_datetime
-            or element.name == "BOOLEAN"):
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"{fn} of {element.sql()} values is not "
-                      "supported", agg_node, "CAST the values to a DECIMAL or a STRING: Spark keeps -0.0 beside "
-                      "0.0 and every NaN apart" if element.name in ("FLOAT", "DOUBLE") else
-                      "collect a column of a simple type", function=fn, actual=element.sql())
+    stand_in = collected(ctx, agg_node, collected_fn(agg_node), x, "collect a column of a simple type")
     if consumer == "size":
         return Call("size", (stand_in,), INT, "size({0})")
-    return Call("sort_array", (stand_in, Literal(ascending, BOOLEAN)), stand_in.type, "sort_array({0}, {1})")
+    return sorted_values(stand_in, ascending)
+
+
+def collected(ctx: ExprContext, node: exp.Expr, fn: str, argument: exp.Expr, hint: str) -> Expr:
+    """``fn`` (collect_set or collect_list) of ``argument`` as an aggregate's stand-in, its values
+    of a type the multiset keeps exactly (else refused with ``hint``)."""
+    stand_in = bind_agg(ctx, node, fn, argument=argument)
+    refuse_inexact(ctx, node, fn, stand_in.type.element, hint)
+    return stand_in
+
+
+def sorted_values(values: Expr, ascending: bool) -> Call:
+    return Call("sort_array", (values, Literal(ascending, BOOLEAN)), values.type, "sort_array({0}, {1})")
 
 
 def collected_fn(agg: exp.Expr) -> str:
