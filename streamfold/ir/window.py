@@ -37,20 +37,31 @@ class FrameKind(StrEnum):
     RANGE = "range"
 
 
+# The unit of a RANGE frame's offsets over a DATE or TIMESTAMP, and how Spark writes one.
+INTERVAL_UNITS = {"day": "DAY", "month": "MONTH", "microsecond": "MICROSECOND"}
+_TIME_UNITS = (("DAY", 86_400_000_000), ("HOUR", 3_600_000_000), ("MINUTE", 60_000_000), ("SECOND", 1_000_000),
+               ("MICROSECOND", 1))
+
+
 @dataclass(frozen=True, slots=True)
 class Frame:
     """``ROWS|RANGE BETWEEN start AND end``: a bound is an offset from the current row (negative
     precedes it, 0 is CURRENT ROW, positive follows it), None is UNBOUNDED (PRECEDING for the
-    start, FOLLOWING for the end)."""
+    start, FOLLOWING for the end). ``unit``: "" counts rows (ROWS) or the ORDER BY number (RANGE);
+    a RANGE frame over a DATE or TIMESTAMP written with intervals counts "day", "month" or
+    "microsecond" (printed back as intervals of that unit, so both bounds have one type)."""
 
     kind: FrameKind
     start: int | None
     end: int | None
+    unit: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", FrameKind(self.kind))
         if self.start is not None and self.end is not None and self.start > self.end:
             raise ValueError("window frame starts after it ends")
+        if self.unit and (self.unit not in INTERVAL_UNITS or self.kind != FrameKind.RANGE):
+            raise ValueError(f"a {self.kind} frame cannot count {self.unit!r}")
 
     @property
     def whole(self) -> bool:
@@ -58,12 +69,18 @@ class Frame:
         return self.start is None and self.end is None
 
     def sql(self) -> str:
+        name, size = INTERVAL_UNITS.get(self.unit, ""), 1
+        if self.unit == "microsecond":  # the largest unit both offsets are whole numbers of
+            offsets = [abs(b) for b in (self.start, self.end) if b]
+            name, size = next((n, u) for n, u in _TIME_UNITS if all(b % u == 0 for b in offsets))
+
         def bound(b: int | None, unbounded: str) -> str:
             if b is None:
                 return f"UNBOUNDED {unbounded}"
             if b == 0:
                 return "CURRENT ROW"
-            return f"{abs(b)} {'PRECEDING' if b < 0 else 'FOLLOWING'}"
+            amount = f"INTERVAL '{abs(b) // size}' {name}" if self.unit else str(abs(b))
+            return f"{amount} {'PRECEDING' if b < 0 else 'FOLLOWING'}"
 
         return f"{self.kind.upper()} BETWEEN {bound(self.start, 'PRECEDING')} AND {bound(self.end, 'FOLLOWING')}"
 

@@ -46,6 +46,53 @@ def test_types_follow_spark():
     assert [c.type.sql() for c in calls] == ["INT", "DOUBLE", "BIGINT", "DOUBLE", "STRING"]
 
 
+TIMED = {"t": "g INT, v INT, d DATE, ts TIMESTAMP, _weight BIGINT"}
+
+
+@pytest.mark.parametrize("frame,bound,text", [
+    ("ORDER BY d RANGE BETWEEN INTERVAL 7 DAYS PRECEDING AND CURRENT ROW", Frame(FrameKind.RANGE, -7, 0, "day"),
+     "INTERVAL '7' DAY PRECEDING AND CURRENT ROW"),
+    ("ORDER BY d RANGE BETWEEN 7 PRECEDING AND 1 FOLLOWING", Frame(FrameKind.RANGE, -7, 1), "7 PRECEDING"),
+    ("ORDER BY d RANGE BETWEEN INTERVAL 1 WEEK PRECEDING AND INTERVAL '2' DAY FOLLOWING",
+     Frame(FrameKind.RANGE, -7, 2, "day"), "INTERVAL '7' DAY PRECEDING AND INTERVAL '2' DAY FOLLOWING"),
+    ("ORDER BY d DESC RANGE BETWEEN INTERVAL '1-2' YEAR TO MONTH PRECEDING AND CURRENT ROW",
+     Frame(FrameKind.RANGE, -14, 0, "month"), "INTERVAL '14' MONTH"),
+    ("ORDER BY ts RANGE BETWEEN INTERVAL 90 MINUTES PRECEDING AND INTERVAL 1 MINUTE FOLLOWING",
+     Frame(FrameKind.RANGE, -5_400_000_000, 60_000_000, "microsecond"),
+     "INTERVAL '90' MINUTE PRECEDING AND INTERVAL '1' MINUTE FOLLOWING"),
+    ("ORDER BY ts RANGE BETWEEN INTERVAL '1 02:00:00' DAY TO SECOND PRECEDING AND CURRENT ROW",
+     Frame(FrameKind.RANGE, -93_600_000_000, 0, "microsecond"), "INTERVAL '26' HOUR"),
+    ("ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND INTERVAL 1 DAY 2 HOURS FOLLOWING",
+     Frame(FrameKind.RANGE, None, 93_600_000_000, "microsecond"), "INTERVAL '26' HOUR FOLLOWING"),
+    ("ORDER BY ts RANGE BETWEEN INTERVAL 1 MONTH PRECEDING AND CURRENT ROW", Frame(FrameKind.RANGE, -1, 0, "month"),
+     "INTERVAL '1' MONTH"),
+])
+def test_range_frames_over_dates_and_timestamps_move_by_days_months_or_microseconds(frame, bound, text):
+    """As Spark takes them: a DATE moves by days (a number or whole-day intervals) or months, a
+    TIMESTAMP by any interval; written back as intervals of one unit (Spark needs one type)."""
+    plan = streamfold.compile(f"SELECT g, v, d, ts, sum(v) OVER (PARTITION BY g {frame}) AS y FROM t", TIMED)
+    calls = [c for s in plan.delta if hasattr(s, "program") for n in s.program.walk() if isinstance(n, Window)
+             for _, c in n.calls]
+    assert calls[0].frame == bound
+    assert text in bound.sql()
+
+
+@pytest.mark.parametrize("frame,hint", [
+    ("ORDER BY d RANGE BETWEEN INTERVAL 36 HOURS PRECEDING AND CURRENT ROW", "INTERVAL n DAYS"),
+    ("ORDER BY ts RANGE BETWEEN 1 PRECEDING AND CURRENT ROW", "INTERVAL 1 HOUR"),
+    ("ORDER BY v RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW", "as a number"),
+    ("ORDER BY ts RANGE BETWEEN INTERVAL 90 MINUTES PRECEDING AND INTERVAL 1 HOUR FOLLOWING", "one unit"),
+    ("ORDER BY d RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 2 FOLLOWING", "one unit"),
+    ("ORDER BY d RANGE BETWEEN INTERVAL 1 MONTH 2 DAYS PRECEDING AND CURRENT ROW", "in months"),
+    ("ORDER BY d, v RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW", "one number, date or timestamp"),
+    ("ORDER BY d, v ROWS BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW", "RANGE BETWEEN INTERVAL"),
+])
+def test_range_frames_spark_refuses_are_refused_with_a_hint(frame, hint):
+    with pytest.raises(StreamfoldError) as e:
+        streamfold.compile(f"SELECT g, v, d, ts, sum(v) OVER (PARTITION BY g {frame}) AS y FROM t", TIMED)
+    assert e.value.code == "INVALID_WINDOW_FRAME" and hint in e.value.hint, str(e.value)
+
+
 @pytest.mark.parametrize("sql,partition", [
     ("SELECT g, v, rank() OVER (PARTITION BY g ORDER BY v) FROM t", ("t.g",)),
     ("SELECT g, v, rank() OVER (PARTITION BY g, w ORDER BY v), sum(v) OVER (PARTITION BY w) FROM t", ("t.w",)),

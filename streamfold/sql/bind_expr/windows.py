@@ -6,7 +6,7 @@ arguments, PARTITION BY and ORDER BY are bound in the clause's own context, so i
 block ``rank() OVER (ORDER BY sum(amt) DESC)`` reads the aggregate's column, as Spark does.
 Supported: ``row_number``, ``rank``, ``dense_rank``, ``percent_rank``, ``cume_dist``, ``ntile``,
 ``lag``, ``lead``, ``first_value``, ``last_value``, ``nth_value``, and ``sum``, ``count``,
-``avg``, ``min``, ``max`` over ROWS and RANGE frames with integer offsets. Everything else in
+``avg``, ``min``, ``max`` over ROWS and RANGE frames (:mod:`.frames`). Everything else in
 an OVER clause — a named window, IGNORE NULLS, DISTINCT, other functions — is refused by code.
 """
 
@@ -18,10 +18,11 @@ from ...errors import BindError, UnsupportedError
 from ...ir.expr import Cast, Expr, Literal
 from ...ir.rel import SortKey
 from ...ir.types import BIGINT, DOUBLE, INT, DataType
-from ...ir.window import AGGREGATES, FRAMELESS, Frame, FrameKind, WindowCall
+from ...ir.window import WindowCall
 from .aggregates import agg_type, boolean_aggregate, boolean_counts
 from .covariance import bind_covariance, covariance, sums
 from .context import ExprContext
+from .frames import bind_frame, int_literal
 
 _RANKING: dict[type, str] = {
     exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank",
@@ -79,7 +80,7 @@ def bind_window(ctx: ExprContext, node: exp.Window) -> Expr:
     order_node = node.args.get("order")
     order = tuple(sort_key(o, ctx.bind(o.this)) for o in (order_node.expressions if order_node else []))
     fn, args, ty = _function(ctx, node, func)
-    frame = _frame(ctx, node, fn, order)
+    frame = bind_frame(ctx, node, fn, order)
     if fn in ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead") and not order:
         raise ctx.err(BindError, "WINDOW_NEEDS_ORDER", f"`{fn}` needs ORDER BY in its OVER clause", node,
                       "add ORDER BY … to the OVER clause (Spark refuses it without one)", function=fn)
@@ -92,20 +93,20 @@ def _function(ctx: ExprContext, node: exp.Window, func: exp.Expr) -> tuple[str, 
         fn = _RANKING[type(func)]
         if fn != "ntile":
             return fn, (), DOUBLE if fn in ("percent_rank", "cume_dist") else INT
-        n = _int_literal(ctx, func.this, "ntile's number of buckets", positive=True)
+        n = int_literal(ctx, func.this, "ntile's number of buckets", positive=True)
         return fn, (Literal(n, INT),), INT
     if type(func) in _VALUES:
         fn = _VALUES[type(func)]
         x = ctx.bind(func.this)
         if fn in ("lag", "lead"):
-            offset = _int_literal(ctx, func.args.get("offset"), f"{fn}'s offset") if func.args.get("offset") else 1
+            offset = int_literal(ctx, func.args.get("offset"), f"{fn}'s offset") if func.args.get("offset") else 1
             default = func.args.get("default")
             d = ctx.bind(default) if default is not None else Literal(None, x.type)
             if d.type != x.type:
                 d = Cast(d, x.type)
             return fn, (x, Literal(offset, INT), d), x.type
         if fn == "nth_value":
-            n = _int_literal(ctx, func.args.get("offset"), "nth_value's position", positive=True)
+            n = int_literal(ctx, func.args.get("offset"), "nth_value's position", positive=True)
             return fn, (x, Literal(n, INT)), x.type
         return fn, (x,), x.type
     if type(func) in _AGGS:
@@ -127,53 +128,3 @@ def _function(ctx: ExprContext, node: exp.Window, func: exp.Expr) -> tuple[str, 
         hint = f"{name} is maintained as an aggregate: compute it per group in a derived table and join it back"
     raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"window function `{name}` is not supported", node,
                   hint, construct=name)
-
-
-def _int_literal(ctx: ExprContext, node: exp.Expr | None, what: str, positive: bool = False) -> int:
-    value = node.this if isinstance(node, exp.Literal) and not node.is_string else None
-    if value is None or not str(value).lstrip("-").isdigit() or (positive and int(value) <= 0):
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"{what} must be a {'positive ' if positive else ''}"
-                      "integer literal", node, "write the number itself", construct="window")
-    return int(value)
-
-
-def _frame(ctx: ExprContext, node: exp.Window, fn: str, order: tuple[SortKey, ...]) -> Frame | None:
-    spec = node.args.get("spec")
-    if spec is None:
-        return None
-    if fn in FRAMELESS:
-        raise ctx.err(BindError, "WINDOW_FRAME_NOT_ALLOWED", f"`{fn}` takes no window frame", spec,
-                      "remove ROWS/RANGE … from its OVER clause (Spark fixes the frame of ranking and offset "
-                      "functions)", function=fn)
-    if spec.args.get("exclude") is not None:
-        raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", "a frame's EXCLUDE is not Spark SQL", spec,
-                      "leave the rows out with a CASE inside the function, or subtract the current row's value",
-                      construct="EXCLUDE")
-    kind = FrameKind(str(spec.args.get("kind")).lower())
-
-    def bound(value: object, side: object, start: bool) -> int | None:
-        text = str(value).upper() if not isinstance(value, exp.Expr) else None
-        if text == "UNBOUNDED":
-            if (str(side).upper() == "FOLLOWING") == start:
-                raise ctx.err(BindError, "INVALID_WINDOW_FRAME", "a frame cannot start at UNBOUNDED FOLLOWING or end "
-                              "at UNBOUNDED PRECEDING", spec, "write ROWS BETWEEN … PRECEDING AND … FOLLOWING")
-            return None
-        if text == "CURRENT ROW":
-            return 0
-        n = _int_literal(ctx, value if isinstance(value, exp.Expr) else None, "a window frame's offset")
-        return -n if str(side).upper() == "PRECEDING" else n
-
-    start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
-    end_value = spec.args.get("end")
-    end = bound(end_value, spec.args.get("end_side"), False) if end_value is not None else 0
-    if start is not None and end is not None and start > end:
-        raise ctx.err(BindError, "INVALID_WINDOW_FRAME", "the window frame starts after it ends", spec,
-                      "write the earlier bound first: BETWEEN 2 PRECEDING AND 1 FOLLOWING")
-    if kind == FrameKind.RANGE and (start not in (None, 0) or end not in (None, 0)):
-        if len(order) != 1 or not (order[0].expr.type.is_numeric):
-            raise ctx.err(BindError, "INVALID_WINDOW_FRAME", "a RANGE frame with an offset needs exactly one numeric "
-                          "ORDER BY expression", spec, "use a ROWS frame, or order by one number")
-    if fn in AGGREGATES and not order and not (start is None and end is None):
-        raise ctx.err(BindError, "WINDOW_NEEDS_ORDER", "a window frame other than the whole partition needs ORDER BY",
-                      spec, "add ORDER BY … to the OVER clause", function=fn)
-    return Frame(kind, start, end)
