@@ -149,13 +149,13 @@ APPENDED = dict(QUERIES) | {
                                  "one-partition", "by-a-string-and-a-date", "by-a-nullable-decimal"])
 def test_batches_that_append_read_the_summary_and_equal_duckdb(spark, tmp_path, monkeypatch, qid):
     """Most batches append to most partitions: those partitions' carries come from their summary
-    (``totals``), not from their rows; the rest are read. Ten batches, the states kept as a base
+    (``totals``), not from their rows; the rest are read. Seven batches, the states kept as a base
     and a tail (so a summary replaced is a row in the base and its negation in the tail)."""
     monkeypatch.setattr(shape, "ONE_TASK_ROWS", 0)
     monkeypatch.setenv(env_name("runs_min_rows"), "0")
     monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     sql = APPENDED[qid]
-    batches = _appending(random.Random(qid), 10, descending="t DESC" in sql)
+    batches = _appending(random.Random(qid), 7, descending="t DESC" in sql)
     check_stream(spark, str(tmp_path), sql, [R], batches)
 
 
