@@ -15,6 +15,7 @@ planner can refuse what Spark would answer arbitrarily.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 
 from .expr import Column, Expr
@@ -52,8 +53,8 @@ class Frame:
     "microsecond" (printed back as intervals of that unit, so both bounds have one type)."""
 
     kind: FrameKind
-    start: int | None
-    end: int | None
+    start: int | Decimal | None
+    end: int | Decimal | None
     unit: str = ""
 
     def __post_init__(self) -> None:
@@ -71,15 +72,15 @@ class Frame:
     def sql(self) -> str:
         name, size = INTERVAL_UNITS.get(self.unit, ""), 1
         if self.unit == "microsecond":  # the largest unit both offsets are whole numbers of
-            offsets = [abs(b) for b in (self.start, self.end) if b]
+            offsets = [abs(int(b)) for b in (self.start, self.end) if b]
             name, size = next((n, u) for n, u in _TIME_UNITS if all(b % u == 0 for b in offsets))
 
-        def bound(b: int | None, unbounded: str) -> str:
+        def bound(b: int | Decimal | None, unbounded: str) -> str:
             if b is None:
                 return f"UNBOUNDED {unbounded}"
             if b == 0:
                 return "CURRENT ROW"
-            amount = f"INTERVAL '{abs(b) // size}' {name}" if self.unit else str(abs(b))
+            amount = f"INTERVAL '{abs(int(b)) // size}' {name}" if self.unit else str(abs(b))
             return f"{amount} {'PRECEDING' if b < 0 else 'FOLLOWING'}"
 
         return f"{self.kind.upper()} BETWEEN {bound(self.start, 'PRECEDING')} AND {bound(self.end, 'FOLLOWING')}"

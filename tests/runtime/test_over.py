@@ -157,7 +157,8 @@ E = Source("E", (("g", "INT"), ("v", "INT"), ("d", "DATE"), ("t", "TIMESTAMP")),
 TIME_FRAMES = [
     ("days-and-months", "SELECT g, v, d, sum(v) OVER (PARTITION BY g ORDER BY d RANGE BETWEEN INTERVAL 60 DAYS "
      "PRECEDING AND CURRENT ROW) AS s, count(*) OVER (PARTITION BY g ORDER BY d DESC RANGE BETWEEN INTERVAL 2 MONTHS "
-     "PRECEDING AND INTERVAL 1 MONTH FOLLOWING) AS n FROM E", "incremental"),
+     "PRECEDING AND INTERVAL 1 MONTH FOLLOWING) AS n, max(v) OVER (PARTITION BY g ORDER BY v RANGE BETWEEN 1.5 PRECEDING "
+     "AND 0.5 FOLLOWING) AS near FROM E", "incremental"),
     ("minutes", "SELECT g, v, t, max(v) OVER (PARTITION BY g ORDER BY t RANGE BETWEEN INTERVAL 5 MINUTES PRECEDING "
      "AND INTERVAL 1 MINUTE FOLLOWING) AS m, avg(v) OVER (PARTITION BY g ORDER BY t DESC RANGE BETWEEN INTERVAL 1 HOUR "
      "PRECEDING AND CURRENT ROW) AS a FROM E", "incremental"),
@@ -171,7 +172,7 @@ TIME_FRAMES = [
 
 @pytest.mark.parametrize("qid,sql,strategy", TIME_FRAMES, ids=[q[0] for q in TIME_FRAMES])
 def test_range_frames_over_dates_and_timestamps_equal_duckdb(spark, tmp_path, qid, sql, strategy):
-    """RANGE frames moving by days, months and minutes, ascending and descending, with NULL times
+    """RANGE frames moving by days, months and minutes (and by a decimal over a number), ascending and descending, with NULL times
     and rows deleted out of time order: every snapshot equals DuckDB's (which frames the same
     intervals); recomputed, the batch text keeps the intervals Spark reads."""
     batches = random_stream(random.Random(qid), [E], 4, max_rows=12, min_rows=4)

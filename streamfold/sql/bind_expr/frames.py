@@ -14,6 +14,7 @@ and out-of-order rows.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from sqlglot import exp
 
@@ -33,8 +34,17 @@ def int_literal(ctx: ExprContext, node: exp.Expr | None, what: str, positive: bo
     value = node.this if isinstance(node, exp.Literal) and not node.is_string else None
     if value is None or not str(value).lstrip("-").isdigit() or (positive and int(value) <= 0):
         raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"{what} must be {'a positive' if positive else 'an'} "
-                      "integer literal", node, "write the number itself", construct="window")
+                      "integer literal", node, "write a whole number itself, not an expression or a decimal",
+                      construct="window")
     return int(value)
+
+
+def _number(ctx: ExprContext, node: exp.Expr | None) -> int | Decimal:
+    """A RANGE offset over a number: a whole number, or a decimal one (``0.5 PRECEDING``) as Spark takes it."""
+    text = str(node.this) if isinstance(node, exp.Literal) and not node.is_string else ""
+    if re.fullmatch(r"-?\d+\.\d*|-?\.\d+", text):
+        return Decimal(text)
+    return int_literal(ctx, node, "a RANGE frame's offset")
 
 
 def bind_frame(ctx: ExprContext, node: exp.Window, fn: str, order: tuple[SortKey, ...]) -> Frame | None:
@@ -52,7 +62,7 @@ def bind_frame(ctx: ExprContext, node: exp.Window, fn: str, order: tuple[SortKey
     kind = FrameKind(str(spec.args.get("kind")).lower())
     written: list[str] = []  # the offsets' types: "" a number, else the interval's (Spark's DIFF_TYPES)
 
-    def bound(value: object, side: object, start: bool) -> tuple[int | None, str]:
+    def bound(value: object, side: object, start: bool) -> tuple[int | Decimal | None, str]:
         text = str(value).upper() if not isinstance(value, exp.Expr) else None
         if text == "UNBOUNDED":
             if (str(side).upper() == "FOLLOWING") == start:
@@ -65,11 +75,13 @@ def bind_frame(ctx: ExprContext, node: exp.Window, fn: str, order: tuple[SortKey
         if kind == FrameKind.ROWS and node_ is not None and _is_interval(node_):
             raise ctx.err(BindError, "INVALID_WINDOW_FRAME", "a ROWS frame counts rows, not an interval", spec,
                           "write RANGE BETWEEN INTERVAL … for a span of time, or a number of rows")
+        n: int | Decimal
         if kind == FrameKind.RANGE and node_ is not None and _is_interval(node_):
             n, unit, typed = _interval(ctx, node_, spec)
             written.append(typed)
         else:
-            n, unit = int_literal(ctx, node_, "a window frame's offset"), ""
+            n = _number(ctx, node_) if kind == FrameKind.RANGE else int_literal(ctx, node_, "a ROWS frame's offset")
+            unit = ""
             written.append("")
         return (-n if str(side).upper() == "PRECEDING" else n), unit
 
@@ -87,7 +99,7 @@ def bind_frame(ctx: ExprContext, node: exp.Window, fn: str, order: tuple[SortKey
     if kind == FrameKind.RANGE and (start not in (None, 0) or end not in (None, 0)):
         unit = _range_unit(ctx, spec, order, unit, written[0] if written else "")
         if unit == "day":  # whole days over a DATE, as Spark moves a date
-            start, end = (None if b is None else b // _DAY for b in (start, end))
+            start, end = (None if b is None else int(b) // _DAY for b in (start, end))
     if fn in AGGREGATES and not order and not (start is None and end is None):
         raise ctx.err(BindError, "WINDOW_NEEDS_ORDER", "a window frame other than the whole partition needs ORDER BY",
                       spec, "add ORDER BY … to the OVER clause", function=fn)
