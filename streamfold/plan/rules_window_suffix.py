@@ -57,6 +57,7 @@ from ..ir.window import FrameKind, Window, WindowCall
 from . import rules_windows
 from .context import PlanContext
 from .model import Compiled, Monoid, State, StateColumn, StateRole
+from .rules_window_range import near
 from .rules_windows import keyed, look_up, once, over_keyed, partition_columns, refuse_ties
 from .window_keys import key_matches
 from .terms import MINUS_ONE, ONE, ZERO, coalesce0, or_false, sum_weights
@@ -73,8 +74,9 @@ _LAST, _SNULL, _APPEND, _ALL = "_sfx#last", "_sfx#snull", "_sfx#append", "_sfx#a
 
 
 def window_rule(ctx: PlanContext, rel: Rel) -> Compiled:
-    """A window: running functions from the first changed row (below), else :func:`.rules_windows.window`."""
-    return suffix(ctx, rel) or rules_windows.window(ctx, rel)
+    """A window: running functions from the first changed row (below), bounded RANGE frames from the
+    rows near the change (:mod:`.rules_window_range`), else :func:`.rules_windows.window`."""
+    return suffix(ctx, rel) or near(ctx, rel) or rules_windows.window(ctx, rel)
 
 
 def running(window: Window) -> SortKey | None:

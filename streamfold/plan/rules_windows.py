@@ -16,7 +16,8 @@ in its output state (so a snapshot reads that state, not the window recomputed),
 it (top-k per group: ``WHERE rn <= k``) keeps k rows per partition, and a join or an aggregate
 reads its change. This is Materialize's approach; Feldera and RisingWave work inside a partition
 in proportion to the change: here a window of running functions is computed from each touched
-partition's first changed row (:mod:`.rules_window_suffix`, tried first), a top-k of rows
+partition's first changed row (:mod:`.rules_window_suffix`, tried first), bounded RANGE frames
+from the rows near the change (:mod:`.rules_window_range`), a top-k of rows
 that are only inserted keeps k rows (:mod:`.rules_topk`), and one over rows that may be deleted
 each partition's first rows and a reserve (:mod:`.rules_topk_reserve`). Without a PARTITION BY shared by every
 call the window is one partition, recomputed whole (before and after) each batch.

@@ -152,28 +152,3 @@ def test_qualify_recomputed_is_sparks_own_clause(spark, tmp_path):
     batches = random_stream(random.Random("qualify-recomputed"), sources, 3, max_rows=12, min_rows=4)
     check_stream(spark, str(tmp_path), sql, sources, batches, strategy="recompute")
 
-
-E = Source("E", (("g", "INT"), ("v", "INT"), ("d", "DATE"), ("t", "TIMESTAMP")), weighted=True)
-TIME_FRAMES = [
-    ("days-and-months", "SELECT g, v, d, sum(v) OVER (PARTITION BY g ORDER BY d RANGE BETWEEN INTERVAL 60 DAYS "
-     "PRECEDING AND CURRENT ROW) AS s, count(*) OVER (PARTITION BY g ORDER BY d DESC RANGE BETWEEN INTERVAL 2 MONTHS "
-     "PRECEDING AND INTERVAL 1 MONTH FOLLOWING) AS n, max(v) OVER (PARTITION BY g ORDER BY v RANGE BETWEEN 1.5 PRECEDING "
-     "AND 0.5 FOLLOWING) AS near FROM E", "incremental"),
-    ("minutes", "SELECT g, v, t, max(v) OVER (PARTITION BY g ORDER BY t RANGE BETWEEN INTERVAL 5 MINUTES PRECEDING "
-     "AND INTERVAL 1 MINUTE FOLLOWING) AS m, avg(v) OVER (PARTITION BY g ORDER BY t DESC RANGE BETWEEN INTERVAL 1 HOUR "
-     "PRECEDING AND CURRENT ROW) AS a FROM E", "incremental"),
-    # a rolling sum over an aggregate, as reports write it; one partition
-    ("rolling-aggregate", "SELECT t, sum(v) AS day_v, sum(sum(v)) OVER (ORDER BY t RANGE BETWEEN INTERVAL 10 MINUTES "
-     "PRECEDING AND CURRENT ROW) AS rolling FROM E GROUP BY t", "incremental"),
-    ("recomputed", "SELECT g, v, d, sum(v) OVER (PARTITION BY g ORDER BY d RANGE BETWEEN INTERVAL 60 DAYS PRECEDING "
-     "AND CURRENT ROW) AS s FROM E", "recompute"),
-]
-
-
-@pytest.mark.parametrize("qid,sql,strategy", TIME_FRAMES, ids=[q[0] for q in TIME_FRAMES])
-def test_range_frames_over_dates_and_timestamps_equal_duckdb(spark, tmp_path, qid, sql, strategy):
-    """RANGE frames moving by days, months and minutes (and by a decimal over a number), ascending and descending, with NULL times
-    and rows deleted out of time order: every snapshot equals DuckDB's (which frames the same
-    intervals); recomputed, the batch text keeps the intervals Spark reads."""
-    batches = random_stream(random.Random(qid), [E], 4, max_rows=12, min_rows=4)
-    check_stream(spark, str(tmp_path), sql, [E], batches, strategy=strategy)
