@@ -15,6 +15,8 @@ import random
 import pytest
 
 import streamfold
+from streamfold.runtime import runs
+from streamfold.settings import env_name
 
 from ..streams import Source, check_stream
 from ..strategies import random_stream
@@ -84,8 +86,18 @@ def _dense(rng: random.Random, batches: int) -> list[dict[str, list[tuple]]]:
     return out
 
 
-@pytest.mark.parametrize("qid,sql", DENSE, ids=[q[0] for q in DENSE])
-def test_bounded_frames_recompute_only_the_rows_near_the_change(spark, tmp_path, qid, sql):
+@pytest.mark.parametrize("qid,sql,fold", [(*q, None) for q in DENSE] + [(*DENSE[0], 0.0)],
+                         ids=[q[0] for q in DENSE] + ["numbers-in-runs"])
+def test_bounded_frames_recompute_only_the_rows_near_the_change(spark, tmp_path, monkeypatch, qid, sql, fold):
+    """``fold``: the window's state kept as a base and a tail (its partitions looked up in both,
+    the tail folded into the base after every batch), else whole."""
+    if fold is not None:
+        monkeypatch.setenv(env_name("runs_min_rows"), "0")
+        monkeypatch.setenv(env_name("runs_fold"), repr(fold))
+        monkeypatch.setattr(runs, "MAX_TOUCHED", 1.0)
     plan = streamfold.compile(sql, {"N": "g INT, o INT, v INT, d DATE, t TIMESTAMP, _weight BIGINT"})
     assert any("within the frames' reach" in n for n in plan.notes), plan.notes
-    check_stream(spark, str(tmp_path), sql, [N], _dense(random.Random(qid), 7))
+    said: list[str] = []
+    check_stream(spark, str(tmp_path), sql, [N], _dense(random.Random(qid), 7), progress=said.append)
+    if fold is not None:
+        assert any(m.startswith("folding the tail of win") for m in said), said
