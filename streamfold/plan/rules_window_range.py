@@ -28,12 +28,12 @@ import decimal
 
 from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal, and_all, or_all
 from ..ir.printer import display_name
-from ..ir.rel import WEIGHT, Aggregate, Expand, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion
+from ..ir.rel import WEIGHT, Aggregate, Expand, Filter, Join, JoinKind, Project, Rel, StateVersion
 from ..ir.types import BOOLEAN, DATE, INT, MAX_PRECISION, DataType
 from ..ir.window import Window
 from .context import PlanContext
 from .model import Compiled
-from .rules_windows import keyed, look_up, once, over_keyed, partition_columns, refuse_ties, signed
+from .rules_windows import keyed_bag, look_up, once, over_keyed, partition_columns, refuse_ties, signed
 from .terms import or_false
 from .window_keys import key_matches
 
@@ -76,14 +76,10 @@ def near(ctx: PlanContext, rel: Rel) -> Compiled | None:
     order, r = found
     refuse_ties(rel)
     part = partition_columns(rel)
-    base, key, nullable = keyed(rel.input, part)
-    if not key:  # one partition: a constant key, looked up like any partition's
-        base = Project(base, tuple((f.name, f.ref()) for f in base.schema) + ((_ALL, Literal(True, BOOLEAN)),))
-        key = (_ALL,)
-    state, fields = ctx.bag_state(base, "win", partition=key)
+    bag = keyed_bag(ctx, rel.input, part, _ALL)
+    state, fields, key, nullable, on = bag.state, bag.fields, bag.key, bag.nullable, bag.on
     by_name = {f.name: f for f in fields}
-    on = tuple(by_name[k] for k in key)
-    delta = StateScan(state, StateVersion.DELTA, fields)
+    delta = bag.scan(StateVersion.DELTA)
     is_null = Case(((Call("IS NULL", (order,), BOOLEAN), Literal(1, INT)),), Literal(0, INT), INT)
     ranges = once(ctx, "win_ranges", Aggregate(
         delta, tuple((f"{k}#t", delta.field(k).ref()) for k in key),

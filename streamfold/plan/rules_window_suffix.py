@@ -58,7 +58,7 @@ from . import rules_windows
 from .context import PlanContext
 from .model import Compiled, Monoid, State, StateColumn, StateRole
 from .rules_window_range import near
-from .rules_windows import keyed, look_up, once, over_keyed, partition_columns, refuse_ties
+from .rules_windows import keyed_bag, look_up, once, over_keyed, partition_columns, refuse_ties
 from .window_keys import key_matches
 from .terms import MINUS_ONE, ONE, ZERO, coalesce0, or_false, sum_weights
 
@@ -133,14 +133,11 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
         return None
     refuse_ties(rel)
     part = partition_columns(rel)
-    base, key, nullable = keyed(rel.input, part)
-    if not key:  # one partition: a constant key, so that its summary is a row like any partition's
-        base = Project(base, tuple((f.name, f.ref()) for f in base.schema) + ((_ALL, Literal(True, BOOLEAN)),))
-        key = (_ALL,)
-    state, fields = ctx.bag_state(base, "win", partition=key)
+    # (one partition: a constant key, so that its summary is a row like any partition's)
+    bag = keyed_bag(ctx, rel.input, part, _ALL)
+    state, fields, key, nullable, on = bag.state, bag.fields, bag.key, bag.nullable, bag.on
     by_name = {f.name: f for f in fields}
-    on = tuple(by_name[k] for k in key)
-    delta = StateScan(state, StateVersion.DELTA, fields)
+    delta = bag.scan(StateVersion.DELTA)
     # (read by the summaries' look-up and joined with what it finds: computed once per batch)
     bounds = once(ctx, "win_bounds", _bounds(delta, key, first))
     weight = Column(WEIGHT, BIGINT)
@@ -170,7 +167,7 @@ def suffix(ctx: PlanContext, rel: Rel) -> Compiled | None:
     scan = StateScan(state, StateVersion.NEW, fields)
     rows: Rel = Join(scan, changed, JoinKind.INNER, key_matches(on, "t"))
     if nullable:
-        with_null = or_all([Call("IS NULL", (Column(k, base.field(k).type),), BOOLEAN) for k in nullable])
+        with_null = or_all([Call("IS NULL", (Column(k, by_name[k].type),), BOOLEAN) for k in nullable])
         assert with_null is not None
         rows = Union((rows, Join(Filter(scan, with_null), changed, JoinKind.INNER, key_matches(on, "t", key))))
     before_m = _before(first)

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..errors import UnsupportedError
-from ..ir.expr import Call, Column, Expr, SubqueryExpr, conjuncts, or_all, reads_clock
+from ..ir.expr import Call, Column, Expr, Literal, SubqueryExpr, conjuncts, or_all, reads_clock
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
@@ -48,7 +48,7 @@ from .model import Compiled
 from .terms import MINUS_ONE, ONE, sum_weights
 from .window_keys import _NULL, _VALUE, key_matches, keyed, partition_columns, surrogates, with_surrogates
 
-__all__ = ["keyed", "look_up", "over_keyed", "partition_columns", "refuse_ties", "signed", "surrogates",
+__all__ = ["KeyedBag", "keyed", "keyed_bag", "look_up", "over_keyed", "partition_columns", "refuse_ties", "signed", "surrogates",
            "touched_keys", "window", "with_surrogates"]
 
 
@@ -199,6 +199,34 @@ def look_up(state: str, fields: tuple[Field, ...], part: tuple[str, ...], nullab
         found = Union((found, summed(Join(Filter(StateScan(state, version, fields), with_null), touched,
                                           JoinKind.SEMI, key_matches(on, "t", part)))))
     return found
+
+
+@dataclass(frozen=True)
+class KeyedBag:
+    """A window's input kept as a bag state hash-partitioned on its PARTITION BY key (:func:`keyed`;
+    a constant column ``all`` when there is none, so one partition is looked up like any)."""
+
+    state: str
+    fields: tuple[Field, ...]
+    key: tuple[str, ...]
+    nullable: tuple[str, ...]
+
+    @property
+    def on(self) -> tuple[Field, ...]:
+        by_name = {f.name: f for f in self.fields}
+        return tuple(by_name[k] for k in self.key)
+
+    def scan(self, version: StateVersion) -> StateScan:
+        return StateScan(self.state, version, self.fields)
+
+
+def keyed_bag(ctx: PlanContext, rows: Rel, part: tuple[str, ...], constant: str) -> KeyedBag:
+    base, key, nullable = keyed(rows, part)
+    if not key:  # one partition: a constant key
+        base = Project(base, tuple((f.name, f.ref()) for f in base.schema) + ((constant, Literal(True, BOOLEAN)),))
+        key = (constant,)
+    state, fields = ctx.bag_state(base, "win", partition=key)
+    return KeyedBag(state, fields, key, nullable)
 
 
 def once(ctx: PlanContext, base: str, rel: Rel) -> Rel:
