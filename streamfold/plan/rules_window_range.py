@@ -77,29 +77,27 @@ def near(ctx: PlanContext, rel: Rel) -> Compiled | None:
     refuse_ties(rel)
     part = partition_columns(rel)
     bag = keyed_bag(ctx, rel.input, part, _ALL)
-    state, fields, key, nullable, on = bag.state, bag.fields, bag.key, bag.nullable, bag.on
-    by_name = {f.name: f for f in fields}
     delta = bag.scan(StateVersion.DELTA)
     is_null = Case(((Call("IS NULL", (order,), BOOLEAN), Literal(1, INT)),), Literal(0, INT), INT)
     ranges = once(ctx, "win_ranges", Aggregate(
-        delta, tuple((f"{k}#t", delta.field(k).ref()) for k in key),
+        delta, tuple((f"{k}#t", delta.field(k).ref()) for k in bag.key),
         ((_LO, Agg("min", (order,), False, order.type)), (_HI, Agg("max", (order,), False, order.type)),
          (_NULLS, Agg("max", (is_null,), False, INT)))))
-    touched = Project(ranges, tuple((f"{k}#t", Column(f"{k}#t", by_name[k].type)) for k in key))
+    touched = Project(ranges, tuple((f"{k}#t", Column(f"{k}#t", delta.field(k).type)) for k in bag.key))
     names = tuple(f.name for f in rel.schema)
 
     def version(v: StateVersion) -> Rel:
-        rows = look_up(state, fields, key, nullable, v, touched)
-        matched = key_matches(on, "t", key)
+        rows = look_up(bag.state, bag.fields, bag.key, bag.nullable, v, touched)
+        matched = key_matches(bag.on, "t", bag.key)
         assert matched is not None
         with_range = Join(rows, ranges, JoinKind.INNER, Call("AND", (matched, _within(order, 2 * r)), BOOLEAN))
-        window = over_keyed(rel, Expand(Project(with_range, tuple((f.name, f.ref()) for f in fields)
+        window = over_keyed(rel, Expand(Project(with_range, tuple((f.name, f.ref()) for f in bag.fields)
                                                 + tuple((n, Column(n, t)) for n, t in _range_columns(order))), WEIGHT),
                             rel.input.names + (_LO, _HI, _NULLS))
         return Project(Filter(window, _within(order, r)), tuple((n, window.field(n).ref()) for n in names))
 
     shown = ", ".join(display_name(p) for p in part) or "one partition"
-    ctx.plan.note(f"OVER: bounded RANGE frames over the window's rows kept in {state} ({shown}); each batch "
+    ctx.plan.note(f"OVER: bounded RANGE frames over the window's rows kept in {bag.state} ({shown}); each batch "
                   f"recomputes only the rows within the frames' reach of its rows (by {display_name(order.name)}), "
                   "after and before its merge, and hands on the difference")
     return Compiled(signed(version(StateVersion.NEW), version(StateVersion.OLD)), static=False, weighted=True)
