@@ -35,10 +35,14 @@ def pytest_addoption(parser):
 # that take longest (their test time in a fresh-clone run, longest first) are handed out first,
 # and the many short ones fill in around them.
 LONGEST_FIRST = (
-    "tests/runtime/test_differential.py", "tests/runtime/test_runs.py", "tests/runtime/test_cluster_faults.py",
-    "tests/bench/test_bench.py", "tests/runtime/test_delta_source.py", "tests/joins/test_tpch.py",
-    "tests/runtime/test_out_of_order.py", "tests/compiler/test_iterate.py", "tests/joins/test_tpcds.py",
-    "tests/runtime/test_prepared.py", "tests/control/test_control_restart.py", "tests/runtime/test_kill_restart.py",
+    "tests/runtime/test_differential.py", "tests/bench/test_bench.py", "tests/runtime/test_cluster_faults.py",
+    "tests/runtime/test_runs.py", "tests/runtime/test_delta_source.py", "tests/runtime/test_out_of_order.py",
+    "tests/runtime/test_running_windows.py", "tests/compiler/test_iterate.py", "tests/runtime/test_strategy.py",
+    "tests/joins/test_tpcds.py", "tests/runtime/test_topk.py", "tests/joins/test_tpch.py",
+    "tests/runtime/test_expiry.py", "tests/runtime/test_kill_restart.py", "tests/runtime/test_over.py",
+    "tests/runtime/test_prepared.py", "tests/runtime/test_spark_source_kill.py", "tests/joins/test_theta.py",
+    "tests/runtime/test_range_frames.py", "tests/compiler/test_static_reductions.py", "tests/runtime/test_sweep2.py",
+    "tests/control/test_control_restart.py",
 )
 
 
