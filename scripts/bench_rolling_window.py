@@ -2,7 +2,7 @@
 INTERVAL 1 MINUTE PRECEDING AND CURRENT ROW)`` over a history of events one second apart, then
 increments of events appended after them, through the Python API in one Spark session.
 
-    PYTHONPATH=. .venv/bin/python scripts/bench_rolling_window.py [--history 200000] [--increment 1000]
+    PYTHONPATH=. .venv/bin/python scripts/bench_rolling_window.py [--history 200000] [--increment 1000] [--strategy recompute]
 
 Prints batch 0's time and each increment's (a batch, from its file in place to its commit), and
 the median of the increments after the first two. To compare with a commit before
@@ -28,6 +28,7 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=200_000)
     parser.add_argument("--increment", type=int, default=1_000)
     parser.add_argument("--increments", type=int, default=8)
+    parser.add_argument("--strategy", default="incremental", help="incremental, or recompute: the window computed whole")
     args = parser.parse_args()
 
     import pyarrow as pa
@@ -50,7 +51,7 @@ def main() -> None:
     spark = get_spark("local[2]", app_name="bench-rolling-window")
     write(0, 0, args.history)
     query = streamfold.start(SQL, {"E": src}, os.path.join(args.out, "out"), schemas={"E": "t TIMESTAMP, v INT"},
-                             spark=spark, background=False, endpoint=False)
+                             spark=spark, background=False, endpoint=False, strategy=args.strategy)
     times = []
     try:
         began = time.monotonic()
