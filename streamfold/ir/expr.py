@@ -8,11 +8,12 @@ functions carry a ``template`` (``"substring({0}, {1}, {2})"``) so odd SQL synta
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .types import BOOLEAN, DataType
+from .types import BOOLEAN, DATE, INT, DataType
 
 
 class Expr:
@@ -290,4 +291,16 @@ def or_all(preds: Sequence[Expr]) -> Expr | None:
 
 def call(op: str, *args: Expr, type: DataType) -> Call:
     return Call(op, tuple(args), type)
+
+
+def days_added(date: Expr, days: int) -> Call:
+    """``date_add(date, days)``: a DATE moved by whole days, as Spark moves one."""
+    return Call("date_add", (date, Literal(days, INT)), DATE, "date_add({0}, {1})")
+
+
+def micros_added(ts: Expr, micros: int) -> Call:
+    """A TIMESTAMP (or TIMESTAMP_NTZ) moved by ``micros`` microseconds with Spark's own interval
+    value, so it follows the session time zone as the batch query does."""
+    seconds = Literal(decimal.Decimal(micros).scaleb(-6), DataType("DECIMAL", 18, 6))
+    return Call("timestamp_add_time", (ts, seconds), ts.type, "({0} + make_dt_interval(0, 0, 0, {1}))")
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import decimal
 
-from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal, and_all, or_all
+from ..ir.expr import Agg, Call, Case, Cast, Column, Expr, Literal, and_all, days_added, micros_added
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Filter, Join, JoinKind, Project, Rel, StateVersion
-from ..ir.types import BOOLEAN, DATE, INT, MAX_PRECISION, DataType
+from ..ir.types import BOOLEAN, INT, MAX_PRECISION, DataType
 from ..ir.window import Window
 from .context import PlanContext
 from .model import Compiled
@@ -123,9 +123,8 @@ def _within(order: Column, distance: decimal.Decimal) -> Expr:
                       Call("<=", (_wide(order), _moved(hi, distance)), BOOLEAN)])
     nulls = Call("AND", (Call("IS NULL", (order,), BOOLEAN), Call("=", (Column(_NULLS, INT), Literal(1, INT)), BOOLEAN)),
                  BOOLEAN)
-    either = or_all([inside, nulls]) if inside is not None else nulls
-    assert either is not None
-    return or_false(either)
+    assert inside is not None
+    return or_false(Call("OR", (inside, nulls), BOOLEAN))
 
 
 def _wide_type(t: DataType) -> DataType:
@@ -141,10 +140,9 @@ def _wide(e: Expr) -> Expr:
 def _moved(e: Expr, distance: decimal.Decimal) -> Expr:
     """``e`` moved by ``distance``: a number in the wide DECIMAL, a date by days, a time by microseconds."""
     if e.type.name == "DATE":
-        return Call("date_add", (e, Literal(int(distance), INT)), DATE, "date_add({0}, {1})")
+        return days_added(e, int(distance))
     if e.type.name in ("TIMESTAMP", "TIMESTAMP_NTZ"):
-        seconds = Literal(decimal.Decimal(int(distance)).scaleb(-6), DataType("DECIMAL", 18, 6))
-        return Call("timestamp_add_time", (e, seconds), e.type, "({0} + make_dt_interval(0, 0, 0, {1}))")
+        return micros_added(e, int(distance))
     t = _wide_type(e.type)
     step = Literal(decimal.Decimal(distance), DataType("DECIMAL", 20, 6))
     return Call("+", (Cast(e, t), Cast(step, t)), t)

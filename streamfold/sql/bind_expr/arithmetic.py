@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-import decimal
 
 from sqlglot import exp
 
 from ...errors import UnsupportedError
-from ...ir.expr import Call, Cast, Expr, Literal
-from ...ir.types import BIGINT, DATE, INT, STRING, TIMESTAMP, DataType, arithmetic_type
+from ...ir.expr import Call, Cast, Expr, Literal, days_added, micros_added
+from ...ir.types import BIGINT, DATE, INT, STRING, TIMESTAMP, arithmetic_type
 from ..durations import duration_micros
 from .context import ExprContext
 
@@ -73,8 +72,7 @@ def _interval_arith(ctx: ExprContext, node: exp.Binary, op: str) -> Expr:
     if isinstance(base, Literal) and isinstance(base.value, dt.date):
         return Literal(_shift_date(base.value, amount, unit), DATE)
     if unit in ("DAY", "WEEK"):
-        days = amount * (7 if unit == "WEEK" else 1)
-        return Call("date_add", (base, Literal(days, INT)), DATE, "date_add({0}, {1})")
+        return days_added(base, amount * (7 if unit == "WEEK" else 1))
     months = amount * (12 if unit == "YEAR" else 1)
     return Call("add_months", (base, Literal(months, INT)), DATE, "add_months({0}, {1})")
 
@@ -85,8 +83,7 @@ def _moved_timestamp(base: Expr, micros: int | None, months: int) -> Expr:
     ts = base if base.type.name == "TIMESTAMP" else Cast(base, TIMESTAMP)
     if micros is None:
         return Call("timestamp_add_months", (ts, Literal(months, INT)), TIMESTAMP, "({0} + make_ym_interval(0, {1}))")
-    seconds = Literal(decimal.Decimal(micros).scaleb(-6), DataType("DECIMAL", 18, 6))
-    return Call("timestamp_add_time", (ts, seconds), TIMESTAMP, "({0} + make_dt_interval(0, 0, 0, {1}))")
+    return micros_added(ts, micros)
 
 
 def _shift_date(d: dt.date, amount: int, unit: str) -> dt.date:

@@ -24,10 +24,10 @@ from ...ir.window import AGGREGATES, FRAMELESS, Frame, FrameKind
 from ..durations import duration_micros
 from .context import ExprContext
 
-# A day-time interval's fields, largest first, in microseconds.
-_FIELDS = {"DAY": 86_400_000_000, "HOUR": 3_600_000_000, "MINUTE": 60_000_000, "SECOND": 1_000_000}
+# A day-time interval's fields, largest first; a year-month interval's, in months.
+_FIELDS = ("DAY", "HOUR", "MINUTE", "SECOND")
 _MONTHS = {"YEAR": 12, "MONTH": 1}
-_DAY = _FIELDS["DAY"]
+_DAY = duration_micros("1 day") or 0
 
 
 def int_literal(ctx: ExprContext, node: exp.Expr | None, what: str, positive: bool = False) -> int:
@@ -142,7 +142,7 @@ def _interval(ctx: ExprContext, node: exp.Expr, spec: exp.Expr) -> tuple[int, st
     ``DAY``, ``HOUR``, ``DAY TO SECOND``, ``MONTH``…)."""
     parts = _parts(node)
     units = [u for _, u in parts]
-    if "SPAN" in units or not all(u in _MONTHS or duration_micros(f"1 {u}") is not None for u in units):
+    if not all(u in _MONTHS or duration_micros(f"1 {u}") is not None for u in units):  # (a span not read: SPAN)
         raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"a frame's interval {node.sql(dialect='spark')} "
                       "is not read", spec, "write it as INTERVAL n UNIT (YEAR, MONTH, WEEK, DAY, HOUR, MINUTE, "
                       "SECOND)", construct="window")
