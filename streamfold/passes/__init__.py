@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ..ir.rel import Rel
 from . import (
-    fuse_projections, prune_columns, pull_up_order, push_filters, semi_joins_above_aggregates, static_reductions,
+    fuse_projections, outer_joins, prune_columns, pull_up_order, push_filters, semi_joins_above_aggregates, static_reductions,
     unnest_subqueries,
 )
 
@@ -20,6 +20,7 @@ Pass = Callable[[Rel], Rel]
 PIPELINE: tuple[tuple[str, Pass], ...] = (
     ("unnest_subqueries", unnest_subqueries.run),
     ("fuse_projections", fuse_projections.run),
+    ("outer_joins", outer_joins.run),
     ("push_filters", push_filters.run),
     ("semi_joins_above_aggregates", semi_joins_above_aggregates.run),
     ("pull_up_order", pull_up_order.run),
