@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from ..ir.rel import Rel
 from . import (
-    fuse_projections, outer_joins, prune_columns, pull_up_order, push_filters, semi_joins_above_aggregates, static_reductions,
-    unnest_subqueries,
+    fuse_projections, key_aggregates, outer_joins, prune_columns, pull_up_order, push_filters,
+    semi_joins_above_aggregates, static_reductions, unnest_subqueries,
 )
 
 Pass = Callable[[Rel], Rel]
@@ -21,6 +21,7 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
     ("unnest_subqueries", unnest_subqueries.run),
     ("fuse_projections", fuse_projections.run),
     ("outer_joins", outer_joins.run),
+    ("key_aggregates", key_aggregates.run),
     ("push_filters", push_filters.run),
     ("semi_joins_above_aggregates", semi_joins_above_aggregates.run),
     ("pull_up_order", pull_up_order.run),

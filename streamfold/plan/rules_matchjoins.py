@@ -139,6 +139,12 @@ class Matcher:
         """All left rows before this batch, with their count as ``_weight`` (a static left side
         arrived with batch 0, so before batch 0 it is empty)."""
         if self.left.static:
+            if _computes(self.left.program):
+                # A join of static tables (TPC-DS Q35's customer ⋈ address ⋈ demographics under
+                # EXISTS) is kept once, not joined again every batch to meet the keys it flipped.
+                kept = self.ctx.static_bag(self.left.program, f"the static side of a {self.join.kind.value} join: "
+                                           "its rows, which the keys a batch flips meet")
+                return Once(kept, later=True)
             return Once(self.left.program, later=True)
         if self._bag is None:
             # partitioned on the join's left key columns: the batch's flipped keys join it there
