@@ -203,6 +203,37 @@ def test_a_small_static_table_is_broadcast_into_the_captured_plans(spark, tmp_pa
     assert plans and any("BroadcastHashJoin" in p for p in plans), plans
 
 
+def test_a_reused_broadcast_of_a_static_table_keeps_the_batches_prepared(spark, tmp_path, monkeypatch):
+    """Streams grouped on a key filtered by ``IN`` a static subquery (TPC-DS Q33's three
+    channels): the semi join sits above each GROUP BY (``semi_joins_above_aggregates``), so a
+    batch's statement meets the subquery's rows twice, the groups' new rows and their old ones;
+    Spark broadcasts them once and reuses the exchange. What a reused
+    exchange reads decides, as for the exchange itself — static rows here, so the plans are
+    captured and replayed batch after batch, every answer DuckDB's."""
+    monkeypatch.setenv(env_name("one_partition"), "0")
+    plans: list[str] = []
+    verify = Prepared.verify
+
+    def seen(prepared: Prepared, executed):  # type: ignore[no-untyped-def]
+        plans.extend(str(p.treeString()) for p in executed)
+        return verify(prepared, executed)
+
+    monkeypatch.setattr(Prepared, "verify", seen)
+    r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
+    s = Source("S", (("c", "INT"), ("d", "INT")), weighted=True)
+    d = Source("D", (("k", "INT"), ("g", "INT")), static=True)
+    sql = ("SELECT u.g, sum(u.t) AS t FROM (SELECT a AS g, sum(b) AS t FROM R WHERE a IN (SELECT k FROM D WHERE g > 0) "
+           "GROUP BY a UNION ALL SELECT c, sum(d) FROM S WHERE c IN (SELECT k FROM D WHERE g > 0) GROUP BY c) u "
+           "GROUP BY u.g")
+    rng = random.Random("a reused broadcast")
+    batches = random_stream(rng, [r, s], batches=7, max_rows=12, min_rows=3)
+    tables = {"D": [(k, k % 3) for k in range(-2, 6)]}
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, [r, s, d], batches, tables)
+    assert any("ReusedExchange" in p for p in plans), plans
+    assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
+
+
 def test_a_hashed_prepared_batch_counts_each_state_once(spark, tmp_path, monkeypatch):
     """Tasks of one job that read the same partition of a kept merge at once (the outputs' tasks,
     the two branches of a delta join) compute it once — the others wait for its block — so each

@@ -496,7 +496,8 @@ public final class Plans {
             RDD rdd = ((RDDScanExec) plan).rdd();
             return rdd instanceof SlotRDD || rdd instanceof KeepRDD || rdd instanceof LookupRDD;
         }
-        if (plan.getClass().getSimpleName().startsWith("ReusedExchange")) return true;  // cannot tell: assume so
+        if (plan instanceof org.apache.spark.sql.execution.exchange.ReusedExchangeExec)  // (a leaf: what it reuses)
+            return readsSlots(((org.apache.spark.sql.execution.exchange.ReusedExchangeExec) plan).child());
         scala.collection.Iterator subs = plan.subqueries().iterator();
         while (subs.hasNext()) if (readsSlots((SparkPlan) subs.next())) return true;
         scala.collection.Iterator kids = plan.children().iterator();
