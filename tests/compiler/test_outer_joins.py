@@ -54,6 +54,10 @@ QUERIES = [
     ("left-where-on-the-preserved-side-kept",
      "SELECT R.a, S.v FROM R LEFT JOIN S ON R.b = S.k WHERE R.a > 0", ["left"]),
 ]
+# … run against DuckDB: each kind of reduction, and one outer join left so (the others left
+# outer are planned as test_differential's outer joins; a reduction of any of them fails it)
+RUN = ["left-then-inner-on-the-padded-side", "right-where-on-the-padded-side", "full-where-on-one-side",
+       "left-or-of-two-rejecting-branches", "left-in-a-derived-table", "left-where-is-null-kept"]
 
 
 def _kinds(sql: str) -> list[str]:
@@ -65,11 +69,16 @@ def _kinds(sql: str) -> list[str]:
 
 
 @pytest.mark.parametrize("qid,sql,kinds", QUERIES, ids=[q[0] for q in QUERIES])
-def test_outer_joins_reduced_exactly_as_the_query_reads_with_deletions(spark, tmp_path, qid, sql, kinds):
+def test_outer_joins_reduced_only_where_no_padded_row_passes(qid, sql, kinds):
     assert _kinds(sql) == kinds
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("qid,sql", [(q[0], q[1]) for q in QUERIES if q[0] in RUN], ids=RUN)
+def test_outer_joins_reduced_exactly_as_the_query_reads_with_deletions(spark, tmp_path, qid, sql):
     rng = random.Random(qid)
     tables = {"D": random_rows(rng, D, max_size=6, min_size=3)}
-    batches = random_stream(rng, [R, S], batches=4, max_rows=12, min_rows=2)
+    batches = random_stream(rng, [R, S], batches=3, max_rows=12, min_rows=2)
     check_stream(spark, str(tmp_path), sql, [R, S, D], batches, tables)
 
 

@@ -176,6 +176,19 @@ def test_a_state_read_in_other_partitions_than_it_is_merged_into_is_refused(spar
     assert p.verify([]) == "state s read in 1 partition(s) but merged into 2"
 
 
+def _captured_plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of every physical plan a capture verifies, filled in as the run goes."""
+    plans: list[str] = []
+    verify = Prepared.verify
+
+    def seen(prepared: Prepared, executed):  # type: ignore[no-untyped-def]
+        plans.extend(str(p.treeString()) for p in executed)
+        return verify(prepared, executed)
+
+    monkeypatch.setattr(Prepared, "verify", seen)
+    return plans
+
+
 @pytest.mark.parametrize("layout", ["single", "hashed"])
 def test_a_small_static_table_is_broadcast_into_the_captured_plans(spark, tmp_path, monkeypatch, layout):
     """A capture broadcasts nothing a batch's rows go into, but a static table's rows never
@@ -184,14 +197,7 @@ def test_a_small_static_table_is_broadcast_into_the_captured_plans(spark, tmp_pa
     and every answer is DuckDB's."""
     if layout == "hashed":
         monkeypatch.setenv(env_name("one_partition"), "0")
-    plans: list[str] = []
-    verify = Prepared.verify
-
-    def seen(prepared: Prepared, executed):  # type: ignore[no-untyped-def]
-        plans.extend(str(p.toString()) for p in executed)
-        return verify(prepared, executed)
-
-    monkeypatch.setattr(Prepared, "verify", seen)
+    plans = _captured_plans(monkeypatch)
     _, sql, uses, ordered = SHAPES["stream-static"]
     sources = _sources(uses, True)
     rng = random.Random(f"static broadcast {layout}")
@@ -207,18 +213,11 @@ def test_a_reused_broadcast_of_a_static_table_keeps_the_batches_prepared(spark, 
     """Streams grouped on a key filtered by ``IN`` a static subquery (TPC-DS Q33's three
     channels): the semi join sits above each GROUP BY (``semi_joins_above_aggregates``), so a
     batch's statement meets the subquery's rows twice, the groups' new rows and their old ones;
-    Spark broadcasts them once and reuses the exchange. What a reused
-    exchange reads decides, as for the exchange itself — static rows here, so the plans are
-    captured and replayed batch after batch, every answer DuckDB's."""
+    Spark broadcasts them once and reuses the exchange. What a reused exchange reads decides, as
+    for the exchange itself — static rows here, so the plans are captured and replayed batch after
+    batch, every answer DuckDB's."""
     monkeypatch.setenv(env_name("one_partition"), "0")
-    plans: list[str] = []
-    verify = Prepared.verify
-
-    def seen(prepared: Prepared, executed):  # type: ignore[no-untyped-def]
-        plans.extend(str(p.treeString()) for p in executed)
-        return verify(prepared, executed)
-
-    monkeypatch.setattr(Prepared, "verify", seen)
+    plans = _captured_plans(monkeypatch)
     r = Source("R", (("a", "INT"), ("b", "INT")), weighted=True)
     s = Source("S", (("c", "INT"), ("d", "INT")), weighted=True)
     d = Source("D", (("k", "INT"), ("g", "INT")), static=True)
