@@ -121,6 +121,10 @@ class Cast(Expr):
         return Cast(children[0], self.type, self.safe)
 
 
+# Operators whose value is NULL whenever an argument is: arithmetic, and the comparisons (not <=>).
+ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "neg", "div"})
+COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">="})
+
 AGGREGATES = frozenset({
     "count", "sum", "avg", "min", "max",
     "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop",

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ir.expr import Call, Cast, Column, Expr, conjuncts
+from ..ir.expr import ARITHMETIC, COMPARISONS, Call, Cast, Column, Expr, conjuncts
 from ..ir.rel import Filter, Join, JoinKind, Project, Rel
 from ..ir.types import DataType
 
 # operators whose value is NULL when any argument is (only the first of IN's)
-_STRICT = frozenset({"+", "-", "*", "/", "%", "neg", "div", "=", "<>", "<", "<=", ">", ">=", "LIKE", "NOT LIKE",
-                     "NOT"})
+_STRICT = ARITHMETIC | COMPARISONS | {"LIKE", "NOT LIKE", "NOT"}
 _FIRST_STRICT = frozenset({"IN", "NOT IN"})
 _ELSEWHERE = "\x00above:"  # no column of a query is named so
 
@@ -87,8 +86,8 @@ def _typed(p: Expr) -> dict[str, DataType]:
 
 
 def _over(preds: Sequence[Expr], names: frozenset[str]) -> tuple[Expr, ...]:
-    """The conditions that read only the columns ``names``, or that reject their NULLs (passed to
-    the side that has those columns, where an outer join among them may be reduced by them)."""
+    """The conditions that read any of the columns ``names``: what is passed to the side that has
+    them, where an outer join among them may be reduced by them."""
     return tuple(p for p in preds if p.columns() & names)
 
 

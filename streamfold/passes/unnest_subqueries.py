@@ -29,14 +29,12 @@ import itertools
 from collections.abc import Iterator
 from functools import partial
 
-from ..ir.expr import Call, Column, Expr, Literal, SubqueryExpr, and_all, conjuncts
+from ..ir.expr import ARITHMETIC, COMPARISONS, Call, Column, Expr, Literal, SubqueryExpr, and_all, conjuncts
 from ..ir.rel import Aggregate, Filter, Join, JoinKind, Project, Rel
 from ..ir.types import BOOLEAN, INT
 from .correlation import Correlation, correlate, localize, unsupported
 from .subquery_values import in_row, unnest_values
 
-_COMPARE = {"=", "<>", "<", "<=", ">", ">="}
-_STRICT = {"+", "-", "*", "/", "%", "neg", "div"}
 
 
 def run(rel: Rel) -> Rel:
@@ -129,14 +127,14 @@ def _null_rejecting(c: Expr) -> frozenset[int]:
     """The scalar subqueries of the condition ``c`` that make it false or NULL whenever they are
     NULL (then an inner join, which drops keys with no rows, gives the same answer as a left
     join): those on a path of arithmetic from a comparison's side."""
-    if not (isinstance(c, Call) and c.op in _COMPARE):
+    if not (isinstance(c, Call) and c.op in COMPARISONS):
         return frozenset()
     found: set[int] = set()
 
     def strict(e: Expr) -> None:
         if isinstance(e, SubqueryExpr) and e.kind == "scalar":
             found.add(id(e))
-        elif isinstance(e, Call) and e.op in _STRICT:
+        elif isinstance(e, Call) and e.op in ARITHMETIC:
             for a in e.args:
                 strict(a)
 
