@@ -46,6 +46,7 @@ from . import lowering
 from .jvm import loaded
 from ..sql import SourceSchema
 from .sources import InputSpec, check_file, parquet_rows
+from .state import SIZE_CAP
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -113,7 +114,7 @@ class Prepared:
     def _frame(self, rdd: Any, template: DataFrame) -> DataFrame:
         from pyspark.sql import DataFrame
 
-        return DataFrame(self._helpers.frame(rdd, template._jdf), self.spark)
+        return DataFrame(self._helpers.frame(rdd, template._jdf, SIZE_CAP), self.spark)
 
     # A broadcast over a slot would keep the first batch's rows: while a capture is planned, joins
     # are planned without broadcasts — none by size, and the statements hint a shuffled hash join

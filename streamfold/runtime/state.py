@@ -69,7 +69,15 @@ def materialize(df: DataFrame, eager: bool = True) -> DataFrame:
 # its sides' sizes and a checkpoint keeps its plan's estimate, so estimates of states merged batch
 # after batch, or of an iteration's rounds, would multiply without bound (k-means' round plans
 # reached BigInts of millions of digits: minutes of planning, then the driver ran out of memory).
-_SIZE_CAP = 1 << 62
+# The cap is far above any broadcast threshold, and far enough below Long.MAX_VALUE that what
+# Spark derives from it through projections and aggregates (each a ratio of row widths) stays
+# below spark.sql.maxSinglePartitionBytes (session.py), so a join of one-partition inputs stays in
+# their partition; past it, Spark shuffles every input into spark.sql.shuffle.partitions. The
+# prepared plans' frames of kept merges are capped alike (Plans.frame): uncapped, a window's state
+# over a join's groups carried an estimate of 10^20 bytes, and every batch shuffled the whole
+# state to meet its few touched keys (TPC-DS Q89, docs/journal.md "Stop 90"). A join's estimate
+# is still the product of its sides', so a chain of joins over capped inputs can pass the bound.
+SIZE_CAP = 1 << 40
 
 
 _CLASSES: dict[tuple[int, str], tuple[Any, Any]] = {}  # (id of the JVM view, name) -> (that view, class)
@@ -91,7 +99,7 @@ def _jvm_class(jvm: Any, name: str) -> Any:
 
 def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
     """``kept`` (a checkpoint) with a size estimate Spark can plan with: ``rows`` times the row
-    width when the rows are known, else its plan's own estimate, capped at :data:`_SIZE_CAP`;
+    width when the rows are known, else its plan's own estimate, capped at :data:`SIZE_CAP`;
     and with its hash partitioning named by its own columns (``Plans.partitioning``), which a
     second read of it in one statement renames with them (else Spark shuffles that read whole).
 
@@ -114,12 +122,12 @@ def _with_size(kept: DataFrame, rows: int | None) -> DataFrame:
             size = rows * int(utils.getSizePerRow(plan.output(), getattr(utils, "getSizePerRow$default$2")()))
         else:
             size = int(plan.stats().sizeInBytes())
-            if size <= _SIZE_CAP and partitioning.equals(plan.outputPartitioning()):
+            if size <= SIZE_CAP and partitioning.equals(plan.outputPartitioning()):
                 return kept
-        if size <= _SIZE_CAP and rows is None:
+        if size <= SIZE_CAP and rows is None:
             stats = plan.stats()
         else:
-            stats = spark.range(0, max(min(size, _SIZE_CAP) // 8, 1))._jdf.queryExecution().analyzed().stats()
+            stats = spark.range(0, max(min(size, SIZE_CAP) // 8, 1))._jdf.queryExecution().analyzed().stats()
         some = _jvm_class(jvm, "scala.Some")
         copy = plan.copy(plan.output(), plan.rdd(), partitioning, plan.outputOrdering(),
                          plan.isStreaming(), plan.stream(), spark._jsparkSession, some(stats),

@@ -233,6 +233,39 @@ def test_a_reused_broadcast_of_a_static_table_keeps_the_batches_prepared(spark, 
     assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
 
 
+def test_a_kept_merge_estimated_past_long_max_stays_in_its_one_partition(spark):
+    """A kept merge's frame (``Plans.frame``) carries its template's size estimate, which Spark
+    makes the product of a join's sides: past Long.MAX_VALUE, ``maxSinglePartitionBytes`` no
+    longer holds, and a join of one-partition frames shuffled both whole into two partitions — a
+    window's state meeting a batch's few keys, each batch (TPC-DS Q89). Capped at ``SIZE_CAP``,
+    the join stays in the frames' one partition."""
+    from streamfold.runtime.jvm import loaded
+    from streamfold.runtime.session import engine_session
+    from streamfold.runtime.state import SIZE_CAP
+
+    assert loaded(spark)
+    spark = engine_session(spark, 2)  # the session a run plans its batches in
+    wide = spark.range(10)
+    for _ in range(5):  # an estimate of 8 KB ** 5 bytes: past Long.MAX_VALUE
+        wide = wide.crossJoin(spark.range(1000).withColumnRenamed("id", f"c{_}"))
+    template = wide.selectExpr("id", "c0 AS v").coalesce(1)
+    assert _estimate(template) > (1 << 63)
+    frame = spark._jvm.streamfold.jvm.Plans.frame(template._jdf.queryExecution().toRdd(), template._jdf, SIZE_CAP)
+    from pyspark.sql import DataFrame
+
+    a = DataFrame(frame, spark)
+    assert _estimate(a) == SIZE_CAP
+    keys = a.selectExpr("id AS k").distinct()
+    joined = a.join(keys, a["id"] == keys["k"], "left_semi")
+    plan = joined._jdf.queryExecution().executedPlan().toString()
+    assert "LeftSemi" in plan and "Exchange" not in plan, plan
+
+
+def _estimate(df) -> int:  # type: ignore[no-untyped-def]
+    """Spark's size estimate of ``df``'s analysed plan, in bytes."""
+    return int(str(df._jdf.queryExecution().analyzed().stats().sizeInBytes()))
+
+
 def test_a_hashed_prepared_batch_counts_each_state_once(spark, tmp_path, monkeypatch):
     """Tasks of one job that read the same partition of a kept merge at once (the outputs' tasks,
     the two branches of a delta join) compute it once — the others wait for its block — so each

@@ -11,14 +11,24 @@ public final class Plans {
     private Plans() {}
 
     /** A frame of ``rdd``'s rows with ``template``'s columns, partitioning and size estimate
-     *  (``rdd`` has the template's rows' shape: a slot or a kept merge standing in for them). */
-    public static org.apache.spark.sql.classic.Dataset frame(RDD rdd, org.apache.spark.sql.classic.Dataset template) {
+     *  (``rdd`` has the template's rows' shape: a slot or a kept merge standing in for them), the
+     *  estimate at most ``cap`` bytes (runtime/state.py, SIZE_CAP: a merge's plan estimates a join
+     *  as the product of its sides, and a frame past Long.MAX_VALUE is shuffled out of its one
+     *  partition by every join that reads it). */
+    public static org.apache.spark.sql.classic.Dataset frame(RDD rdd, org.apache.spark.sql.classic.Dataset template,
+                                                             long cap) {
         org.apache.spark.sql.execution.LogicalRDD plan = fromDataset(rdd, template);
         org.apache.spark.sql.catalyst.plans.physical.Partitioning hashed = outputs(plan);
-        if (hashed != null)
-            plan = org.apache.spark.sql.execution.LogicalRDD$.MODULE$.apply(plan.output(), rdd, hashed,
-                plan.outputOrdering(), plan.isStreaming(), plan.stream(), template.sparkSession(), new scala.Some(plan.stats()),
-                scala.Option.empty(), plan.isCheckpointedInput());
+        org.apache.spark.sql.catalyst.plans.logical.Statistics stats = plan.stats();
+        boolean capped = stats.sizeInBytes().$greater(scala.math.BigInt$.MODULE$.apply(cap));
+        if (capped)
+            stats = new org.apache.spark.sql.catalyst.plans.logical.Statistics(scala.math.BigInt$.MODULE$.apply(cap),
+                scala.Option.empty(), org.apache.spark.sql.catalyst.expressions.AttributeMap$.MODULE$.empty(), false);
+        if (hashed != null || capped)
+            plan = org.apache.spark.sql.execution.LogicalRDD$.MODULE$.apply(plan.output(), rdd,
+                hashed != null ? hashed : plan.outputPartitioning(), plan.outputOrdering(), plan.isStreaming(),
+                plan.stream(), template.sparkSession(), new scala.Some(stats), scala.Option.empty(),
+                plan.isCheckpointedInput());
         return org.apache.spark.sql.classic.Dataset.ofRows(template.sparkSession(), plan);
     }
 
