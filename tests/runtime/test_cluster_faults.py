@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SQL = "SELECT k, count(DISTINCT v) AS d, sum(v) AS s FROM S GROUP BY k"
 SCHEMA = pa.schema([pa.field("k", pa.int32()), pa.field("v", pa.int64()), pa.field("_weight", pa.int64())])
-WAIT_S = 40  # under a loaded CI machine the first executors took more than 15 s to register
+WAIT_S = 30  # under a loaded CI machine the first executors took more than 15 s to register
 
 
 def _committed(out: str) -> int:
