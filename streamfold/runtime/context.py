@@ -82,6 +82,7 @@ class RunContext:
     local: bool
     cores: int
     one_partition: bool = True  # small batches over small states may run in one partition (shape.py)
+    heap: int = 0  # the JVM's heap in bytes when driver and executors are one JVM (shape.collects), else 0
     _tables: dict[str, DataFrame] = field(default_factory=dict)
 
     def point(self, batch: int, step: str) -> None:

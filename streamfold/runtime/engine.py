@@ -51,7 +51,7 @@ from .prepared import Prepared
 from .profile import Profiler
 from .rebuild import rebuild_states
 from .record import commit_record
-from .session import default_partitions, engine_session
+from .session import default_partitions, engine_session, local_heap
 from .shape import Facts, ReadShape, captures_ahead, decide, read_shape
 from .sources import BAD_FILE_HINT, arrival, files_waiting, list_inputs, still_present, table_paths
 from .staged import Stager
@@ -92,6 +92,7 @@ class Engine:
             control or NoControl(), Clock(Profiler(session) if config.profile else None),
             progress or (lambda msg: None), local=(session.sparkContext.master or "").startswith("local"),
             cores=max(1, session.sparkContext.defaultParallelism), one_partition=config.settings.one_partition)
+        ctx.heap = local_heap(session) if ctx.local else 0
         ctx.checkpoint.claim(_identity(plan, specs))  # the checkpoint belongs to the query it was started with
         self.recovery = ctx.checkpoint.recover(ctx.output, [s.name for s in plan.streams])
         last = self.recovery.last_committed
@@ -409,7 +410,7 @@ class Engine:
             install_whole=self.installed is not None and self.installed.whole, restate=restate, reshaped=reshaped,
             counts_matrices=AdaptiveJoins.counts_before_outputs(b.plan), outputs_seen=self._outputs_seen,
             one_partition=ctx.one_partition, every_stream=all(rows.get(s.name, 0) for s in b.plan.streams),
-            prepared=self.prepared.facts(b), output_row_bytes=output_row_bytes(b)))
+            prepared=self.prepared.facts(b), output_row_bytes=output_row_bytes(b), heap=ctx.heap))
         if shape.afresh:
             self.prepared.afresh()
         prepared = self.prepared.plans if shape.mode is not None else None

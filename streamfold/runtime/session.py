@@ -208,6 +208,15 @@ def engine_session(spark: SparkSession, partitions: int, settings: Settings | No
     return session
 
 
+def local_heap(spark: SparkSession) -> int:
+    """The driver JVM's heap in bytes (``Runtime.maxMemory``), which a local run's executors
+    share; 0 if it cannot be asked."""
+    try:
+        return int(spark._jvm.java.lang.Runtime.getRuntime().maxMemory())  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - only a bound's hint (shape.collects)
+        return 0
+
+
 def default_partitions(spark: SparkSession) -> int:
     """State partitions when neither the run nor the settings give them (``partitions``): as many
     as the cores Spark has, at least 2.

@@ -15,7 +15,8 @@ The thresholds are module constants, read when a function runs (tests set them t
 * ``SMALL_ROWS`` — outputs expected to hold at most this many rows are collected and written on the
   driver, and the batch's merges are lazy (computed by the job that writes the outputs); above it
   each merge is a job of its own and the outputs are written by Spark. ``SMALL_BYTES`` bounds the
-  same outputs' bytes as the one Arrow table they are collected as (:func:`collects`).
+  same outputs' bytes as the one Arrow table they are collected as, or ``1 / HEAP_SHARE`` of a
+  larger local heap (:func:`collects`).
 * ``AHEAD_MIN_ROWS``, ``AHEAD_ROOM``, ``WARM_ROWS`` — the capture of batch 1's plans after the
   history's commit (``features/prepared.py``).
 * ``PREPARED_MAX_STATES`` — plans that merge more states per batch are planned batch by batch.
@@ -35,7 +36,12 @@ ONE_TASK_ROWS = 250_000
 SMALL_ROWS = 1_000_000
 # … and up to this many bytes as Arrow: outputs stacked into one relation carry every part's
 # columns in every row, and the tasks that convert them hold their share whole until it is sent.
+# That is a sixteenth of the default 2 GB driver; a larger heap of a local run (driver and
+# executors one JVM) collects up to a sixteenth of itself (:func:`collects`): at 128 MB under a
+# 12 GB heap, TPC-H Q21's outputs, estimated at 214 MB, made each of its merges a job of its own
+# and its batches were planned one by one (docs/journal.md, "Stop 90").
 SMALL_BYTES = 128 << 20
+HEAP_SHARE = 16
 # Batch 1's plans are captured ahead of it only after a history of at least this many rows: after a
 # small one the capture costs more than it saves where batch 1 then lacks a stream's rows (the plans
 # are given up and the first batch that fits captures again), common where sources trickle in.
@@ -100,6 +106,7 @@ class Facts:
     every_stream: bool = True  # every stream brought rows
     prepared: PreparedFacts | None = None  # None: no prepared plans for this plan
     output_row_bytes: int = 0  # one row of the batch's outputs stacked, as Arrow (outputs.output_row_bytes)
+    heap: int = 0  # a local run's JVM heap in bytes (collects), 0 if not known
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +143,11 @@ def outputs_estimate(held: int, rows: int, whole: bool, seen: tuple[int, int, in
     return snapshot + -(-changed * rows // max(before, 1)) + 4 * rows
 
 
-def collects(rows: int, row_bytes: int) -> bool:
+def collects(rows: int, row_bytes: int, heap: int = 0) -> bool:
     """Whether outputs of ``rows`` rows of ``row_bytes`` bytes each (stacked, as Arrow) are
-    collected and written on the driver rather than written by Spark."""
-    return rows <= SMALL_ROWS and rows * row_bytes <= SMALL_BYTES
+    collected and written on the driver rather than written by Spark. ``heap``: the bytes of a
+    local run's JVM heap (0: not known, or not one JVM)."""
+    return rows <= SMALL_ROWS and rows * row_bytes <= max(SMALL_BYTES, heap // HEAP_SHARE)
 
 
 def tasks(reads: int, cores: int) -> int:
@@ -163,7 +171,7 @@ def decide(f: Facts) -> Shape:
     """The batch's shape (see :class:`Shape`)."""
     whole = f.restate or f.counts_matrices or f.strategy == "rebuild" or (f.installing and f.install_whole)
     estimate = outputs_estimate(f.held, f.rows, whole, f.outputs_seen)
-    eager = f.batch == 0 or not f.states_counted or not collects(estimate, f.output_row_bytes)
+    eager = f.batch == 0 or not f.states_counted or not collects(estimate, f.output_row_bytes, f.heap)
     single = not eager and f.one_partition and f.held + f.rows <= ONE_TASK_ROWS
     mode, afresh = _prepared_mode(f, eager, single)
     p = f.prepared

@@ -266,6 +266,24 @@ def _estimate(df) -> int:  # type: ignore[no-untyped-def]
     return int(str(df._jdf.queryExecution().analyzed().stats().sizeInBytes()))
 
 
+def test_a_local_run_bounds_its_collected_outputs_by_its_heap(spark, tmp_path):
+    """A local run knows its JVM's heap (driver and executors are one JVM), which bounds the
+    outputs a batch collects on the driver (``shape.collects``: a sixteenth of it, 128 MB at
+    least)."""
+    import streamfold
+    from streamfold.runtime.session import local_heap
+
+    directory = tmp_path / "S"
+    directory.mkdir()
+    query = streamfold.start("SELECT k, count(*) AS n FROM S GROUP BY k", {"S": str(directory)},
+                             str(tmp_path / "out"), spark=spark, background=False, schemas={"S": "k INT"})
+    try:
+        assert query.engine.ctx.local and query.engine.ctx.heap == local_heap(spark) > 0
+        assert shape.collects(10, 10, query.engine.ctx.heap)
+    finally:
+        query.stop()
+
+
 def test_a_hashed_prepared_batch_counts_each_state_once(spark, tmp_path, monkeypatch):
     """Tasks of one job that read the same partition of a kept merge at once (the outputs' tasks,
     the two branches of a delta join) compute it once — the others wait for its block — so each

@@ -27,6 +27,8 @@ CASES = [
      {"outputs_seen": (2_000_000, 0, 1_000)}, Shape(eager=True, single=False, whole=False, estimate=2_004_000)),
     ("outputs expected above SMALL_BYTES as one Arrow table (wide stacked rows): eager",
      {"output_row_bytes": 20_000}, Shape(eager=True, single=False, whole=False, estimate=11_000)),
+    ("the same wide rows with a 12 GB local heap, a sixteenth of which bounds them: collected",
+     {"output_row_bytes": 20_000, "heap": 12 << 30}, Shape(eager=False, single=True, whole=False, estimate=11_000)),
     ("narrow stacked rows of the same outputs: collected",
      {"output_row_bytes": 200}, Shape(eager=False, single=True, whole=False, estimate=11_000)),
     ("states and rows past one task: hash-partitioned",
@@ -99,6 +101,10 @@ def test_a_stacked_row_carries_every_slot_of_every_part() -> None:
     assert stacked_width([snapshot, changes, log]) == 4 + 4 * 8 + 32 + 16 + 4
     assert shape.collects(1_000, 1_000) and not shape.collects(1_000_000, 1_000)
     assert not shape.collects(shape.SMALL_ROWS + 1, 1)
+    # a local run's heap past 2 GB raises the bytes bound to a sixteenth of it; a smaller one keeps SMALL_BYTES
+    assert not shape.collects(200_000, 1_000) and shape.collects(200_000, 1_000, heap=12 << 30)
+    assert shape.collects(100_000, 1_000, heap=1 << 30)
+    assert not shape.collects(shape.SMALL_ROWS + 1, 1, heap=64 << 30)
 
 
 def test_outputs_are_estimated_from_the_last_batch_scaled_to_this_ones_rows() -> None:
