@@ -94,7 +94,7 @@ def write(ctx: RunContext, b: Bundle, batch: int, merged: dict[str, DataFrame], 
             store.count_rows()
         bound = rows_bound(b, merged if not whole and (installed is None or merged) else store.durable())
         ordered = bool(b.plan.answer.order)
-        if not eager or shape.collects(bound, output_row_bytes(b), ctx.heap):
+        if not eager or shape.collects(bound, output_row_bytes(b)):
             written = emit_together(ctx.spark, outputs, tasks(bound if eager else lazy_reads, ctx.cores),
                                     ctx.clock.part, collect, ordered, _answer_of(answer_ready))
         else:
@@ -142,7 +142,7 @@ def write_recomputed(ctx: RunContext, b: Bundle, batch: int, answer: DataFrame, 
     try:
         rows = output_rows(answer)
         outputs: Outputs = [(snapshot, paths[0], b.answer.columns()), (changes, paths[1], b.answer.columns(weight=True))]
-        if rows is not None and shape.collects(rows, lowering.stacked_width([cols for _, _, cols in outputs]), ctx.heap):
+        if rows is not None and shape.collects(rows, lowering.stacked_width([cols for _, _, cols in outputs])):
             written = emit_together(spark, outputs, 1 if rows <= shape.ONE_TASK_ROWS else None, ctx.clock.part)
         else:
             written = [emit(answer, paths[0], False, ordered=bool(b.plan.answer.order)),

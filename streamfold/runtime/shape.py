@@ -36,10 +36,14 @@ ONE_TASK_ROWS = 250_000
 SMALL_ROWS = 1_000_000
 # … and up to this many bytes as Arrow: outputs stacked into one relation carry every part's
 # columns in every row, and the tasks that convert them hold their share whole until it is sent.
-# That is a sixteenth of the default 2 GB driver; a larger heap of a local run (driver and
-# executors one JVM) collects up to a sixteenth of itself (:func:`collects`): at 128 MB under a
-# 12 GB heap, TPC-H Q21's outputs, estimated at 214 MB, made each of its merges a job of its own
-# and its batches were planned one by one (docs/journal.md, "Stop 90").
+# That is a sixteenth of the default 2 GB driver. Whether a batch's merges are lazy (its outputs
+# collected) is decided on two counts (:func:`decide`): what the driver can hold, the outputs'
+# estimate with its margin against a sixteenth of a local run's heap (driver and executors one
+# JVM), never below SMALL_BYTES; and what is cheaper, the last batch's outputs scaled to this
+# batch's rows, without the margin, against SMALL_BYTES: wider than that, Spark writing them in
+# parallel beats one Arrow table through the driver (TPC-DS Q78's 1,700-byte stacked rows). With
+# SMALL_BYTES for both, TPC-H Q21's outputs (57 MB held, estimated at 214 MB with the margin) made
+# each of its merges a job of its own, under a 12 GB heap (docs/journal.md, "Stop 90").
 SMALL_BYTES = 128 << 20
 HEAP_SHARE = 16
 # Batch 1's plans are captured ahead of it only after a history of at least this many rows: after a
@@ -171,12 +175,22 @@ def decide(f: Facts) -> Shape:
     """The batch's shape (see :class:`Shape`)."""
     whole = f.restate or f.counts_matrices or f.strategy == "rebuild" or (f.installing and f.install_whole)
     estimate = outputs_estimate(f.held, f.rows, whole, f.outputs_seen)
-    eager = f.batch == 0 or not f.states_counted or not collects(estimate, f.output_row_bytes, f.heap)
+    eager = (f.batch == 0 or not f.states_counted or not collects(estimate, f.output_row_bytes, f.heap)
+             or _held_bytes(f) > SMALL_BYTES)
     single = not eager and f.one_partition and f.held + f.rows <= ONE_TASK_ROWS
     mode, afresh = _prepared_mode(f, eager, single)
     p = f.prepared
     return Shape(eager=eager, single=single, whole=whole, estimate=estimate, mode=mode, afresh=afresh,
                  warm=mode == "replay" and p is not None and not p.ahead)
+
+
+def _held_bytes(f: Facts) -> int:
+    """The bytes, stacked as Arrow, of the last batch's outputs scaled to this batch's rows (no
+    margin: :func:`outputs_estimate` adds one); 0 without a last batch to go by."""
+    if f.outputs_seen is None:
+        return 0
+    snapshot, changed, before = f.outputs_seen
+    return (snapshot + -(-changed * f.rows // max(before, 1))) * f.output_row_bytes
 
 
 def _prepared_mode(f: Facts, eager: bool, single: bool) -> tuple[str | None, bool]:
