@@ -143,8 +143,14 @@ def outputs_estimate(held: int, rows: int, whole: bool, seen: tuple[int, int, in
     a 700K-row join input touched by 40K rows logs 40K rows."""
     if seen is None or whole:
         return held + 4 * rows
+    return _scaled(seen, rows) + 4 * rows
+
+
+def _scaled(seen: tuple[int, int, int], rows: int) -> int:
+    """The last batch's outputs (its snapshot; its changes and changelog scaled by the ratio of
+    input rows) for a batch of ``rows`` input rows, without a margin."""
     snapshot, changed, before = seen
-    return snapshot + -(-changed * rows // max(before, 1)) + 4 * rows
+    return snapshot + -(-changed * rows // max(before, 1))
 
 
 def collects(rows: int, row_bytes: int, heap: int = 0) -> bool:
@@ -187,10 +193,7 @@ def decide(f: Facts) -> Shape:
 def _held_bytes(f: Facts) -> int:
     """The bytes, stacked as Arrow, of the last batch's outputs scaled to this batch's rows (no
     margin: :func:`outputs_estimate` adds one); 0 without a last batch to go by."""
-    if f.outputs_seen is None:
-        return 0
-    snapshot, changed, before = f.outputs_seen
-    return (snapshot + -(-changed * f.rows // max(before, 1))) * f.output_row_bytes
+    return 0 if f.outputs_seen is None else _scaled(f.outputs_seen, f.rows) * f.output_row_bytes
 
 
 def _prepared_mode(f: Facts, eager: bool, single: bool) -> tuple[str | None, bool]:

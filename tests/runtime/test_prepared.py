@@ -239,6 +239,8 @@ def test_a_kept_merge_estimated_past_long_max_stays_in_its_one_partition(spark):
     longer holds, and a join of one-partition frames shuffled both whole into two partitions — a
     window's state meeting a batch's few keys, each batch (TPC-DS Q89). Capped at ``SIZE_CAP``,
     the join stays in the frames' one partition."""
+    from pyspark.sql import DataFrame
+
     from streamfold.runtime.jvm import loaded
     from streamfold.runtime.session import engine_session
     from streamfold.runtime.state import SIZE_CAP
@@ -246,13 +248,11 @@ def test_a_kept_merge_estimated_past_long_max_stays_in_its_one_partition(spark):
     assert loaded(spark)
     spark = engine_session(spark, 2)  # the session a run plans its batches in
     wide = spark.range(10)
-    for _ in range(5):  # an estimate of 8 KB ** 5 bytes: past Long.MAX_VALUE
-        wide = wide.crossJoin(spark.range(1000).withColumnRenamed("id", f"c{_}"))
+    for i in range(5):  # an estimate of 8 KB ** 5 bytes: past Long.MAX_VALUE
+        wide = wide.crossJoin(spark.range(1000).withColumnRenamed("id", f"c{i}"))
     template = wide.selectExpr("id", "c0 AS v").coalesce(1)
     assert _estimate(template) > (1 << 63)
     frame = spark._jvm.streamfold.jvm.Plans.frame(template._jdf.queryExecution().toRdd(), template._jdf, SIZE_CAP)
-    from pyspark.sql import DataFrame
-
     a = DataFrame(frame, spark)
     assert _estimate(a) == SIZE_CAP
     keys = a.selectExpr("id AS k").distinct()
