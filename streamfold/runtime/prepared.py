@@ -243,7 +243,7 @@ class Prepared:
 
     def keep(self, name: str, df: DataFrame) -> DataFrame:
         """A merge (or temp) of the capture batch, kept once per job: what a lazy checkpoint did."""
-        self._look_up(df._jdf.queryExecution().executedPlan())
+        self._look_up(self._executed(df))
         keep = self._keep_class(df._jdf.queryExecution().toRdd())
         keep.keepInto(self._into(name))
         frame = self._frame(keep, df)
@@ -252,6 +252,11 @@ class Prepared:
         if name in self.states:
             self.executed[name] = df
         return frame
+
+    def _executed(self, df: DataFrame) -> Any:
+        """``df``'s executed plan, its shuffles placed with every estimate at most ``SIZE_CAP``
+        (``Plans.executed``): a chain of joins over one-partition states stays in their partition."""
+        return self._helpers.executed(df._jdf, SIZE_CAP)
 
     def _look_up(self, plan: Any) -> None:
         """Before ``plan`` (a physical plan of the capture) is first executed: its joins that probe
@@ -290,7 +295,7 @@ class Prepared:
     def plan_outputs(self, stacked: DataFrame) -> bool:
         """Plan the stacked outputs into an RDD of Arrow batches, without running it; False if
         the plans cannot be prepared (:attr:`refused` says why)."""
-        plan = stacked._jdf.queryExecution().executedPlan()
+        plan = self._executed(stacked)
         self._plans.append(plan)
         self.refused = self._arrow_schemas(stacked) or self.verify([plan] + self._plans[:-1])
         if self.refused is not None:

@@ -76,7 +76,8 @@ def materialize(df: DataFrame, eager: bool = True) -> DataFrame:
 # prepared plans' frames of kept merges are capped alike (Plans.frame): uncapped, a window's state
 # over a join's groups carried an estimate of 10^20 bytes, and every batch shuffled the whole
 # state to meet its few touched keys (TPC-DS Q89, docs/journal.md "Stop 90"). A join's estimate
-# is still the product of its sides', so a chain of joins over capped inputs can pass the bound.
+# is still the product of its sides', so a chain of joins over capped inputs can pass the bound:
+# the prepared plans place their shuffles with every estimate capped (Plans.executed).
 SIZE_CAP = 1 << 40
 
 

@@ -261,6 +261,52 @@ def test_a_kept_merge_estimated_past_long_max_stays_in_its_one_partition(spark):
     assert "LeftSemi" in plan and "Exchange" not in plan, plan
 
 
+def test_a_chain_of_joins_over_one_partition_frames_stays_in_their_partition(spark):
+    """Each frame is capped, but Spark estimates a join as the product of its sides, so a chain of
+    joins over a one-partition frame passes Long.MAX_VALUE and, planned the plain way, the next
+    join with a one-partition frame shuffles both into two partitions (TPC-DS Q01's captured plan:
+    a state of returns joined with two dimensions, then with a state of averages: three shuffles a
+    batch). Planned by ``Plans.executed``, whose shuffles are placed with the estimates capped,
+    the join stays where its inputs lie, with the same rows."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.functions import broadcast
+
+    from streamfold.runtime.jvm import loaded
+    from streamfold.runtime.session import engine_session
+    from streamfold.runtime.state import SIZE_CAP
+
+    assert loaded(spark)
+    spark = engine_session(spark, 2)
+    plans = spark._jvm.streamfold.jvm.Plans
+
+    def frame(name: str, n: int) -> DataFrame:
+        template = spark.range(n).selectExpr(f"id AS {name}", f"id % 7 AS {name}_v").coalesce(1)
+        return DataFrame(plans.frame(template._jdf.queryExecution().toRdd(), _widened(template)._jdf, SIZE_CAP),
+                         spark)
+
+    def chain() -> DataFrame:
+        a, b = frame("a", 3000), frame("b", 100)
+        d1 = spark.range(1000).selectExpr("id AS d1", "id * 2 AS w1")  # an estimate of 8 KB each
+        d2 = spark.range(1000).selectExpr("id AS d2", "id * 3 AS w2")
+        enriched = a.join(broadcast(d1), a["a_v"] == d1["d1"]).join(broadcast(d2), a["a_v"] == d2["d2"])
+        return enriched.join(b.hint("shuffle_hash"), enriched["a"] == b["b"]).selectExpr("a", "w1 + w2 + b_v AS v")
+
+    plain = chain()
+    assert "Exchange hashpartitioning" in plain._jdf.queryExecution().executedPlan().toString()  # what the cap prevents
+    capped = chain()
+    plan = plans.executed(capped._jdf, SIZE_CAP).toString()
+    assert "Exchange hashpartitioning" not in plan and plan.count("Join") == 3, plan
+    assert sorted(capped.collect()) == sorted(plain.collect()) and capped.count() == 100
+
+
+def _widened(df):  # type: ignore[no-untyped-def]
+    """``df`` with its rows, estimated past ``SIZE_CAP`` bytes: its frame is capped there."""
+    wide = df
+    for i in range(4):  # 8 KB ** 4 times the template's own estimate
+        wide = wide.crossJoin(df.sparkSession.range(1000).withColumnRenamed("id", f"w{i}")).where(f"w{i} = 0")
+    return wide.select(*df.columns).coalesce(1)
+
+
 def _estimate(df) -> int:  # type: ignore[no-untyped-def]
     """Spark's size estimate of ``df``'s analysed plan, in bytes."""
     return int(str(df._jdf.queryExecution().analyzed().stats().sizeInBytes()))

@@ -32,6 +32,35 @@ public final class Plans {
         return org.apache.spark.sql.classic.Dataset.ofRows(template.sparkSession(), plan);
     }
 
+    /** ``df``'s executed plan, prepared for execution (where Spark places its shuffles) with the
+     *  size estimate of each logical node its physical plan links to at most ``cap`` bytes. A
+     *  join's estimate is the product of its sides', so a chain of joins over capped inputs
+     *  passes Long.MAX_VALUE, and a join of one-partition inputs then shuffles both into
+     *  spark.sql.shuffle.partitions rather than join them where they lie (Spark's
+     *  EnsureRequirements keeps them only under spark.sql.maxSinglePartitionBytes). The join
+     *  strategies were chosen with the plain estimates: only the shuffles' placement sees the
+     *  caps. Call it before anything else plans ``df`` for execution. */
+    public static SparkPlan executed(org.apache.spark.sql.classic.Dataset df, long cap) {
+        org.apache.spark.sql.execution.QueryExecution qe = df.queryExecution();
+        capLinks(qe.sparkPlan(), scala.math.BigInt$.MODULE$.apply(cap));
+        return qe.executedPlan();
+    }
+
+    private static void capLinks(SparkPlan plan, scala.math.BigInt cap) {
+        scala.Option link = plan.logicalLink();
+        if (link.isDefined()) {
+            org.apache.spark.sql.catalyst.plans.logical.LogicalPlan logical =
+                (org.apache.spark.sql.catalyst.plans.logical.LogicalPlan) link.get();
+            org.apache.spark.sql.catalyst.plans.logical.Statistics stats = logical.stats();
+            if (stats.sizeInBytes().$greater(cap))
+                logical.statsCache_$eq(new scala.Some(new org.apache.spark.sql.catalyst.plans.logical.Statistics(
+                    cap, scala.Option.empty(), org.apache.spark.sql.catalyst.expressions.AttributeMap$.MODULE$.empty(),
+                    stats.isRuntime())));
+        }
+        scala.collection.Iterator kids = plan.children().iterator();
+        while (kids.hasNext()) capLinks((SparkPlan) kids.next(), cap);
+    }
+
     /** ``LogicalRDD.fromDataset``, which takes the template's constraints along. Spark's constraint
      *  propagation fails on some plans (a union whose branches read one frame twice, as identical
      *  grouping sets do: an attribute of one branch not found among the other's); the constraints
