@@ -397,3 +397,40 @@ def test_joins_probing_a_base_look_its_rows_up_by_key(spark, tmp_path, monkeypat
         assert built > 0, "no base was indexed"
     else:
         assert built == 0 and refused > 0, (built, refused)
+
+
+def test_a_bases_keys_with_a_null_are_looked_up_without_a_shuffle(spark):
+    """``lowering.runs_merged`` over a base holding NULL keys: each key the tail's merge touched,
+    once, its base and tail rows added up — a touched key with a NULL among them, an untouched one
+    left out — and the base read where it lies: no join on coalesced keys (which shuffled both
+    sides every batch, TPC-DS Q87), and the sums over the union of the runs in the key's
+    partitioning: no shuffle at all."""
+    from streamfold.ir.rel import WEIGHT, Field
+    from streamfold.ir.types import BIGINT, STRING
+    from streamfold.plan.model import Monoid, State, StateColumn, StateRole
+    from streamfold.runtime.lowering import StateTable, runs_merged
+    from streamfold.runtime.session import engine_session
+
+    spark = engine_session(spark, 2)
+    state = State("s", StateRole.AGGREGATE, (Field("k", STRING), Field("j", BIGINT)),
+                  (StateColumn(WEIGHT, BIGINT, Monoid.SUM), StateColumn("v", BIGINT, Monoid.SUM)))
+    table = StateTable(state, (("k", "string"), ("j", "bigint"), (WEIGHT, "bigint"), ("v", "bigint")))
+    base = spark.createDataFrame([("a", 1, 1, 10), (None, 1, 1, 20), (None, 2, 1, 30), ("b", None, 2, 40)],
+                                 "k string, j bigint, _weight bigint, v bigint").repartition(2, "k", "j").localCheckpoint()
+    merged = spark.createDataFrame(  # the tail's merge: (NULL, 1) and ('a', 1) touched, ('b', NULL) not
+        [("a", 1, 1, 1, None, None, 1), (None, 1, 2, 5, 1, 2, 1), ("b", None, 1, 1, 1, 1, 0)],
+        "k string, j bigint, _weight bigint, v bigint, `__old::_weight` bigint, `__old::v` bigint, __touched int",
+    ).repartition(2, "k", "j").localCheckpoint()
+    base.createOrReplaceTempView("nulls_base")
+    merged.createOrReplaceTempView("nulls_merged")
+    try:
+        out = spark.sql(runs_merged(table, "nulls_base", "nulls_merged"))
+        rows = sorted(out.collect(), key=lambda r: (str(r["k"]), str(r["j"])))
+        plan = out._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.catalog.dropTempView("nulls_base")
+        spark.catalog.dropTempView("nulls_merged")
+    assert [(r["k"], r["j"], r[WEIGHT], r["v"], r["__old::v"]) for r in rows] == [
+        (None, 1, 3, 25, 22), ("a", 1, 2, 11, 10)]
+    assert "coalesce(" not in plan, plan
+    assert "Exchange hashpartitioning" not in plan, plan  # (the touched keys broadcast, as outside a capture)
