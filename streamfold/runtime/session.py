@@ -197,7 +197,7 @@ def engine_session(spark: SparkSession, partitions: int, settings: Settings | No
     # A join (or an aggregate over a union) whose inputs are all one partition stays in that
     # partition only while Spark's size estimate of each is within this bound (128 MB by
     # default); else it shuffles them into spark.sql.shuffle.partitions. A state's estimate is
-    # Spark's product of its merges' sides, capped at 2^62 (state.py), not its rows, so a batch
+    # Spark's product of its merges' sides, capped at 2^40 (state.py), not its rows, so a batch
     # over small states in one partition (the batch's job, or the prepared plans captured from
     # it) was cut into a stage per shuffle: TPC-H Q02 with its states reduced to a few hundred
     # rows ran three times as many stages a batch (docs/journal.md, "Stop 49").
