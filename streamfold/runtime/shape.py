@@ -60,9 +60,8 @@ WARM_ROWS = 10_000
 # Prepared plans are tried for plans of at most this many merged states (static states do not
 # count): a capture plans the whole batch as one physical plan, and for plans of tens of states
 # (an unrolled PageRank's 32) that plan was refused and left Spark's SQL listener far behind.
-# Fifteen TPC-DS queries merge 9 to 16 states; planned batch by batch, a job per merge, four of
-# them cost more than half a recompute an increment, and a tenth to a third replayed
-# (docs/journal.md, "Stop 91"); Spark's listener keeps up with them.
+# Fifteen TPC-DS queries merge 9 to 16 states: replayed, they run several times faster than
+# planned batch by batch, a job per merge, and Spark's listener keeps up (docs/journal.md, "Stop 91").
 PREPARED_MAX_STATES = 16
 
 

@@ -217,7 +217,7 @@ def runs_merged(t: StateTable, base: str, merged: str, nulls: bool = True) -> st
     rest — a second scan of the base, filtered where it lies — and a key is kept only if the
     tail's merge touched it (``__tail``). A null-safe semi join instead is planned on coalesced
     keys, and shuffles both its sides into stages of their own every batch (TPC-DS Q87: three
-    such look-ups, 0.1 s of its 0.37 s increment). A key existed before the batch when the state
+    such look-ups, docs/journal.md "Stop 91"). A key existed before the batch when the state
     kept its old rows added up: otherwise its old values are NULL, as a whole merge gives for a
     key it did not hold (kept: :meth:`StateTable.kept`)."""
     keys = [quote(k) for k in t.keys]
