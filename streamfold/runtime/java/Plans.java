@@ -19,11 +19,9 @@ public final class Plans {
                                                              long cap) {
         org.apache.spark.sql.execution.LogicalRDD plan = fromDataset(rdd, template);
         org.apache.spark.sql.catalyst.plans.physical.Partitioning hashed = outputs(plan);
-        org.apache.spark.sql.catalyst.plans.logical.Statistics stats = plan.stats();
-        boolean capped = stats.sizeInBytes().$greater(scala.math.BigInt$.MODULE$.apply(cap));
-        if (capped)
-            stats = new org.apache.spark.sql.catalyst.plans.logical.Statistics(scala.math.BigInt$.MODULE$.apply(cap),
-                scala.Option.empty(), org.apache.spark.sql.catalyst.expressions.AttributeMap$.MODULE$.empty(), false);
+        org.apache.spark.sql.catalyst.plans.logical.Statistics stats = capped(plan.stats(), scala.math.BigInt$.MODULE$.apply(cap));
+        boolean capped = stats != null;
+        if (!capped) stats = plan.stats();
         if (hashed != null || capped)
             plan = org.apache.spark.sql.execution.LogicalRDD$.MODULE$.apply(plan.output(), rdd,
                 hashed != null ? hashed : plan.outputPartitioning(), plan.outputOrdering(), plan.isStreaming(),
@@ -51,14 +49,19 @@ public final class Plans {
         if (link.isDefined()) {
             org.apache.spark.sql.catalyst.plans.logical.LogicalPlan logical =
                 (org.apache.spark.sql.catalyst.plans.logical.LogicalPlan) link.get();
-            org.apache.spark.sql.catalyst.plans.logical.Statistics stats = logical.stats();
-            if (stats.sizeInBytes().$greater(cap))
-                logical.statsCache_$eq(new scala.Some(new org.apache.spark.sql.catalyst.plans.logical.Statistics(
-                    cap, scala.Option.empty(), org.apache.spark.sql.catalyst.expressions.AttributeMap$.MODULE$.empty(),
-                    stats.isRuntime())));
+            org.apache.spark.sql.catalyst.plans.logical.Statistics stats = capped(logical.stats(), cap);
+            if (stats != null) logical.statsCache_$eq(new scala.Some(stats));
         }
         scala.collection.Iterator kids = plan.children().iterator();
         while (kids.hasNext()) capLinks((SparkPlan) kids.next(), cap);
+    }
+
+    /** An estimate of ``cap`` bytes (no row count, no column statistics) if ``stats`` is above it, else null. */
+    private static org.apache.spark.sql.catalyst.plans.logical.Statistics capped(
+            org.apache.spark.sql.catalyst.plans.logical.Statistics stats, scala.math.BigInt cap) {
+        if (!stats.sizeInBytes().$greater(cap)) return null;
+        return new org.apache.spark.sql.catalyst.plans.logical.Statistics(cap, scala.Option.empty(),
+            org.apache.spark.sql.catalyst.expressions.AttributeMap$.MODULE$.empty(), stats.isRuntime());
     }
 
     /** ``LogicalRDD.fromDataset``, which takes the template's constraints along. Spark's constraint
