@@ -150,14 +150,17 @@ class Prepared:
         """Stream ``name``'s rows of the capture batch (one partition), read through a slot.
         ``columns``: the signature of its files' columns, when they share one. ``ahead``: a
         capture ahead of its batch, planned over ``frame`` (files already read, whose scan the
-        batches re-point) with the slot reading nothing."""
+        batches re-point) with the slot reading nothing. A stream the plan reads more than once
+        is read through a cache: the later batches' scans (:meth:`light_read`) read its files
+        without it (``Plans.uncached``), not through a cache builder that would turn each batch's
+        rows into column batches and back without keeping them."""
         rows = _rows(frame)
         slot, df = self.slot_frame(frame, rows)
         if ahead:  # (its scan's lineage prepared by the read, for light_read's readThrough)
             slot.readNothing()
         self.streams[name] = slot
         if columns is not None:
-            self._scans[name] = (rows, columns)
+            self._scans[name] = (self._helpers.uncached(frame._jdf) or rows, columns)
         return df
 
     def light_read(self, inputs: dict[str, list[str]], streams: tuple[SourceSchema, ...],

@@ -233,6 +233,38 @@ def test_a_reused_broadcast_of_a_static_table_keeps_the_batches_prepared(spark, 
     assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
 
 
+def test_a_stream_read_twice_is_replayed_from_its_files_not_through_a_cache(spark, tmp_path, monkeypatch):
+    """A stream the plan reads twice (two aggregates of it, joined: TPC-DS Q39's shape) is read
+    through a cache in the capture batch. The scans the replays re-point at each batch's files are
+    the plan that cache was built from (``Plans.uncached``), not the cache's builder, which would
+    turn every batch's rows into column batches and back without keeping them. Every answer is
+    DuckDB's."""
+    scans: list[str] = []
+    light_read = Prepared.light_read
+
+    def noted(prepared: Prepared, *args, **kwargs):  # type: ignore[no-untyped-def]
+        rows = light_read(prepared, *args, **kwargs)
+        if rows is not None:
+            scans.extend(scan.toDebugString() for scan, _ in prepared._scans.values())
+        return rows
+
+    monkeypatch.setattr(Prepared, "light_read", noted)
+    r = Source("R", (("a", "INT"), ("c", "INT"), ("v", "INT")), weighted=True)
+    sql = ("WITH g AS (SELECT a, c, count(*) AS n, sum(v) AS t FROM R GROUP BY a, c) "
+           "SELECT g1.a, g1.n, g1.t, g2.n AS n2, g2.t AS t2 FROM g g1 JOIN g g2 ON g1.a = g2.a "
+           "WHERE g1.c = 1 AND g2.c = 2")
+    rng = random.Random("a stream read twice")
+    batches = [{"R": [(rng.randrange(4), rng.randrange(1, 4), rng.randrange(9), 1) for _ in range(8)]}
+               for _ in range(6)]
+    batches[4]["R"] += [row[:3] + (-1,) for row in batches[1]["R"][:3]]  # deletions
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, [r], batches)
+    assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
+    assert scans and all("FileScanRDD" in s for s in scans), scans
+    # a cache's builder names its RDD by the plan it caches ("FileScan parquet …")
+    assert not any("FileScan parquet" in s for s in scans), scans
+
+
 def test_a_kept_merge_estimated_past_long_max_stays_in_its_one_partition(spark):
     """A kept merge's frame (``Plans.frame``) carries its template's size estimate, which Spark
     makes the product of a join's sides: past Long.MAX_VALUE, ``maxSinglePartitionBytes`` no

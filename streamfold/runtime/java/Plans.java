@@ -207,6 +207,41 @@ public final class Plans {
     }
 
     /**
+     * The rows of ``df`` — a stream's files read through a cache, gathered into one partition —
+     * computed from the plan the cache was built from, as one partition over the file scan
+     * (the shape ``rescan`` re-points), with its lineage prepared for a slot to read through
+     * ({@link SlotRDD#readThrough}); or null if ``df`` is not of that shape. A batch replayed
+     * over its files then reads them as they are, not through a cache builder that would turn
+     * its rows into column batches and back without keeping them.
+     */
+    public static RDD uncached(org.apache.spark.sql.classic.Dataset df) {
+        SparkPlan plan = df.queryExecution().executedPlan();
+        if (!(plan instanceof org.apache.spark.sql.execution.CoalesceExec)) return null;
+        SparkPlan below = ((org.apache.spark.sql.execution.CoalesceExec) plan).child();
+        while (below instanceof org.apache.spark.sql.execution.WholeStageCodegenExec
+               || below instanceof org.apache.spark.sql.execution.InputAdapter
+               || below instanceof org.apache.spark.sql.execution.ColumnarToRowExec)
+            below = (SparkPlan) below.children().head();
+        if (!(below instanceof org.apache.spark.sql.execution.columnar.InMemoryTableScanExec)) return null;
+        org.apache.spark.sql.execution.columnar.InMemoryTableScanExec scan =
+            (org.apache.spark.sql.execution.columnar.InMemoryTableScanExec) below;
+        SparkPlan cached = scan.relation().cacheBuilder().cachedPlan();
+        if (!scan.predicates().isEmpty() || cached.supportsColumnar()
+                || !ids(scan.attributes()).equals(ids(scan.relation().output()))) return null;
+        RDD rows = cached.execute().coalesce(1, false, scala.Option.empty(), null);
+        SlotRDD.prepare(rows);
+        return rows;
+    }
+
+    private static java.util.List<Long> ids(scala.collection.Seq attributes) {
+        java.util.List<Long> out = new java.util.ArrayList<>();
+        scala.collection.Iterator it = attributes.iterator();
+        while (it.hasNext())
+            out.add(((org.apache.spark.sql.catalyst.expressions.Attribute) it.next()).exprId().id());
+        return out;
+    }
+
+    /**
      * Frees the blocks behind a frame (state.release): a frame read through a slot of prepared
      * plans drops the blocks the slot reads, a lazily checkpointed one is unpersisted, and any
      * other is left alone (asynchronously). One call where the driver made seven.

@@ -65,7 +65,9 @@ public class SlotRDD extends RDD {
         return source == null ? "none" : "r" + source.id();
     }
 
-    private static void prepare(RDD rdd) {
+    /** Computes ``rdd``'s partitions and dependencies down its lineage on the driver, as the scheduler
+     *  would: a slot reads it later ({@link #readThrough}). */
+    static void prepare(RDD rdd) {
         rdd.partitions();
         scala.collection.Iterator deps = rdd.dependencies().iterator();
         while (deps.hasNext()) {
