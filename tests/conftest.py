@@ -32,18 +32,28 @@ def pytest_addoption(parser):
 
 # `make test` gives each of its two workers a whole file at a time, in collection order. A long
 # file collected last kept one worker busy for minutes while the other had finished: the files
-# that take longest (their test time in a fresh-clone run, longest first) are handed out first,
-# and the many short ones fill in around them.
+# that take longest (their test time in a fresh-clone run, longest first; a file of one long test
+# before a file of many, since no other worker can share it) are handed out first, and the many
+# short ones fill in around them. pytest-xdist would otherwise re-sort the files by their number
+# of tests (`--loadscope-reorder`, its default), which put a file of one five-minute test last:
+# `pytest_configure` turns that off.
 LONGEST_FIRST = (
-    "tests/runtime/test_differential.py", "tests/bench/test_bench.py", "tests/runtime/test_cluster_faults.py",
-    "tests/runtime/test_runs.py", "tests/runtime/test_delta_source.py", "tests/runtime/test_out_of_order.py",
+    "tests/runtime/test_cluster_faults.py", "tests/runtime/test_differential.py", "tests/bench/test_bench.py",
+    "tests/runtime/test_delta_source.py", "tests/runtime/test_kill_restart.py", "tests/sinks/test_postgres_kill.py",
+    "tests/runtime/test_runs.py", "tests/runtime/test_out_of_order.py", "tests/joins/test_tpcds.py",
     "tests/runtime/test_running_windows.py", "tests/compiler/test_iterate.py", "tests/runtime/test_strategy.py",
-    "tests/joins/test_tpcds.py", "tests/runtime/test_topk.py", "tests/joins/test_tpch.py",
-    "tests/runtime/test_expiry.py", "tests/runtime/test_kill_restart.py", "tests/runtime/test_over.py",
-    "tests/runtime/test_prepared.py", "tests/runtime/test_spark_source_kill.py", "tests/joins/test_theta.py",
-    "tests/runtime/test_range_frames.py", "tests/compiler/test_static_reductions.py", "tests/runtime/test_sweep2.py",
-    "tests/control/test_control_restart.py",
+    "tests/runtime/test_topk.py", "tests/joins/test_tpch.py", "tests/runtime/test_spark_source_kill.py",
+    "tests/control/test_control_restart.py", "tests/runtime/test_expiry.py", "tests/runtime/test_over.py",
+    "tests/runtime/test_prepared.py", "tests/runtime/test_restore.py", "tests/runtime/test_failures.py",
+    "tests/runtime/test_listening.py", "tests/joins/test_theta.py", "tests/runtime/test_range_frames.py",
+    "tests/runtime/test_covariance.py", "tests/runtime/test_join_order.py", "tests/runtime/test_delta_tpch.py",
+    "tests/sinks/test_tpch_sinks.py", "tests/compiler/test_static_reductions.py", "tests/runtime/test_sweep2.py",
 )
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # (pytest-xdist present)
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(session, config, items):
