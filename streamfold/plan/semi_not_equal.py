@@ -147,8 +147,11 @@ def semi_anti(m: Matcher, anti: bool, a: Expr, b: Expr) -> Rel:
             for c in cols)
         per = Aggregate(Join(pairs, counts, JoinKind.INNER, on), tuple((q.name, q.ref()) for q in qkeys + [qvalue]),
                         sums)
+        # Met on the key alone, where both sides already lie hashed: ``a`` is matched to its value
+        # by ``>=`` and ``<=`` (the same rows as ``=``, NULL included), which Spark does not take
+        # for a join key; with ``=`` it would hash both sides again on (key, ``a``).
         cond = and_all([Call("=", (lx, q.ref()), BOOLEAN) for q, (lx, _) in zip(qkeys, sp.keys)]
-                       + [Call("=", (a, qvalue.ref()), BOOLEAN)])
+                       + [Call(op, (a, qvalue.ref()), BOOLEAN) for op in (">=", "<=")])
         assert cond is not None
         return Join(rows, per, JoinKind.LEFT, cond)
 

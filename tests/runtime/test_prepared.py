@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from collections import Counter
 from unittest import mock
 
@@ -231,6 +232,24 @@ def test_a_reused_broadcast_of_a_static_table_keeps_the_batches_prepared(spark, 
         check_stream(spark, str(tmp_path), sql, [r, s, d], batches, tables)
     assert any("ReusedExchange" in p for p in plans), plans
     assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
+
+
+def test_rows_meet_their_not_equal_counts_on_the_key_alone(spark, tmp_path, monkeypatch):
+    """An EXISTS by equalities and one ``<>`` (TPC-H Q21's, TPC-DS Q94's) adds to each left row
+    the counts N(k) and C(k, a) of its key and value (``plan/semi_not_equal.py``). Both sides lie
+    hashed on the key; the rows meet the counts on the key alone, so no exchange hashes them again
+    on (key, value) in the replayed plans — and every answer is DuckDB's."""
+    monkeypatch.setenv(env_name("one_partition"), "0")
+    plans = _captured_plans(monkeypatch)
+    _, sql, uses, ordered = SHAPES["exists-and-not-exists-not-equal"]
+    sources = _sources(uses, True)
+    batches = random_stream(random.Random("not equal on the key"), sources, batches=7, max_rows=30, min_rows=5)
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, sources, batches, ordered=ordered)
+    assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
+    assert plans and any("pairs" in p for p in plans), plans
+    # the value read for C(k, a) is `q.pairs….a`: never a key of an exchange
+    assert not any(re.search(r"hashpartitioning\([^)]*q\.pairs[^,)]*\.a#", p) for p in plans), plans
 
 
 def test_a_stream_read_twice_is_replayed_from_its_files_not_through_a_cache(spark, tmp_path, monkeypatch):
