@@ -8,7 +8,7 @@ on each join the hint ``join_hint`` chooses (a physical decision: the runtime's 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from .expr import Column, Expr
@@ -20,8 +20,9 @@ from .rel import (
 from .window import Window
 
 Leaf = Callable[[Rel], str]
-# A join's physical hint: (hint name, the side it names: "left" or "right"), or None.
-JoinHint = Callable[[Join], "tuple[str, str] | None"]
+# A join's physical hints: (hint name, the side it names: "left" or "right", or None for a hint
+# on the join's output, as ``COALESCE(1)``).
+JoinHint = Callable[[Join], "Sequence[tuple[str, str | None]]"]
 
 _JOIN = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL JOIN",
          "semi": "LEFT SEMI JOIN", "anti": "LEFT ANTI JOIN", "cross": "CROSS JOIN"}
@@ -156,10 +157,9 @@ class _Writer:
             right, right_alias = self.from_item(rel.right)
             on = f" ON {self.e(rel.condition)}" if rel.condition is not None else ""
             b = _Block(f"{left}\n{_JOIN[rel.kind]} {right}{on}", join=True)
-            hint = self.join_hint(rel) if self.join_hint is not None and rel.condition is not None else None
-            if hint is not None:
-                name, side = hint
-                b.hints.append(f"{name}({left_alias if side == 'left' else right_alias})")
+            hints = self.join_hint(rel) if self.join_hint is not None and rel.condition is not None else ()
+            for name, side in hints:
+                b.hints.append(name if side is None else f"{name}({left_alias if side == 'left' else right_alias})")
             return b
         if isinstance(rel, Sort):
             b = self.block(rel.input)

@@ -134,7 +134,7 @@ class Prepared:
         for k, v in self._CAPTURE_SETTINGS.items():
             had = self._settings[k]
             conf.set(k, f"{had},{v}" if k.endswith("excludedRules") and had else v)  # the session's rules stay out too
-        self._hints.enter_context(lowering.without_broadcasts(statics))
+        self._hints.enter_context(lowering.without_broadcasts(statics, self.single))
 
     def planned(self) -> None:
         """The capture batch is over: the session's settings as they were."""

@@ -28,19 +28,26 @@ _BROADCASTS: ContextVar[bool] = ContextVar("streamfold_broadcasts", default=True
 # every later job (Prepared.verify refuses broadcasts over slots only). Without it every join of
 # a delta with a dimension table was a shuffle, a stage of its own (TPC-H Q02: 45 stages a batch).
 _STATICS: ContextVar[frozenset[str]] = ContextVar("streamfold_static_broadcasts", default=frozenset())
+# And when the capture is over one partition (its states and rows in one each), each join's output
+# is declared one partition (``COALESCE(1)``, no shuffle): Spark reports an inner join of two
+# one-partition inputs as either side's partitioning, not as one partition, so the next join of a
+# chain shuffled both its inputs into two partitions (TPC-DS Q31's six aggregates joined).
+_SINGLE: ContextVar[bool] = ContextVar("streamfold_single_partition", default=False)
 
 
 @contextmanager
-def without_broadcasts(statics: frozenset[str] = frozenset()) -> Iterator[None]:
+def without_broadcasts(statics: frozenset[str] = frozenset(), single: bool = False) -> Iterator[None]:
     """The statements written meanwhile (in this thread, and the threads of :func:`.batch.parallel`)
     hash what they would broadcast: ``SHUFFLE_HASH`` for ``BROADCAST`` — except a side that reads
-    only the static states ``statics``, which is broadcast."""
-    token, held = _BROADCASTS.set(False), _STATICS.set(statics)
+    only the static states ``statics``, which is broadcast; with ``single`` (a capture over one
+    partition) each join's output stays one partition."""
+    token, held, one = _BROADCASTS.set(False), _STATICS.set(statics), _SINGLE.set(single)
     try:
         yield
     finally:
         _BROADCASTS.reset(token)
         _STATICS.reset(held)
+        _SINGLE.reset(one)
 
 
 def _static_side(rel: Rel) -> bool:
@@ -57,7 +64,14 @@ def small_side() -> str:
 
 def program(rel: Rel, leaf: Leaf) -> str:
     """The one Spark statement of a plan's program, its leaves named by ``leaf``."""
-    return rel_sql(rel, leaf=leaf, join_hint=join_hint)
+    return rel_sql(rel, leaf=leaf, join_hint=join_hints)
+
+
+def join_hints(join: Join) -> list[tuple[str, str | None]]:
+    """The hints of a join of a program: :func:`join_hint`'s, and ``COALESCE(1)`` on its output
+    while a capture over one partition is planned (see ``_SINGLE``)."""
+    hint = join_hint(join)
+    return ([hint] if hint is not None else []) + ([("COALESCE(1)", None)] if _SINGLE.get() else [])
 
 
 def is_delta_side(rel: Rel) -> bool:
