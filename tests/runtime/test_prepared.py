@@ -252,6 +252,22 @@ def test_rows_meet_their_not_equal_counts_on_the_key_alone(spark, tmp_path, monk
     assert not any(re.search(r"hashpartitioning\([^)]*q\.pairs[^,)]*\.a#", p) for p in plans), plans
 
 
+def test_a_chain_of_joins_captured_over_one_partition_has_no_exchange(spark, tmp_path, monkeypatch):
+    """Over one partition, each join's output is declared one partition (``COALESCE(1)``):
+    Spark reports an inner join of two one-partition inputs as either side's partitioning, and
+    the next join of a chain hashed both its inputs into two partitions. The delta terms of a
+    three-way join replay without an exchange, and every answer is DuckDB's."""
+    plans = _captured_plans(monkeypatch)
+    _, sql, uses, ordered = SHAPES["self-join-three-way"]
+    sources = _sources(uses, True)
+    batches = random_stream(random.Random("a chain in one partition"), sources, batches=6, max_rows=30, min_rows=5)
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, sources, batches, ordered=ordered)
+    assert not watch.refused and watch.replays >= 3, (watch.refused, watch.replays)
+    joined = [p for p in plans if p.count("Join") >= 2]
+    assert joined and not any("Exchange hashpartitioning" in p for p in joined), joined
+
+
 def test_a_stream_read_twice_is_replayed_from_its_files_not_through_a_cache(spark, tmp_path, monkeypatch):
     """A stream the plan reads twice (two aggregates of it, joined: TPC-DS Q39's shape) is read
     through a cache in the capture batch. The scans the replays re-point at each batch's files are
