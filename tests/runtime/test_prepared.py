@@ -234,19 +234,26 @@ def test_a_reused_broadcast_of_a_static_table_keeps_the_batches_prepared(spark, 
     assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
 
 
+def _replayed_plans_of(spark, tmp_path, monkeypatch, shape_name: str, seed: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """Run differential shape ``shape_name`` over seven random batches (every answer DuckDB's)
+    and return the captured plans' texts, after checking the batches replayed them."""
+    plans = _captured_plans(monkeypatch)
+    _, sql, uses, ordered = SHAPES[shape_name]
+    sources = _sources(uses, True)
+    batches = random_stream(random.Random(seed), sources, batches=7, max_rows=30, min_rows=5)
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, sources, batches, ordered=ordered)
+    assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
+    return plans
+
+
 def test_rows_meet_their_not_equal_counts_on_the_key_alone(spark, tmp_path, monkeypatch):
     """An EXISTS by equalities and one ``<>`` (TPC-H Q21's, TPC-DS Q94's) adds to each left row
     the counts N(k) and C(k, a) of its key and value (``plan/semi_not_equal.py``). Both sides lie
     hashed on the key; the rows meet the counts on the key alone, so no exchange hashes them again
     on (key, value) in the replayed plans — and every answer is DuckDB's."""
     monkeypatch.setenv(env_name("one_partition"), "0")
-    plans = _captured_plans(monkeypatch)
-    _, sql, uses, ordered = SHAPES["exists-and-not-exists-not-equal"]
-    sources = _sources(uses, True)
-    batches = random_stream(random.Random("not equal on the key"), sources, batches=7, max_rows=30, min_rows=5)
-    with _Watch() as watch:
-        check_stream(spark, str(tmp_path), sql, sources, batches, ordered=ordered)
-    assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
+    plans = _replayed_plans_of(spark, tmp_path, monkeypatch, "exists-and-not-exists-not-equal", "not equal on the key")
     assert plans and any("pairs" in p for p in plans), plans
     # the value read for C(k, a) is `q.pairs….a`: never a key of an exchange
     assert not any(re.search(r"hashpartitioning\([^)]*q\.pairs[^,)]*\.a#", p) for p in plans), plans
@@ -257,13 +264,7 @@ def test_a_chain_of_joins_captured_over_one_partition_has_no_exchange(spark, tmp
     Spark reports an inner join of two one-partition inputs as either side's partitioning, and
     the next join of a chain hashed both its inputs into two partitions. The delta terms of a
     three-way join replay without an exchange, and every answer is DuckDB's."""
-    plans = _captured_plans(monkeypatch)
-    _, sql, uses, ordered = SHAPES["self-join-three-way"]
-    sources = _sources(uses, True)
-    batches = random_stream(random.Random("a chain in one partition"), sources, batches=6, max_rows=30, min_rows=5)
-    with _Watch() as watch:
-        check_stream(spark, str(tmp_path), sql, sources, batches, ordered=ordered)
-    assert not watch.refused and watch.replays >= 3, (watch.refused, watch.replays)
+    plans = _replayed_plans_of(spark, tmp_path, monkeypatch, "self-join-three-way", "a chain in one partition")
     joined = [p for p in plans if p.count("Join") >= 2]
     assert joined and not any("Exchange hashpartitioning" in p for p in joined), joined
 
