@@ -257,6 +257,11 @@ class Settings:
         True, env="STREAMFOLD_DIRECT_VIEWS", kind="ab", type=FLAG,
         doc="`0`: temp views are registered through Spark's public API (a SQL execution each) instead of "
             "directly.")
+    unqualified: bool = _setting(
+        True, env="STREAMFOLD_UNQUALIFIED", kind="ab", type=FLAG,
+        doc="`0`: column references keep their view's name through optimization, and a UNION ALL of "
+            "branches that compute a column over a hash-partitioned state does not report the state's "
+            "partitioning (the aggregate over it shuffles again).")
     defer: bool = _setting(
         True, env="STREAMFOLD_DEFER", kind="ab", type=FLAG,
         doc="`0`: the work after a commit (compaction, a recompute measured, Python's garbage collection) runs "

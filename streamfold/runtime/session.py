@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import interrupted
 from ..settings import Settings, resolve
-from . import jvm_archive
+from . import jvm, jvm_archive
 from .views import use_public_api
 
 if TYPE_CHECKING:
@@ -205,6 +205,10 @@ def engine_session(spark: SparkSession, partitions: int, settings: Settings | No
     session.conf.set("spark.sql.maxSinglePartitionBytes", str((1 << 63) - 1))
     # Joins of a delta with a state are hinted; keep broadcasting small static tables.
     session.conf.set("spark.sql.autoBroadcastJoinThreshold", str(10 * 1024 * 1024))
+    # Column references without their views' names once optimized (java/Unqualified.java): a
+    # union of a state's changes then keeps the state's hash partitioning.
+    if resolve(settings).unqualified and jvm.loaded(session):
+        session._jvm.streamfold.jvm.Unqualified.install(session._jsparkSession)  # type: ignore[union-attr]
     return session
 
 

@@ -269,6 +269,25 @@ def test_a_chain_of_joins_captured_over_one_partition_has_no_exchange(spark, tmp
     assert joined and not any("Exchange hashpartitioning" in p for p in joined), joined
 
 
+def test_a_union_of_changes_keeps_the_states_hash_partitioning(spark, tmp_path, monkeypatch):
+    """An INTERSECT of two DISTINCT joins (TPC-DS Q38's shape) adds up the changes of two states,
+    each lying hashed on the row, in one union. Read through views, their columns carry the
+    views' names and their partitioning does not: without ``java/Unqualified.java`` Spark's union
+    reported no partitioning and the aggregate over it shuffled both again. Every answer is
+    DuckDB's."""
+    monkeypatch.setenv(env_name("one_partition"), "0")
+    plans = _captured_plans(monkeypatch)
+    sources = _sources("RS", True)
+    sql = ("SELECT DISTINCT R.a, R.s FROM R JOIN S ON R.b = S.k INTERSECT "
+           "SELECT DISTINCT R.a, R.s FROM R JOIN S ON R.a = S.v")
+    batches = random_stream(random.Random("a union of changes"), sources, batches=7, max_rows=30, min_rows=5)
+    with _Watch() as watch:
+        check_stream(spark, str(tmp_path), sql, sources, batches)
+    assert not watch.refused and watch.replays >= 4, (watch.refused, watch.replays)
+    intersect = [p for p in plans if "sum(left" in p]  # the INTERSECT's state counts each side's rows
+    assert intersect and not any("ENSURE_REQUIREMENTS" in p for p in intersect), intersect
+
+
 def test_a_stream_read_twice_is_replayed_from_its_files_not_through_a_cache(spark, tmp_path, monkeypatch):
     """A stream the plan reads twice (two aggregates of it, joined: TPC-DS Q39's shape) is read
     through a cache in the capture batch. The scans the replays re-point at each batch's files are
