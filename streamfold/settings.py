@@ -264,8 +264,9 @@ class Settings:
             "partitioning (the aggregate over it shuffles again).")
     defer: bool = _setting(
         True, env="STREAMFOLD_DEFER", kind="ab", type=FLAG,
-        doc="`0`: the work after a commit (compaction, a recompute measured, Python's garbage collection) runs "
-            "at once even when the next batch's file is already waiting. A tail's fold never waits.")
+        doc="`0`: the work after a commit (compaction, a recompute measured, Python's garbage collection, the "
+            "prepared plans' second and third warm-up runs) runs at once even when the next batch's file is "
+            "already waiting. A tail's fold never waits.")
     join_order: bool = _setting(
         True, env="STREAMFOLD_JOIN_ORDER", kind="ab", type=FLAG,
         doc="`0`: the delta terms of a join of three or more inputs keep their compile-time join order "

@@ -554,7 +554,7 @@ class Engine:
                 later.offer(batch, "probe", lambda: self.strategies.measure_recompute(b, batch, batch_rows, history))
         if captures_ahead(batch, choice.strategy, self.strategies.cost.mode == "recompute", batch_rows):
             with clock.phase("prepare the next batch"):
-                self.prepared.prepare_ahead(b, batch, inputs, self._outputs_seen)
+                self.prepared.prepare_ahead(b, batch, inputs, self._outputs_seen, later.gives_way)
             plans = self.prepared.plans
             if self.strategies.cost.mode == "auto" and b.recomputer is not None and plans is not None and plans.ready:
                 with clock.phase("calibrate: an empty increment and a recompute measured"):

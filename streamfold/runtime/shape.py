@@ -17,7 +17,7 @@ The thresholds are module constants, read when a function runs (tests set them t
   each merge is a job of its own and the outputs are written by Spark. ``SMALL_BYTES`` bounds the
   same outputs' bytes as the one Arrow table they are collected as, or ``1 / HEAP_SHARE`` of a
   larger local heap (:func:`collects`).
-* ``AHEAD_MIN_ROWS``, ``AHEAD_ROOM``, ``WARM_ROWS`` — the capture of batch 1's plans after the
+* ``AHEAD_MIN_ROWS``, ``AHEAD_ROOM``, ``WARM_ROWS``, ``WARM_RUNS`` — the capture of batch 1's plans after the
   history's commit (``features/prepared.py``).
 * ``PREPARED_MAX_STATES`` — plans that merge more states per batch are planned batch by batch.
 """
@@ -54,9 +54,13 @@ AHEAD_MIN_ROWS = 100_000
 # ONE_TASK_ROWS free for batch 1's rows, which are not known yet: plans over one partition cannot run
 # a batch that does not fit one task, while hash-partitioned plans run a small batch too.
 AHEAD_ROOM = 0.5
-# … and run once over at most this many of each stream's history rows, the result discarded, so the
-# JVM has compiled the paths rows take through the plans before batch 1 runs them.
+# … and run over at most this many of each stream's history rows, the result discarded, so the
+# JVM has compiled the paths rows take through the plans before batch 1 runs them …
 WARM_ROWS = 10_000
+# … this many times: one run leaves most hot paths interpreted or in the JIT's first tier (its
+# compile thresholds are counted per method across runs); the next two runs bring batch 1's job
+# and the first increments after it close to a later one's (docs/journal.md, "Stop 96").
+WARM_RUNS = 3
 # Prepared plans are tried for plans of at most this many merged states (static states do not
 # count): a capture plans the whole batch as one physical plan, and for plans of tens of states
 # (an unrolled PageRank's 32) that plan was refused and left Spark's SQL listener far behind.

@@ -170,3 +170,49 @@ def test_a_tails_fold_runs_at_its_commit_even_with_a_file_waiting(spark, tmp_pat
         assert _compactions(query)[-1] == (1, "deferred")  # the compaction gave way to that file
     finally:
         query.stop()
+
+
+@pytest.mark.spark
+def test_the_warm_up_stops_after_its_first_run_when_a_file_waits(spark, tmp_path: Path, monkeypatch) -> None:
+    """After the history's commit batch 1's plans are captured ahead and warmed: up to
+    ``WARM_RUNS`` runs over a sample, but once a file waits only the first, and batch 1 starts."""
+    from streamfold.runtime import shape
+    from streamfold.runtime.prepared import Prepared
+
+    monkeypatch.setattr(shape, "AHEAD_MIN_ROWS", 100)
+    runs: list[bool] = []
+    run_discarded = Prepared.run_discarded
+
+    def counted(self: Prepared, frames):  # type: ignore[no-untyped-def]
+        runs.append(frames is not None)
+        return run_discarded(self, frames)
+
+    monkeypatch.setattr(Prepared, "run_discarded", counted)
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    rng = random.Random(11)
+    tables = [_table(rng, 400) for _ in range(4)]
+
+    def land(i: int) -> None:
+        pq.write_table(tables[i], src / f"{i:04d}.parquet")
+
+    def progress(message: str) -> None:  # batch 1's file lands as the warm-up begins
+        if message == "batch 000000: warming the next batch's plans" and not (src / "0001.parquet").exists():
+            land(1)
+
+    land(0)
+    query = streamfold.start(SQL, {"S": str(src)}, str(out), spark=spark, schemas={"S": "x INT, y INT"},
+                             background=False, endpoint=False, partitions=2, progress=progress)
+    try:
+        assert query.process_available() is not None
+        assert runs == [True], runs  # one warm-up run: the file waited before the second
+        second = query.process_available()
+        assert second is not None and second.batch == 1 and _answer(out, 1) == _expected(tables[:2])
+        # with no file waiting the warm-up runs WARM_RUNS times (tests/runtime/test_prepared.py);
+        # here the batches after the first replay the plans warmed once
+        for i in (2, 3):
+            land(i)
+            assert query.process_available() is not None and _answer(out, i) == _expected(tables[:i + 1])
+        assert runs == [True]
+    finally:
+        query.stop()

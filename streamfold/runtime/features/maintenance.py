@@ -9,7 +9,8 @@ past its bound is folded into the base, in a job of its own.
 
 **A waiting file goes first.** The work after a commit that is not needed by the next batch — a
 compaction, a recompute measured for the cost model, Python's garbage collection —
-runs through :class:`PostCommit`: when a file is already waiting in a source directory, each piece
+runs through :class:`PostCommit` (and the prepared plans' warm-up stops after its first run,
+:meth:`PostCommit.gives_way`): when a file is already waiting in a source directory, each piece
 is deferred instead, and the next batch starts at once. Deferred work runs after the next
 commit that finds no file waiting, or when the poll finds nothing (the run is idle); a piece
 deferred :data:`MAX_DEFERRED` times in a row runs regardless, so a stream that never pauses still
@@ -74,6 +75,10 @@ class PostCommit:
         work()
         self.events.append((batch, "ran", name))
         return True
+
+    def gives_way(self) -> bool:
+        """Whether work that may give way should, now: a file waits (and deferring is on)."""
+        return self.limit > 0 and self.waiting()
 
     def batch_started(self) -> None:
         """A batch starts: the work offered before it was for states it will change; what was

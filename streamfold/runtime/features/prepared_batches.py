@@ -4,8 +4,8 @@ One batch, the *capture*, is planned over slots — its streams' rows and its st
 through them, and its merges are kept per job — and later batches point the slots at their rows
 and run the same plans: no SQL analysed, nothing planned, no code generated. After a large
 history's commit, batch 1's plans are captured *ahead* of it over the committed states (no job
-runs, nothing is written) and run once over a sample of the history's rows, the result
-discarded, so that the JVM has compiled their paths before batch 1 replays them. Which batches
+runs, nothing is written) and run over a sample of the history's rows (up to ``WARM_RUNS`` times,
+giving way to a waiting file), the result discarded, so that the JVM has compiled their paths before batch 1 replays them. Which batches
 capture or replay is decided by :func:`..shape.decide`; this module does what it says.
 """
 
@@ -185,7 +185,7 @@ class PreparedBatches:
 
     # -- after a history's commit ----------------------------------------------------------------
     def prepare_ahead(self, b: Bundle, batch: int, inputs: dict[str, list[str]],
-                      outputs_seen: tuple[int, int, int] | None) -> None:
+                      outputs_seen: tuple[int, int, int] | None, gives_way: Callable[[], bool]) -> None:
         """After batch ``batch``'s commit (the history's), capture the next batch's plans ahead of
         it, so that it is already a replay: without this the first increment plans every merge
         and the outputs, builds the prepared plans and generates their code. The capture is
@@ -193,7 +193,8 @@ class PreparedBatches:
         columns and its scan, which later batches re-point), its streams' slots reading nothing;
         no job runs, nothing is written, and the store is left as it was. The next batch runs the
         plans if it fits them as a capture would have (:func:`..shape.decide`), else plans afresh.
-        ``outputs_seen``: what the batch's outputs held (the next batch's are estimated from it)."""
+        ``outputs_seen``: what the batch's outputs held (the next batch's are estimated from it);
+        ``gives_way``: whether a file is waiting that the warm-up's later runs give way to."""
         ctx, store = self.ctx, b.store
         p = self.plans
         if (p is None or p.refused is not None or p.ready or p.keeps
@@ -224,7 +225,7 @@ class PreparedBatches:
                 p.plan_outputs(stacked)
                 p.captured_ahead()
                 if p.ready:
-                    self._warm_up(b, batch, p, last)
+                    self._warm_up(b, batch, p, last, gives_way)
         except Exception as e:  # noqa: BLE001 - the next batch plans afresh
             log.info("streamfold: the next batch's plans were not prepared ahead (%s)", first_line(e))
             self.afresh()
@@ -234,20 +235,26 @@ class PreparedBatches:
             put_back()
             release_batch(views, temps, cached, None)
 
-    def _warm_up(self, b: Bundle, batch: int, p: Prepared, inputs: dict[str, list[str]]) -> None:
-        """Run the plans captured ahead once over a sample of the history's rows (``WARM_ROWS`` of
-        each stream's last file), keeping nothing: the first replay otherwise pays the JIT
-        compilation of every path rows take through the job — joins probed, aggregates merged —
-        on top of the batch. Rows the states already hold: what the job computes from them is
-        wrong and is dropped (no answer, no state), as an empty run's is."""
+    def _warm_up(self, b: Bundle, batch: int, p: Prepared, inputs: dict[str, list[str]],
+                 gives_way: Callable[[], bool]) -> None:
+        """Run the plans captured ahead over a sample of the history's rows (``WARM_ROWS`` of each
+        stream's last file), keeping nothing: the first replay otherwise pays the JIT compilation
+        of every path rows take through the job — joins probed, aggregates merged — on top of the
+        batch. Rows the states already hold: what the job computes from them is wrong and is
+        dropped (no answer, no state), as an empty run's is. Once, then up to ``WARM_RUNS`` times
+        in all while no file waits: a waiting batch goes first (``maintenance.py``), and its own
+        run warms the plans as the next one would."""
         sample = b.reader.sample(inputs, shape.WARM_ROWS)
         if sample is None:  # (not Parquet: the first replay warms them)
             return
         self.ctx.progress(f"batch {batch_name(batch)}: warming the next batch's plans")
         began = time.monotonic()
-        p.run_discarded(sample)
-        log.info("streamfold: batch %s: the next batch's plans warmed in %.2f s", batch_name(batch),
-                 time.monotonic() - began)
+        runs = 0
+        while runs < shape.WARM_RUNS and not (runs and gives_way()):
+            p.run_discarded(sample)
+            runs += 1
+        log.info("streamfold: batch %s: the next batch's plans warmed (%d runs) in %.2f s", batch_name(batch),
+                 runs, time.monotonic() - began)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _broadcast_statics(self, b: Bundle) -> frozenset[str]:
