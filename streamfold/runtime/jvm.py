@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import weakref
 import zipfile
 from typing import Any
 
@@ -100,6 +101,19 @@ def _compile(target: str) -> None:
         staged = f"{target}.{os.getpid()}.part"  # renamed into place: a concurrent build never sees half a jar
         shutil.copyfile(partial, staged)
         os.replace(staged, target)
+
+
+_CLASSES: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()  # JVM view → name → class
+
+
+def helper_class(spark: Any, name: str) -> Any:
+    """The helper class ``name`` (``java/<name>.java``) of ``spark``'s JVM, or None without the
+    helpers; looked up once per JVM."""
+    view = spark._jvm
+    known = _CLASSES.setdefault(view, {})
+    if name not in known:
+        known[name] = getattr(view.streamfold.jvm, name) if loaded(spark) else None
+    return known[name]
 
 
 def loaded(spark: Any) -> bool:

@@ -35,7 +35,6 @@ the batch's delta, and replaying adds the logs up.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +42,7 @@ from ..ir.printer import sql
 from ..plan.model import Monoid, State
 from ..settings import Settings, resolve
 from . import lowering, runs
-from .jvm import loaded
+from .jvm import helper_class
 from .lowering import StateTable
 from .profile import Part, no_part
 from .sources import empty_frame
@@ -157,15 +156,9 @@ def release(df: DataFrame | None) -> None:
         pass
 
 
-_HELPERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # JVM view → Plans, or None
-
-
 def _helpers(spark: Any) -> Any:
-    """The JVM helpers' ``Plans`` class of ``spark``'s JVM (None without them), looked up once."""
-    view = spark._jvm
-    if view not in _HELPERS:
-        _HELPERS[view] = view.streamfold.jvm.Plans if loaded(spark) else None
-    return _HELPERS[view]
+    """The JVM helpers' ``Plans`` class of ``spark``'s JVM (None without them)."""
+    return helper_class(spark, "Plans")
 
 
 def widen(schema: StructType, kept: frozenset[str] = frozenset()) -> StructType:

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .jvm import helper_class
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -125,8 +127,16 @@ def join_rows(df: DataFrame) -> list[tuple[int, int]] | None:
     """The executed joins of ``df``'s plan in pre-order, each as (rows into its left side, rows
     out), read from the metrics of the batch that ran it (no job): what a delta join's steps did,
     for :mod:`.features.join_order`. The rows into a join are those of the first node with a row
-    count down its left input. None when the plan does not show them."""
+    count down its left input. None when the plan does not show them. One call to the JVM's
+    helpers (``PlanRows.joins``) where they are loaded, else a walk of the plan from here."""
     try:
+        helper = helper_class(df.sparkSession, "PlanRows")
+        if helper is not None:
+            found = helper.joins(df._jdf.queryExecution().executedPlan(), ",".join(sorted(JOIN_NODES)))
+            if found is None:
+                return None
+            numbers = [int(n) for n in found.split()]
+            return list(zip(numbers[::2], numbers[1::2]))
         out: list[tuple[int, int]] = []
         todo = [df._jdf.queryExecution().executedPlan()]
         while todo:

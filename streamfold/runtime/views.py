@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..ir.rel import DeltaScan, LoopRef, Once, Rel, Scan, StateScan
+from .jvm import helper_class
 from .lowering import program, subquery
 
 if TYPE_CHECKING:
@@ -164,9 +165,15 @@ def to_sql(rel: Rel, resolve: Resolve, views: Views) -> str:
 
 
 def output_rows(df: DataFrame) -> int | None:
-    """Rows an already executed DataFrame produced, read from its plan's metrics (no extra job)."""
+    """Rows an already executed DataFrame produced, read from its plan's metrics (no extra job):
+    those of the first node that counts them, following first inputs down (one call to the JVM's
+    helpers, ``PlanRows.rows``, where they are loaded)."""
     try:
         node = df._jdf.queryExecution().executedPlan()
+        helper = helper_class(df.sparkSession, "PlanRows")
+        if helper is not None:
+            rows = helper.rows(node)
+            return None if rows < 0 else int(rows)
         while True:
             metrics = node.metrics()
             if metrics.contains("numOutputRows"):

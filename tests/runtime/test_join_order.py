@@ -137,3 +137,27 @@ def test_join_order_switches_with_the_data_killed_across_a_replan_and_stays_exac
         assert ran[b] == orders[b - 1][1], f"batch {b} did not run the order batch {b - 1} decided: {orders}"
     e = q.commit(batch)["join_order"]["in_x"]
     assert e["changed_after"] == batch and "selectivities" in e["why"] and e["fanout"]["in_y"] > e["fanout"]["in_z"]
+
+
+def test_the_helpers_read_a_plans_rows_as_a_walk_from_python_does(spark, monkeypatch):
+    """``join_rows`` and ``output_rows`` read the metrics in one call to the JVM's helpers
+    (``PlanRows.java``); the walk from Python they replace reads the same numbers."""
+    from streamfold.runtime import stats, views
+    from streamfold.runtime.jvm import helper_class
+
+    assert helper_class(spark, "PlanRows") is not None
+    adaptive = spark.conf.get("spark.sql.adaptive.enabled")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # (an adaptive plan hides its joins until it ends)
+    try:
+        a = spark.createDataFrame([(i % 7, i) for i in range(60)], "k INT, v INT")
+        b = spark.createDataFrame([(i % 5, i) for i in range(20)], "k INT, w INT")
+        c = spark.createDataFrame([(i, f"c{i}") for i in range(3)], "k INT, s STRING")
+        df = a.join(b, "k").join(c, "k").groupBy("k").count()
+        df.collect()
+        joins, rows = stats.join_rows(df), views.output_rows(df)
+        monkeypatch.setattr(stats, "helper_class", lambda *_: None)
+        monkeypatch.setattr(views, "helper_class", lambda *_: None)
+        assert joins is not None and len(joins) == 2 and rows == 3
+        assert stats.join_rows(df) == joins and views.output_rows(df) == rows
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", adaptive)
