@@ -133,11 +133,15 @@ public final class Plans {
     }
 
     /** ``template`` (an analysed frame) reading ``to`` wherever it read ``from`` (a slot): the
-     *  same columns and plan, analysed again without its SQL (a few milliseconds). */
+     *  same columns and plan. It is marked analysed, so that the analyser passes it by as it does
+     *  the template's plan: one leaf swapped for another with the same output leaves nothing to
+     *  resolve, and analysing it again was most of what readying the next batch's states cost
+     *  (two frames per state, every batch: runtime/prepared.py, current). */
     public static org.apache.spark.sql.classic.Dataset rebind(org.apache.spark.sql.classic.Dataset template, RDD from, RDD to,
                                                               long rows) {
         org.apache.spark.sql.catalyst.plans.logical.LogicalPlan plan =
             swap(template.queryExecution().analyzed(), from, to, rows, template.sparkSession());
+        plan.setAnalyzed();
         return org.apache.spark.sql.classic.Dataset.ofRows(template.sparkSession(), plan);
     }
 
