@@ -65,6 +65,24 @@ def _expected(tables: list[pa.Table]) -> dict[int, tuple[int, int]]:
     return {x: (n[x], s[x]) for x in n}
 
 
+def _landing(tmp_path: Path, seed: int, files: int, when: str):  # type: ignore[no-untyped-def]
+    """A source directory and an output directory, ``files`` random tables, ``land(i)`` writing
+    table i into the source, and a progress hook that lands table 1 at the message ``when``."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    rng = random.Random(seed)
+    tables = [_table(rng, 400) for _ in range(files)]
+
+    def land(i: int) -> None:
+        pq.write_table(tables[i], src / f"{i:04d}.parquet")
+
+    def progress(message: str) -> None:
+        if message == when and not (src / "0001.parquet").exists():
+            land(1)
+
+    return src, out, tables, land, progress
+
+
 def _answer(out: Path, batch: int) -> dict[int, tuple[int, int]]:
     return {r["x"]: (r["n"], r["s"]) for r in pq.read_table(out / "snapshots" / f"{batch:06d}").to_pylist()}
 
@@ -80,17 +98,8 @@ def _bases(out: Path) -> list[str]:
 
 @pytest.mark.spark
 def test_a_file_waiting_at_a_commit_starts_its_batch_before_the_compaction(spark, tmp_path: Path) -> None:
-    src, out = tmp_path / "in", tmp_path / "out"
-    src.mkdir()
-    rng = random.Random(7)
-    tables = [_table(rng, 400) for _ in range(3)]
-
-    def land(i: int) -> None:
-        pq.write_table(tables[i], src / f"{i:04d}.parquet")
-
-    def progress(message: str) -> None:  # while batch 0 writes its answer, batch 1's file lands
-        if message == "batch 000000: answer" and not (src / "0001.parquet").exists():
-            land(1)
+    # while batch 0 writes its answer, batch 1's file lands
+    src, out, tables, land, progress = _landing(tmp_path, 7, 3, "batch 000000: answer")
 
     def start():
         return streamfold.start(SQL, {"S": str(src)}, str(out), spark=spark, schemas={"S": "x INT, y INT"},
@@ -188,17 +197,8 @@ def test_the_warm_up_stops_after_its_first_run_when_a_file_waits(spark, tmp_path
         return run_discarded(self, frames)
 
     monkeypatch.setattr(Prepared, "run_discarded", counted)
-    src, out = tmp_path / "in", tmp_path / "out"
-    src.mkdir()
-    rng = random.Random(11)
-    tables = [_table(rng, 400) for _ in range(4)]
-
-    def land(i: int) -> None:
-        pq.write_table(tables[i], src / f"{i:04d}.parquet")
-
-    def progress(message: str) -> None:  # batch 1's file lands as the warm-up begins
-        if message == "batch 000000: warming the next batch's plans" and not (src / "0001.parquet").exists():
-            land(1)
+    # batch 1's file lands as the warm-up begins
+    src, out, tables, land, progress = _landing(tmp_path, 11, 4, "batch 000000: warming the next batch's plans")
 
     land(0)
     query = streamfold.start(SQL, {"S": str(src)}, str(out), spark=spark, schemas={"S": "x INT, y INT"},
