@@ -121,6 +121,7 @@ def _numbers(plan: Any, nodes: tuple[Any, ...]) -> tuple[int, ...] | None:
 # Spark's physical join operators (each reports the rows it output as ``numOutputRows``).
 JOIN_NODES = frozenset({"SortMergeJoin", "BroadcastHashJoin", "ShuffledHashJoin", "BroadcastNestedLoopJoin",
                         "CartesianProduct"})
+_JOIN_NAMES = ",".join(sorted(JOIN_NODES))  # (as PlanRows.joins takes them)
 
 
 def join_rows(df: DataFrame) -> list[tuple[int, int]] | None:
@@ -132,7 +133,7 @@ def join_rows(df: DataFrame) -> list[tuple[int, int]] | None:
     try:
         helper = helper_class(df.sparkSession, "PlanRows")
         if helper is not None:
-            found = helper.joins(df._jdf.queryExecution().executedPlan(), ",".join(sorted(JOIN_NODES)))
+            found = helper.joins(df._jdf.queryExecution().executedPlan(), _JOIN_NAMES)
             if found is None:
                 return None
             numbers = [int(n) for n in found.split()]

@@ -4,9 +4,10 @@ One batch, the *capture*, is planned over slots — its streams' rows and its st
 through them, and its merges are kept per job — and later batches point the slots at their rows
 and run the same plans: no SQL analysed, nothing planned, no code generated. After a large
 history's commit, batch 1's plans are captured *ahead* of it over the committed states (no job
-runs, nothing is written) and run over a sample of the history's rows (up to ``WARM_RUNS`` times,
-giving way to a waiting file), the result discarded, so that the JVM has compiled their paths before batch 1 replays them. Which batches
-capture or replay is decided by :func:`..shape.decide`; this module does what it says.
+runs, nothing is written) and run over a sample of the history's rows (up to ``WARM_RUNS``
+times, giving way to a waiting file), the result discarded, so that the JVM has compiled their
+paths before batch 1 replays them. Which batches capture or replay is decided by
+:func:`..shape.decide`; this module does what it says.
 """
 
 from __future__ import annotations
@@ -250,7 +251,9 @@ class PreparedBatches:
         self.ctx.progress(f"batch {batch_name(batch)}: warming the next batch's plans")
         began = time.monotonic()
         runs = 0
-        while runs < shape.WARM_RUNS and not (runs and gives_way()):
+        for _ in range(shape.WARM_RUNS):
+            if runs and gives_way():
+                break
             p.run_discarded(sample)
             runs += 1
         log.info("streamfold: batch %s: the next batch's plans warmed (%d runs) in %.2f s", batch_name(batch),

@@ -5,7 +5,7 @@ import org.apache.spark.sql.execution.SparkPlan;
 /**
  * Row counts read from an executed plan's metrics in one py4j call each (streamfold/runtime/stats.py).
  * Walked from Python, a plan of a few dozen nodes cost hundreds of calls per batch (a node's name,
- * its children, its metrics each one), tens of milliseconds on a replayed batch's path.
+ * its children, its metrics each one) on a replayed batch's path (docs/journal.md, "Stop 96").
  */
 public final class PlanRows {
     private PlanRows() {}
