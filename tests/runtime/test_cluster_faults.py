@@ -1,7 +1,9 @@
 """Faults on a real standalone cluster (two workers on 127.0.0.1), injected into `streamfold run`:
 
 0. SIGKILL of the master, started again with Spark's FILESYSTEM recovery: the workers, their
-   executors and the application re-register, and the run goes on by itself, exact;
+   executors and the application re-register, and the run goes on by itself, exact (a worker that
+   answers the recovered master too late is dropped with its executors: the batch then reads the
+   states it lost back, as in 1.);
 1. SIGKILL of the workers (with their executors and the state blocks they kept) between batches,
    a new worker started: the next batch reads the states back from the checkpoint and the run
    goes on by itself on the new worker, exact;
@@ -86,6 +88,8 @@ def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_p
             for n in (3, 4):
                 put()
                 _wait_commits(out, n, run, cluster)
+            # a recovered master drops a worker that did not answer it in time (on a loaded machine)
+            dropped = "Removing worker" in open(cluster.logs[0]).read()
             cluster.add_worker()
             cluster.kill_worker(0)  # their executors' state blocks go with them
             cluster.kill_worker(1)
@@ -106,7 +110,10 @@ def test_a_lost_worker_costs_a_batch_and_no_workers_is_an_error_not_a_hang(tmp_p
         records = check_every_commit(out, feed, SQL)
         assert len(records) == 6, "the batch without executors committed nothing"
         recovered = [r["batch"] for r in records if "recovered" in r]
-        assert recovered and min(recovered) == 4, [json.dumps(r.get("recovered")) for r in records]
+        # batch 4 follows the killed workers; batch 2, the master's restart, reads states back only if
+        # the recovered master dropped a worker, and its executors with it
+        assert 4 in recovered and set(recovered) <= ({2, 4} if dropped else {4}), \
+            f"{[json.dumps(r.get('recovered')) for r in records]}{_logs(cluster)}"
         # the cluster back: the same command resumes from the checkpoint
         cluster.add_worker()
         put()
