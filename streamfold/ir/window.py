@@ -22,6 +22,8 @@ from .expr import Column, Expr
 from .rel import Field, Rel, SortKey
 from .types import DataType
 
+# The prefix of the row number a LIMIT inside a subquery becomes (``passes.nested_limits``).
+LIMIT_RANK = "_limit_rank"
 RANKING = frozenset({"row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile"})
 OFFSETS = frozenset({"lag", "lead"})
 VALUES = frozenset({"first_value", "last_value", "nth_value"})

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ..ir.rel import Rel
 from . import (
-    fuse_projections, key_aggregates, outer_joins, prune_columns, pull_up_order, push_filters,
+    fuse_projections, key_aggregates, nested_limits, outer_joins, prune_columns, pull_up_order, push_filters,
     semi_joins_above_aggregates, static_reductions, unnest_subqueries,
 )
 
@@ -25,6 +25,7 @@ PIPELINE: tuple[tuple[str, Pass], ...] = (
     ("push_filters", push_filters.run),
     ("semi_joins_above_aggregates", semi_joins_above_aggregates.run),
     ("pull_up_order", pull_up_order.run),
+    ("nested_limits", nested_limits.run),
     ("static_reductions", static_reductions.run),
     ("fuse_projections", fuse_projections.run),
     ("prune_columns", prune_columns.run),

@@ -62,11 +62,6 @@ RULES: dict[type[Rel], Rule] = {
 }
 
 
-def _nested_limit(rel: Rel) -> UnsupportedError:
-    return UnsupportedError("LIMIT inside a subquery is not supported yet", code="UNSUPPORTED_NESTED_LIMIT",
-                            params={"construct": "LIMIT"}, hint="put ORDER BY … LIMIT on the outermost query")
-
-
 def _internal(rel: Rel) -> UnsupportedError:
     return UnsupportedError(f"internal: {type(rel).__name__} is a node of incremental programs, not of a query",
                             code="INTERNAL", params={"construct": type(rel).__name__})
@@ -74,8 +69,9 @@ def _internal(rel: Rel) -> UnsupportedError:
 
 # The nodes no rule handles, each with the error that refuses it.
 REFUSED: dict[type[Rel], Callable[[Rel], UnsupportedError]] = {
-    Limit: _nested_limit,  # the outermost LIMIT is part of the answer (rules_answer), not a rule
-    DeltaScan: _internal, StateScan: _internal, Once: _internal, Expand: _internal,
+    # the outermost LIMIT is part of the answer (rules_answer), not a rule; every other one is a
+    # row number by then (passes.nested_limits)
+    Limit: _internal, DeltaScan: _internal, StateScan: _internal, Once: _internal, Expand: _internal,
     LoopRef: _internal,  # a loop's rules replace it before compiling what reads it
 }
 

@@ -42,7 +42,7 @@ from ..ir.expr import Call, Column, Expr, Literal, SubqueryExpr, conjuncts, or_a
 from ..ir.printer import display_name
 from ..ir.rel import WEIGHT, Aggregate, Expand, Field, Filter, Join, JoinKind, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BOOLEAN
-from ..ir.window import Window, WindowCall, covered, ties_free
+from ..ir.window import LIMIT_RANK, Window, WindowCall, covered, ties_free
 from .context import PlanContext
 from .model import Compiled
 from .terms import MINUS_ONE, ONE, sum_weights
@@ -269,10 +269,17 @@ def refuse_ties(rel: Window) -> None:
     if isinstance(node, Aggregate):
         columns = tuple(n for n, _ in node.keys)  # an aggregate's rows differ in their group key
     equal = _equal_columns(rel.input)
-    for _, call in rel.calls:
+    for name, call in rel.calls:
         if call.order_sensitive and not ties_free(call, columns, equal):
             keyed = covered(call, equal)
             missing = [display_name(c).split(".", 1)[-1] for c in columns if c not in keyed]
+            if name.startswith(LIMIT_RANK):  # a LIMIT inside a subquery (passes.nested_limits)
+                raise UnsupportedError(
+                    "a subquery's ORDER BY leaves ties at its LIMIT: which tying rows it keeps depends on the order "
+                    "Spark happens to read them in", code="LIMIT_ORDER_NOT_TOTAL",
+                    params={"construct": "LIMIT", "columns": missing},
+                    hint=f"add tie-breakers to the subquery's ORDER BY (e.g. {', '.join(missing)}) so that rows tie "
+                         "only when they are equal")
             if call.float_sum:
                 raise UnsupportedError(
                     f"{call.fn} of floating-point values over rows in no total order: its last digits depend on the "
