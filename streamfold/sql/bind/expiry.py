@@ -1,5 +1,8 @@
 """Bind time bounds: ``WHERE ts > current_timestamp() - INTERVAL 1 HOUR`` (also ``>=``, ``now()``,
-and the comparison written the other way round).
+and the comparison written the other way round), and their form by the day, ``WHERE day >=
+current_date() - INTERVAL 7 DAYS`` (also ``date_sub(current_date(), 7)``, ``current_date() - 7``,
+``date_add(current_date(), -7)``, ``curdate()``): the batch time's date in the session's time zone
+(UTC), less whole days.
 
 A continuous query cannot read the wall clock row by row: two batches would see two clocks, and
 a restart a third. So a batch evaluates at one time, the *batch time*, that the runtime chooses
@@ -25,7 +28,7 @@ from sqlglot import exp
 
 from ...errors import BindError, UnsupportedError
 from ...ir.expr import CLOCK_COLUMN, CLOCK_OP, CLOCK_VIEW, EVENT_TIME, Call, Expr, Literal, and_all
-from ...ir.types import BIGINT, BOOLEAN, STRING, TIMESTAMP
+from ...ir.types import BIGINT, BOOLEAN, DATE, INT, STRING, TIMESTAMP
 from ..bind_expr import ExprBinder
 from ..scope import Scope
 from .context import BindContext, Cte
@@ -40,6 +43,7 @@ CLOCK = Call(CLOCK_OP, (), TIMESTAMP, _READ)
 # the event-time clock: the largest event time the bound's stream has brought so far
 EVENT_CLOCK = Call(CLOCK_OP, (Literal(EVENT_TIME, STRING),), TIMESTAMP, _READ)
 _OPS = {exp.GT: ">", exp.GTE: ">="}  # ts > now - d; the reversed form `now - d < ts` is read as this
+_DAY = 86_400_000_000
 
 
 def reads_now(node: exp.Expr) -> bool:
@@ -67,8 +71,8 @@ def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
 
 
 def _is_now(node: exp.Expr) -> bool:
-    return isinstance(node, exp.CurrentTimestamp) or (isinstance(node, exp.Anonymous)
-                                                       and node.name.lower() in ("now", EVENT_TIME))
+    return isinstance(node, (exp.CurrentTimestamp, exp.CurrentDate)) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() in ("now", EVENT_TIME))
 
 
 def _interval_text(node: exp.Expr) -> str | None:
@@ -102,11 +106,17 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
         ts_node, limit, op = node.expression, node.this, ">" if isinstance(node, exp.LT) else ">="
     else:
         ts_node = limit = None
-    if not (isinstance(limit, exp.Sub) and _is_now(limit.this) and _interval_text(limit.expression) is not None):
+    days = _days_back(ctx, limit) if limit is not None else None
+    if days is not None:
+        return _date_bound(ctx, ts_node, op, days, scope)
+    if not (isinstance(limit, exp.Sub) and _is_now(limit.this) and not isinstance(limit.this, exp.CurrentDate)
+            and _interval_text(limit.expression) is not None):
         if reads_now(node):  # under OR, NOT, a CASE …, or not a lower bound
             call = next(n for n in node.walk() if _is_now(n))
-            name = call.name.lower() if isinstance(call, exp.Anonymous) else "current_timestamp"
-            hint = f"write `ts > {name}() - INTERVAL 1 HOUR` (or >=) as a conjunct of WHERE"
+            name = call.name.lower() if isinstance(call, exp.Anonymous) else (
+                "current_date" if isinstance(call, exp.CurrentDate) else "current_timestamp")
+            hint = (f"write `day >= {name}() - INTERVAL 7 DAYS`" if isinstance(call, exp.CurrentDate)
+                    else f"write `ts > {name}() - INTERVAL 1 HOUR`") + " (or >=) as a conjunct of WHERE"
             if _upper_bound(node):
                 hint = (f"an upper bound on an event time by the clock (`ts <= {name}()`, `ts < {name}() - …`, "
                         f"BETWEEN … AND {name}()) lets a row enter only later, as the clock passes it, which is "
@@ -131,3 +141,52 @@ def _time_bound(ctx: BindContext, node: exp.Expr, scope: Scope) -> Expr | None:
                       "of the column it bounds", limit.this, function=EVENT_TIME)
     return Call("time_bound", (ts, clock, Literal(micros, BIGINT)), BOOLEAN,
                 f"({{0}} {op} timestamp_micros(unix_micros({{1}}) - {{2}}))")
+
+
+def _days_back(ctx: BindContext, limit: exp.Expr) -> int | None:
+    """The days ``limit`` lies before ``current_date()`` (``current_date() - INTERVAL 7 DAYS``,
+    ``- 7``, ``date_sub(current_date(), 7)``, ``date_add(current_date(), -7)``: 7), or None when it
+    is not of that form."""
+    if isinstance(limit, exp.CurrentDate):
+        return 0
+    if isinstance(limit, exp.TsOrDsAdd) and isinstance(limit.this, exp.CurrentDate) \
+            and (limit.unit is None or limit.unit.name.upper() == "DAY"):
+        added = _integer(limit.expression)
+        return None if added is None else -added
+    if not (isinstance(limit, exp.Sub) and isinstance(limit.this, exp.CurrentDate)):
+        return None
+    if _integer(limit.expression) is not None:
+        return _integer(limit.expression)
+    text = _interval_text(limit.expression)
+    micros = duration_micros(text) if text is not None else None
+    if micros is None or micros % _DAY:
+        raise ctx.err(BindError, "INVALID_TIME_BOUND", f"a bound by current_date() goes back whole days, not "
+                      f"`{limit.expression.sql(dialect='spark')}`", limit,
+                      "write INTERVAL n DAYS (or WEEKS), or bound a TIMESTAMP by current_timestamp()")
+    return micros // _DAY
+
+
+def _integer(node: exp.Expr) -> int | None:
+    """An integer constant: a literal, negated or multiplied (sqlglot reads ``date_sub(d, 7)`` as
+    ``d + 7 * -1`` days)."""
+    if isinstance(node, exp.Paren):
+        return _integer(node.this)
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+        return int(node.this)
+    if isinstance(node, exp.Neg):
+        inner = _integer(node.this)
+        return None if inner is None else -inner
+    if isinstance(node, exp.Mul):
+        left, right = _integer(node.this), _integer(node.expression)
+        return None if left is None or right is None else left * right
+    return None
+
+
+def _date_bound(ctx: BindContext, ts_node: exp.Expr, op: str, days: int, scope: Scope) -> Expr:
+    """``day > current_date() - days`` over the batch time's date: a DATE column compared with a
+    date, a TIMESTAMP with that date's midnight, as Spark compares them."""
+    ts = ExprBinder(scope, "WHERE").bind(ts_node)
+    if ts.type not in (DATE, TIMESTAMP):
+        raise ctx.err(BindError, "TYPE_MISMATCH", f"a bound by current_date() compares a DATE or a TIMESTAMP, not "
+                      f"{ts.type}", ts_node, "CAST it to DATE", expected="DATE", actual=ts.type.sql())
+    return Call("date_bound", (ts, CLOCK, Literal(days, INT)), BOOLEAN, f"({{0}} {op} date_sub(to_date({{1}}), {{2}}))")

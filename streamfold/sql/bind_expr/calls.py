@@ -95,5 +95,6 @@ def _nondeterministic_hint(name: str) -> str:
     hint = "compute the value once and pass it in as a literal or a static table"
     if name in _CLOCKS:
         return (f"to keep only recent rows, bound the event time from below in WHERE: `ts > current_timestamp() "
-                f"- INTERVAL 7 DAYS` (rows leave as the clock passes; docs/windows.md); otherwise {hint}")
+                f"- INTERVAL 7 DAYS`, or a DATE `day >= current_date() - INTERVAL 7 DAYS` (rows leave as the clock "
+                f"passes; docs/windows.md); otherwise {hint}")
     return hint
