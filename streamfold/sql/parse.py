@@ -110,7 +110,7 @@ def _refuse_lambdas(stmt: exp.Query, sql: str) -> None:
         f"the higher-order function `{name}` (with a lambda, `x -> …`) is not supported", code="UNSUPPORTED_FUNCTION",
         sql=sql, span=span, params={"function": name},
         hint="explode the array (LATERAL VIEW explode(…)) and filter or aggregate its elements, or use an array "
-             "function without a lambda (array_contains, array_remove, array_distinct, size)")
+             "function without a lambda (array_contains, size, array_max, array_min, array_join, slice)")
 
 
 def _friendly(description: str) -> str:
