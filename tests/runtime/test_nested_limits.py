@@ -1,5 +1,6 @@
 """``ORDER BY … LIMIT`` inside a subquery, a CTE or a derived table (``passes.nested_limits``): a
-filter on each row's number in that order, maintained by the top-k rules. For random data with
+filter on each row's number in that order, maintained by the top-k rules; and a scalar subquery
+``(SELECT v … ORDER BY … LIMIT 1)``, the first row per correlation key (``passes.first_row``). For random data with
 NULLs and ties, deletions and random batch splits, every snapshot and every changes file equals
 DuckDB's answer on the prefix; an ORDER BY that leaves ties, or none, is refused."""
 
@@ -36,6 +37,22 @@ QUERIES = [
 ]
 
 
+FIRST_ROWS = [
+    ("correlated-with-itself",
+     "SELECT a, b, (SELECT b FROM R r2 WHERE r2.a = r.a ORDER BY b DESC LIMIT 1) AS top FROM R r", [RW]),
+    ("correlated-nulls-first-and-a-tie-breaker",
+     "SELECT k, (SELECT c FROM R WHERE R.a = t.k ORDER BY b DESC NULLS FIRST, c LIMIT 1) AS first_c FROM S t",
+     [RW, S]),
+    ("uncorrelated-in-where",
+     "SELECT k, v FROM S WHERE v = (SELECT b FROM R ORDER BY b DESC NULLS LAST LIMIT 1)", [RW, S]),
+]
+
+
+@pytest.mark.parametrize("qid,sql,sources", FIRST_ROWS, ids=[q[0] for q in FIRST_ROWS])
+def test_a_scalar_subquery_of_its_first_row_equals_duckdb(spark, tmp_path, qid, sql, sources):
+    check_seeded(spark, str(tmp_path), f"first-row-{qid}", sql, sources, None, batches=5)
+
+
 @pytest.mark.parametrize("qid,sql,sources", QUERIES, ids=[q[0] for q in QUERIES])
 def test_a_limit_inside_a_subquery_equals_duckdb(spark, tmp_path, qid, sql, sources):
     explained = streamfold.explain(sql, {s.name: s.schema_sql() for s in sources})
@@ -54,4 +71,6 @@ def test_a_limit_that_keeps_arbitrary_rows_is_refused():
         ("SELECT count(*) FROM (SELECT a, b FROM R ORDER BY b LIMIT 2) t", "LIMIT_ORDER_NOT_TOTAL"),
         ("SELECT * FROM S WHERE k IN (SELECT a FROM R ORDER BY b LIMIT 2)", "LIMIT_ORDER_NOT_TOTAL"),
         ("SELECT count(*) FROM (SELECT a FROM R LIMIT 2) t", "LIMIT_WITHOUT_ORDER"),
+        ("SELECT k, (SELECT b FROM R WHERE R.a = t.k ORDER BY c LIMIT 1) AS x FROM S t", "LIMIT_ORDER_NOT_TOTAL"),
+        ("SELECT k, (SELECT b FROM R WHERE R.a < t.k ORDER BY b LIMIT 1) AS x FROM S t", "UNSUPPORTED_SUBQUERY"),
     ], {"R": RW.schema_sql(), "S": S.schema_sql()})
