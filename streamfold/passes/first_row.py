@@ -23,7 +23,7 @@ from ..ir.expr import Agg, Call, Column, Expr, Literal
 from ..ir.rel import Aggregate, Filter, Limit, Project, Rel, Sort, SortKey
 from ..ir.types import BIGINT, BOOLEAN
 from ..ir.window import LIMIT_RANK, Window, WindowCall
-from .correlation import Correlation, unsupported
+from .correlation import Correlation, correlate, is_correlated, outside_where, unsupported
 
 
 def first_row(sub: Rel) -> tuple[Rel, Expr, tuple[SortKey, ...]] | None:
@@ -42,10 +42,20 @@ def first_row(sub: Rel) -> tuple[Rel, Expr, tuple[SortKey, ...]] | None:
     return rows, value, node.input.keys
 
 
-def first_of(corr: Correlation, value: Expr, keys: tuple[SortKey, ...], n: int
-             ) -> tuple[Correlation, Aggregate, Expr]:
-    """The subquery's rows numbered 1 per correlation key, and ``max(value)`` over them."""
-    assert corr.pairs is not None
+def first_of(sub: Rel, outer: Rel, n: int) -> tuple[Correlation, Aggregate, Expr] | None:
+    """For a scalar subquery ``… ORDER BY … LIMIT 1``: its rows numbered 1 per correlation key,
+    ``max(value)`` over them and that value, as :func:`.subquery_values._scalar` joins a scalar
+    aggregate; None for any other subquery."""
+    first = first_row(sub)
+    if first is None:
+        return None
+    rows, value, keys = first
+    if is_correlated(value):
+        raise outside_where()
+    corr = correlate(rows, outer)
+    if corr.pairs is None:
+        raise unsupported("a scalar subquery with ORDER BY … LIMIT 1 correlated by other than equalities",
+                          "correlate it by equalities (inner = outer), or aggregate its value (max, min)")
     if not value.type.is_orderable:
         raise unsupported(f"a scalar subquery with ORDER BY … LIMIT 1 whose value is a {value.type.sql()}",
                           "return a value that has an order (a column, not an array or map)")
@@ -58,4 +68,4 @@ def first_of(corr: Correlation, value: Expr, keys: tuple[SortKey, ...], n: int
     return Correlation(ranked, corr.preds, corr.pairs), agg, Column(name, value.type)
 
 
-__all__ = ["first_of", "first_row"]
+__all__ = ["first_of"]

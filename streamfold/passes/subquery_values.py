@@ -39,7 +39,7 @@ from ..ir.expr import ROW, Agg, Call, Case, Cast, Column, Expr, Literal, Subquer
 from ..ir.rel import Aggregate, DeltaScan, Distinct, Filter, Join, JoinKind, Project, Rel, Scan, StateScan
 from ..ir.types import BIGINT, BOOLEAN, STRING
 from . import decorrelate
-from .first_row import first_of, first_row
+from .first_row import first_of
 from .correlation import (
     Correlation, Unnest, correlate, is_correlated, localize, outer_columns, outside_where, unsupported,
 )
@@ -70,18 +70,10 @@ def unnest_values(e: Expr, rel: Rel, names: Iterator[int], unnest: Unnest,
 
 def _value(sq: SubqueryExpr, rel: Rel, n: int, unnest: Unnest, strict: bool) -> tuple[Expr, Rel]:
     sub = unnest(sq.rel)
-    first = first_row(sub) if sq.kind == "scalar" else None
-    if first is not None:  # ORDER BY … LIMIT 1 (.first_row)
-        rows, value, keys = first
-        if is_correlated(value):
-            raise outside_where()
-        corr = correlate(rows, rel)
-        if corr.pairs is None:
-            raise unsupported("a scalar subquery with ORDER BY … LIMIT 1 correlated by other than equalities",
-                              "correlate it by equalities (inner = outer), or aggregate its value (max, min)")
-        corr, agg, value = first_of(corr, value, keys, n)
-        return _scalar(corr, agg, value, rel, n, strict)
     if sq.kind == "scalar":
+        first = first_of(sub, rel, n)  # ORDER BY … LIMIT 1 (.first_row)
+        if first is not None:
+            return _scalar(*first, rel, n, strict)
         agg, value = aggregate_of(sub)
         if is_correlated(value) or any(is_correlated(a) for _, a in agg.aggs):
             raise outside_where()
