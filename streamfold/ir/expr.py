@@ -249,6 +249,7 @@ TRUE = Literal(True, BOOLEAN)
 # The time a batch evaluates at (``current_timestamp()`` in a time bound, docs/windows.md): one
 # value per batch, chosen and recorded by the runtime, read by Spark from the one-row view
 # CLOCK_VIEW the runtime creates before the batch's programs run.
+BY_PAIR_OP = "by_pair"  # max_by/min_by's (ordering, value) pair: sql/bind_expr/extremes.py
 CLOCK_OP = "batch_time"
 CLOCK_VIEW = "_streamfold_clock"
 CLOCK_COLUMN = "_streamfold_now_us"  # its one column: the time in microseconds, a DECIMAL(20,0)

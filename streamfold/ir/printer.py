@@ -160,6 +160,8 @@ class ExprPrinter:
         if op == "field" and not self.spark and e.template is not None:
             name = e.template[len("{0}.`"):-1].replace("``", "`")
             return f"{self.expr(args[0])}.{display_name(name)}"
+        if op == "by_pair" and not self.spark:  # max_by/min_by's pair, ordered by its first member (BY_PAIR_OP)
+            return f"struct({self.expr(args[0], True)}, {self.expr(args[1], True)})"
         if e.template is not None:
             return e.template.format(*(self.expr(a, True) for a in args))
         if self.spark and op in _TOLERANT and len(args) == 2:

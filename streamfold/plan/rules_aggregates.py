@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.expr import Agg, Call, Column, Expr, Literal
+from ..ir.expr import BY_PAIR_OP, Agg, Call, Column, Expr, Literal
 from ..ir.printer import sql
 from ..ir.rel import WEIGHT, Aggregate, Field, Filter, Project, Rel, StateScan, StateVersion, Union
 from ..ir.types import BIGINT, BOOLEAN
@@ -195,6 +195,10 @@ def _note_aggregates(ctx: PlanContext, specs: list[tuple[str, AggSpec]]) -> None
     for _, spec in specs:
         a = spec.agg
         shown = sql(a)
+        pair = a.args[0] if a.args and isinstance(a.args[0], Call) and a.args[0].op == BY_PAIR_OP else None
+        if pair is not None:  # max_by(x, y) as max(struct(y, x)) (sql/bind_expr/extremes.py)
+            ctx.plan.note(f"{shown} is {a.fn}_by({sql(pair.args[1])}, {sql(pair.args[0])}): ties go to the "
+                          f"{'largest' if a.fn == 'max' else 'smallest'} value, the same after every batch")
         if a.fn == "avg" and spec.multiset is None:
             ctx.plan.note(f"{shown} = sum / count: (sum, count) kept in state by h, divided in a")
         elif spec.multiset is not None and a.fn in ("min", "max") and not a.distinct:

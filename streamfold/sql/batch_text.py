@@ -15,6 +15,10 @@ oracle) are handled here:
   IN) is in a WHERE or HAVING under ANDs and ORs only, FALSE and NULL both drop the row and the
   answers agree; anywhere else (:func:`null_observable_in`) the query is not recomputed — the incremental plan
   keeps SQL's NULL.
+* **Ties of ``max_by`` and ``min_by``.** Spark answers the ``x`` of whichever tied row it reads
+  last; the incremental plan breaks the tie by ``x`` (``sql/bind_expr/extremes.py``).
+  :func:`deterministic_extremes` writes each as the extreme of the pair ``(y, x)`` it is kept as,
+  so a recompute gives the same answer and a switch between the strategies changes no row.
 """
 
 from __future__ import annotations
@@ -47,6 +51,28 @@ def tolerant_division(tree: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.IntDiv):
             return exp.IntDiv(this=node.this, expression=exp.Nullif(this=node.expression,
                                                                       expression=exp.Literal.number(0)))
+        return node
+
+    return tree.copy().transform(rewrite)
+
+
+def deterministic_extremes(tree: exp.Expr) -> exp.Expr:
+    """A copy of ``tree`` with ``max_by(x, y)`` as ``max(IF(y IS NULL, NULL, STRUCT(y AS y, x AS x))).x``
+    (``min_by`` with ``min``), a FILTER kept on the ``max`` (module docstring)."""
+
+    def pair_extreme(call: exp.Expr) -> exp.Expr:
+        y, x = call.expression.copy(), call.this.copy()
+        pair = exp.If(this=exp.Is(this=y, expression=exp.Null()), true=exp.Null(),
+                      false=exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier("y"), expression=y.copy()),
+                                                    exp.PropertyEQ(this=exp.to_identifier("x"), expression=x)]))
+        return (exp.Max if isinstance(call, exp.ArgMax) else exp.Min)(this=pair)
+
+    def rewrite(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Filter) and isinstance(node.this, (exp.ArgMax, exp.ArgMin)):
+            inner = exp.Filter(this=pair_extreme(node.this), expression=node.expression.copy())
+            return exp.Dot(this=exp.Paren(this=inner), expression=exp.to_identifier("x"))
+        if isinstance(node, (exp.ArgMax, exp.ArgMin)) and not isinstance(node.parent, exp.Filter):
+            return exp.Dot(this=pair_extreme(node), expression=exp.to_identifier("x"))
         return node
 
     return tree.copy().transform(rewrite)

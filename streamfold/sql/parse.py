@@ -12,7 +12,7 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 
 from ..errors import ParseError, Span, UnsupportedError
-from .batch_text import tolerant_division
+from .batch_text import deterministic_extremes, tolerant_division
 from .iterate import Iterative, extract, spark_schema_text
 from .pipe import unpipe
 from .window_text import mark_window_calls
@@ -37,8 +37,10 @@ class ParsedQuery:
 
     def batch_sql(self) -> str:
         """The batch query as a recompute runs it: :meth:`spark_sql` with streamfold's division
-        (NULL for a zero divisor, :func:`.batch_text.tolerant_division`); the same columns."""
-        return spark_schema_text(tolerant_division(self.tree), self.loops, self.steps)
+        (NULL for a zero divisor, :func:`.batch_text.tolerant_division`) and ties of ``max_by``
+        broken as the incremental plan breaks them (:func:`.batch_text.deterministic_extremes`);
+        the same columns."""
+        return spark_schema_text(tolerant_division(deterministic_extremes(self.tree)), self.loops, self.steps)
 
 
 def parse_query(sql: str) -> ParsedQuery:

@@ -42,7 +42,7 @@ ANON_AGGS = {"var_samp": "var_samp", "var_pop": "var_pop", "stddev_samp": "stdde
 UNSUPPORTED_AGGS = {
     exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "collect_list", exp.ArrayUniqueAgg: "collect_set",
     exp.ApproxQuantile: "percentile_approx", exp.AnyValue: "any_value",
-    exp.First: "first", exp.Last: "last", exp.GroupConcat: "string_agg", exp.ArgMin: "min_by", exp.ArgMax: "max_by",
+    exp.First: "first", exp.Last: "last", exp.GroupConcat: "string_agg",
     exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or",
 }
 # Spark aggregates sqlglot does not know (parsed as anonymous calls)
@@ -51,7 +51,8 @@ UNSUPPORTED_ANON_AGGS = frozenset({
     "bit_xor", "approx_top_k",
 })
 _SUPPORTED_AGGS = ("supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance, count_if, "
-                   "bool_and, bool_or, covar_pop, covar_samp, corr, regr_*, median, percentile, percentile_cont")
+                   "bool_and, bool_or, covar_pop, covar_samp, corr, regr_*, median, percentile, percentile_cont, "
+                   "max_by, min_by")
 # What to write instead, where there is an exact spelling
 _AGG_HINTS = {
     "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",

@@ -22,6 +22,7 @@ from .calls import bind_call
 from .conditionals import bind_case, bind_if
 from .context import ExprContext
 from .covariance import bind_covariance, covariance
+from .extremes import bind_extreme, extreme
 from .percentiles import bind_filtered, bind_percentile, bind_percentile_disc, percentile, percentile_disc
 from .listagg import bind_listagg, listagg
 from .modes import bind_mode, mode
@@ -56,7 +57,7 @@ _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
 _AGGREGATE_SHAPES: tuple[tuple[Callable[[exp.Expr], tuple[Any, ...] | None], Callable[..., Expr]], ...] = (
     (lambda n: (found,) if (found := listagg(n)) is not None else None, bind_listagg),
     (mode, bind_mode), (covariance, bind_covariance), (percentile_disc, bind_percentile_disc),
-    (percentile, bind_percentile), (value_set, bind_value_set),
+    (percentile, bind_percentile), (value_set, bind_value_set), (extreme, bind_extreme),
 )
 
 

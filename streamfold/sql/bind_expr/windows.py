@@ -122,9 +122,10 @@ def _function(ctx: ExprContext, node: exp.Window, func: exp.Expr) -> tuple[str, 
         arg = ctx.bind(inner)
         return fn, (arg,), agg_type(ctx, func, fn, (arg,))
     name = func.sql_name().lower() if isinstance(func, exp.Func) else type(func).__name__
-    name = {"quantile": "percentile"}.get(name, name)  # Spark's name, not the parser's
+    # Spark's name, not the parser's
+    name = {"quantile": "percentile", "arg_max": "max_by", "arg_min": "min_by"}.get(name, name)
     hint = f"supported window functions: {WINDOW_FUNCTIONS}"
-    if name in ("percentile", "median"):
+    if name in ("percentile", "median", "max_by", "min_by"):
         hint = f"{name} is maintained as an aggregate: compute it per group in a derived table and join it back"
     raise ctx.err(UnsupportedError, "UNSUPPORTED_WINDOW", f"window function `{name}` is not supported", node,
                   hint, construct=name)
