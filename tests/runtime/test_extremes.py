@@ -1,5 +1,6 @@
 """``max_by(x, y)`` and ``min_by(x, y)`` kept as the extreme of the pair ``(y, x)``
-(``sql/bind_expr/extremes.py``): after every batch, with deletions, NULLs on either side, FILTER,
+(``sql/bind_expr/extremes.py``), and structs built in a query (``struct``, ``named_struct``) with
+Spark's idiom ``max(struct(y, x)).x``: after every batch, with deletions, NULLs on either side, FILTER,
 a join underneath and many ties (the test domains hold five values a column), the snapshot equals
 DuckDB's answer on the prefix — the ``x`` of the row with the largest (smallest) non-NULL ``y``,
 ties to the largest ``x`` (``min_by``: the smallest, NULL first)."""
@@ -32,6 +33,12 @@ QUERIES = [
     ("ungrouped", "SELECT max_by(s, d) AS latest, min_by(b + 1, s) AS first FROM R",
      f"SELECT {_by('s', 'd', True, rows='R r2 WHERE TRUE')}, {_by('b + 1', 's', False, rows='R r2 WHERE TRUE')} "
      "FROM (SELECT 1) g"),
+    ("struct idiom", "SELECT a, max(struct(b, s)).s AS ms, min(named_struct('d', d, 'b', b)) AS nd FROM R GROUP BY a",
+     "SELECT a, (SELECT s FROM R r2 WHERE r2.a IS NOT DISTINCT FROM g.a ORDER BY b DESC NULLS LAST, s DESC NULLS LAST "
+     "LIMIT 1), (SELECT {'d': d, 'b': b} FROM R r2 WHERE r2.a IS NOT DISTINCT FROM g.a "
+     "ORDER BY d ASC NULLS FIRST, b ASC NULLS FIRST LIMIT 1) FROM R g GROUP BY a"),
+    ("struct column", "SELECT a, struct(b, s) AS p, named_struct('x', d, 'y', b + 1).y AS y FROM R WHERE b > 0",
+     "SELECT a, {'b': b, 's': s}, b + 1 FROM R WHERE b > 0"),
     ("joined", "SELECT R.a, max_by(T.c, R.b) AS mc FROM R JOIN T ON R.a = T.a GROUP BY R.a",
      "WITH j AS (SELECT R.a, R.b, T.c FROM R JOIN T ON R.a = T.a) "
      f"SELECT a, {_by('c', 'b', True, rows='j r2 WHERE r2.a = g.a')} FROM j g GROUP BY a"),

@@ -30,7 +30,7 @@ from .respell import bind_bitwise, bitwise, respelled
 from .value_sets import bind_value_set, value_set
 from .grouping import bind_grouping
 from .literals import bind_boolean, bind_cast, bind_literal, bind_null
-from .names import bind_bracket, bind_column, bind_dot
+from .names import bind_bracket, bind_column, bind_dot, bind_struct
 from .predicates import (
     COMPARE, bind_and, bind_between, bind_compare, bind_distinct_from, bind_ilike, bind_in, bind_is, bind_like,
     bind_not, bind_or,
@@ -39,7 +39,7 @@ from .subqueries import bind_subquery, quantified_refusal
 from .windows import bind_window
 
 _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
-    exp.Column: bind_column, exp.Dot: bind_dot, exp.Bracket: bind_bracket,
+    exp.Column: bind_column, exp.Dot: bind_dot, exp.Bracket: bind_bracket, exp.Struct: bind_struct,
     exp.Paren: lambda ctx, node: ctx.bind(node.this),
     exp.Literal: bind_literal, exp.Boolean: bind_boolean, exp.Null: bind_null,
     exp.Cast: bind_cast, exp.TryCast: bind_cast,

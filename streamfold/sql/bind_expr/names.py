@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from ...errors import BindError, UnsupportedError, did_you_mean
 from ...ir.expr import Call, Expr, Literal
+from ...ir.types import DataType
 from ..parse import span_of
 from .context import ExprContext
 
@@ -107,3 +108,30 @@ def _dotted(node: exp.Expr) -> list[str] | None:
         return None if head is None else head + [node.expression.name]
     return None
 
+
+
+def bind_struct(ctx: ExprContext, node: exp.Struct) -> Expr:
+    """``struct(a, b + 1, c AS n)`` and ``named_struct('n', v, …)``: a STRUCT of the fields as Spark
+    names them (a column's name, an alias, ``col<i>`` for another expression; sqlglot has named
+    them so). Spark orders structs field by field (NULL first), so ``max(struct(ts, v)).v`` is the
+    ``v`` of the latest ``ts``."""
+    names: list[str] = []
+    values: list[Expr] = []
+    for item in node.expressions:
+        if not isinstance(item, exp.PropertyEQ) or not isinstance(item.this, exp.Identifier):
+            raise ctx.err(UnsupportedError, "UNSUPPORTED_EXPRESSION", f"struct field `{item.sql(dialect='spark')}` "
+                          "is not supported", item, "name each field: named_struct('name', value, …)")
+        if item.this.name.lower() in (n.lower() for n in names):
+            raise ctx.err(BindError, "DUPLICATE_FIELD", f"the struct names field `{item.this.name}` twice", item,
+                          f"give each field its own name, e.g. {item.this.name} AS {item.this.name}_2",
+                          field=item.this.name)
+        names.append(item.this.name)
+        values.append(ctx.bind(item.expression))
+    if not values:
+        raise ctx.err(BindError, "WRONG_ARGUMENTS", "a struct needs at least one field", node,
+                      "write struct(a, b, …)", function="struct")
+    literals = ("'" + n.replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}") + "'"
+                for n in names)  # (braces doubled: the template is formatted)
+    template = "named_struct(" + ", ".join(f"{text}, {{{i}}}" for i, text in enumerate(literals)) + ")"
+    t = DataType("STRUCT", params=tuple((n, v.type) for n, v in zip(names, values)))
+    return Call("named_struct", tuple(values), t, template)
