@@ -1,7 +1,8 @@
 """Scalar functions streamfold accepts: their result types and whether they are deterministic.
 
 The list is the string, date, math, conditional and array functions that Spark SQL and DuckDB share,
-so every one of them is covered by the DuckDB oracle. A function outside it is refused with
+and some of Spark's own that DuckDB spells otherwise; every one of them is covered by the DuckDB
+oracle (the latter in ``tests/runtime/test_spark_functions.py``, written in DuckDB's words). A function outside it is refused with
 ``UNSUPPORTED_FUNCTION`` at compile time; a non-deterministic one (``rand``, ``now`` …) with
 ``NONDETERMINISTIC_FUNCTION``, since a continuous query must give the batch query's answer.
 """
@@ -72,6 +73,17 @@ def _flattened(args: Sequence[DataType]) -> DataType:
     return inner
 
 
+def _appended(args: Sequence[DataType]) -> DataType:
+    """array_append(arr, x), array_prepend(arr, x): an array of the common type of its elements and x."""
+    if len(args) != 2:
+        raise TypeError("it takes an array and a value")
+    element = _element(args[:1]) if not args[0].is_null else args[1]
+    common = common_type(element, args[1])
+    if common is None:
+        raise TypeError(f"a {args[1]} cannot join an array of {element}")
+    return array(common)
+
+
 def _floor_ceil(args: Sequence[DataType]) -> DataType:
     t = args[0]
     if t.is_decimal:
@@ -133,6 +145,15 @@ FUNCTIONS.update({
     "pi": _fixed(DOUBLE), "cot": _fixed(DOUBLE), "sinh": _fixed(DOUBLE), "cosh": _fixed(DOUBLE),
     "tanh": _fixed(DOUBLE), "asinh": _fixed(DOUBLE),
     "make_timestamp": _fixed(TIMESTAMP), "next_day": _fixed(DATE),
+    # Spark's own, beyond what DuckDB shares (tests/runtime/test_spark_functions.py spells each in DuckDB)
+    "substring_index": _fixed(STRING), "base64": _fixed(STRING), "from_unixtime": _fixed(STRING),
+    "weekday": _fixed(INT), "octet_length": _fixed(INT), "bit_length": _fixed(INT), "unix_date": _fixed(INT),
+    "unix_seconds": _fixed(BIGINT), "unix_millis": _fixed(BIGINT), "unix_micros": _fixed(BIGINT),
+    "date_from_unix_date": _fixed(DATE), "timestamp_seconds": _fixed(TIMESTAMP),
+    "timestamp_millis": _fixed(TIMESTAMP), "log1p": _fixed(DOUBLE), "expm1": _fixed(DOUBLE),
+    "isnan": _fixed(BOOLEAN), "nanvl": _common,
+    "array_position": _array_fn(BIGINT), "array_append": _appended, "array_prepend": _appended,
+    "array_compact": _first, "array_repeat": lambda a: array(a[0]),
 })
 
 NONDETERMINISTIC = frozenset({
