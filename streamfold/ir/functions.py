@@ -154,6 +154,9 @@ FUNCTIONS.update({
     "isnan": _fixed(BOOLEAN), "nanvl": _common,
     "array_position": _array_fn(BIGINT), "array_append": _appended, "array_prepend": _appended,
     "array_compact": _first, "array_repeat": lambda a: array(a[0]),
+    "array_distinct": _first, "array_remove": _first, "array_union": _common, "array_except": _common,
+    "array_intersect": _common, "dayname": _fixed(STRING), "monthname": _fixed(STRING),
+    "regexp_substr": _fixed(STRING),
 })
 
 NONDETERMINISTIC = frozenset({

@@ -3,7 +3,7 @@ evaluated by Spark row by row, so kept exactly as any expression is; here, after
 with deletions and NULLs, the snapshot equals DuckDB's answer written in DuckDB's own words —
 string and byte lengths, substrings up to a delimiter, base64, days and seconds since 1970 both
 ways, weekdays, ``log1p``/``expm1``, NaN tests and the array functions that append, prepend,
-compact, repeat and search."""
+compact, repeat, search and treat arrays as sets, day and month names and `regexp_substr`."""
 
 from __future__ import annotations
 
@@ -42,6 +42,20 @@ CASES = [
      "array_repeat(s, 2) AS twice, size(array_compact(array(s, s))) AS kept FROM R",
      "SELECT a, CASE WHEN s = 'a' THEN 1 ELSE 2 END, [s, 'z'], ['z', s], list_filter([s, NULL, 'b'], lambda x: x IS NOT NULL), "
      "[s, s], CASE WHEN s IS NULL THEN 0 ELSE 2 END FROM R"),
+    ("array sets",
+     "SELECT a, array_distinct(array(s, 'a', s, NULL)) AS dist, array_remove(array(s, NULL, 'b', 'a'), 'a') AS rem, "
+     "array_union(array(s, 'a'), array('b', s)) AS uni, array_except(array(s, 'b', s), array('a')) AS exc, "
+     "array_intersect(array('c', s, 'b'), array(s, 'c')) AS inter FROM R WHERE s IS NOT NULL OR a > 2",
+     "SELECT a, CASE WHEN s IS NULL THEN [NULL, 'a'] WHEN s = 'a' THEN ['a', NULL] ELSE [s, 'a', NULL] END, "
+     "CASE WHEN s = 'a' THEN [NULL, 'b'] ELSE [s, NULL, 'b'] END, "
+     "CASE WHEN s IS NULL THEN [NULL, 'a', 'b'] WHEN s = 'a' THEN ['a', 'b'] WHEN s = 'b' THEN ['b', 'a'] "
+     "ELSE [s, 'a', 'b'] END, "
+     "CASE WHEN s IS NULL THEN [NULL, 'b'] WHEN s = 'a' THEN ['b'] WHEN s = 'b' THEN ['b'] ELSE [s, 'b'] END, "
+     "CASE WHEN s IS NULL THEN ['c', NULL] WHEN s = 'c' THEN ['c'] ELSE ['c', s] END "
+     "FROM R WHERE s IS NOT NULL OR a > 2"),
+    ("names",
+     "SELECT a, dayname(d) AS dn, monthname(d) AS mn, regexp_substr(s, '[a-b]+') AS rs FROM R",
+     "SELECT a, left(dayname(d), 3), left(monthname(d), 3), nullif(regexp_extract(s, '[a-b]+'), '') FROM R"),
 ]
 
 
