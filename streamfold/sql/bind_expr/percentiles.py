@@ -26,8 +26,8 @@ from decimal import Decimal
 from sqlglot import exp
 
 from ...errors import SqlError, UnsupportedError
-from ...ir.expr import Cast, Expr, Literal
-from ...ir.types import DOUBLE
+from ...ir.expr import Call, Case, Cast, Expr, Literal
+from ...ir.types import BOOLEAN, DOUBLE, array
 from .aggregates import bind_agg, bind_filter, filtered
 from .context import ExprContext
 
@@ -96,14 +96,24 @@ def bind_percentile(ctx: ExprContext, node: exp.Expr, x: exp.Expr, p: exp.Expr |
         raise _refuse(ctx, node, name, "percentile_cont … WITHIN GROUP (ORDER BY x DESC) is not supported",
                       "order ascending with the complementary fraction: percentile_cont(1 - p) WITHIN GROUP "
                       "(ORDER BY x) (the same value up to the last digit)")
-    if isinstance(p, exp.Array):
-        raise _refuse(ctx, node, name, "several percentiles in one call (an array of fractions) are not supported",
-                      "one call per fraction: percentile(x, 0.25), percentile(x, 0.75)")
     if _frequency_given(ctx, node, p):
         raise _refuse(ctx, node, name, "percentile with a frequency argument is not supported",
                       "repeat the rows instead, or weight them in a sum")
+    if isinstance(p, exp.Array):  # percentile(x, array(p1, p2, …)): one percentile a fraction, as an array
+        return _percentiles(ctx, node, name, x, p)
     fraction = 0.5 if p is None else _fraction(ctx, node, name, p)
     return bind_agg(ctx, node, FN, argument=x, constants=(Literal(fraction, DOUBLE),))
+
+
+def _percentiles(ctx: ExprContext, node: exp.Expr, name: str, x: exp.Expr, fractions: exp.Array) -> Expr:
+    """``percentile(x, array(p1, p2, …))``: Spark's ARRAY<DOUBLE> of the percentiles, each kept over
+    the one multiset of ``x``; NULL, not an array of NULLs, for a group without a value, as Spark."""
+    if not fractions.expressions:
+        raise _refuse(ctx, node, name, "an empty array of fractions", "give at least one fraction, e.g. array(0.5)")
+    each = [bind_agg(ctx, node, FN, argument=x, constants=(Literal(_fraction(ctx, node, name, f), DOUBLE),))
+            for f in fractions.expressions]
+    listed = Call("array", tuple(each), array(DOUBLE), "array(" + ", ".join(f"{{{i}}}" for i in range(len(each))) + ")")
+    return Case(((Call("IS NULL", (each[0],), BOOLEAN), Literal(None, listed.type)),), listed, listed.type)
 
 
 def _fraction(ctx: ExprContext, node: exp.Expr, name: str, p: exp.Expr) -> float:
