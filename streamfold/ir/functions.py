@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .types import (
-    BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, array, common_type, decimal,
+    BIGINT, BOOLEAN, DATE, DOUBLE, INT, STRING, TIMESTAMP, DataType, arithmetic_type, array, common_type, decimal,
 )
 
 TypeRule = Callable[[Sequence[DataType]], DataType]
@@ -82,6 +82,19 @@ def _appended(args: Sequence[DataType]) -> DataType:
     if common is None:
         raise TypeError(f"a {args[1]} cannot join an array of {element}")
     return array(common)
+
+
+def _tried(op: str) -> TypeRule:
+    """try_add, try_subtract, try_multiply: the operator's type (NULL on overflow); a date moved by
+    whole days stays a date."""
+    def rule(args: Sequence[DataType]) -> DataType:
+        if op in "+-" and len(args) == 2 and args[0].name == "DATE" and args[1].is_integral:
+            return DATE
+        t = arithmetic_type(op, args[0], args[1]) if len(args) == 2 else None
+        if t is None:
+            raise TypeError(f"it needs two numbers, not {', '.join(str(a) for a in args)}")
+        return t
+    return rule
 
 
 def _floor_ceil(args: Sequence[DataType]) -> DataType:
@@ -157,6 +170,7 @@ FUNCTIONS.update({
     "array_distinct": _first, "array_remove": _first, "array_union": _common, "array_except": _common,
     "array_intersect": _common, "dayname": _fixed(STRING), "monthname": _fixed(STRING),
     "regexp_substr": _fixed(STRING),
+    "try_add": _tried("+"), "try_subtract": _tried("-"), "try_multiply": _tried("*"),
 })
 
 NONDETERMINISTIC = frozenset({

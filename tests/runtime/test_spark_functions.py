@@ -2,7 +2,7 @@
 evaluated by Spark row by row, so kept exactly as any expression is; here, after every batch
 with deletions and NULLs, the snapshot equals DuckDB's answer written in DuckDB's own words —
 string and byte lengths, substrings up to a delimiter, base64, days and seconds since 1970 both
-ways, weekdays, ``log1p``/``expm1``, NaN tests and the array functions that append, prepend,
+ways, weekdays, ``log1p``/``expm1``, NaN tests, ``try_add``/``try_subtract``/``try_multiply`` and the array functions that append, prepend,
 compact, repeat, search and treat arrays as sets, day and month names and `regexp_substr`."""
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ CASES = [
      "SELECT make_timestamp((a * 3600)::BIGINT * 1000000), make_timestamp((a * 1000)::BIGINT * 1000), count(*) "
      "FROM R GROUP BY 1, 2"),
     ("numbers",
-     "SELECT a, log1p(c) AS l, expm1(a) AS e, isnan(c) AS nan, nanvl(c, 0D) AS nv FROM R",
-     "SELECT a, CASE WHEN c > -1 THEN ln(1 + c) END, exp(a) - 1, coalesce(isnan(c), false), CASE WHEN isnan(c) THEN 0 ELSE c END "
-     "FROM R"),
+     "SELECT a, log1p(c) AS l, expm1(a) AS e, isnan(c) AS nan, nanvl(c, 0D) AS nv, try_add(a, 2) AS ta, "
+     "try_subtract(c, a) AS ts, try_multiply(a, 3) AS tm, try_add(d, a) AS td FROM R",
+     "SELECT a, CASE WHEN c > -1 THEN ln(1 + c) END, exp(a) - 1, coalesce(isnan(c), false), "
+     "CASE WHEN isnan(c) THEN 0 ELSE c END, a + 2, c - a, a * 3, d + a FROM R"),
     ("arrays",
      "SELECT a, array_position(array(s, 'a', s), 'a') AS pos, array_append(array(s), 'z') AS app, "
      "array_prepend(array(s), 'z') AS pre, array_compact(array(s, NULL, 'b')) AS compact, "
