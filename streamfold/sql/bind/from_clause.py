@@ -7,8 +7,8 @@ in the whole query (``S``, then ``S#2`` …), which prefixes its columns. A semi
 right side leaves the scope after the join; ``USING`` and ``NATURAL`` columns are merged, so an
 unqualified reference to one is not ambiguous.
 
-Clauses that would change which rows a table gives (TABLESAMPLE, PIVOT, time travel, hints) are
-refused, never ignored; so is a derived table that reads a column of the query around it.
+A PIVOT is the grouped query it stands for (:mod:`.pivot`). Clauses that would change which rows
+a table gives (TABLESAMPLE, UNPIVOT, time travel, hints) are refused, never ignored; so is a derived table that reads a column of the query around it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..scope import Scope, ScopeEntry
 from .context import BindContext, Cte
 from .ctes import bind_cte, named_columns
 from .generators import lateral_join, lateral_view
+from .pivot import pivot_query
 
 
 def from_clause(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
@@ -65,6 +66,10 @@ def _one_row(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte]) -> Rel:
 
 
 def _table_ref(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte], scope: Scope) -> Rel:
+    pivots = node.args.get("pivots")
+    if pivots and not pivots[0].args.get("unpivot"):  # the grouped query it stands for (pivot.py)
+        node = pivot_query(ctx, node, lambda ref, own: _columns(ctx, ref, ctes, own),
+                           lambda query: [f.type for f in ctx.query(query, ctes)[0].schema])
     _table_clauses(ctx, node)
     if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
         raise ctx.err(UnsupportedError, "UNSUPPORTED_FROM",
@@ -114,18 +119,22 @@ def _table_ref(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte], scope: Sc
                   node, construct=node.key)
 
 
+def _columns(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte], scope: Scope) -> list[str]:
+    """The column names of the table reference ``node``, bound into ``scope`` (a scope of its own)."""
+    _table_ref(ctx, node, ctes, scope)
+    return list(scope.entries[-1].names.values())
+
+
 def _table_clauses(ctx: BindContext, node: exp.Expr) -> None:
     """Clauses on a table reference that change which rows it gives — refused, never ignored
     (``F TABLESAMPLE (10 PERCENT)`` read as all of ``F`` would be a wrong answer)."""
-    clauses = {"pivots": ("PIVOT", "aggregate with GROUP BY and CASE (sum(CASE WHEN k = 'a' THEN v END))"),
+    clauses = {"pivots": ("UNPIVOT", "write one SELECT per column, joined with UNION ALL"),
                "sample": ("TABLESAMPLE", "a continuous query keeps the answer over all rows; filter them "
                                          "with a condition in WHERE instead"),
                "version": ("time travel (VERSION/TIMESTAMP AS OF)", "the inputs are the source directories"),
                "hints": ("table hints", "remove the hint")}
     for arg, (construct, hint) in clauses.items():
         value = node.args.get(arg)
-        if value and arg == "pivots" and value[0].args.get("unpivot"):
-            construct, hint = "UNPIVOT", "write one SELECT per column, joined with UNION ALL"
         if value:
             raise ctx.err(UnsupportedError, "UNSUPPORTED_CLAUSE", f"{construct} is not supported",
                           value[0] if isinstance(value, list) else value, hint, construct=construct)
