@@ -2,9 +2,10 @@
 
 The list is the string, date, math, conditional and array functions that Spark SQL and DuckDB share,
 and some of Spark's own that DuckDB spells otherwise; every one of them is covered by the DuckDB
-oracle (the latter in ``tests/runtime/test_spark_functions.py``, written in DuckDB's words). A function outside it is refused with
-``UNSUPPORTED_FUNCTION`` at compile time; a non-deterministic one (``rand``, ``now`` …) with
-``NONDETERMINISTIC_FUNCTION``, since a continuous query must give the batch query's answer.
+oracle (the latter in ``tests/runtime/test_spark_functions.py``, written in DuckDB's words). A
+function outside it is refused with ``UNSUPPORTED_FUNCTION`` at compile time; a non-deterministic
+one (``rand``, ``now`` …) with ``NONDETERMINISTIC_FUNCTION``, since a continuous query must give
+the batch query's answer.
 """
 
 from __future__ import annotations

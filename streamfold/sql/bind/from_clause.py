@@ -8,7 +8,8 @@ right side leaves the scope after the join; ``USING`` and ``NATURAL`` columns ar
 unqualified reference to one is not ambiguous.
 
 A PIVOT is the grouped query it stands for (:mod:`.pivot`). Clauses that would change which rows
-a table gives (TABLESAMPLE, UNPIVOT, time travel, hints) are refused, never ignored; so is a derived table that reads a column of the query around it.
+a table gives (TABLESAMPLE, UNPIVOT, time travel, hints) are refused, never ignored; so is a
+derived table that reads a column of the query around it.
 """
 
 from __future__ import annotations

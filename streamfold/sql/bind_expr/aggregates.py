@@ -154,10 +154,9 @@ def unsupported_agg(ctx: ExprContext, node: exp.Expr, fn: str) -> SqlError:
                    _AGG_HINTS.get(fn, _SUPPORTED_AGGS), function=fn)
 
 
-def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str, argument: exp.Expr | None = None,
-             constants: tuple[Expr, ...] = ()) -> Expr:
-    """``fn`` over its argument (``argument``, else the node's own), then ``constants`` (a
-    percentile's fraction), as an :class:`Agg` handed to the context's hook."""
+def aggregate_allowed(ctx: ExprContext, node: exp.Expr, fn: str) -> None:
+    """``AGGREGATE_NOT_ALLOWED`` in a clause that does not aggregate (WHERE, GROUP BY …),
+    ``NESTED_AGGREGATE`` inside another aggregate's argument."""
     if ctx.on_agg is None:
         raise ctx.err(
             BindError, "AGGREGATE_NOT_ALLOWED", f"aggregate `{fn}` is not allowed in {ctx.clause}", node,
@@ -167,6 +166,13 @@ def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str, argument: exp.Expr | Non
     if ctx.in_agg:
         raise ctx.err(BindError, "NESTED_AGGREGATE", f"aggregate `{fn}` inside another aggregate", node,
                       "compute the inner aggregate in a subquery", function=fn)
+
+
+def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str, argument: exp.Expr | None = None,
+             constants: tuple[Expr, ...] = ()) -> Expr:
+    """``fn`` over its argument (``argument``, else the node's own), then ``constants`` (a
+    percentile's fraction), as an :class:`Agg` handed to the context's hook."""
+    aggregate_allowed(ctx, node, fn)
     distinct = False
     inner = argument if argument is not None else node.this if not isinstance(node, exp.Anonymous) \
         else (node.expressions[0] if node.expressions else None)
@@ -189,6 +195,7 @@ def bind_agg(ctx: ExprContext, node: exp.Expr, fn: str, argument: exp.Expr | Non
     if fn == "count" and args and isinstance(args[0], Literal) and args[0].value is not None and not distinct:
         args = ()  # count(1) is count(*)
     agg = Agg(fn, args + constants, distinct, agg_type(ctx, node, fn, args))
+    assert ctx.on_agg is not None  # (aggregate_allowed)
     return ctx.on_agg(agg, node)
 
 

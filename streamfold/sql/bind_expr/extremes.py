@@ -21,7 +21,7 @@ from sqlglot import exp
 from ...errors import BindError, UnsupportedError
 from ...ir.expr import BY_PAIR_OP, Agg, Call, Expr
 from ...ir.types import DataType
-from .aggregates import filtered
+from .aggregates import aggregate_allowed, filtered
 from .context import ExprContext
 
 EXTREMES: dict[type, str] = {exp.ArgMax: "max", exp.ArgMin: "min"}
@@ -46,13 +46,7 @@ def bind_extreme(ctx: ExprContext, node: exp.Expr, fn: str, call: exp.Expr, filt
     if isinstance(x, exp.Distinct) or isinstance(y, exp.Distinct):
         raise ctx.err(UnsupportedError, "UNSUPPORTED_AGGREGATE", f"`{name}(DISTINCT …)` is not supported", node,
                       f"DISTINCT does not change {name}: drop it", function=name)
-    if ctx.on_agg is None:
-        raise ctx.err(BindError, "AGGREGATE_NOT_ALLOWED", f"aggregate `{name}` is not allowed in {ctx.clause}", node,
-                      "filter groups with HAVING instead of WHERE" if ctx.clause == "WHERE" else None,
-                      function=name, clause=ctx.clause)
-    if ctx.in_agg:
-        raise ctx.err(BindError, "NESTED_AGGREGATE", f"aggregate `{name}` inside another aggregate", node,
-                      "compute the inner aggregate in a subquery", function=name)
+    aggregate_allowed(ctx, node, name)
     ctx.in_agg = True
     try:
         value = ctx.bind(x)  # a row the FILTER leaves out orders as NULL: skipped
@@ -65,5 +59,6 @@ def bind_extreme(ctx: ExprContext, node: exp.Expr, fn: str, call: exp.Expr, filt
                                "take an orderable column, or a field of it", function=name, actual=t.sql())
     pair_type = DataType("STRUCT", params=(("y", order.type), ("x", value.type)))
     pair = Call(BY_PAIR_OP, (order, value), pair_type, "IF({0} IS NULL, NULL, named_struct('y', {0}, 'x', {1}))")
+    assert ctx.on_agg is not None  # (aggregate_allowed)
     stand_in = ctx.on_agg(Agg(fn, (pair,), False, pair_type), node)
     return Call("field", (stand_in,), value.type, "{0}.`x`")

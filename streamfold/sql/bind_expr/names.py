@@ -109,7 +109,6 @@ def _dotted(node: exp.Expr) -> list[str] | None:
     return None
 
 
-
 def bind_struct(ctx: ExprContext, node: exp.Struct) -> Expr:
     """``struct(a, b + 1, c AS n)`` and ``named_struct('n', v, …)``: a STRUCT of the fields as Spark
     names them (a column's name, an alias, ``col<i>`` for another expression; sqlglot has named
