@@ -13,14 +13,14 @@ into a query that is still ``SELECT * FROM …`` (with a ``WHERE``, but a join o
 filter before an outer join is not one after it); ``ORDER BY`` folds in unless the query has one or a limit, ``LIMIT`` and
 ``OFFSET`` unless it has them. A derived table takes the name of the query's one table (or the
 ``|> AS`` name), so ``t.x`` still reads ``x`` after it, as in Spark. Operators nested in
-parentheses (a subquery written with pipes) are written out first.
+parentheses (a subquery written with pipes) are written out first. ``PIVOT`` and ``UNPIVOT``
+apply to the query so far as a derived table (``SELECT * FROM (…) AS t PIVOT (…)``).
 
 sqlglot reads pipe syntax too, but not as Spark does (it drops ``SELECT DISTINCT`` and moves a
 ``WHERE`` after an aggregate query into it), so the text is rewritten here and sqlglot reads
 the result. What Spark refuses or this cannot write without the input's columns is
-``UNSUPPORTED_PIPE``: ``SET`` (which keeps a column in its place), ``TABLESAMPLE``, ``PIVOT``,
-``UNPIVOT``, an aggregate in ``SELECT``/``EXTEND``/``WHERE`` (Spark's ``|> AGGREGATE`` computes
-them), and ``GROUP BY`` positions in ``AGGREGATE``.
+``UNSUPPORTED_PIPE``: ``SET`` (which keeps a column in its place), ``TABLESAMPLE``, an aggregate
+in ``SELECT``/``EXTEND``/``WHERE`` (Spark's ``|> AGGREGATE`` computes them), and ``GROUP BY`` positions in ``AGGREGATE``.
 """
 
 from __future__ import annotations
@@ -41,9 +41,7 @@ _CLOSE = (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
 _JOINS = {"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "SEMI", "ANTI", "NATURAL"}
 _SET_OPS = {"UNION", "INTERSECT", "EXCEPT", "MINUS"}
 _REFUSED = {"SET": "write |> SELECT with the columns and the new values (|> SELECT * EXCEPT (x), … AS x moves x last)",
-            "TABLESAMPLE": "TABLESAMPLE is not maintained (its rows are random)",
-            "PIVOT": "write the pivot as aggregates with FILTER (WHERE …) in |> AGGREGATE",
-            "UNPIVOT": "write one |> UNION ALL branch per column"}
+            "TABLESAMPLE": "TABLESAMPLE is not maintained (its rows are random)"}
 
 
 def unpipe(sql: str) -> str:
@@ -183,6 +181,9 @@ def _apply(sql: str, q: _Query, op: str) -> _Query:
         return _aggregate(sql, q if q.bare else q.wrapped(), op[len(head):].strip())
     if head == "AS":
         return q.wrapped(op[2:].strip())
+    if head in ("PIVOT", "UNPIVOT"):  # on the rows so far, as a derived table: FROM (…) AS t PIVOT (…)
+        w = q.wrapped()
+        return replace(w, source=f"{w.source} {op}")
     if head == "ORDER":
         q = q if q.text is None and q.order is None and q.limit is None and q.offset is None else q.wrapped()
         return replace(q, order=op.split(None, 2)[2] if len(words) > 2 else "")
@@ -196,7 +197,8 @@ def _apply(sql: str, q: _Query, op: str) -> _Query:
     if head in _SET_OPS:
         return _Query(text=f"({q.sql()}) {op}")
     raise _refuse(sql, f"`|> {head or op}` is not a pipe operator Spark has",
-                  "Spark's operators: SELECT, EXTEND, WHERE, AGGREGATE, JOIN, ORDER BY, LIMIT, AS, UNION")
+                  "Spark's operators: SELECT, EXTEND, WHERE, AGGREGATE, JOIN, ORDER BY, LIMIT, AS, UNION, "
+                  "PIVOT, UNPIVOT")
 
 
 def _aggregate(sql: str, q: _Query, rest: str) -> _Query:

@@ -30,6 +30,8 @@ SCHEMAS = {"t": "k INT, x INT, v INT", "u": "k INT, w INT"}
      "SELECT * FROM (SELECT * FROM t WHERE (x > 1)) AS t RIGHT JOIN u ON t.k = u.k"),
     ("FROM t |> DROP x, v |> WHERE k > 1", "SELECT * FROM (SELECT * EXCEPT (x, v) FROM t) AS t WHERE (k > 1)"),
     ("FROM t |> AS a |> WHERE a.x > 1", "SELECT * FROM (SELECT * FROM t) AS a WHERE (a.x > 1)"),
+    ("FROM t |> WHERE x > 1 |> UNPIVOT (y FOR c IN (x, v)) |> WHERE y > 2",
+     "SELECT * FROM (SELECT * FROM t WHERE (x > 1)) AS t UNPIVOT (y FOR c IN (x, v)) WHERE (y > 2)"),
     ("FROM t |> ORDER BY x DESC |> LIMIT 2 OFFSET 1", "SELECT * FROM t ORDER BY x DESC LIMIT 2 OFFSET 1"),
     ("FROM t |> SELECT k |> UNION ALL (FROM u |> SELECT k)", "(SELECT k FROM t) UNION ALL (SELECT k FROM u)"),
     # nested in a subquery, comments dropped (one would swallow the closing parenthesis)

@@ -41,6 +41,15 @@ QUERIES = [
      "SELECT k, sum(v) FROM (SELECT k, v FROM R UNION ALL SELECT k, w FROM U) u GROUP BY k", [R, U], False),
     ("drop-then-aggregate", "FROM R |> DROP x |> AGGREGATE count(*) AS n GROUP BY k, v",
      "SELECT k, v, count(*) FROM R GROUP BY k, v", [R], False),
+    ("filter-unpivot-filter",
+     "FROM R |> WHERE x > 0 |> UNPIVOT (val FOR col IN (x, v)) |> WHERE val > 1",
+     "SELECT k, 'x', x FROM R WHERE x > 0 AND x > 1 UNION ALL SELECT k, 'v', v FROM R WHERE x > 0 AND v > 1",
+     [R], False),
+    ("pivot-then-filter",
+     "FROM R |> SELECT k, x, v |> PIVOT (sum(v) AS s FOR x IN (0, 1 AS one)) |> WHERE R.k > 0",
+     "SELECT k, " + ", ".join(f"CASE WHEN count(*) FILTER (WHERE x IS NOT DISTINCT FROM {n}) > 0 "
+                              f"THEN sum(v) FILTER (WHERE x IS NOT DISTINCT FROM {n}) END" for n in "01")
+     + " FROM R WHERE k > 0 GROUP BY k", [R], False),
     ("aggregate-order-limit",
      "FROM R |> AGGREGATE sum(v) AS t GROUP BY k |> ORDER BY t DESC NULLS LAST, k NULLS FIRST |> LIMIT 2",
      "SELECT k, sum(v) AS t FROM R GROUP BY k ORDER BY t DESC NULLS LAST, k NULLS FIRST LIMIT 2", [R], True),

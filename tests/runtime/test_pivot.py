@@ -62,5 +62,4 @@ def test_pivots_spark_names_otherwise_are_refused():
         ("SELECT * FROM (SELECT a, s, b FROM R) PIVOT (sum(b), count(*) FOR s IN ('a', 'b'))", "UNSUPPORTED_CLAUSE"),
         ("SELECT * FROM (SELECT a, s, b FROM R) PIVOT (sum(b) FOR s IN (upper('a')))", "UNSUPPORTED_CLAUSE"),
         ("SELECT * FROM (SELECT a, s, b FROM R) PIVOT (sum(b) FOR (s, a) IN (('a', 1)))", "UNSUPPORTED_CLAUSE"),
-        ("SELECT * FROM R UNPIVOT (v FOR k IN (a, b))", "UNSUPPORTED_CLAUSE"),
     ], {"R": R.schema_sql()})

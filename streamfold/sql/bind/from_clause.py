@@ -7,8 +7,9 @@ in the whole query (``S``, then ``S#2`` …), which prefixes its columns. A semi
 right side leaves the scope after the join; ``USING`` and ``NATURAL`` columns are merged, so an
 unqualified reference to one is not ambiguous.
 
-A PIVOT is the grouped query it stands for (:mod:`.pivot`). Clauses that would change which rows
-a table gives (TABLESAMPLE, UNPIVOT, time travel, hints) are refused, never ignored; so is a
+A PIVOT is the grouped query it stands for (:mod:`.pivot`), an UNPIVOT the exploded rows
+(:mod:`.unpivot`). Clauses that would change which rows a table gives (TABLESAMPLE, time travel,
+hints) are refused, never ignored; so is a
 derived table that reads a column of the query around it.
 """
 
@@ -26,6 +27,7 @@ from .context import BindContext, Cte
 from .ctes import bind_cte, named_columns
 from .generators import lateral_join, lateral_view
 from .pivot import pivot_query
+from .unpivot import unpivot_query
 
 
 def from_clause(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
@@ -68,9 +70,10 @@ def _one_row(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte]) -> Rel:
 
 def _table_ref(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte], scope: Scope) -> Rel:
     pivots = node.args.get("pivots")
-    if pivots and not pivots[0].args.get("unpivot"):  # the grouped query it stands for (pivot.py)
-        node = pivot_query(ctx, node, lambda ref, own: _columns(ctx, ref, ctes, own),
-                           lambda query: [f.type for f in ctx.query(query, ctes)[0].schema])
+    if pivots:  # the grouped query (pivot.py) or the exploded rows (unpivot.py) it stands for
+        rewrite = unpivot_query if pivots[0].args.get("unpivot") else pivot_query
+        node = rewrite(ctx, node, lambda ref, own: _columns(ctx, ref, ctes, own),
+                       lambda query: [f.type for f in ctx.query(query, ctes)[0].schema])
     _table_clauses(ctx, node)
     if isinstance(node, exp.Table) and isinstance(node.this, exp.Func):
         raise ctx.err(UnsupportedError, "UNSUPPORTED_FROM",
@@ -129,8 +132,7 @@ def _columns(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte], scope: Scop
 def _table_clauses(ctx: BindContext, node: exp.Expr) -> None:
     """Clauses on a table reference that change which rows it gives — refused, never ignored
     (``F TABLESAMPLE (10 PERCENT)`` read as all of ``F`` would be a wrong answer)."""
-    clauses = {"pivots": ("UNPIVOT", "write one SELECT per column, joined with UNION ALL"),
-               "sample": ("TABLESAMPLE", "a continuous query keeps the answer over all rows; filter them "
+    clauses = {"sample": ("TABLESAMPLE", "a continuous query keeps the answer over all rows; filter them "
                                          "with a condition in WHERE instead"),
                "version": ("time travel (VERSION/TIMESTAMP AS OF)", "the inputs are the source directories"),
                "hints": ("table hints", "remove the hint")}
