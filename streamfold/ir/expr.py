@@ -175,6 +175,15 @@ class OuterColumn(Expr):
     type: DataType
 
 
+@dataclass(frozen=True, slots=True)
+class LambdaVar(Expr):
+    """A parameter of a lambda (``x`` in ``transform(arr, x -> x + 1)``): bound by the call whose
+    template names it, never an input column, so passes that rename or place columns pass it by."""
+
+    name: str
+    type: DataType
+
+
 # ``(a, b) IN (SELECT x, y …)``: the left side of a row IN is a Call of this op over its values.
 ROW = "row"
 

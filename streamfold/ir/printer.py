@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .expr import Agg, Call, Case, Cast, Column, Expr, Literal, OuterColumn, SubqueryExpr
+from .expr import Agg, Call, Case, Cast, Column, Expr, LambdaVar, Literal, OuterColumn, SubqueryExpr
 from .window import WindowCall
 
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -121,6 +121,8 @@ class ExprPrinter:
             return self.window(e)
         if isinstance(e, OuterColumn):  # a correlated reference reads as in SQL: by its name
             return self.name(e.name)
+        if isinstance(e, LambdaVar):  # a lambda's parameter, named as its call's template names it
+            return quote(e.name)
         if isinstance(e, SubqueryExpr) and self.relation is not None:  # before unnesting: for people only
             inner = "(" + " ".join(line.strip() for line in self.relation(e.rel).split("\n")) + ")"
             if e.kind == "exists":

@@ -11,7 +11,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 
-from ..errors import ParseError, Span, UnsupportedError
+from ..errors import ParseError, Span
 from .batch_text import deterministic_extremes, tolerant_division
 from .iterate import Iterative, extract, spark_schema_text
 from .pipe import unpipe
@@ -94,25 +94,8 @@ def parse(sql: str) -> exp.Query:
             sql=sql, span=span_of(stmt), params={"statement": stmt.key},
             hint="streamfold maintains the answer of a SELECT query",
         )
-    _refuse_lambdas(stmt, sql)
+
     return stmt
-
-
-def _refuse_lambdas(stmt: exp.Query, sql: str) -> None:
-    """A higher-order function (``filter(tags, t -> t <> 'x')``, ``exists``, ``transform``,
-    ``aggregate`` …) refused by its name, before its lambda's parameters read as unknown columns."""
-    lam = next(stmt.find_all(exp.Lambda), None)
-    if lam is None:
-        return
-    call = lam.parent or lam
-    span = span_of(call)
-    written = re.match(r"\s*([A-Za-z_]\w*)\s*\(", sql[span[0]:]) if span is not None else None
-    name = (written.group(1) if written else call.sql_name() if isinstance(call, exp.Func) else call.key).lower()
-    raise UnsupportedError(
-        f"the higher-order function `{name}` (with a lambda, `x -> …`) is not supported", code="UNSUPPORTED_FUNCTION",
-        sql=sql, span=span, params={"function": name},
-        hint="explode the array (LATERAL VIEW explode(…)) and filter or aggregate its elements, or use an array "
-             "function without a lambda (array_contains, size, array_max, array_min, array_join, slice)")
 
 
 def _friendly(description: str) -> str:

@@ -29,8 +29,9 @@ from .modes import bind_mode, mode
 from .respell import bind_bitwise, bitwise, respelled
 from .value_sets import bind_value_set, value_set
 from .grouping import bind_grouping
+from .lambdas import bind_higher_order, lambda_call
 from .literals import bind_boolean, bind_cast, bind_literal, bind_null
-from .names import bind_bracket, bind_column, bind_dot, bind_struct
+from .names import bind_bracket, bind_column, bind_dot, bind_identifier, bind_struct
 from .predicates import (
     COMPARE, bind_and, bind_between, bind_compare, bind_distinct_from, bind_ilike, bind_in, bind_is, bind_like,
     bind_not, bind_or,
@@ -39,7 +40,7 @@ from .subqueries import bind_subquery, quantified_refusal
 from .windows import bind_window
 
 _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
-    exp.Column: bind_column, exp.Dot: bind_dot, exp.Bracket: bind_bracket, exp.Struct: bind_struct,
+    exp.Column: bind_column, exp.Identifier: bind_identifier, exp.Dot: bind_dot, exp.Bracket: bind_bracket, exp.Struct: bind_struct,
     exp.Paren: lambda ctx, node: ctx.bind(node.this),
     exp.Literal: bind_literal, exp.Boolean: bind_boolean, exp.Null: bind_null,
     exp.Cast: bind_cast, exp.TryCast: bind_cast,
@@ -65,6 +66,9 @@ class ExprBinder(ExprContext):
     """An :class:`ExprContext` that binds each node by the rule for its kind."""
 
     def bind(self, node: exp.Expr) -> Expr:
+        higher_order = lambda_call(node)
+        if higher_order is not None:
+            return bind_higher_order(self, node, *higher_order)
         boolean = boolean_aggregate(node)
         if boolean is not None:
             return self.bind(boolean_counts(*boolean))

@@ -52,6 +52,7 @@ class ExprContext(ABC):
         self.on_agg = on_agg
         self.subquery = subquery
         self.in_agg = False  # binding an aggregate's argument: no aggregate or subquery inside
+        self.lambdas: dict[str, Expr] = {}  # the parameters of the lambdas around, by lower-case name
 
     @abstractmethod
     def bind(self, node: exp.Expr) -> Expr:

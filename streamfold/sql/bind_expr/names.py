@@ -22,10 +22,20 @@ def bind_column(ctx: ExprContext, node: exp.Column) -> Expr:
     return _name(ctx, [p.name for p in node.parts], node)
 
 
+def bind_identifier(ctx: ExprContext, node: exp.Identifier) -> Expr:
+    """A bare name where sqlglot reads no column: a lambda's parameter (``x`` in ``x -> x + 1``)."""
+    return _name(ctx, [node.name], node)
+
+
 def _name(ctx: ExprContext, parts: list[str], node: exp.Expr) -> Expr:
     """``col``, ``alias.col``, then any ``.field`` of a STRUCT: ``p.a`` is field ``a`` of column
     ``p`` when no table in scope is called ``p`` (Spark's rule)."""
     span = span_of(node)
+    variable = ctx.lambdas.get(parts[0].lower())
+    if variable is not None:  # a lambda's parameter hides a column of its name, as in Spark
+        for name in parts[1:]:
+            variable = _field(ctx, variable, name, node)
+        return variable
     window = ctx.scope.time_window
     if window is not None and parts[0].lower() == window.name and (len(parts) == 1 or ctx.scope.entry(parts[0]) is None):
         # the block's time window (GROUP BY window(ts, …)) is read as a column named `window`
