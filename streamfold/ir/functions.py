@@ -85,6 +85,20 @@ def _appended(args: Sequence[DataType]) -> DataType:
     return array(common)
 
 
+def _appended_at(args: Sequence[DataType]) -> DataType:
+    """array_insert(arr, pos, x): as array_append, the position an integer."""
+    if len(args) != 3 or not (args[1].is_integral or args[1].is_null):
+        raise TypeError("it takes an array, an integer position and a value")
+    return _appended([args[0], args[2]])
+
+
+def _sequence(args: Sequence[DataType]) -> DataType:
+    """sequence(start, stop[, step]) of integers: an array of their wider type."""
+    if not all(a.is_integral or a.is_null for a in args) or len(args) not in (2, 3):
+        raise TypeError("it takes two or three integers (a sequence of dates or timestamps is not supported)")
+    return array(_common(args))
+
+
 def _tried(op: str) -> TypeRule:
     """try_add, try_subtract, try_multiply: the operator's type (NULL on overflow); a date moved by
     whole days stays a date."""
@@ -172,6 +186,14 @@ FUNCTIONS.update({
     "array_intersect": _common, "dayname": _fixed(STRING), "monthname": _fixed(STRING),
     "regexp_substr": _fixed(STRING),
     "try_add": _tried("+"), "try_subtract": _tried("-"), "try_multiply": _tried("*"),
+    "months_between": _fixed(DOUBLE), "format_number": _fixed(STRING), "format_string": _fixed(STRING),
+    "printf": _fixed(STRING), "acosh": _fixed(DOUBLE), "atanh": _fixed(DOUBLE), "hypot": _fixed(DOUBLE),
+    "rint": _fixed(DOUBLE), "e": _fixed(DOUBLE), "sec": _fixed(DOUBLE), "csc": _fixed(DOUBLE),
+    "overlay": _fixed(STRING), "mask": _fixed(STRING), "find_in_set": _fixed(INT), "timestampdiff": _fixed(BIGINT),
+    "regexp_extract_all": _fixed(array(STRING)), "array_insert": _appended_at, "arrays_overlap": _fixed(BOOLEAN),
+    "sort_array": _first, "array_sort": _first, "sequence": _sequence, "bit_count": _fixed(INT),
+    "get_json_object": _fixed(STRING), "to_json": _fixed(STRING), "json_array_length": _fixed(INT),
+    "json_object_keys": _fixed(array(STRING)),
 })
 
 NONDETERMINISTIC = frozenset({

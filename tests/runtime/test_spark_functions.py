@@ -2,7 +2,9 @@
 evaluated by Spark row by row, so kept exactly as any expression is; here, after every batch
 with deletions and NULLs, the snapshot equals DuckDB's answer written in DuckDB's own words —
 string and byte lengths, substrings up to a delimiter, base64, days and seconds since 1970 both
-ways, weekdays, ``log1p``/``expm1``, NaN tests, ``try_add``/``try_subtract``/``try_multiply`` and the array functions that append, prepend,
+ways, weekdays, ``log1p``/``expm1``, more trigonometry, formatting (``format_number``,
+``format_string``), ``months_between``, ``timestampdiff``, masks and overlays, sorted arrays and
+sequences, JSON (``get_json_object``, ``from_json``, ``to_json``, keys and lengths), NaN tests, ``try_add``/``try_subtract``/``try_multiply`` and the array functions that append, prepend,
 compact, repeat, search and treat arrays as sets, day and month names and `regexp_substr`."""
 
 from __future__ import annotations
@@ -57,6 +59,43 @@ CASES = [
     ("names",
      "SELECT a, dayname(d) AS dn, monthname(d) AS mn, regexp_substr(s, '[a-b]+') AS rs FROM R",
      "SELECT a, left(dayname(d), 3), left(monthname(d), 3), nullif(regexp_extract(s, '[a-b]+'), '') FROM R"),
+    ("more numbers",
+     "SELECT a, acosh(abs(c) + 1) AS ach, atanh(c / 20) AS ath, hypot(c, a) AS hy, rint(c) AS ri, e() AS ee, "
+     "sec(c) AS se, csc(c + 0.1) AS cs, shiftleft(a, 2) AS sl, bit_count(a) AS bc, format_number(c, 1) AS fn, "
+     "format_string('%d-%s', a, s) AS fs, printf('<%s>', s) AS pf FROM R",
+     "SELECT a, acosh(abs(c) + 1), atanh(c / 20), sqrt(c * c + a * a), round_even(c, 0), exp(1), 1 / cos(c), "
+     "1 / sin(c + 0.1), a << 2, bit_count(a), printf('%.1f', c), "
+     "printf('%s-%s', coalesce(CAST(a AS VARCHAR), 'null'), coalesce(s, 'null')), "
+     "printf('<%s>', coalesce(s, 'null')) FROM R"),
+    ("strings and dates",
+     "SELECT a, overlay(s PLACING 'X' FROM 2) AS ov, mask(s) AS mk, find_in_set(s, 'a,ab,c') AS fis, "
+     "regexp_extract_all(s, '[ab]', 0) AS rea, months_between(d, DATE '2020-01-31') AS mb, "
+     "timestampdiff(HOUR, t, TIMESTAMP '2024-01-01 00:00:00') AS hours FROM R",
+     "SELECT a, CASE WHEN s IS NOT NULL THEN substring(s, 1, 1) || 'X' || substring(s, 3) END, "
+     "regexp_replace(regexp_replace(regexp_replace(s, '[A-Z]', 'X', 'g'), '[a-z]', 'x', 'g'), '[0-9]', 'n', 'g'), "
+     "CASE WHEN s IS NOT NULL THEN coalesce(list_position(['a', 'ab', 'c'], s), 0) END, "
+     "regexp_extract_all(s, '[ab]', 0), "
+     "CASE WHEN day(d) = 31 OR d = last_day(d) THEN ((year(d) - 2020) * 12 + month(d) - 1)::DOUBLE "
+     "ELSE round((year(d) - 2020) * 12 + month(d) - 1 + (day(d) - 31) / 31, 8) END, "
+     "trunc((1704067200 - epoch(t)) / 3600)::BIGINT FROM R"),
+    ("sorted arrays and sequences",
+     "SELECT a, array_insert(array(s, 'b'), 2, 'z') AS ins, arrays_overlap(array(a, 4), array(1, 2)) AS ov, "
+     "sort_array(array(a, 2, NULL)) AS up, sort_array(array(a, 2), false) AS down, "
+     "array_sort(array(a, 2, NULL)) AS nulls_last, sequence(0, a) AS seq, sequence(a, 0, -2) AS back FROM R",
+     "SELECT a, [s, 'z', 'b'], (a = 1) OR (a = 2), list_sort([a, 2, NULL], 'ASC', 'NULLS FIRST'), "
+     "list_sort([a, 2], 'DESC', 'NULLS LAST'), list_sort([a, 2, NULL], 'ASC', 'NULLS LAST'), "
+     "CASE WHEN a IS NOT NULL THEN generate_series(0, a) END, CASE WHEN a IS NOT NULL THEN generate_series(a, 0, -2) END "
+     "FROM R"),
+    ("json",
+     "SELECT a, get_json_object(j, '$.a') AS ga, get_json_object(j, '$.s') AS gs, "
+     "from_json(j, 'a INT, s STRING').a AS fa, from_json(j, 'STRUCT<s: STRING>').s AS fs, "
+     "json_array_length(concat('[', j, ',1]')) AS n, json_object_keys(j) AS keys, "
+     "to_json(named_struct('a', a, 's', s)) AS back FROM (SELECT a, s, concat('{\"a\":', "
+     "coalesce(CAST(a AS STRING), 'null'), ',\"s\":', CASE WHEN s IS NULL THEN 'null' ELSE concat('\"', s, '\"') END, "
+     "'}') AS j FROM R) AS x",
+     "SELECT a, CAST(a AS VARCHAR), s, a, s, 2, ['a', 's'], "
+     "'{' || concat_ws(',', CASE WHEN a IS NOT NULL THEN '\"a\":' || a END, "
+     "CASE WHEN s IS NOT NULL THEN '\"s\":\"' || s || '\"' END) || '}' FROM R"),
 ]
 
 
@@ -64,3 +103,19 @@ CASES = [
 @pytest.mark.parametrize("qid,sql,oracle", CASES, ids=[c[0] for c in CASES])
 def test_spark_functions_equal_duckdb(spark, tmp_path, qid, sql, oracle):
     check_seeded(spark, str(tmp_path), f"fn-{qid}", sql, [R], oracle, batches=4)
+
+
+def test_from_json_needs_a_schema_it_can_read():
+    import streamfold
+
+    from ..streams import assert_refused
+
+    schema = {"R": R.schema_sql()}
+    plan = streamfold.compile("SELECT from_json(s, 'a INT, b ARRAY<STRING>, c STRUCT<x: INT>').c.x AS x FROM R", schema)
+    assert plan.answer.output == ("x",)
+    assert_refused([
+        ("SELECT from_json(s, s) AS j FROM R", "UNSUPPORTED_FUNCTION"),
+        ("SELECT from_json(s, 'a INTEGRAL') AS j FROM R", "TYPE_MISMATCH"),
+        ("SELECT from_json(a, 'a INT') AS j FROM R", "TYPE_MISMATCH"),
+    ], schema)
+    assert_refused([("SELECT sequence(d, d) AS j FROM R", "TYPE_MISMATCH")], schema, unhinted=("TYPE_MISMATCH",))

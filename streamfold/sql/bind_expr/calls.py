@@ -17,6 +17,7 @@ from sqlglot import exp
 from ...errors import UnsupportedError, did_you_mean
 from ...ir import functions
 from ...ir.expr import Call, Expr
+from ...ir.types import parse_type
 from ..window_text import WINDOW_CALL
 from .aggregates import ANON_AGGS, UNSUPPORTED_ANON_AGGS, bind_agg, unsupported_agg
 from .context import ExprContext
@@ -26,7 +27,9 @@ _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\b")
 
 
 def bind_call(ctx: ExprContext, node: exp.Func) -> Expr:
-    template, arg_nodes = _template(node)
+    template, arg_nodes = _sorted_array(node) if isinstance(node, exp.ArraySort) else _template(node)
+    if isinstance(node, exp.FromJson):
+        return _from_json(ctx, node)
     m = _NAME.match(template)
     # an operator-like call (`x RLIKE p`) has no name in its template: sqlglot's node names it
     name = m.group(1).lower() if m else _OPERATOR_NAMES.get(type(node), type(node).__name__.lower())
@@ -63,6 +66,50 @@ def bind_call(ctx: ExprContext, node: exp.Func) -> Expr:
     return Call(name, args, result, template)
 
 
+def _sorted_array(node: exp.ArraySort) -> tuple[str, list[exp.Expr]]:
+    """``array_sort(arr)`` (NULLs last) and ``sort_array(arr[, asc])`` (NULLs first ascending) as
+    written: sqlglot would write the first as the second."""
+    if node.args.get("asc") is None and node.args.get("nulls_first") == exp.false():
+        return "array_sort({0})", [node.this]
+    asc = node.args.get("asc")
+    return ("sort_array({0}, {1})", [node.this, asc]) if asc is not None else ("sort_array({0})", [node.this])
+
+
+def _from_json(ctx: ExprContext, node: exp.FromJson) -> Expr:
+    """``from_json(s, 'a INT, b STRING')``: a STRUCT of the schema given as a literal (DDL)."""
+    schema = node.expression
+    if not (isinstance(schema, exp.Literal) and schema.is_string) or node.args.get("options"):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_FUNCTION", "from_json needs its schema as a string literal, "
+                      "without options", node, "write from_json(s, 'a INT, b STRING')", function="from_json")
+    text = schema.this.strip()
+    try:
+        struct = parse_type(text if text.upper().startswith("STRUCT<") else f"STRUCT<{_ddl_fields(text)}>")
+    except ValueError as e:
+        raise ctx.mismatch(schema, f"from_json cannot read the schema `{text}`: {e}",
+                           "give column names and types: 'a INT, b ARRAY<STRING>'", function="from_json") from None
+    value = ctx.bind(node.this)
+    if not (value.type.is_string or value.type.is_null):
+        raise ctx.mismatch(node, f"from_json reads a STRING, not {value.type}", "pass the JSON text",
+                           function="from_json")
+    return Call("from_json", (value,), struct, f"from_json({{0}}, {_string(text)})")
+
+
+def _ddl_fields(text: str) -> str:
+    """``a INT, b STRING`` as STRUCT fields ``a: INT, b: STRING`` (commas inside <> kept)."""
+    fields, depth, start = [], 0, 0
+    for i, ch in enumerate(text + ","):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            name, _, kind = text[start:i].strip().partition(" ")
+            fields.append(f"{name.strip('`')}: {kind.strip()}")
+            start = i + 1
+    return ", ".join(fields)
+
+
+def _string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _template(node: exp.Func) -> tuple[str, list[exp.Expr]]:
     """Spark SQL text for a function call with ``{i}`` where its i-th argument goes."""
     args: list[exp.Expr] = []
@@ -77,7 +124,7 @@ def _template(node: exp.Func) -> tuple[str, list[exp.Expr]]:
             continue  # a time format, kept in strftime letters by sqlglot: Spark's generator writes Spark's back
         if isinstance(value, exp.TimeStrToTime):  # sqlglot's view of date_format's argument, not a call of ours
             clone.set(key, exp.TimeStrToTime(this=placeholder(value.this)))
-        elif isinstance(value, exp.Expr) and not isinstance(value, (exp.Var, exp.DataType)):
+        elif isinstance(value, exp.Expr) and not isinstance(value, (exp.Var, exp.DataType, exp.JSONPath)):
             clone.set(key, placeholder(value))
         elif isinstance(value, list):
             clone.set(key, [placeholder(v) if isinstance(v, exp.Expr) else v for v in value])

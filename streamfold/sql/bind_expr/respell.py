@@ -10,7 +10,7 @@ Spark's bitwise operators.
     zeroifnull(x), nullifzero(x) → coalesce(x, 0), nullif(x, 0)
 
 Written out, each is typed and maintained as what it means, and the oracle (DuckDB) reads it too.
-The bitwise operators ``& | ^ ~`` and ``shiftright`` keep Spark's types: the operands' common
+The bitwise operators ``& | ^ ~``, ``shiftleft`` and ``shiftright`` keep Spark's types: the operands' common
 integral type (a shift's at least INT).
 """
 
@@ -49,7 +49,8 @@ def respelled(node: exp.Expr) -> exp.Expr | None:
     return None
 
 
-_BITWISE: dict[type[exp.Expr], str] = {exp.BitwiseAnd: "&", exp.BitwiseOr: "|", exp.BitwiseXor: "^", exp.BitwiseRightShift: ">>"}
+_BITWISE: dict[type[exp.Expr], str] = {exp.BitwiseAnd: "&", exp.BitwiseOr: "|", exp.BitwiseXor: "^", exp.BitwiseRightShift: ">>",
+                                          exp.BitwiseLeftShift: "<<"}
 
 
 def bitwise(node: exp.Expr) -> bool:
@@ -64,9 +65,10 @@ def bind_bitwise(ctx: ExprContext, node: exp.Expr) -> Expr:
                            + " and ".join(str(a.type) for a in args), "CAST the operands to INT or BIGINT")
     if isinstance(node, exp.BitwiseNot):
         return Call("~", args, args[0].type, "(~ {0})")
-    if isinstance(node, exp.BitwiseRightShift):
+    if isinstance(node, (exp.BitwiseRightShift, exp.BitwiseLeftShift)):
         t = args[0].type if args[0].type.name == "BIGINT" else INT
-        return Call("shiftright", args, t, "shiftright({0}, {1})")
+        name = "shiftright" if isinstance(node, exp.BitwiseRightShift) else "shiftleft"
+        return Call(name, args, t, f"{name}({{0}}, {{1}})")
     common = common_type(args[0].type, args[1].type)
     assert common is not None
     op = _BITWISE[type(node)]
