@@ -28,6 +28,7 @@ from .ctes import bind_cte, named_columns
 from .generators import lateral_join, lateral_view
 from .pivot import pivot_query
 from .unpivot import unpivot_query
+from .values import ONE_ROW, values_query
 
 
 def from_clause(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte],
@@ -52,13 +53,20 @@ def _one_row(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte]) -> Rel:
     """A SELECT without FROM is over one row, as in Spark: ``SELECT 2 NOT IN (SELECT x FROM t)``.
     The row is a global aggregate over a table its subqueries read (a static one first), which
     always has one row, projected to a constant; a SELECT that reads no table is ``NO_FROM``."""
-    names = [t.name.lower() for t in node.find_all(exp.Table) if not (t.args.get("db") or t.args.get("catalog"))]
-    known = {n.lower(): n for n in ctx.catalog}
-    sources = [known[n] for n in names if n in known and n not in ctes]
+    sources = _sources_read(ctx, node, ctes)
     if not sources:
         raise ctx.err(UnsupportedError, "NO_FROM", "a continuous query must read at least one source", node,
                       "add FROM <source>")
-    name = min(sources, key=lambda n: not ctx.catalog[n].static)
+    return _one_row_of(ctx, min(sources, key=lambda n: not ctx.catalog[n].static))
+
+
+def _sources_read(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte]) -> list[str]:
+    names = [t.name.lower() for t in node.find_all(exp.Table) if not (t.args.get("db") or t.args.get("catalog"))]
+    known = {n.lower(): n for n in ctx.catalog}
+    return [known[n] for n in names if n in known and n not in ctes]
+
+
+def _one_row_of(ctx: BindContext, name: str) -> Rel:
     source = ctx.catalog[name]
     internal = ctx.unique_alias("_one_row")
     fields = tuple(Field(f"{internal}.{c}", t) for c, t in source.columns)
@@ -68,7 +76,22 @@ def _one_row(ctx: BindContext, node: exp.Select, ctes: dict[str, Cte]) -> Rel:
     return Project(rows, ((f"{internal}.one", Literal(1, INT)),))
 
 
+def _values(ctx: BindContext, node: exp.Values, ctes: dict[str, Cte]) -> exp.Subquery:
+    """An inline table as the derived table it stands for (values.py), its one row counted over a
+    source the query reads (a static table first), else over any source."""
+    read = _sources_read(ctx, node.root(), ctes) or list(ctx.catalog)
+    if not read:
+        raise ctx.err(UnsupportedError, "NO_FROM", "a continuous query must read at least one source", node,
+                      "add FROM <source>")
+    source = min(read, key=lambda n: not ctx.catalog[n].static)
+    return values_query(ctx, node, source, lambda query: [f.type for f in ctx.query(query, ctes)[0].schema])
+
+
 def _table_ref(ctx: BindContext, node: exp.Expr, ctes: dict[str, Cte], scope: Scope) -> Rel:
+    if isinstance(node, exp.Values):  # an inline table: the rows exploded from one row (values.py)
+        node = _values(ctx, node, ctes)
+    if isinstance(node, exp.Table) and node.name.startswith(ONE_ROW + ":"):
+        return _one_row_of(ctx, node.name[len(ONE_ROW) + 1:])
     pivots = node.args.get("pivots")
     if pivots:  # the grouped query (pivot.py) or the exploded rows (unpivot.py) it stands for
         rewrite = unpivot_query if pivots[0].args.get("unpivot") else pivot_query
