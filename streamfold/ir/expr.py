@@ -138,6 +138,8 @@ AGGREGATES = frozenset({
     "mode", "mode_desc", "min_by", "max_by",
     # percentile_disc(p) WITHIN GROUP (ORDER BY x [DESC]) (sql/bind_expr/percentiles.py)
     "percentile_disc", "percentile_disc_desc",
+    # bit_and, bit_or, bit_xor of integers, over the values' multiset (plan/aggregates.py)
+    "bit_and", "bit_or", "bit_xor",
     # grouping() and grouping_id() under GROUPING SETS, CUBE and ROLLUP: bound as aggregates so
     # the select list lifts them like one, each replaced by its set's constant (sql/bind/grouping_sets.py)
     "grouping", "grouping_id",

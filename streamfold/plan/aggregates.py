@@ -17,6 +17,9 @@ count/sum/avg(DISTINCT x)   (group, x) with its count (+)                   over
 percentile(x, p)            the same multiset                               percentile(value, p, count)
 collect_set(x) (sorted)     the same multiset                               collect_set over the values
 collect_list(x) (sorted)    the same multiset                               each value count times
+bit_and(x), bit_or(x)       the same multiset                               itself over the values present
+bit_xor(x)                  the same multiset                               over the values present an odd
+                                                                            number of times
 mode(x, true)               the same multiset                               min_by(value, (−count, value))
 percentile_disc(p)          the same multiset                               the sorted (value, count) pairs walked
 ==========================  ==============================================  ====================
@@ -208,8 +211,9 @@ def _moment(fn: str, n: Expr, s: Expr, q: Expr, arg_t: DataType) -> Expr:
 # aggregates kept over the values' multiset whatever the input, and those whose answer reads each
 # value's count (its rows)
 MULTISET_FNS = frozenset({"percentile", "collect_set", "collect_list", "mode", "mode_desc", "percentile_disc",
-                          "percentile_disc_desc"})
-COUNTED = frozenset({"percentile", "collect_list", "mode", "mode_desc", "percentile_disc", "percentile_disc_desc"})
+                          "percentile_disc_desc", "bit_and", "bit_or", "bit_xor"})
+COUNTED = frozenset({"percentile", "collect_list", "mode", "mode_desc", "percentile_disc", "percentile_disc_desc",
+                     "bit_xor"})
 
 
 def decompose(agg: Agg, deletions: bool) -> AggSpec:
@@ -246,6 +250,11 @@ def multiset_final(agg: Agg, value: Column, count: Column) -> Agg:
         pair = DataType("STRUCT", params=(("v", value.type), ("c", BIGINT)))
         paired = Call("named_struct", (value, count), pair, "IF({0} IS NULL, NULL, named_struct('v', {0}, 'c', {1}))")
         return Agg("collect_list", (paired,), False, array(pair))
+    if fn == "bit_xor":  # a value present an even number of times cancels out (0); NULL stays NULL
+        even = Call("=", (Call("%", (count, Literal(2, BIGINT)), BIGINT), Literal(0, BIGINT)), BOOLEAN)
+        present = Call("IS NOT NULL", (value,), BOOLEAN)
+        cancelled = Call("AND", (even, present), BOOLEAN)
+        return Agg(fn, (Case(((cancelled, Literal(0, value.type)),), value, value.type),), False, agg.type)
     if fn == "collect_list":  # each value as often as it occurs: collect_list(array_repeat(v, count)), flattened
         repeated = Call("array_repeat", (value, Cast(count, INT)), array(value.type), "array_repeat({0}, {1})")
         present = Case(((Call("IS NULL", (value,), BOOLEAN), Literal(None, repeated.type)),), repeated, repeated.type)

@@ -34,6 +34,7 @@ AGGS: dict[type, str] = {
     exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
     exp.Stddev: "stddev", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
     exp.Variance: "variance", exp.VariancePop: "var_pop",
+    exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor",
 }
 # Spark aggregates sqlglot parses as anonymous calls, by the name they are bound to
 ANON_AGGS = {"var_samp": "var_samp", "var_pop": "var_pop", "stddev_samp": "stddev_samp",
@@ -43,16 +44,15 @@ UNSUPPORTED_AGGS = {
     exp.ApproxDistinct: "approx_count_distinct", exp.ArrayAgg: "collect_list", exp.ArrayUniqueAgg: "collect_set",
     exp.ApproxQuantile: "percentile_approx", exp.AnyValue: "any_value",
     exp.First: "first", exp.Last: "last", exp.GroupConcat: "string_agg",
-    exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or",
 }
 # Spark aggregates sqlglot does not know (parsed as anonymous calls)
 UNSUPPORTED_ANON_AGGS = frozenset({
     "product", "try_sum", "try_avg", "histogram_numeric", "count_min_sketch", "hll_sketch_agg",
-    "bit_xor", "approx_top_k",
+    "approx_top_k",
 })
 _SUPPORTED_AGGS = ("supported aggregates: count, sum, avg, min, max, count(DISTINCT), stddev, variance, count_if, "
                    "bool_and, bool_or, covar_pop, covar_samp, corr, regr_*, median, percentile, percentile_cont, "
-                   "max_by, min_by")
+                   "max_by, min_by, bit_and, bit_or, bit_xor")
 # What to write instead, where there is an exact spelling
 _AGG_HINTS = {
     "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",
@@ -259,6 +259,11 @@ def agg_type(ctx: ExprContext, node: exp.Expr, fn: str, args: tuple[Expr, ...]) 
         return t
     if fn in ("collect_set", "collect_list"):  # (only sorted or counted: value_sets.py, listagg.py check the type)
         return array(t)
+    if fn in ("bit_and", "bit_or", "bit_xor"):
+        if not (t.is_integral or t.is_null):
+            raise ctx.mismatch(node, f"`{fn}` needs integers, but its argument is {t}", "CAST the argument to "
+                               "INT or BIGINT", function=fn, actual=t.sql())
+        return t
     if fn in ("min", "max"):
         if not t.is_orderable:
             raise ctx.mismatch(node, f"{fn} cannot order values of type {t}", function=fn, actual=t.sql())
