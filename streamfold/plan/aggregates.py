@@ -252,8 +252,7 @@ def multiset_final(agg: Agg, value: Column, count: Column) -> Agg:
         return Agg("collect_list", (paired,), False, array(pair))
     if fn == "bit_xor":  # a value present an even number of times cancels out (0); NULL stays NULL
         even = Call("=", (Call("%", (count, Literal(2, BIGINT)), BIGINT), Literal(0, BIGINT)), BOOLEAN)
-        present = Call("IS NOT NULL", (value,), BOOLEAN)
-        cancelled = Call("AND", (even, present), BOOLEAN)
+        cancelled = Call("AND", (even, Call("IS NOT NULL", (value,), BOOLEAN)), BOOLEAN)
         return Agg(fn, (Case(((cancelled, Literal(0, value.type)),), value, value.type),), False, agg.type)
     if fn == "collect_list":  # each value as often as it occurs: collect_list(array_repeat(v, count)), flattened
         repeated = Call("array_repeat", (value, Cast(count, INT)), array(value.type), "array_repeat({0}, {1})")
