@@ -4,7 +4,7 @@ with deletions and NULLs, the snapshot equals DuckDB's answer written in DuckDB'
 string and byte lengths, substrings up to a delimiter, base64, days and seconds since 1970 both
 ways, weekdays, ``log1p``/``expm1``, more trigonometry, formatting (``format_number``,
 ``format_string``), ``months_between``, ``timestampdiff``, masks and overlays, sorted arrays and
-sequences, JSON (``get_json_object``, ``from_json``, ``to_json``, keys and lengths), NaN tests, ``try_add``/``try_subtract``/``try_multiply`` and the array functions that append, prepend,
+sequences, time zones, JSON (``get_json_object``, ``from_json``, ``to_json``, keys and lengths), NaN tests, ``try_add``/``try_subtract``/``try_multiply`` and the array functions that append, prepend,
 compact, repeat, search and treat arrays as sets, day and month names and `regexp_substr`."""
 
 from __future__ import annotations
@@ -86,6 +86,14 @@ CASES = [
      "list_sort([a, 2], 'DESC', 'NULLS LAST'), list_sort([a, 2, NULL], 'ASC', 'NULLS LAST'), "
      "CASE WHEN a IS NOT NULL THEN generate_series(0, a) END, CASE WHEN a IS NOT NULL THEN generate_series(a, 0, -2) END "
      "FROM R"),
+    ("time zones",
+     "SELECT a, from_utc_timestamp(t, 'America/New_York') AS ny, to_utc_timestamp(t, 'Asia/Kolkata') AS utc, "
+     "convert_timezone('Europe/Berlin', 'America/New_York', t) AS moved, convert_timezone('Asia/Kolkata', t) AS ist, "
+     "count(*) OVER (PARTITION BY hour(from_utc_timestamp(t, 'America/New_York'))) AS same_hour FROM R",
+     "SELECT a, timezone('America/New_York', t), timezone('UTC', timezone('Asia/Kolkata', timezone('UTC', t))), "
+     "timezone('America/New_York', timezone('Europe/Berlin', timezone('UTC', t))), "
+     "timezone('Asia/Kolkata', t), "
+     "count(*) OVER (PARTITION BY hour(timezone('America/New_York', t))) FROM R"),
     ("json",
      "SELECT a, get_json_object(j, '$.a') AS ga, get_json_object(j, '$.s') AS gs, "
      "from_json(j, 'a INT, s STRING').a AS fa, from_json(j, 'STRUCT<s: STRING>').s AS fs, "

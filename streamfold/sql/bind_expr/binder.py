@@ -37,6 +37,7 @@ from .predicates import (
     bind_not, bind_or,
 )
 from .subqueries import bind_subquery, quantified_refusal
+from .timezones import bind_convert_timezone, bind_time_zone
 from .windows import bind_window
 
 _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
@@ -50,6 +51,7 @@ _RULES: dict[type[exp.Expr], Callable[[ExprContext, Any], Expr]] = {
     exp.Case: bind_case, exp.If: bind_if,
     exp.Filter: bind_filtered,
     exp.Grouping: bind_grouping, exp.GroupingId: bind_grouping,
+    exp.AtTimeZone: bind_time_zone, exp.FromTimeZone: bind_time_zone, exp.ConvertTimezone: bind_convert_timezone,
 }
 
 
