@@ -1,7 +1,8 @@
 """Bind generators: ``LATERAL VIEW [OUTER] explode(arr) t AS v``, ``FROM s, LATERAL explode(arr)
 AS t(v)`` and ``SELECT explode(arr) AS v``.
 
-All are an :class:`Explode` of one array, with a position column for ``posexplode``; OUTER
+All are an :class:`Explode` of one array, with a position column for ``posexplode`` (``inline``,
+``stack`` and ``json_tuple``: of an array of structs, then its fields, :mod:`.row_generators`); OUTER
 keeps a row whose array is empty or NULL. A lateral generator's columns join the FROM clause's
 scope under its alias. Joined (Spark's ``LATERAL`` in a join), a comma, CROSS or INNER JOIN
 explodes; ``ON cond`` filters the exploded rows; ``LEFT JOIN … ON true`` keeps a row whose array
@@ -26,16 +27,17 @@ from ..bind_expr import ExprBinder
 from ..scope import Scope, ScopeEntry
 from .context import BindContext
 from .grouping import has_agg
+from .row_generators import explode_rows, row_generator
 
 
 def lateral_view(ctx: BindContext, node: exp.Lateral, rel: Rel, scope: Scope) -> Rel:
     """``LATERAL VIEW [OUTER] explode(arr) t AS v`` / ``posexplode(arr) t AS pos, v``."""
     gen = node.this
-    if not node.args.get("view") or not isinstance(gen, exp.Explode):
+    if not node.args.get("view") or not _is_generator(gen):
         _refuse_lateral(ctx, node)
     view, names = _named(ctx, node)
     outer = bool(node.args.get("outer")) or _outer_generator(gen)
-    return _explode(ctx, gen, rel, scope, view, names, outer, node)
+    return _generate(ctx, gen, rel, scope, view, names, outer, node)
 
 
 def lateral_join(ctx: BindContext, join: exp.Join, rel: Rel, scope: Scope) -> Rel:
@@ -43,7 +45,7 @@ def lateral_join(ctx: BindContext, join: exp.Join, rel: Rel, scope: Scope) -> Re
     node = join.this
     assert isinstance(node, exp.Lateral)
     gen = node.this
-    if not isinstance(gen, exp.Explode):
+    if not _is_generator(gen):
         _refuse_lateral(ctx, node)
     side, kind = (join.side or "").lower(), (join.kind or "").lower()
     on = join.args.get("on")
@@ -60,7 +62,7 @@ def lateral_join(ctx: BindContext, join: exp.Join, rel: Rel, scope: Scope) -> Re
                       construct="lateral join")
     view, names = _named(ctx, node)
     outer = side == "left" or _outer_generator(gen)
-    out: Rel = _explode(ctx, gen, rel, scope, view, names, outer, node)
+    out: Rel = _generate(ctx, gen, rel, scope, view, names, outer, node)
     if on is not None and not always:
         out = Filter(out, ExprBinder(scope, "ON").boolean(on))
     return out
@@ -78,6 +80,18 @@ def _named(ctx: BindContext, node: exp.Lateral) -> tuple[str, list[str]]:
     alias = node.args.get("alias")
     view = alias.name if alias is not None and alias.name else ctx.fresh("_gen")
     return view, [c.name for c in alias.columns] if alias is not None and alias.columns else []
+
+
+def _is_generator(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Explode) or row_generator(node) is not None
+
+
+def _generate(ctx: BindContext, gen: exp.Expr, rel: Rel, scope: Scope, view: str, names: list[str],
+              outer: bool, node: exp.Expr) -> Rel:
+    if row_generator(gen) is not None:  # rows of several columns (row_generators.py)
+        return explode_rows(ctx, gen, rel, scope, view, names, outer, node)
+    assert isinstance(gen, exp.Explode)
+    return _explode(ctx, gen, rel, scope, view, names, outer, node)
 
 
 def _explode(ctx: BindContext, gen: exp.Explode, rel: Rel, scope: Scope, view: str, names: list[str],
@@ -110,10 +124,10 @@ def select_generators(ctx: BindContext, node: exp.Select, rel: Rel,
                       scope: Scope) -> tuple[Rel, dict[int, list[tuple[str, Column]]]]:
     """``SELECT explode(arr) AS v …``: Spark's generator in the select list, which runs after
     WHERE. It becomes an Explode under the projection; the item reads its columns."""
-    gens = [(i, item) for i, item in enumerate(node.expressions) if isinstance(_unalias_all(item), exp.Explode)]
+    gens = [(i, item) for i, item in enumerate(node.expressions) if _is_generator(_unalias_all(item))]
     for item in node.expressions:
         for sub in item.walk():  # (a generator of a subquery's own FROM or select list is its own)
-            if (isinstance(sub, (exp.Explode, exp.Inline)) and _unalias_all(item) is not sub
+            if (_is_generator(sub) and _unalias_all(item) is not sub
                     and sub.find_ancestor(exp.Select) is node):
                 raise ctx.err(UnsupportedError, "UNSUPPORTED_GENERATOR",
                               "a generator must be a whole select item, not part of an expression", sub,
@@ -131,14 +145,13 @@ def select_generators(ctx: BindContext, node: exp.Select, rel: Rel,
                       construct="generator")
     i, item = gens[0]
     gen = _unalias_all(item)
-    assert isinstance(gen, exp.Explode)
     if isinstance(item, exp.Aliases):
         names = [a.name for a in item.expressions]
     elif isinstance(item, exp.Alias):
         names = [item.alias]
     else:
         names = []
-    out = _explode(ctx, gen, rel, scope, ctx.fresh("_gen"), names, _outer_generator(gen), item)
+    out = _generate(ctx, gen, rel, scope, ctx.fresh("_gen"), names, _outer_generator(gen), item)
     entry = scope.entries.pop()  # its columns are select items, not names for the rest of the query
     return out, {i: [(entry.names[k], f.ref()) for k, f in entry.columns.items()]}
 
