@@ -75,7 +75,7 @@ def explode_rows(ctx: BindContext, gen: exp.Expr, rel: Rel, scope: Scope, view: 
     return out
 
 
-def _stack(ctx: BindContext, gen: exp.Stack, binder: ExprBinder) -> Expr:
+def _stack(ctx: BindContext, gen: exp.Expr, binder: ExprBinder) -> Expr:
     count = gen.this
     if not (isinstance(count, exp.Literal) and not count.is_string and str(count.this).isdigit()
             and int(count.this) > 0):
@@ -102,7 +102,7 @@ def _stack(ctx: BindContext, gen: exp.Stack, binder: ExprBinder) -> Expr:
                     [f"col{c}" for c in range(width)], types)
 
 
-def _json_tuple(ctx: BindContext, gen: exp.Anonymous, binder: ExprBinder) -> Expr:
+def _json_tuple(ctx: BindContext, gen: exp.Expr, binder: ExprBinder) -> Expr:
     args = list(gen.expressions)
     keys = args[1:]
     if not keys or not all(isinstance(k, exp.Literal) and k.is_string for k in keys):
