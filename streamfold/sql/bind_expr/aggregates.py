@@ -56,8 +56,10 @@ _SUPPORTED_AGGS = ("supported aggregates: count, sum, avg, min, max, count(DISTI
 # What to write instead, where there is an exact spelling
 _AGG_HINTS = {
     "approx_count_distinct": "count(DISTINCT x) is exact and maintained incrementally",
-    "first": "which row is first depends on the order Spark reads the files; use min or max",
-    "last": "which row is last depends on the order Spark reads the files; use min or max",
+    "first": "which row is first depends on the order Spark reads the files; use min or max, or min_by(x, ts) "
+             "for the x of the earliest ts",
+    "last": "which row is last depends on the order Spark reads the files; use min or max, or max_by(x, ts) "
+            "for the x of the latest ts",
     "any_value": "which row it picks depends on the order Spark reads the files; use min or max",
     "percentile_disc": "percentile_disc(p) WITHIN GROUP (ORDER BY x) is maintained; so are percentile_cont(p) WITHIN "
                        "GROUP (ORDER BY x), percentile(x, p) and median(x)",

@@ -105,6 +105,8 @@ class ExprBinder(ExprContext):
             inner = node.this
             name = inner.sql_name().lower() if isinstance(inner, exp.Func) else "WITHIN GROUP"
             raise unsupported_agg(self, node, name)
+        if isinstance(node, (exp.IgnoreNulls, exp.RespectNulls)) and isinstance(node.this, exp.AggFunc):
+            raise unsupported_agg(self, node, UNSUPPORTED_AGGS.get(type(node.this)) or node.this.sql_name().lower())
         if isinstance(node, exp.AggFunc):  # every aggregate not bound above
             raise unsupported_agg(self, node, UNSUPPORTED_AGGS.get(type(node)) or node.sql_name().lower())
         if isinstance(node, exp.Func):
