@@ -3,7 +3,7 @@ evaluated by Spark row by row, so kept exactly as any expression is; here, after
 with deletions and NULLs, the snapshot equals DuckDB's answer written in DuckDB's own words —
 string and byte lengths, substrings up to a delimiter, base64, days and seconds since 1970 both
 ways, weekdays, ``log1p``/``expm1``, more trigonometry, formatting (``format_number``,
-``format_string``), ``months_between``, ``timestampdiff``, masks and overlays, sorted arrays and
+``format_string``), ``typeof``, ``months_between``, ``timestampdiff``, masks and overlays, sorted arrays and
 sequences, time zones, JSON (``get_json_object``, ``from_json``, ``to_json``, keys and lengths), NaN tests, ``try_add``/``try_subtract``/``try_multiply`` and the array functions that append, prepend,
 compact, repeat, search and treat arrays as sets, day and month names and `regexp_substr`."""
 
@@ -62,11 +62,12 @@ CASES = [
     ("more numbers",
      "SELECT a, acosh(abs(c) + 1) AS ach, atanh(c / 20) AS ath, hypot(c, a) AS hy, rint(c) AS ri, e() AS ee, "
      "sec(c) AS se, csc(c + 0.1) AS cs, shiftleft(a, 2) AS sl, bit_count(a) AS bc, format_number(c, 1) AS fn, "
-     "format_string('%d-%s', a, s) AS fs, printf('<%s>', s) AS pf FROM R",
+     "format_string('%d-%s', a, s) AS fs, printf('<%s>', s) AS pf, typeof(a) AS ta, "
+     "typeof(array(named_struct('x', a, 'y', s))) AS tz, typeof(NULL) AS tn FROM R",
      "SELECT a, acosh(abs(c) + 1), atanh(c / 20), sqrt(c * c + a * a), round_even(c, 0), exp(1), 1 / cos(c), "
      "1 / sin(c + 0.1), a << 2, bit_count(a), printf('%.1f', c), "
      "printf('%s-%s', coalesce(CAST(a AS VARCHAR), 'null'), coalesce(s, 'null')), "
-     "printf('<%s>', coalesce(s, 'null')) FROM R"),
+     "printf('<%s>', coalesce(s, 'null')), 'int', 'array<struct<x:int,y:string>>', 'void' FROM R"),
     ("strings and dates",
      "SELECT a, overlay(s PLACING 'X' FROM 2) AS ov, mask(s) AS mk, find_in_set(s, 'a,ab,c') AS fis, "
      "regexp_extract_all(s, '[ab]', 0) AS rea, months_between(d, DATE '2020-01-31') AS mb, "

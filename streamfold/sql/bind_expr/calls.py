@@ -5,7 +5,7 @@ writes back exactly what sqlglot's Spark generator writes (``date_format``'s tim
 included). A name the registry does not know is refused with the nearest known one, and a
 nondeterministic function (``rand``, ``current_date`` …) is refused: a continuous query could
 not keep the batch answer. Spark aggregates that sqlglot parses as anonymous calls are bound
-here as aggregates.
+here as aggregates. ``typeof(x)`` is known when the query compiles, a constant.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from sqlglot import exp
 
 from ...errors import UnsupportedError, did_you_mean
 from ...ir import functions
-from ...ir.expr import Call, Expr
-from ...ir.types import parse_type
+from ...ir.expr import Call, Expr, Literal
+from ...ir.types import STRING, DataType, parse_type
 from ..window_text import WINDOW_CALL
 from .aggregates import ANON_AGGS, UNSUPPORTED_ANON_AGGS, bind_agg, unsupported_agg
 from .context import ExprContext
@@ -33,6 +33,8 @@ def bind_call(ctx: ExprContext, node: exp.Func) -> Expr:
     m = _NAME.match(template)
     # an operator-like call (`x RLIKE p`) has no name in its template: sqlglot's node names it
     name = m.group(1).lower() if m else _OPERATOR_NAMES.get(type(node), type(node).__name__.lower())
+    if name == "typeof" and len(arg_nodes) == 1:  # known when the query compiles: a constant
+        return Literal(_type_name(ctx.bind(arg_nodes[0]).type), STRING)
     if isinstance(node, exp.Anonymous) and name in (WINDOW_CALL, "session_window"):
         # the block's time window, computed under it (sql/bind/time_windows.py, session_windows.py)
         window = ctx.scope.time_window
@@ -73,6 +75,15 @@ def _sorted_array(node: exp.ArraySort) -> tuple[str, list[exp.Expr]]:
         return "array_sort({0})", [node.this]
     asc = node.args.get("asc")
     return ("sort_array({0}, {1})", [node.this, asc]) if asc is not None else ("sort_array({0})", [node.this])
+
+
+def _type_name(t: DataType) -> str:
+    """A type as Spark's ``typeof`` names it: ``int``, ``decimal(10,2)``, ``struct<a:int>``."""
+    if t.name == "ARRAY":
+        return f"array<{_type_name(t.element)}>"
+    if t.name == "STRUCT":
+        return "struct<" + ",".join(f"{n}:{_type_name(ft)}" for n, ft in t.params) + ">"
+    return t.sql().lower()
 
 
 def _from_json(ctx: ExprContext, node: exp.FromJson) -> Expr:
