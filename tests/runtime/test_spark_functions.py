@@ -126,5 +126,6 @@ def test_from_json_needs_a_schema_it_can_read():
         ("SELECT from_json(s, s) AS j FROM R", "UNSUPPORTED_FUNCTION"),
         ("SELECT from_json(s, 'a INTEGRAL') AS j FROM R", "TYPE_MISMATCH"),
         ("SELECT from_json(a, 'a INT') AS j FROM R", "TYPE_MISMATCH"),
+        ("SELECT from_json(s, 'MAP<STRING, INT>') AS j FROM R", "UNSUPPORTED_TYPE"),
     ], schema)
     assert_refused([("SELECT sequence(d, d) AS j FROM R", "TYPE_MISMATCH")], schema, unhinted=("TYPE_MISMATCH",))

@@ -1,6 +1,7 @@
 """Inline tables — ``VALUES (…), (…) AS t(c, …)`` in FROM, in a join, as a CTE's body
-(``sql/bind/values.py``): after every batch, with deletions, the snapshot equals DuckDB's answer
-to the same VALUES on the prefix; columns are named and typed as Spark names and widens them."""
+(``sql/bind/values.py``) — and rows compared with a list of rows, ``(a, b) IN ((1, 2), …)``, which
+Spark compares as structs (NULL equal to NULL): after every batch, with deletions, the snapshot
+equals DuckDB's answer on the prefix; columns are named and typed as Spark names and widens them."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ CASES = [
     ("the rows of a stream pick",
      "SELECT x, y FROM VALUES (1, 'a'), (2, 'b'), (3, 'c') AS v(x, y) WHERE x IN (SELECT a FROM R WHERE b > 1)",
      "SELECT x, y FROM (VALUES (1, 'a'), (2, 'b'), (3, 'c')) AS v(x, y) WHERE x IN (SELECT a FROM R WHERE b > 1)"),
+    ("rows in a list of rows",
+     "SELECT a, b, (a, b) IN ((1, 2), (3, CAST(NULL AS INT))) AS hit FROM R WHERE NOT ((a, s) IN ((1, 'a'))) ORDER BY a LIMIT ALL",
+     "SELECT a, b, (a IS NOT DISTINCT FROM 1 AND b IS NOT DISTINCT FROM 2) OR (a IS NOT DISTINCT FROM 3 "
+     "AND b IS NOT DISTINCT FROM NULL) FROM R WHERE NOT (a IS NOT DISTINCT FROM 1 AND s IS NOT DISTINCT FROM 'a')"),
 ]
 
 
@@ -46,4 +51,7 @@ def test_inline_tables_are_named_and_typed_as_spark_does():
         ("SELECT * FROM VALUES (1, 2), (3) AS v(x, y)", "VALUES_WIDTH"),
         ("SELECT * FROM VALUES (1, 2) AS v(x)", "VALUES_WIDTH"),
         ("SELECT * FROM VALUES (1), (DATE '2020-01-01') AS v(x)", "TYPE_MISMATCH"),
+        ("SELECT a FROM R WHERE (a, b) IN ((1, 2L))", "TYPE_MISMATCH"),  # Spark: one struct type
+        ("SELECT a FROM R WHERE (a, b) IN ((1, 2, 3))", "TYPE_MISMATCH"),
+        ("SELECT a FROM R WHERE (a, b) IN ((1, NULL))", "TYPE_MISMATCH"),
     ], schema)

@@ -116,6 +116,9 @@ def order_all(order: exp.Order, names: list[str]) -> exp.Ordered | None:
 
 def _limit(ctx: BindContext, node: exp.Expr, rel: Rel) -> Rel:
     limit_node = node.args.get("limit")
+    if limit_node is not None and isinstance(limit_node.expression, exp.Var) \
+            and limit_node.expression.name.upper() == "ALL":
+        limit_node = None  # LIMIT ALL: every row, as without LIMIT
     offset_node = node.args.get("offset")
     if limit_node is None and offset_node is None:
         return rel

@@ -87,14 +87,20 @@ def _type_name(t: DataType) -> str:
 
 
 def _from_json(ctx: ExprContext, node: exp.FromJson) -> Expr:
-    """``from_json(s, 'a INT, b STRING')``: a STRUCT of the schema given as a literal (DDL)."""
+    """``from_json(s, 'a INT, b STRING')``: a STRUCT of the schema given as a literal (DDL, or a
+    ``STRUCT<…>`` or ``ARRAY<…>`` type)."""
     schema = node.expression
     if not (isinstance(schema, exp.Literal) and schema.is_string) or node.args.get("options"):
         raise ctx.err(UnsupportedError, "UNSUPPORTED_FUNCTION", "from_json needs its schema as a string literal, "
                       "without options", node, "write from_json(s, 'a INT, b STRING')", function="from_json")
     text = schema.this.strip()
+    if text.upper().startswith("MAP<"):
+        raise ctx.err(UnsupportedError, "UNSUPPORTED_TYPE", "from_json into a MAP is not supported (MAP values are "
+                      "not)", schema, "name the fields you read: from_json(s, 'a INT, b STRING'), or "
+                      "get_json_object(s, '$.a')", function="from_json")
     try:
-        struct = parse_type(text if text.upper().startswith("STRUCT<") else f"STRUCT<{_ddl_fields(text)}>")
+        whole = text.upper().startswith(("STRUCT<", "ARRAY<"))
+        struct = parse_type(text if whole else f"STRUCT<{_ddl_fields(text)}>")
     except ValueError as e:
         raise ctx.mismatch(schema, f"from_json cannot read the schema `{text}`: {e}",
                            "give column names and types: 'a INT, b ARRAY<STRING>'", function="from_json") from None

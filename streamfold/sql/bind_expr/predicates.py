@@ -14,7 +14,7 @@ import datetime as dt
 from sqlglot import exp
 
 from ...errors import UnsupportedError
-from ...ir.expr import Call, Expr, Literal, SubqueryExpr
+from ...ir.expr import Call, Expr, Literal, SubqueryExpr, and_all, or_all
 from ...ir.types import BOOLEAN, DataType, common_type
 from .context import ExprContext
 from .subqueries import bind_in_subquery
@@ -118,6 +118,8 @@ def bind_is(ctx: ExprContext, node: exp.Is) -> Expr:
 def bind_in(ctx: ExprContext, node: exp.In) -> Expr:
     if node.args.get("query") is not None:
         return bind_in_subquery(ctx, node)
+    if isinstance(node.this, exp.Tuple):
+        return _row_in_list(ctx, node)
     value = ctx.bind(node.this)
     items = [ctx.bind(i) for i in node.expressions]
     for item_node, item in zip(node.expressions, items):
@@ -125,6 +127,27 @@ def bind_in(ctx: ExprContext, node: exp.In) -> Expr:
             raise ctx.mismatch(item_node, f"IN list item of type {item.type} cannot be compared with {value.type}",
                                left=value.type.sql(), right=item.type.sql())
     return Call("IN", (value, *items), BOOLEAN)
+
+
+def _row_in_list(ctx: ExprContext, node: exp.In) -> Expr:
+    """``(a, b) IN ((1, 2), (3, 4))``: Spark compares the rows as structs, field by field with NULL
+    equal to NULL, so it is ``(a <=> 1 AND b <=> 2) OR (a <=> 3 AND b <=> 4)`` — never NULL. As in
+    Spark, each row of the list has the left side's types."""
+    left = [ctx.bind(v) for v in node.this.expressions]
+    rows: list[Expr] = []
+    for row_node in node.expressions:
+        values = list(row_node.expressions) if isinstance(row_node, exp.Tuple) else [row_node]
+        if len(values) != len(left):
+            raise ctx.mismatch(row_node, f"IN compares {len(left)} value(s) with a row of {len(values)}",
+                               f"list rows of {len(left)} value(s)")
+        bound = [ctx.bind(v) for v in values]
+        for v_node, v, col in zip(values, bound, left):
+            if v.type != col.type:  # a NULL too: Spark types it VOID, another struct type
+                raise ctx.mismatch(v_node, f"IN compares rows as structs, and Spark asks for one type: {v.type} "
+                                   f"against {col.type}", f"write the value as a {col.type.sql()}, e.g. "
+                                   f"CAST(… AS {col.type.sql()})", left=col.type.sql(), right=v.type.sql())
+        rows.append(and_all([Call("<=>", (c, v), BOOLEAN) for c, v in zip(left, bound)]) or Literal(True, BOOLEAN))
+    return or_all(rows) or Literal(False, BOOLEAN)
 
 
 def bind_between(ctx: ExprContext, node: exp.Between) -> Expr:
