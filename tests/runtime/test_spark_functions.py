@@ -63,11 +63,13 @@ CASES = [
      "SELECT a, acosh(abs(c) + 1) AS ach, atanh(c / 20) AS ath, hypot(c, a) AS hy, rint(c) AS ri, e() AS ee, "
      "sec(c) AS se, csc(c + 0.1) AS cs, shiftleft(a, 2) AS sl, bit_count(a) AS bc, format_number(c, 1) AS fn, "
      "format_string('%d-%s', a, s) AS fs, printf('<%s>', s) AS pf, typeof(a) AS ta, "
-     "typeof(array(named_struct('x', a, 'y', s))) AS tz, typeof(NULL) AS tn FROM R",
+     "typeof(array(named_struct('x', a, 'y', s))) AS tz, typeof(NULL) AS tn, bigint(a) AS bi, smallint(a) AS si, "
+     "decimal(c) AS dc FROM R",
      "SELECT a, acosh(abs(c) + 1), atanh(c / 20), sqrt(c * c + a * a), round_even(c, 0), exp(1), 1 / cos(c), "
      "1 / sin(c + 0.1), a << 2, bit_count(a), printf('%.1f', c), "
      "printf('%s-%s', coalesce(CAST(a AS VARCHAR), 'null'), coalesce(s, 'null')), "
-     "printf('<%s>', coalesce(s, 'null')), 'int', 'array<struct<x:int,y:string>>', 'void' FROM R"),
+     "printf('<%s>', coalesce(s, 'null')), 'int', 'array<struct<x:int,y:string>>', 'void', CAST(a AS BIGINT), "
+     "CAST(a AS SMALLINT), CAST(c AS DECIMAL(10, 0)) FROM R"),
     ("strings and dates",
      "SELECT a, overlay(s PLACING 'X' FROM 2) AS ov, mask(s) AS mk, find_in_set(s, 'a,ab,c') AS fis, "
      "regexp_extract_all(s, '[ab]', 0) AS rea, months_between(d, DATE '2020-01-31') AS mb, "

@@ -8,6 +8,7 @@ Spark's bitwise operators.
     equal_null(a, b)            →  a <=> b
     isnull(x), isnotnull(x)     →  x IS NULL, x IS NOT NULL
     zeroifnull(x), nullifzero(x) → coalesce(x, 0), nullif(x, 0)
+    bigint(x), smallint(x), tinyint(x), decimal(x)  →  CAST(x AS BIGINT) …, CAST(x AS DECIMAL(10,0))
 
 Written out, each is typed and maintained as what it means, and the oracle (DuckDB) reads it too.
 The bitwise operators ``& | ^ ~``, ``shiftleft`` and ``shiftright`` keep Spark's types: the operands' common
@@ -21,6 +22,10 @@ from sqlglot import exp
 from ...ir.expr import Call, Expr
 from ...ir.types import INT, common_type
 from .context import ExprContext
+
+
+# Spark's cast functions that sqlglot reads as anonymous calls (it reads int(x), double(x) … as casts)
+_CAST_FUNCTIONS = {"bigint": "BIGINT", "smallint": "SMALLINT", "tinyint": "TINYINT", "decimal": "DECIMAL(10,0)"}
 
 
 def respelled(node: exp.Expr) -> exp.Expr | None:
@@ -38,6 +43,8 @@ def respelled(node: exp.Expr) -> exp.Expr | None:
     if isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
         x = node.expressions[0].copy()
         name = node.name.lower()
+        if name in _CAST_FUNCTIONS:
+            return exp.Cast(this=x, to=exp.DataType.build(_CAST_FUNCTIONS[name], dialect="spark"))
         if name == "isnull":
             return exp.Is(this=x, expression=exp.Null())
         if name == "isnotnull":
