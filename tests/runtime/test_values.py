@@ -41,6 +41,18 @@ def test_inline_tables_equal_duckdb(spark, tmp_path, qid, sql, oracle):
     assert any(run.snapshots), "no row ever answered: the test would prove nothing"
 
 
+def test_an_inline_table_over_a_static_table_keeps_no_state():
+    """Its one row is counted over a static table when there is one: nothing changes per batch."""
+    sql = "SELECT R.a, v.y FROM R JOIN (VALUES (1, 'p'), (2, 'q')) AS v(x, y) ON R.a = v.x"
+    over_static = streamfold.compile(sql, {"R": R.schema_sql(), "T": "k INT"}, tables=["T"])
+    over_stream = streamfold.compile(sql, {"R": R.schema_sql()})
+    def counts(plan) -> list[str]:  # the one row's count, a global aggregate state
+        return [s.name for s in plan.states if s.role.value == "aggregate" and not s.key and not s.static]
+
+    assert counts(over_stream) and not counts(over_static)
+    assert len([s for s in over_static.states if not s.static]) < len([s for s in over_stream.states if not s.static])
+
+
 def test_inline_tables_are_named_and_typed_as_spark_does():
     schema = {"R": R.schema_sql()}
     plan = streamfold.compile("SELECT * FROM VALUES (1, 1.5), (2, 2) AS v(x, y)", schema)

@@ -78,12 +78,13 @@ def _one_row_of(ctx: BindContext, name: str) -> Rel:
 
 def _values(ctx: BindContext, node: exp.Values, ctes: dict[str, Cte]) -> exp.Subquery:
     """An inline table as the derived table it stands for (values.py), its one row counted over a
-    source the query reads (a static table first), else over any source."""
-    read = _sources_read(ctx, node.root(), ctes) or list(ctx.catalog)
-    if not read:
+    static table (one the query reads first), which never changes, else over a stream it reads."""
+    read = _sources_read(ctx, node.root(), ctes)
+    candidates = read + [n for n in ctx.catalog if n not in read]
+    if not candidates:
         raise ctx.err(UnsupportedError, "NO_FROM", "a continuous query must read at least one source", node,
                       "add FROM <source>")
-    source = min(read, key=lambda n: not ctx.catalog[n].static)
+    source = min(candidates, key=lambda n: (not ctx.catalog[n].static, n not in read))
     return values_query(ctx, node, source, lambda query: [f.type for f in ctx.query(query, ctes)[0].schema])
 
 

@@ -5,9 +5,10 @@ body), as the query over one row that gives its rows::
     FROM <one row> LATERAL VIEW explode(array(named_struct('x', CAST(1 AS T1), 'y', CAST('a' AS T2)),
                                               named_struct('x', CAST(2 AS T1), …))) t AS r
 
-The one row is a global count over a source of the query (a static table first, whose count
-never changes), as a SELECT without FROM is (``from_clause._one_row``): the rows are a constant
-that never changes, so they cost nothing after the first batch. Columns are named as written in
+The one row is a global count over a source, as a SELECT without FROM is
+(``from_clause._one_row``): a static table when there is one (its count never changes, so the
+rows cost nothing after the first batch), else a stream the query reads, whose count is a
+one-row state each batch updates and whose change the rows' change cancels. Columns are named as written in
 the alias, else ``col1``, ``col2`` … as Spark names them, and each takes the widest type of its
 values (a NULL-only column stays NULL). Rows of different widths are ``VALUES_WIDTH``; a value
 that reads a column is an unknown column, as in Spark.
