@@ -68,6 +68,6 @@ def test_sets_share_the_distinct_multiset_and_refuse_an_order_spark_does_not_pro
                     ("SELECT sort_array(collect_set(c)) FROM R", "UNSUPPORTED_AGGREGATE"),
                     ("SELECT collect_list(b) FROM R", "UNSUPPORTED_AGGREGATE"),
                     ("SELECT sort_array(collect_list(c)) FROM R", "UNSUPPORTED_AGGREGATE"),
-                    ("SELECT array_sort(collect_set(b), (l, r) -> r - l) FROM R", "UNSUPPORTED_FUNCTION"),
+                    ("SELECT array_sort(collect_set(b), (l, r) -> r - l) FROM R", "UNSUPPORTED_AGGREGATE"),
                     ("SELECT a FROM R WHERE size(collect_set(b)) > 1", "AGGREGATE_NOT_ALLOWED")],
                    {"R": R.schema_sql()})
